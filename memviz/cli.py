@@ -1,0 +1,59 @@
+"""The `memviz` entry point: the window with no subcommand, headless subcommands otherwise.
+
+Each subcommand lives in its own module under memviz/commands with `add_parser(subparsers)`
+setting `func`; a command returns an exit code. A StoreError (or any error meant for the
+user) becomes a one-line message and exit code 2, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from .store.errors import StoreError
+
+COMMANDS = (
+    "memviz.commands.stats",
+    "memviz.commands.create",
+)
+
+#: errors whose message is meant for the user (anything else is a bug and keeps its traceback)
+USER_ERRORS: tuple[type[BaseException], ...] = (StoreError, ValueError, FileNotFoundError)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="memviz", description="Inspect, query and edit the long-term memory of LLM agents.")
+    parser.add_argument("--version", action="version", version="memviz " + __import__("memviz").__version__)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(name).add_parser(sub)
+    return parser
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser()
+    if not argv or (argv[0] not in parser._subparsers._group_actions[0].choices and not argv[0].startswith("-")):
+        return open_window(argv)
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except USER_ERRORS as e:
+        print(f"memviz: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("memviz: interrupted", file=sys.stderr)
+        return 130
+
+
+def open_window(argv) -> int:
+    try:
+        from .app.main import run  # noqa: PLC0415 - Qt loads only for the window
+    except ImportError:
+        print("memviz: the window is not built yet; use `memviz stats DB` or `memviz --help`.", file=sys.stderr)
+        return 2
+    return run(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

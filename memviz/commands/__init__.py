@@ -1,0 +1,1 @@
+"""`memviz` subcommands, one module each (see memviz/cli.py)."""

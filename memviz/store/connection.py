@@ -1,0 +1,28 @@
+"""SQLite connections: apsw with sqlite-vec loaded before any SQL of the file runs.
+
+apsw is the project's one driver: CPython's `sqlite3` on macOS system Python (and
+this machine's) cannot load extensions. The vec0 module must be registered before
+SQLite parses a schema that mentions it, so it is loaded right after opening, and
+extension loading is switched off again before any statement from the file runs.
+"""
+from __future__ import annotations
+
+import apsw
+import sqlite_vec
+
+BUSY_TIMEOUT_MS = 5000
+
+
+def connect(path: str, *, readonly: bool = False, create: bool = False) -> apsw.Connection:
+    flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
+    if create and not readonly:
+        flags |= apsw.SQLITE_OPEN_CREATE
+    flags |= apsw.SQLITE_OPEN_URI if path.startswith("file:") else 0
+    conn = apsw.Connection(path, flags=flags)
+    conn.enable_load_extension(True)
+    try:
+        conn.load_extension(sqlite_vec.loadable_path())
+    finally:
+        conn.enable_load_extension(False)
+    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+    return conn

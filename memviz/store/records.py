@@ -1,0 +1,130 @@
+"""Validation of memory records before they are written, and decoding when read."""
+from __future__ import annotations
+
+import json
+import time
+import uuid
+
+import numpy as np
+
+from .errors import ValidationError
+from .schema import JSON_COLUMNS, JSON_LIST_COLUMNS, MEMORY_COLUMNS
+from .times import to_epoch
+
+_DEFAULTS = {
+    "agent": "", "importance": 5.0, "confidence": 1.0, "access_count": 0,
+    "decay_rate": 0.1, "protected": 0, "source_ids": [], "entity_ids": [], "tags": [],
+    "attributes": {},
+}
+_TIME_COLUMNS = ("event_time", "created_at", "valid_until", "last_accessed")
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def embedding_blob(vec, expected_dim: int | None = None, *, what: str = "embedding") -> bytes:
+    """float32 little-endian bytes of a 1-D finite vector; rejects NaN/inf and wrong lengths."""
+    if isinstance(vec, (bytes, bytearray, memoryview)):
+        raw = bytes(vec)
+        if len(raw) % 4:
+            raise ValidationError(f"{what} has {len(raw)} bytes, not a whole number of float32 values")
+        arr = np.frombuffer(raw, dtype="<f4")
+    else:
+        arr = np.asarray(vec, dtype=np.float64)
+        if arr.ndim != 1:
+            raise ValidationError(f"{what} must be a 1-D vector, got shape {arr.shape}")
+        arr = arr.astype("<f4")
+    if arr.size == 0:
+        raise ValidationError(f"{what} is empty")
+    if not np.all(np.isfinite(arr)):
+        raise ValidationError(f"{what} contains NaN or infinite values")
+    if expected_dim is not None and arr.size != expected_dim:
+        raise ValidationError(f"{what} has {arr.size} dimensions, but this store's model uses {expected_dim}")
+    return arr.tobytes()
+
+
+def normalize(rec: dict, *, model_dims: dict[str, int], now: float | None = None) -> dict:
+    """A complete row dict ready for INSERT; raises ValidationError with the field at fault."""
+    unknown = set(rec) - set(MEMORY_COLUMNS)
+    if unknown:
+        raise ValidationError(f"unknown memory fields: {', '.join(sorted(unknown))}")
+    row = {**_DEFAULTS, **{k: v for k, v in rec.items() if v is not None or k == "valid_until"}}
+    for col in MEMORY_COLUMNS:
+        row.setdefault(col, None)
+    row["id"] = row["id"] or new_id()
+    row["id"] = str(row["id"])
+    for col in ("kind", "content"):
+        if not isinstance(row.get(col), str) or (col == "kind" and not row[col]):
+            raise ValidationError(f"memory {row['id']}: `{col}` must be a non-empty string")
+    now = time.time() if now is None else now
+    try:
+        row["created_at"] = to_epoch(now if row["created_at"] is None else row["created_at"])
+        row["event_time"] = to_epoch(row["created_at"] if row["event_time"] is None else row["event_time"])
+        for col in ("valid_until", "last_accessed"):
+            row[col] = to_epoch(row.get(col))
+    except ValueError as e:
+        raise ValidationError(f"memory {row['id']}: {e}") from None
+    try:
+        row["importance"] = float(row["importance"])
+        row["confidence"] = float(row["confidence"])
+        row["decay_rate"] = float(row["decay_rate"])
+        row["access_count"] = int(row["access_count"])
+        row["protected"] = 1 if row["protected"] else 0
+    except (TypeError, ValueError) as e:
+        raise ValidationError(f"memory {row['id']}: bad number: {e}") from None
+    if not 0 <= row["importance"] <= 10:
+        raise ValidationError(f"memory {row['id']}: importance {row['importance']} is outside 0-10")
+    for col in JSON_COLUMNS:
+        row[col] = encode_json(row[col], col, row["id"])
+    emb = row.get("embedding")
+    if emb is not None:
+        model = row.get("embedding_model")
+        if not model:
+            raise ValidationError(f"memory {row['id']}: an embedding needs its `embedding_model`")
+        row["embedding"] = embedding_blob(emb, model_dims.get(model), what=f"memory {row['id']}: embedding")
+    else:
+        row["embedding"] = None
+    return row
+
+
+def encode_json(value, col: str, mid: str = "") -> str:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise ValidationError(f"memory {mid}: `{col}` is not valid JSON: {value[:60]!r}") from None
+    if col in JSON_LIST_COLUMNS:
+        if isinstance(value, (tuple, set)):
+            value = list(value)
+        if not isinstance(value, list):
+            raise ValidationError(f"memory {mid}: `{col}` must be a JSON list")
+    elif not isinstance(value, dict):
+        raise ValidationError(f"memory {mid}: `{col}` must be a JSON object")
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def decode_text(raw) -> tuple[str, bool]:
+    """Text of a column read as bytes; invalid UTF-8 is replaced and reported."""
+    if raw is None:
+        return "", False
+    if isinstance(raw, str):
+        return raw, False
+    try:
+        return bytes(raw).decode("utf-8"), False
+    except UnicodeDecodeError:
+        return bytes(raw).decode("utf-8", errors="replace"), True
+
+
+def decode_json(text, col: str):
+    """(value, ok): malformed JSON gives the column's empty value and ok=False."""
+    empty = {} if col == "attributes" else []
+    if text is None or text == "":
+        return empty, True
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return empty, False
+    if isinstance(value, dict) if col == "attributes" else isinstance(value, list):
+        return value, True
+    return empty, False

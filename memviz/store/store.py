@@ -1,0 +1,499 @@
+"""The Store: one memory database, opened safely, read into arrays, written by one writer.
+
+Every write is one short `BEGIN IMMEDIATE` transaction covering the row, its FTS and
+vector index (kept by triggers) and its audit entry, so a crash leaves each action
+wholly there or wholly absent. Nothing here deletes a memory physically.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import apsw
+
+from . import schema
+from .arrays import MemoryArrays, load_arrays
+from .connection import connect
+from .errors import (
+    BusyError, ConflictError, CorruptStoreError, NotAStoreError, ReadOnlyError, StoreError, ValidationError,
+)
+from .fileheader import check_header
+from .records import decode_json, decode_text, embedding_blob, encode_json, new_id, normalize
+from .schema import JSON_COLUMNS, MEMORY_COLUMNS
+from .times import to_epoch
+from .vectors import vec_ddl, vec_table
+
+_EDITABLE = set(MEMORY_COLUMNS) - {"id"}
+_SELECT_ROW = "SELECT " + ", ".join(
+    f"CAST({c} AS BLOB)" if c in ("id", "agent", "kind", "content", "embedding_model") else c for c in MEMORY_COLUMNS
+) + " FROM memories"
+
+
+@dataclass
+class Provenance:
+    """Links between memories: derived-from (source_ids) and supersedes."""
+
+    sources: list[tuple[str, str]] = field(default_factory=list)     # (derived id, source id)
+    supersedes: list[tuple[str, str]] = field(default_factory=list)  # (new id, old id)
+    dangling: list[tuple[str, str, str]] = field(default_factory=list)  # (from id, missing id, "source"|"supersedes")
+
+
+class Store:
+    """Use `memviz.store.open(path)` or `memviz.store.create(path)` rather than this constructor."""
+
+    def __init__(self, path: str, conn: apsw.Connection, *, read_only_reason: str | None = None,
+                 report: schema.SchemaReport | None = None, notes: list[str] | None = None):
+        self.path = path
+        self.conn = conn
+        self.read_only_reason = read_only_reason
+        self.report = report
+        self.notes = notes or []
+        self._lock = threading.RLock()  # one writer per Store
+
+    # ----------------------------------------------------------------- basics
+    @property
+    def read_only(self) -> bool:
+        return self.read_only_reason is not None
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def data_version(self) -> int:
+        """Changes when another connection commits (PRAGMA data_version)."""
+        return self.conn.execute("PRAGMA data_version").fetchone()[0]
+
+    def meta(self, key: str, default=None):
+        row = self.conn.execute("SELECT value FROM memviz_meta WHERE key=?", (key,)).fetchone()
+        return json.loads(row[0]) if row else default
+
+    def set_meta(self, key: str, value) -> None:
+        with self.transaction() as c:
+            c.execute("INSERT INTO memviz_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                      (key, json.dumps(value)))
+
+    @contextmanager
+    def transaction(self):
+        """One short BEGIN IMMEDIATE transaction; busy beyond the timeout raises BusyError."""
+        if self.read_only:
+            raise ReadOnlyError(f"{self.path} is open read-only: {self.read_only_reason}")
+        with self._lock:
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+            except apsw.BusyError:
+                raise BusyError("The store is busy: another process (probably the agent) is writing. "
+                                "Nothing was written; try again.") from None
+            try:
+                yield self.conn
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            try:
+                self.conn.execute("COMMIT")
+            except apsw.BusyError:
+                self.conn.execute("ROLLBACK")
+                raise BusyError("The store stayed busy while committing; nothing was written; try again.") from None
+
+    # ----------------------------------------------------------------- reads
+    def embedding_models(self) -> list[tuple[str, int, int]]:
+        """(model, dim, count) of the embeddings in the store, most used first."""
+        rows = self.conn.execute(
+            "SELECT embedding_model, length(embedding) / 4, count(*) FROM memories "
+            "WHERE embedding IS NOT NULL GROUP BY 1, 2 ORDER BY 3 DESC, 1").fetchall()
+        return [(m or "", int(d), int(n)) for m, d, n in rows]
+
+    def main_model(self) -> tuple[str | None, int]:
+        models = self.embedding_models()
+        return (models[0][0], models[0][1]) if models else (None, 0)
+
+    def arrays(self, model: str | None = None) -> MemoryArrays:
+        """Every memory (live and retired) as columns; the matrix holds the vectors of `model`
+        (default: the most used model); rows embedded otherwise have has_embedding False."""
+        main, dim = self.main_model()
+        if model is None:
+            model = main
+        else:
+            dim = next((d for m, d, _ in self.embedding_models() if m == model), 0)
+        return load_arrays(self.conn, model, dim)
+
+    def get(self, memory_id: str) -> dict | None:
+        row = self.conn.execute(_SELECT_ROW + " WHERE id = ?", (memory_id,)).fetchone()
+        return None if row is None else self._decode_row(row)
+
+    def get_many(self, ids) -> list[dict]:
+        ids = list(ids)
+        out = []
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            q = _SELECT_ROW + f" WHERE id IN ({','.join('?' * len(chunk))})"
+            out.extend(self._decode_row(r) for r in self.conn.execute(q, chunk))
+        return out
+
+    @staticmethod
+    def _decode_row(row) -> dict:
+        d = dict(zip(MEMORY_COLUMNS, row))
+        problems = []
+        for col in ("id", "agent", "kind", "content", "embedding_model"):
+            d[col], bad = decode_text(d[col])
+            if bad:
+                problems.append(f"`{col}` is not valid UTF-8 (shown with replacement characters)")
+        for col in JSON_COLUMNS:
+            d[col], ok = decode_json(d[col], col)
+            if not ok:
+                problems.append(f"`{col}` holds malformed JSON (shown as empty)")
+        d["protected"] = bool(d["protected"])
+        d["problems"] = problems
+        return d
+
+    def counts(self) -> dict:
+        """Counts per (kind, agent, live); plus totals."""
+        rows = self.conn.execute(
+            "SELECT kind, agent, valid_until IS NULL, count(*) FROM memories GROUP BY 1, 2, 3").fetchall()
+        by_kind, by_agent, total, live = {}, {}, 0, 0
+        for kind, agent, is_live, n in rows:
+            kind, agent = decode_text(kind)[0], decode_text(agent)[0]
+            by_kind.setdefault(kind, [0, 0])[0 if is_live else 1] += n
+            by_agent.setdefault(agent, [0, 0])[0 if is_live else 1] += n
+            total += n
+            live += n if is_live else 0
+        return {"total": total, "live": live, "retired": total - live, "by_kind": by_kind, "by_agent": by_agent}
+
+    def time_span(self) -> tuple[int | None, int | None]:
+        row = self.conn.execute("SELECT min(event_time), max(event_time) FROM memories").fetchone()
+        return row[0], row[1]
+
+    def provenance(self) -> Provenance:
+        rows = self.conn.execute(
+            "SELECT id, source_ids, CASE WHEN json_valid(attributes) THEN json_extract(attributes, '$.supersedes') END "
+            "FROM memories WHERE source_ids NOT IN ('[]', '') OR attributes LIKE '%supersedes%'").fetchall()
+        known = {r[0] for r in self.conn.execute("SELECT id FROM memories")}
+        prov = Provenance()
+        for mid, src, sup in rows:
+            sources, _ = decode_json(src, "source_ids")
+            for s in sources:
+                s = str(s)
+                (prov.sources.append((mid, s)) if s in known else prov.dangling.append((mid, s, "source")))
+            if sup:
+                olds = sup if isinstance(sup, list) else [sup]
+                if isinstance(sup, str) and sup.startswith("["):
+                    olds, _ = decode_json(sup, "source_ids")
+                for o in olds:
+                    o = str(o)
+                    (prov.supersedes.append((mid, o)) if o in known else prov.dangling.append((mid, o, "supersedes")))
+        return prov
+
+    def entities(self) -> list[dict]:
+        out = []
+        for eid, name, typ, aliases, summary, mentions, prot in self.conn.execute(
+                "SELECT id, canonical_name, type, aliases, summary, mention_count, protected FROM entities ORDER BY canonical_name"):
+            out.append({"id": eid, "canonical_name": name, "type": typ, "aliases": decode_json(aliases, "tags")[0],
+                        "summary": summary, "mention_count": mentions, "protected": bool(prot)})
+        return out
+
+    def history(self, memory_id: str) -> list[dict]:
+        rows = self.conn.execute(
+            "SELECT id, at, action, before, after, actor, note FROM memviz_audit WHERE memory_id=? ORDER BY id", (memory_id,))
+        return [{"id": i, "at": at, "action": a, "before": _audit_load(b), "after": _audit_load(af), "actor": actor, "note": note}
+                for i, at, a, b, af, actor, note in rows]
+
+    def fts_search(self, query: str, limit: int = 100) -> list[tuple[str, float]]:
+        """(id, bm25) best first; the query's words are matched as plain terms, any of them."""
+        words = re.findall(r"\w+", query, flags=re.UNICODE)
+        if not words:
+            return []
+        match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+        rows = self.conn.execute(
+            "SELECT m.id, bm25(memories_fts) FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
+            "WHERE memories_fts MATCH ? ORDER BY bm25(memories_fts) LIMIT ?", (match, limit))
+        return [(i, float(s)) for i, s in rows]
+
+    def vec_search(self, vector, k: int = 50) -> list[tuple[str, float]]:
+        """(id, cosine distance) nearest first, from the vec0 table of the vector's dimension."""
+        blob = embedding_blob(vector, what="query vector")
+        dim = len(blob) // 4
+        if not self._has_table(vec_table(dim)):
+            return []
+        rows = self.conn.execute(
+            f"SELECT memory_id, distance FROM {vec_table(dim)} WHERE embedding MATCH ? AND k = ? ORDER BY distance",
+            (blob, int(k)))
+        return [(i, float(d)) for i, d in rows]
+
+    def _has_table(self, name: str) -> bool:
+        return self.conn.execute("SELECT 1 FROM sqlite_master WHERE name=?", (name,)).fetchone() is not None
+
+    def integrity(self) -> list[str]:
+        """Problems found by SQLite's integrity_check and the FTS5 index check (empty = fine)."""
+        problems = [r[0] for r in self.conn.execute("PRAGMA integrity_check") if r[0] != "ok"]
+        try:
+            self.conn.execute("INSERT INTO memories_fts(memories_fts, rank) VALUES ('integrity-check', 1)")
+        except apsw.ReadOnlyError:
+            pass  # the check needs a writable handle; a read-only open skips it
+        except apsw.Error as e:
+            problems.append(f"full-text index: {e}")
+        return problems
+
+    # ----------------------------------------------------------------- writes
+    def _model_dims(self) -> dict[str, int]:
+        return {m: d for m, d, _ in self.embedding_models()}
+
+    def _ensure_vec_table(self, conn, dim: int) -> None:
+        if not self._has_table(vec_table(dim)):
+            for sql in vec_ddl(dim):
+                conn.execute(sql)
+
+    def insert_memories(self, records, *, audit: bool = True, actor: str = "memviz", note: str | None = None) -> list[str]:
+        """Insert memories (rows, FTS and vectors) in one transaction; every record is
+        validated first, so a bad one writes nothing."""
+        dims = self._model_dims()
+        now = time.time()
+        rows = []
+        for rec in records:
+            row = normalize(rec, model_dims=dims, now=now)
+            if row["embedding"] is not None:
+                dims.setdefault(row["embedding_model"], len(row["embedding"]) // 4)
+            rows.append(row)
+        if not rows:
+            return []
+        cols = ", ".join(MEMORY_COLUMNS)
+        sql = f"INSERT INTO memories ({cols}) VALUES ({', '.join('?' * len(MEMORY_COLUMNS))})"
+        with self.transaction() as c:
+            for dim in {len(r["embedding"]) // 4 for r in rows if r["embedding"] is not None}:
+                self._ensure_vec_table(c, dim)
+            try:
+                c.executemany(sql, [tuple(r[k] for k in MEMORY_COLUMNS) for r in rows])
+            except apsw.ConstraintError as e:
+                raise ValidationError(f"cannot insert: {e} (is an id already in the store?)") from None
+            if audit:
+                c.executemany(
+                    "INSERT INTO memviz_audit(at, action, memory_id, before, after, actor, note) VALUES (?,?,?,?,?,?,?)",
+                    [(now, "insert", r["id"], None, _audit_dump(r), actor, note) for r in rows])
+        return [r["id"] for r in rows]
+
+    def _current(self, c, memory_id: str) -> dict:
+        row = c.execute("SELECT " + ", ".join(MEMORY_COLUMNS) + " FROM memories WHERE id=?", (memory_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"No memory with id {memory_id!r} in this store.")
+        return dict(zip(MEMORY_COLUMNS, row))
+
+    def update_fields(self, memory_id: str, changes: dict, *, action: str = "update", expected: dict | None = None,
+                      actor: str = "memviz", note: str | None = None) -> dict:
+        """Change fields of one memory, audited. `expected` (field -> value as last shown) turns a
+        concurrent change into a ConflictError instead of overwriting it. Returns the audit `before`."""
+        bad = set(changes) - _EDITABLE
+        if bad:
+            raise ValidationError(f"these fields cannot be edited: {', '.join(sorted(bad))}")
+        clean = self._clean_changes(changes)
+        with self.transaction() as c:
+            cur = self._current(c, memory_id)
+            self._check_expected(memory_id, cur, expected)
+            if "embedding" in clean and clean["embedding"] is not None:
+                self._ensure_vec_table(c, len(clean["embedding"]) // 4)
+            before = {k: cur[k] for k in clean}
+            sets = ", ".join(f"{k} = ?" for k in clean)
+            c.execute(f"UPDATE memories SET {sets} WHERE id = ?", (*clean.values(), memory_id))
+            self._audit(c, action, memory_id, before, clean, actor, note)
+        return before
+
+    def set_valid_until(self, memory_id: str, when, *, action: str | None = None, expected: dict | None = None,
+                        actor: str = "memviz", note: str | None = None) -> None:
+        """Soft-delete (a time) or restore (None)."""
+        when = to_epoch(when)
+        self.update_fields(memory_id, {"valid_until": when}, action=action or ("soft_delete" if when else "restore"),
+                           expected=expected, actor=actor, note=note)
+
+    def supersede(self, memory_id: str, new_content: str, *, embedding=None, embedding_model: str | None = None,
+                  when=None, new_id_: str | None = None, expected: dict | None = None,
+                  actor: str = "memviz", note: str | None = None) -> str:
+        """Seed 002 `correct_fact`: the old row gets valid_until, a new row carries the new text,
+        `attributes.supersedes` and the old kind/agent/sources. Without an embedding the new row is
+        marked `attributes.needs_embedding` (never given the old text's vector). Returns the new id."""
+        when = to_epoch(when) if when is not None else int(time.time())
+        nid = new_id_ or new_id()
+        with self.transaction() as c:
+            cur = self._current(c, memory_id)
+            self._check_expected(memory_id, cur, expected)
+            if cur["valid_until"] is not None:
+                raise ConflictError(f"Memory {memory_id} is already retired; restore it before correcting it.",
+                                    current=cur)
+            attrs, _ = decode_json(cur["attributes"], "attributes")
+            attrs = {k: v for k, v in attrs.items() if k != "needs_embedding"}
+            attrs["supersedes"] = memory_id
+            if embedding is None:
+                attrs["needs_embedding"] = True
+            new = {k: cur[k] for k in ("agent", "kind", "importance", "confidence", "decay_rate", "protected",
+                                       "source_ids", "entity_ids", "tags")}
+            new.update(id=nid, content=new_content, attributes=attrs, event_time=when, created_at=when,
+                       embedding=embedding, embedding_model=embedding_model if embedding is not None else None)
+            dims = self._model_dims()
+            row = normalize(new, model_dims=dims, now=when)
+            if row["embedding"] is not None:
+                self._ensure_vec_table(c, len(row["embedding"]) // 4)
+            c.execute(f"INSERT INTO memories ({', '.join(MEMORY_COLUMNS)}) VALUES ({', '.join('?' * len(MEMORY_COLUMNS))})",
+                      tuple(row[k] for k in MEMORY_COLUMNS))
+            c.execute("UPDATE memories SET valid_until = ? WHERE id = ?", (when, memory_id))
+            self._audit(c, "supersede", memory_id, {"valid_until": None}, {"valid_until": when, "superseded_by": nid},
+                        actor, note)
+            self._audit(c, "insert", nid, None, row, actor, note or f"correction of {memory_id}")
+        return nid
+
+    def _clean_changes(self, changes: dict) -> dict:
+        dims = self._model_dims()
+        clean = {}
+        for k, v in changes.items():
+            if k in JSON_COLUMNS:
+                v = encode_json(v, k)
+            elif k == "embedding" and v is not None:
+                model = changes.get("embedding_model")
+                v = embedding_blob(v, dims.get(model) if model else None)
+            elif k in ("event_time", "created_at", "valid_until", "last_accessed"):
+                try:
+                    v = to_epoch(v)
+                except ValueError as e:
+                    raise ValidationError(str(e)) from None
+            elif k == "importance":
+                v = float(v)
+                if not 0 <= v <= 10:
+                    raise ValidationError(f"importance {v} is outside 0-10")
+            elif k == "protected":
+                v = 1 if v else 0
+            elif k in ("kind", "content") and not isinstance(v, str):
+                raise ValidationError(f"`{k}` must be text")
+            clean[k] = v
+        return clean
+
+    @staticmethod
+    def _check_expected(memory_id, cur, expected):
+        if not expected:
+            return
+        changed = [k for k, v in expected.items() if _comparable(cur.get(k), k) != _comparable(v, k)]
+        if changed:
+            raise ConflictError(
+                f"Memory {memory_id} was changed by someone else since it was shown ({', '.join(changed)}).", current=cur)
+
+    @staticmethod
+    def _audit(c, action, memory_id, before, after, actor, note):
+        c.execute("INSERT INTO memviz_audit(at, action, memory_id, before, after, actor, note) VALUES (?,?,?,?,?,?,?)",
+                  (time.time(), action, memory_id, _audit_dump(before), _audit_dump(after), actor, note))
+
+
+def _comparable(v, key):
+    if key in JSON_COLUMNS:
+        return decode_json(v, key)[0] if isinstance(v, str) else v
+    if key == "protected":
+        return bool(v)
+    return v
+
+
+def _audit_dump(d):
+    if d is None:
+        return None
+    out = {}
+    for k, v in d.items():
+        out[k] = {"$b64": base64.b64encode(v).decode()} if isinstance(v, (bytes, bytearray)) else v
+    return json.dumps(out, ensure_ascii=False)
+
+
+def _audit_load(text):
+    if text is None:
+        return None
+    try:
+        d = json.loads(text)
+    except ValueError:
+        return {"$malformed": text}
+    return {k: base64.b64decode(v["$b64"]) if isinstance(v, dict) and "$b64" in v else v for k, v in d.items()}
+
+
+# --------------------------------------------------------------------- open / create
+def create(path: str) -> Store:
+    """Make a new, empty native store at `path` (refuses to overwrite an existing file)."""
+    path = os.fspath(path)
+    if os.path.exists(path):
+        raise StoreError(f"{path} already exists; memviz will not overwrite it.")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise StoreError(f"The folder {folder} does not exist.")
+    conn = connect(path, create=True)
+    conn.execute("PRAGMA journal_mode=WAL")  # our own file: WAL lets the agent and memviz work together
+    schema.migrate(conn)
+    conn.execute("INSERT INTO memviz_meta(key, value) VALUES ('created_by', ?)", (json.dumps("memviz"),))
+    return Store(path, conn, report=schema.inspect(conn))
+
+
+def open_store(path: str, *, read_only: bool = False) -> Store:
+    """Open an existing store. Never creates a file. Checks the header and quick_check and
+    recognises the schema; opens read-only (with the reason) when the file or folder is not
+    writable, the checks fail, or the file holds triggers/views memviz does not know."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise StoreError(f"No such file: {path} (memviz does not create a store on open; use `memviz create`).")
+    check_header(path)
+    conn = connect(path, readonly=True)
+    try:
+        reasons, notes, report = _check(conn, path)
+    except BaseException:
+        conn.close()
+        raise
+    folder = os.path.dirname(os.path.abspath(path))
+    if read_only:
+        reasons.insert(0, "opened with --read-only")
+    elif not os.access(path, os.W_OK):
+        reasons.insert(0, "the file is not writable")
+    elif not os.access(folder, os.W_OK):
+        reasons.insert(0, "its folder is not writable")
+    if reasons:
+        return Store(path, conn, read_only_reason="; ".join(reasons), report=report, notes=notes)
+    conn.close()
+    conn = connect(path)
+    if report.version < schema.SCHEMA_VERSION:
+        schema.migrate(conn)
+        report = schema.inspect(conn)
+    return Store(path, conn, report=report, notes=notes)
+
+
+def _check(conn, path) -> tuple[list[str], list[str], schema.SchemaReport]:
+    reasons, notes = [], []
+    try:
+        bad = [r[0] for r in conn.execute("PRAGMA quick_check(20)") if r[0] != "ok"]
+    except (apsw.CorruptError, apsw.NotADBError) as e:
+        raise CorruptStoreError(f"{path} is damaged and cannot be read ({e}).") from None
+    except apsw.SQLError as e:
+        raise NotAStoreError(f"{path} cannot be read: {e}") from None
+    try:
+        report = schema.inspect(conn)
+    except (apsw.CorruptError, apsw.NotADBError) as e:
+        raise CorruptStoreError(f"{path} is damaged and cannot be read ({e}).") from None
+    if report.kind != "native":
+        raise NotAStoreError(f"{path} is an SQLite database but not a memviz memory store: {report.describe_difference()}.")
+    if bad:
+        reasons.append("SQLite's quick_check found damage: " + "; ".join(bad[:3]))
+    if report.version > schema.SCHEMA_VERSION:
+        reasons.append(f"it was written by a newer memviz (schema {report.version}, this one knows {schema.SCHEMA_VERSION})")
+    if report.version == 0:
+        reasons.append("it has the memories table but not memviz's own tables (it was not made by memviz); "
+                       "open a copy, or import it, to edit")
+    if report.foreign_objects:
+        shown = "; ".join(f"{t} {n}: {sql}" for t, n, sql in report.foreign_objects)
+        reasons.append("it holds triggers or views memviz did not make, which would run on every edit: " + shown)
+    reasons.extend(report.problems)
+    try:
+        by_dim = {}
+        for m, d, n in conn.execute("SELECT embedding_model, length(embedding) / 4, count(*) FROM memories "
+                                    "WHERE embedding IS NOT NULL GROUP BY 1, 2"):
+            by_dim[d] = by_dim.get(d, 0) + n
+        for d, n in sorted(by_dim.items()):
+            if d not in report.vec_tables:
+                notes.append(f"{n} embeddings of {d} dimensions have no vector index yet (one is made on the next edit)")
+    except apsw.Error as e:
+        raise CorruptStoreError(f"{path} is damaged: reading its memories failed ({e}).") from None
+    return reasons, notes, report

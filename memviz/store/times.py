@@ -1,0 +1,42 @@
+"""Times are stored one way: UTC epoch seconds. Everything else is converted here."""
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+
+
+def to_epoch(value) -> int | None:
+    """Epoch seconds from a number, an aware/naive datetime (naive = UTC) or an ISO string."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise ValueError(f"not a time: {value!r}")
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise ValueError(f"not a time: {value!r}")
+        return int(value)
+    if isinstance(value, str):
+        value = parse_time(value)
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        return int(value.timestamp())
+    raise ValueError(f"not a time: {value!r}")
+
+
+def parse_time(text: str) -> datetime:
+    """ISO 8601 ('2026-03-01T12:00', '2026-03-01 12:00:00Z', '2026-03-01'); naive means UTC."""
+    t = text.strip()
+    if t.endswith(("Z", "z")):
+        t = t[:-1] + "+00:00"
+    try:
+        dt = datetime.fromisoformat(t)
+    except ValueError:
+        raise ValueError(f"cannot read {text!r} as a time; use ISO 8601 such as 2026-03-01T12:00") from None
+    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+
+def iso(epoch) -> str:
+    if epoch is None or (isinstance(epoch, float) and math.isnan(epoch)):
+        return ""
+    return datetime.fromtimestamp(float(epoch), tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")

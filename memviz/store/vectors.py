@@ -1,0 +1,50 @@
+"""One sqlite-vec `vec0` table per embedding dimension, kept in sync by triggers.
+
+The triggers mean an agent that writes `memories.embedding` through plain SQL keeps
+the vector index right too. Updates delete then insert: vec0 does not support
+`INSERT OR REPLACE`.
+"""
+from __future__ import annotations
+
+import re
+
+VEC_PREFIX = "vec_memories_"
+_DECLARED = re.compile(r"float\[\s*(\d+)\s*\]", re.I)
+
+
+def vec_table(dim: int) -> str:
+    return f"{VEC_PREFIX}{int(dim)}"
+
+
+def declared_dim(create_sql: str) -> int | None:
+    m = _DECLARED.search(create_sql or "")
+    return int(m.group(1)) if m else None
+
+
+def vec_ddl(dim: int) -> list[str]:
+    t, nbytes = vec_table(dim), 4 * int(dim)
+    has_vec = f"new.embedding IS NOT NULL AND length(new.embedding) = {nbytes}"
+    return [
+        f"CREATE VIRTUAL TABLE {t} USING vec0(memory_id TEXT PRIMARY KEY, embedding float[{dim}] distance_metric=cosine)",
+        f"CREATE TRIGGER {t}_ai AFTER INSERT ON memories WHEN {has_vec} BEGIN "
+        f"INSERT INTO {t}(memory_id, embedding) VALUES (new.id, new.embedding); END",
+        f"CREATE TRIGGER {t}_ad AFTER DELETE ON memories BEGIN "
+        f"DELETE FROM {t} WHERE memory_id = old.id; END",
+        f"CREATE TRIGGER {t}_au AFTER UPDATE OF embedding, id ON memories BEGIN "
+        f"DELETE FROM {t} WHERE memory_id = old.id; "
+        f"INSERT INTO {t}(memory_id, embedding) SELECT new.id, new.embedding WHERE {has_vec}; END",
+    ]
+
+
+def native_vec_triggers(dim: int) -> dict[str, str]:
+    """Trigger name -> the SQL memviz would have written for it."""
+    return {
+        re.match(r"CREATE TRIGGER (\S+)", sql).group(1): sql
+        for sql in vec_ddl(dim)
+        if sql.startswith("CREATE TRIGGER")
+    }
+
+
+def vec_shadow_tables(name: str) -> set[str]:
+    """Names sqlite-vec creates beside a vec0 table (they vary a little by version)."""
+    return {name + s for s in ("_chunks", "_rowids", "_info", "_auxiliary", "_vector_chunks00", "_metadatachunks00")}
