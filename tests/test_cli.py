@@ -1,0 +1,40 @@
+"""The `memviz` command line: stats and create, with user errors as one line and exit code 2."""
+import json
+import subprocess
+import sys
+
+import memviz.store as ms
+from memviz.cli import main
+
+
+def test_create_then_stats(tmp_path, capsys):
+    p = str(tmp_path / "new.db")
+    assert main(["create", p]) == 0
+    s = ms.open(p)
+    s.insert_memories([dict(kind="fact", agent="ann", content="a", event_time="2026-01-02T03:04:05"),
+                       dict(kind="episode", agent="bob", content="b", event_time="2026-02-01", valid_until=1)])
+    s.close()
+    capsys.readouterr()
+    assert main(["stats", p]) == 0
+    out = capsys.readouterr().out
+    assert "memories: 2  live 1  retired 1" in out
+    assert "2026-01-02 03:04:05 .. 2026-02-01 00:00:00" in out
+    assert "integrity: ok" in out
+    assert main(["stats", "--json", p]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["counts"]["by_agent"] == {"ann": [1, 0], "bob": [0, 1]}
+
+
+def test_create_refuses_existing(tmp_path, capsys):
+    p = tmp_path / "x.db"
+    p.write_text("keep me")
+    assert main(["create", str(p)]) == 2
+    assert "already exists" in capsys.readouterr().err
+    assert p.read_text() == "keep me"
+
+
+def test_entry_point_runs_as_a_process(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "memviz.cli", "stats", str(tmp_path / "missing.db")],
+                       capture_output=True, text=True)
+    assert r.returncode == 2
+    assert r.stderr.startswith("memviz: error: No such file") and "Traceback" not in r.stderr
