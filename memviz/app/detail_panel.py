@@ -1,0 +1,211 @@
+"""Detail panel: the current memory in full, as plain text only.
+
+Memory content comes from agents and LLMs: it is never interpreted as HTML or rich text
+(plain-text widgets and labels with Qt.PlainText everywhere). Sources, derived memories and
+the supersede chain are clickable and select that memory everywhere.
+"""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+import numpy as np
+from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtWidgets import (
+    QLabel, QPlainTextEdit, QSplitter, QTabWidget, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget,
+)
+
+from memviz.store import iso
+
+from .state import AppState, StoreData
+
+_TIME_FIELDS = ("event_time", "created_at", "valid_until", "last_accessed")
+_FIELDS = ("id", "agent", "kind", "importance", "event_time", "created_at", "valid_until", "confidence",
+           "decay_rate", "access_count", "last_accessed", "protected", "embedding_model", "embedding",
+           "entity_ids", "tags", "attributes", "source_ids")
+
+
+def _plain_label(text: str = "") -> QLabel:
+    label = QLabel(text)
+    label.setTextFormat(Qt.PlainText)
+    label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+    label.setWordWrap(True)
+    return label
+
+
+def _fmt(field: str, value) -> str:
+    if field in _TIME_FIELDS:
+        return "" if value is None else f"{iso(value)} UTC  ({value})"
+    if field == "embedding":
+        return "none" if value is None else f"{len(value) // 4} float32 values"
+    if isinstance(value, (dict, list)):
+        text = json.dumps(value, ensure_ascii=False)
+        return (json.dumps(value, ensure_ascii=False, indent=1) if len(text) > 70 else text) if value else "—"
+    return "" if value is None else str(value)
+
+
+class Links:
+    """Provenance indexed both ways: derived-from, derived, superseded-by, supersedes."""
+
+    def __init__(self, data: StoreData | None) -> None:
+        self.sources, self.derived = defaultdict(list), defaultdict(list)
+        self.newer, self.older = {}, {}
+        self.missing = defaultdict(list)
+        if data is None:
+            return
+        for d, s in data.provenance.sources:
+            self.sources[d].append(s)
+            self.derived[s].append(d)
+        for new, old in data.provenance.supersedes:
+            self.newer[old] = new
+            self.older[new] = old
+        for frm, miss, what in data.provenance.dangling:
+            self.missing[frm].append((miss, what))
+
+    def chain(self, mid: str) -> list[str]:
+        """Oldest first: every version of this memory linked by supersedes."""
+        seen, first = {mid}, mid
+        while first in self.older and self.older[first] not in seen:
+            first = self.older[first]
+            seen.add(first)
+        out, cur = [first], first
+        while cur in self.newer and self.newer[cur] not in out:
+            cur = self.newer[cur]
+            out.append(cur)
+        return out
+
+
+class DetailPanel(QWidget):
+    context_requested = Signal(list, QPoint)
+
+    def __init__(self, state: AppState, parent=None) -> None:
+        super().__init__(parent)
+        self.state = state
+        self.links = Links(None)
+        self.shown_id: str | None = None
+        self.title = _plain_label()
+        f = self.title.font()
+        f.setBold(True)
+        self.title.setFont(f)
+        self.problems = _plain_label()
+        self.problems.setStyleSheet("color: #b00;")
+        self.content = QPlainTextEdit(readOnly=True)
+        self.content.setPlaceholderText("Select a memory to see it here.")
+        self.fields = QTreeWidget(headerLabels=["field", "value"], rootIsDecorated=False)
+        self.fields.setColumnWidth(0, 120)
+        self.fields.setWordWrap(True)
+        self.related = QTreeWidget(headerLabels=["memory", "kind", "content"])
+        self.related.setColumnWidth(0, 190)
+        self.related.itemActivated.connect(self._open_item)
+        self.related.itemClicked.connect(self._open_item)
+        self.history = QTreeWidget(headerLabels=["when (UTC)", "action", "by", "change"], rootIsDecorated=False)
+        self.history.setColumnWidth(0, 150)
+        tabs = QTabWidget()
+        tabs.addTab(self.fields, "Fields")
+        tabs.addTab(self.related, "Sources && derived")
+        tabs.addTab(self.history, "History")
+        self.tabs = tabs
+        split = QSplitter(Qt.Vertical)
+        split.addWidget(self.content)
+        split.addWidget(tabs)
+        split.setSizes([140, 260])
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 4)
+        lay.addWidget(self.title)
+        lay.addWidget(self.problems)
+        lay.addWidget(split, 1)
+        self.setContextMenuPolicy(Qt.CustomContextMenu)
+        self.customContextMenuRequested.connect(
+            lambda pos: self.context_requested.emit([self.shown_id] if self.shown_id else [], self.mapToGlobal(pos)))
+        state.data_changed.connect(self._on_data)
+        state.selection_changed.connect(self._on_selection)
+        self._clear()
+
+    def _on_data(self, data) -> None:
+        self.links = Links(data)
+        self.shown_id = None
+
+    def _on_selection(self, rows, current, source) -> None:
+        data = self.state.data
+        if data is None or current is None:
+            self._clear()
+            return
+        self.show_memory(data.arrays.ids[current], len(rows))
+
+    def _clear(self) -> None:
+        self.shown_id = None
+        self.title.setText("No memory selected")
+        self.problems.hide()
+        self.content.setPlainText("")
+        self.fields.clear()
+        self.related.clear()
+        self.history.clear()
+
+    def show_memory(self, mid: str, n_selected: int = 1) -> None:
+        store = self.state.data.store
+        rec = store.get(mid)
+        if rec is None:
+            self._clear()
+            return
+        self.shown_id = mid
+        status = "current" if rec["valid_until"] is None else "retired"
+        more = f"   ({n_selected:,} selected)" if n_selected > 1 else ""
+        self.title.setText(f"{rec['kind']} · {rec['agent'] or '(no agent)'} · importance {rec['importance']:g} · "
+                           f"{status}{' · protected' if rec['protected'] else ''}{more}")
+        self.problems.setText("\n".join(rec["problems"]))
+        self.problems.setVisible(bool(rec["problems"]))
+        self.content.setPlainText(rec["content"])
+        self.fields.clear()
+        for f in _FIELDS:
+            self.fields.addTopLevelItem(QTreeWidgetItem([f, _fmt(f, rec.get(f))]))
+        self._fill_related(mid)
+        self.history.clear()
+        for h in store.history(mid):
+            change = h["after"] if h["action"] != "insert" else {}
+            before = h["before"] or {}
+            parts = [f"{k}: {_short(before.get(k))} → {_short(v)}" for k, v in (change or {}).items()]
+            self.history.addTopLevelItem(QTreeWidgetItem(
+                [iso(h["at"]), h["action"], h["actor"] or "", "; ".join(parts) + (f"  ({h['note']})" if h["note"] else "")]))
+
+    def _fill_related(self, mid: str) -> None:
+        data = self.state.data
+        self.related.clear()
+
+        def group(title: str, ids: list[str], missing: list[str] = ()) -> None:
+            top = QTreeWidgetItem([f"{title} ({len(ids) + len(missing)})"])
+            top.setFlags(Qt.ItemIsEnabled)
+            self.related.addTopLevelItem(top)
+            for i in ids:
+                r = data.arrays.index_of(i)
+                item = QTreeWidgetItem([i, data.arrays.kind[r] if r is not None else "",
+                                        data.previews[r] if r is not None else ""])
+                item.setData(0, Qt.UserRole, i)
+                if i == mid:
+                    f = item.font(0)
+                    f.setBold(True)
+                    item.setFont(0, f)
+                top.addChild(item)
+            for i in missing:
+                item = QTreeWidgetItem([i, "missing", "broken link: no memory with this id"])
+                item.setForeground(2, Qt.red)
+                top.addChild(item)
+            top.setExpanded(True)
+
+        missing = self.links.missing.get(mid, [])
+        group("Derived from", self.links.sources.get(mid, []), [m for m, w in missing if w == "source"])
+        group("Derived into", self.links.derived.get(mid, []))
+        chain = self.links.chain(mid)
+        group("Supersede chain (oldest first)", chain if len(chain) > 1 else [],
+              [m for m, w in missing if w == "supersedes"])
+
+    def _open_item(self, item: QTreeWidgetItem, _col: int = 0) -> None:
+        mid = item.data(0, Qt.UserRole)
+        if mid and mid != self.shown_id:
+            self.state.select_ids([mid], source=None)
+
+
+def _short(v) -> str:
+    if isinstance(v, (bytes, bytearray)):
+        return f"<{len(v)} bytes>"
+    s = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
+    return s if len(s) <= 80 else s[:77] + "…"

@@ -1,0 +1,317 @@
+"""Reflection graph: memories linked to what they were derived from (source_ids) and to what
+superseded them, layered (evidence below, reflections above by depth).
+
+Only memories that take part in a link are drawn. Selecting a memory highlights its
+ancestors (what it rests on) and descendants (what rests on it); focus mode shows only that
+neighbourhood. Links to ids that do not exist are drawn red to a red cross.
+"""
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QCheckBox, QLabel, QSizePolicy, QToolButton
+
+from . import style
+from .plotbase import ScatterPanel
+from .state import AppState, StoreData
+
+
+
+@dataclass
+class Graph:
+    """Points are nodes: rows[i] is the memory of node i, or -1 for a missing id."""
+
+    rows: np.ndarray
+    x: np.ndarray
+    y: np.ndarray
+    level: np.ndarray
+    source_edges: np.ndarray       # (m, 2) node indices: (derived, source)
+    supersede_edges: np.ndarray    # (m, 2) (new, old)
+    broken_edges: np.ndarray       # (m, 2) (from, missing node)
+    missing_ids: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return len(self.rows)
+
+
+def build_graph(data: StoreData) -> Graph:
+    """Layered layout: memviz.layout.graph_layout when available, else the small one below."""
+    try:
+        from memviz.layout import graph_layout  # noqa: PLC0415 - the layout helper's module, when merged
+    except ImportError:
+        graph_layout = None
+    if graph_layout is not None:
+        g = _from_layout(graph_layout(data.provenance, data.arrays), data)
+        if g is not None:
+            return g
+    return _layered(data)
+
+
+def _from_layout(gl, data: StoreData) -> Graph | None:
+    """Adapt memviz.layout's GraphLayout (x, y, level, edges, broken) to the panel's Graph."""
+    try:
+        x, y, level = np.asarray(gl.x, float), np.asarray(gl.y, float), np.asarray(gl.level)
+        rows = np.asarray(getattr(gl, "rows", np.flatnonzero(np.isfinite(x))), np.int64)
+        if len(x) == data.n:  # aligned to the arrays: keep the linked rows only
+            x, y, level = x[rows], y[rows], level[rows]
+        node = {int(r): i for i, r in enumerate(rows)}
+        src, sup = [], []
+        for e in gl.edges:
+            a, b, kind = (e[0], e[1], e[2] if len(e) > 2 else "source")
+            a, b = node.get(int(a)), node.get(int(b))
+            if a is not None and b is not None:
+                (sup if str(kind).startswith("supersede") else src).append((a, b))
+        rows_l, xs, ys, lv = list(rows), list(x), list(y), list(level)
+        broken, missing = [], {}
+        for e in gl.broken:
+            frm, mid = e[0], e[1]
+            i = node.get(int(frm))
+            if i is None:
+                continue
+            j = len(rows_l)
+            rows_l.append(-1), xs.append(xs[i]), ys.append(ys[i] - 0.5), lv.append(lv[i])
+            broken.append((i, j))
+            missing[j] = str(mid)
+        return Graph(np.array(rows_l, np.int64), np.array(xs), np.array(ys), np.array(lv),
+                     np.array(src, np.int64).reshape(-1, 2), np.array(sup, np.int64).reshape(-1, 2),
+                     np.array(broken, np.int64).reshape(-1, 2), missing)
+    except (AttributeError, TypeError, ValueError, IndexError):
+        return None
+
+
+def _layered(data: StoreData) -> Graph:
+    """Level = longest chain of sources below a memory; order within a level by the mean
+    position of its sources (one barycentre sweep upward) — readable at a few thousand nodes."""
+    a, prov = data.arrays, data.provenance
+    src_of = defaultdict(list)
+    for d, s in prov.sources:
+        src_of[d].append(s)
+    ids = set(src_of) | {s for _, s in prov.sources} | {x for p in prov.supersedes for x in p} | \
+        {f for f, _, _ in prov.dangling}
+    older = {new: old for new, old in prov.supersedes}
+    level: dict[str, int] = {}
+
+    def lev(mid: str) -> int:  # iterative longest-path, cycle-safe
+        stack, onstack = [mid], set()
+        while stack:
+            m = stack[-1]
+            if m in level:
+                stack.pop()
+                continue
+            deps = [s for s in src_of.get(m, []) if s not in level and s not in onstack]
+            if m in older and older[m] not in level and older[m] not in onstack:
+                deps.append(older[m])
+            if deps and m not in onstack:
+                onstack.add(m)
+                stack.extend(deps)
+                continue
+            below = [level.get(s, 0) + 1 for s in src_of.get(m, [])]
+            level[m] = max(below + [level.get(older[m], 0) if m in older else 0])
+            onstack.discard(m)
+            stack.pop()
+        return level[mid]
+
+    node_ids = sorted((i for i in ids if a.index_of(i) is not None), key=lambda i: a.event_time[a.index_of(i)])
+    for i in node_ids:
+        lev(i)
+    by_level = defaultdict(list)
+    for i in node_ids:
+        by_level[level[i]].append(i)
+    xpos: dict[str, float] = {}
+    for L in sorted(by_level):
+        members = by_level[L]
+        if L > 0:  # barycentre of the sources already placed
+            def bary(m):
+                xs = [xpos[s] for s in src_of.get(m, []) + ([older[m]] if m in older else []) if s in xpos]
+                return sum(xs) / len(xs) if xs else 0.0
+            members.sort(key=bary)
+        width = max(len(v) for v in by_level.values())
+        step = width / max(len(members), 1)
+        for k, m in enumerate(members):
+            xpos[m] = (k + 0.5) * step
+    node = {m: k for k, m in enumerate(node_ids)}
+    rows = [a.index_of(m) for m in node_ids]
+    xs = [xpos[m] for m in node_ids]
+    ys = [float(level[m]) for m in node_ids]
+    lv = [level[m] for m in node_ids]
+    src = [(node[d], node[s]) for d, s in prov.sources if d in node and s in node]
+    sup = [(node[n], node[o]) for n, o in prov.supersedes if n in node and o in node]
+    broken, missing = [], {}
+    for frm, mid, _what in prov.dangling:
+        if frm in node:
+            j = len(rows)
+            rows.append(-1), xs.append(xpos[frm] + 0.15 * (len(broken) % 3 - 1)), ys.append(level[frm] - 0.5)
+            lv.append(level[frm])
+            broken.append((node[frm], j))
+            missing[j] = mid
+    return Graph(np.array(rows, np.int64), np.array(xs), np.array(ys), np.array(lv, np.int64),
+                 np.array(src, np.int64).reshape(-1, 2), np.array(sup, np.int64).reshape(-1, 2),
+                 np.array(broken, np.int64).reshape(-1, 2), missing)
+
+
+def _neighbourhood(g: Graph, start: np.ndarray) -> tuple[set, set]:
+    """(ancestors, descendants) node sets of the start nodes, following sources and supersedes."""
+    up, down = defaultdict(list), defaultdict(list)
+    for d, s in np.vstack([g.source_edges, g.supersede_edges, g.broken_edges]):
+        up[int(d)].append(int(s))
+        down[int(s)].append(int(d))
+
+    def walk(adj):
+        seen, q = set(), deque(int(s) for s in start)
+        while q:
+            for nb in adj[q.popleft()]:
+                if nb not in seen:
+                    seen.add(nb)
+                    q.append(nb)
+        return seen
+    return walk(up), walk(down)
+
+
+class GraphPanel(ScatterPanel):
+    def __init__(self, state: AppState, parent=None) -> None:
+        super().__init__(state, parent)
+        self.plot.showGrid(x=False, y=True, alpha=0.1)
+        self.plot.getAxis("bottom").hide()
+        self.plot.setLabel("left", "level (0 = evidence)")
+        self.focus = QCheckBox("focus on selection")
+        self.focus.setToolTip("Show only the selected memories with their ancestors and descendants")
+        self.fit = QToolButton(text="Fit")
+        self.info = QLabel()
+        self.info.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        for w in (self.focus, self.fit):
+            self.toolbar.addWidget(w)
+        self.toolbar.addWidget(self.info, 1)
+        self.edges = pg.PlotDataItem(pen=pg.mkPen(120, 120, 120, 90, width=1), connect="pairs")
+        self.sup_edges = pg.PlotDataItem(pen=pg.mkPen(90, 90, 90, 160, width=1.2, style=Qt.DashLine), connect="pairs")
+        self.hot_edges = pg.PlotDataItem(pen=pg.mkPen(230, 120, 0, 230, width=2), connect="pairs")
+        self.bad_edges = pg.PlotDataItem(pen=pg.mkPen(style.BROKEN, width=1.3, style=Qt.DotLine), connect="pairs")
+        for z, it in enumerate((self.edges, self.sup_edges, self.bad_edges, self.hot_edges)):
+            it.setZValue(-10 + z)
+            self.plot.addItem(it)
+        self.labels: list[pg.TextItem] = []
+        self.graph: Graph | None = None
+        self.hot: set[int] = set()
+        self.focus.toggled.connect(lambda _on: self.redraw(fit=True))
+        self.fit.clicked.connect(lambda: self.vb.autoRange(padding=0.05))
+        state.data_changed.connect(self._on_data)
+        state.show_retired_changed.connect(lambda _s: self.redraw())
+
+    def _on_data(self, data) -> None:
+        self.graph = None if data is None else build_graph(data)
+        self.hot = set()
+        self.redraw(fit=True)
+
+    def _on_selection(self, rows, current, source) -> None:
+        g = self.graph
+        if g is not None:
+            start = self.point_of_rows_graph(rows)
+            anc, desc = _neighbourhood(g, start) if len(start) else (set(), set())
+            self.hot = set(start.tolist()) | anc | desc
+        self.redraw(fit=self.focus.isChecked())
+
+    def point_of_rows_graph(self, rows) -> np.ndarray:
+        g = self.graph
+        where = np.isin(g.rows, np.asarray(rows, np.int64)) & (g.rows >= 0)
+        return np.flatnonzero(where)
+
+    def redraw(self, fit: bool = False) -> None:
+        g, data = self.graph, self.state.data
+        for t in self.labels:  # a fixed pool, hidden and reused: removing TextItems has crashed PySide6 at exit
+            t.hide()
+        if g is None or data is None or g.n == 0:
+            self.set_points([], [], [])
+            self.scatter.setData(x=[], y=[])
+            for it in (self.edges, self.sup_edges, self.hot_edges, self.bad_edges):
+                it.setData([], [])
+            self.info.setText("no derived memories or supersede links in this store" if data is not None else "")
+            self.draw_selection()
+            return
+        shown = np.ones(g.n, bool)
+        real = g.rows >= 0
+        if not self.state.show_retired:
+            shown[real] = data.arrays.live[g.rows[real]]
+        if self.focus.isChecked() and self.hot:
+            focus = np.zeros(g.n, bool)
+            focus[list(self.hot)] = True
+            shown &= focus
+        nodes = np.flatnonzero(shown & real)
+        missing = np.flatnonzero(shown & ~real)
+        rows = g.rows[nodes]
+        dim = None
+        if self.hot:
+            hot = np.zeros(g.n, bool)
+            hot[list(self.hot)] = True
+            dim = ~hot[nodes]
+        brush, pen = style.kind_styles(data, rows, dim=dim)
+        sizes = style.importance_sizes(data.arrays.importance[rows], 6, 16)
+        self.set_points(g.x[nodes], g.y[nodes], rows)
+        xs = np.r_[g.x[nodes], g.x[missing]]
+        ys = np.r_[g.y[nodes], g.y[missing]]
+        brush = np.r_[brush, np.full(len(missing), pg.mkBrush(style.BROKEN), dtype=object)]
+        pen = np.r_[pen, np.full(len(missing), pg.mkPen(style.BROKEN), dtype=object)]
+        sizes = np.r_[sizes, np.full(len(missing), 9.0)]
+        symbols = np.r_[np.full(len(nodes), "o", dtype=object), np.full(len(missing), "x", dtype=object)]
+        self.scatter.setData(x=xs, y=ys, brush=brush, pen=pen, size=sizes, symbol=symbols)
+
+        def seg(edges, keep_hot=None):
+            if not len(edges):
+                return np.zeros(0), np.zeros(0)
+            ok = shown[edges[:, 0]] & shown[edges[:, 1]]
+            if keep_hot is not None:
+                h = np.zeros(g.n, bool)
+                h[list(self.hot)] = True
+                ok &= (h[edges[:, 0]] & h[edges[:, 1]]) == keep_hot
+            e = edges[ok]
+            return g.x[e].ravel(), g.y[e].ravel()
+        self.edges.setData(*seg(g.source_edges, keep_hot=False if self.hot else None))
+        self.hot_edges.setData(*(seg(np.vstack([g.source_edges, g.supersede_edges]), keep_hot=True) if self.hot
+                                 else (np.zeros(0), np.zeros(0))))
+        self.sup_edges.setData(*seg(g.supersede_edges))
+        self.bad_edges.setData(*seg(g.broken_edges))
+        self._draw_labels(g, data, np.r_[nodes, missing])
+        n_levels = int(g.level.max()) + 1 if len(g.level) else 0
+        self.info.setText(f"{len(nodes):,} memories · {len(g.source_edges):,} source links · "
+                          f"{len(g.supersede_edges):,} supersedes · {len(g.broken_edges):,} broken · {n_levels} levels")
+        self.plot.getAxis("left").setTicks([[(L, str(L)) for L in range(n_levels)]])
+        if fit:
+            self.vb.autoRange(padding=0.08)
+            lo, hi = self.vb.viewRange()[1]
+            self.vb.setYRange(min(lo, -0.6), max(hi, n_levels - 0.4), padding=0)  # room for the labels
+        self.draw_selection()
+
+    def _draw_labels(self, g: Graph, data: StoreData, shown: np.ndarray) -> None:
+        """Short labels where they fit: per level at most as many as the width allows (alternating
+        above and below), preferring the selection's neighbourhood; hover shows the full text."""
+        per_level = max(1, int(2 * max(self.plot.width(), 200) / 130))
+        k = 0
+        for L in np.unique(g.y[shown]):
+            at = shown[g.y[shown] == L]
+            if len(at) > per_level and self.hot:
+                at = np.array([i for i in at if i in self.hot], np.int64)
+            if len(at) > per_level or len(at) == 0:
+                continue
+            at = at[np.argsort(g.x[at])]
+            for j, i in enumerate(at):
+                r = g.rows[i]
+                text = ("missing: " + g.missing_ids.get(int(i), "?")) if r < 0 else data.previews[r]
+                t = self._label(k)
+                k += 1
+                t.setText(text if len(text) <= 22 else text[:21] + "…", color=(70, 70, 70) if r >= 0 else style.BROKEN)
+                t.setAnchor((0.5, 1.3) if j % 2 else (0.5, -0.3))
+                t.setPos(g.x[i], g.y[i])
+                t.show()
+
+    def _label(self, k: int) -> pg.TextItem:
+        while len(self.labels) <= k:
+            t = pg.TextItem(anchor=(0.5, -0.35))
+            self.plot.addItem(t, ignoreBounds=True)
+            self.labels.append(t)
+        return self.labels[k]
+
+    def overlay_size(self) -> float:
+        return 20.0

@@ -1,0 +1,270 @@
+"""Map: a 2-D projection of the embeddings, PCA at once, UMAP swapped in when computed.
+
+Every embedded memory is one point (no sampling): one ScatterPlotItem fed numpy arrays,
+colours from a few shared brushes. UMAP runs as a background job with progress and
+cancel; finished layouts are cached in the store (memviz.layout) so a reopen is instant.
+The current query is drawn as a marker at the similarity-weighted centre of its nearest
+memories, and its top-k are ringed.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QButtonGroup, QComboBox, QLabel, QSizePolicy, QToolButton
+
+from . import style
+from .plotbase import ScatterPanel
+from .state import AppState, StoreData
+from .workers import Workers
+
+COLOR_BY = ["kind", "agent", "importance", "age", "score"]
+UMAP_MIN_POINTS = 20
+
+
+def pca_coords(embedding: np.ndarray) -> np.ndarray:
+    """(n, 2) PCA of the rows: memviz.layout.pca_2d when available, else a numpy stopgap."""
+    try:
+        from memviz.layout import pca_2d  # noqa: PLC0415
+    except ImportError:
+        pca_2d = None
+    if pca_2d is not None:
+        return np.asarray(pca_2d(embedding), np.float32)
+    x = np.asarray(embedding, np.float32)
+    if len(x) < 2:
+        return np.zeros((len(x), 2), np.float32)
+    x = x - x.mean(axis=0)
+    cov = (x.T @ x) / max(len(x) - 1, 1)
+    vals, vecs = np.linalg.eigh(cov)
+    comp = vecs[:, np.argsort(vals)[::-1][:2]]
+    return (x @ comp).astype(np.float32)
+
+
+def layout_api():
+    """memviz.layout's (LayoutCache, UmapJob), or None while that package is not there."""
+    try:
+        from memviz.layout import LayoutCache, UmapJob  # noqa: PLC0415
+    except ImportError:
+        return None
+    return LayoutCache, UmapJob
+
+
+class MapPanel(ScatterPanel):
+    """layout_changed(method): "PCA" or "UMAP" coordinates are now shown."""
+
+    layout_changed = Signal(str)
+
+    def __init__(self, state: AppState, workers: Workers, parent=None) -> None:
+        super().__init__(state, parent)
+        self.workers = workers
+        self.plot.showGrid(x=False, y=False)
+        self.plot.getAxis("bottom").hide()
+        self.plot.getAxis("left").hide()
+        self.plot.setAspectLocked(False)
+        self.color_by = QComboBox()
+        self.color_by.addItems(COLOR_BY)
+        self.tools = QButtonGroup(self)
+        bar = []
+        for name, tip in (("Pan", "drag to pan, wheel to zoom"), ("Rectangle", "drag a rectangle to select (Shift+drag)"),
+                          ("Lasso", "draw around points to select; Ctrl adds to the selection")):
+            b = QToolButton(text=name, checkable=True)
+            b.setToolTip(tip)
+            self.tools.addButton(b)
+            bar.append(b)
+        bar[0].setChecked(True)
+        self.tools.buttonClicked.connect(lambda b: setattr(self.vb, "tool", {"Pan": "pan", "Rectangle": "rect",
+                                                                             "Lasso": "lasso"}[b.text()]))
+        self.umap_button = QToolButton(text="UMAP")
+        self.umap_button.setToolTip("Compute a UMAP layout in the background")
+        self.umap_button.clicked.connect(self.start_umap)
+        self.method_label = QLabel()
+        self.method_label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.toolbar.addWidget(QLabel("colour by"))
+        self.toolbar.addWidget(self.color_by)
+        for b in bar:
+            self.toolbar.addWidget(b)
+        self.toolbar.addWidget(self.umap_button)
+        self.toolbar.addWidget(self.method_label, 1)
+        self.topk = pg.ScatterPlotItem(pxMode=True, useCache=True)
+        self.topk.setZValue(8)
+        self.marker = pg.ScatterPlotItem(pxMode=True, useCache=True)
+        self.marker.setZValue(12)
+        self.plot.addItem(self.topk)
+        self.plot.addItem(self.marker)
+        self.legend = pg.LegendItem(offset=(10, 10), labelTextColor=(40, 40, 40), brush=pg.mkBrush(255, 255, 255, 200))
+        self.legend.setParentItem(self.vb)
+        self.coords: np.ndarray | None = None   # (n, 2) for every row; NaN where not embedded
+        self.method = ""
+        self.auto_umap = True
+        self.color_by.currentIndexChanged.connect(lambda: self.redraw())
+        state.data_changed.connect(self._on_data)
+        state.show_retired_changed.connect(lambda _s: self.redraw())
+        state.time_filter_changed.connect(lambda _r: self.redraw())
+        state.result_changed.connect(self._on_result)
+
+    # ------------------------------------------------------------ layouts
+    def _on_data(self, data: StoreData | None) -> None:
+        self.workers.cancel("umap")
+        self.coords, self.method = None, ""
+        if data is None:
+            self.redraw(fit=True)
+            return
+        a = data.arrays
+        coords = np.full((data.n, 2), np.nan, np.float32)
+        if a.has_embedding.any():
+            cached = self._cached_umap(data)
+            if cached is not None:
+                coords[:] = cached
+                self._set_coords(coords, "UMAP (cached)")
+                return
+            coords[a.has_embedding] = pca_coords(a.embedding[a.has_embedding])
+        self._set_coords(coords, "PCA")
+        api = layout_api()
+        self.umap_button.setEnabled(api is not None and int(a.has_embedding.sum()) >= UMAP_MIN_POINTS)
+        self.umap_button.setToolTip("Compute a UMAP layout in the background" if api
+                                    else "UMAP needs the memviz.layout package")
+        if self.auto_umap and self.umap_button.isEnabled():
+            self.start_umap()
+
+    def _set_coords(self, coords: np.ndarray, method: str) -> None:
+        self.coords, self.method = coords, method
+        self.method_label.setText(f"  {method}")
+        self.redraw(fit=True)
+        self.layout_changed.emit(method)
+
+    def _cached_umap(self, data: StoreData):
+        api = layout_api()
+        if api is None:
+            return None
+        try:
+            got = api[0](data.store).get("umap", data.arrays, None)
+        except Exception:  # noqa: BLE001 - a bad cache is recomputed, never fatal
+            return None
+        return None if got is None else np.asarray(got, np.float32)
+
+    def start_umap(self) -> None:
+        data, api = self.state.data, layout_api()
+        if data is None or api is None:
+            return
+        _cache, umap_job = api
+        store, arrays = data.store, data.arrays
+
+        def run(ticket):
+            job = umap_job(store, arrays, progress=lambda f, text="": ticket.progress(f, text or "UMAP"))
+            ticket.cancel_hook = job.cancel
+            t = time.perf_counter()
+            coords = job.run()
+            return np.asarray(coords, np.float32), time.perf_counter() - t
+
+        def done(result):
+            coords, secs = result
+            if self.state.data is data:
+                self._set_coords(coords, f"UMAP ({secs:.1f} s)")
+        self.umap_button.setEnabled(False)
+        self.workers.submit("umap", run, on_done=done, on_error=self._umap_failed)
+
+    def _umap_failed(self, err: Exception) -> None:
+        self.umap_button.setEnabled(True)
+        self.method_label.setText(f"  {self.method} — UMAP failed: {err}")
+
+    # ------------------------------------------------------------ drawing
+    def shown_rows(self) -> np.ndarray:
+        if self.coords is None:
+            return np.zeros(0, np.int64)
+        mask = self.state.visible_mask() & np.isfinite(self.coords[:, 0])
+        return np.flatnonzero(mask)
+
+    def redraw(self, fit: bool = False) -> None:
+        data = self.state.data
+        self.legend.clear()
+        if data is None or self.coords is None:
+            self.set_points([], [], [])
+            self.scatter.setData(x=[], y=[])
+            self.draw_selection()
+            self._draw_result()
+            return
+        rows = self.shown_rows()
+        self.set_points(self.coords[rows, 0], self.coords[rows, 1], rows)
+        brush = self.point_brushes(rows)
+        retired = ~np.isnan(data.arrays.valid_until[rows])
+        size = np.where(retired, 4.0, 6.0)
+        self.scatter.setData(x=self.x, y=self.y, brush=brush, pen=None, size=size, symbol="o")
+        if fit and len(rows):
+            self.vb.autoRange(padding=0.03)
+        self.draw_selection()
+        self._draw_result()
+
+    def point_brushes(self, rows: np.ndarray) -> np.ndarray:
+        data = self.state.data
+        a = data.arrays
+        by = self.color_by.currentText()
+        if by in ("kind", "agent"):
+            names = data.kinds if by == "kind" else data.agents
+            brushes = style.category_brushes(names, alpha=190, by_kind=by == "kind")
+            for b, n in zip(brushes, names[:12]):
+                self.legend.addItem(pg.ScatterPlotItem(brush=b, pen=None, size=8, symbol="o"), n or "(none)")
+            codes = style.category_codes((a.kind if by == "kind" else a.agent)[rows], names)
+        else:
+            if by == "importance":
+                values = a.importance[rows]
+            elif by == "age":
+                values = -a.event_time[rows]
+            else:
+                scores = getattr(self.state.result, "all_scores", None)
+                values = np.full(len(rows), np.nan) if scores is None else np.asarray(scores, float)[rows]
+            brushes = style.ramp_brushes(alpha=200)
+            codes = style.ramp_codes(values)
+            low, high = {"importance": ("low", "high"), "age": ("old", "new"),
+                         "score": ("low score", "high score")}[by]
+            self.legend.addItem(pg.ScatterPlotItem(brush=brushes[0], pen=None, size=8), f"{by}: {low}")
+            self.legend.addItem(pg.ScatterPlotItem(brush=brushes[style.N_RAMP - 1], pen=None, size=8), high)
+        return np.array(brushes, dtype=object)[codes]
+
+    def _on_result(self, result) -> None:
+        if self.color_by.currentText() == "score":
+            self.redraw()
+        else:
+            self._draw_result()
+
+    def _draw_result(self) -> None:
+        result, data = self.state.result, self.state.data
+        if result is None or data is None or self.coords is None or not len(result.rows):
+            self.topk.setData(x=[], y=[])
+            self.marker.setData(x=[], y=[])
+            return
+        rows = np.asarray(result.rows, np.int64)
+        rows = rows[np.isfinite(self.coords[rows, 0])]
+        self.topk.setData(x=self.coords[rows, 0], y=self.coords[rows, 1], size=13, symbol="o",
+                          pen=pg.mkPen(style.QUERY, width=2), brush=None)
+        at = self.query_position()
+        if at is None:
+            self.marker.setData(x=[], y=[])
+        else:
+            self.marker.setData(x=[at[0]], y=[at[1]], size=20, symbol="star",
+                                pen=pg.mkPen("k", width=1), brush=pg.mkBrush(QColor(style.QUERY)))
+
+    def query_position(self):
+        """Where the query sits on the map: similarity-weighted centre of its 5 nearest memories
+        (works for PCA and UMAP alike, which cannot both project a new vector)."""
+        data, q = self.state.data, self.state.query_vector
+        if data is None or self.coords is None:
+            return None
+        a = data.arrays
+        ok = np.flatnonzero(a.has_embedding & np.isfinite(self.coords[:, 0]))
+        if q is not None and len(ok) and np.shape(q)[-1] == a.dim:
+            sims = a.embedding[ok] @ np.asarray(q, np.float32)
+            near = ok[np.argsort(-sims)[:5]]
+            w = np.clip(a.embedding[near] @ np.asarray(q, np.float32), 1e-3, None)
+        else:  # FTS-only query: the centre of the top results
+            rows = np.asarray(self.state.result.rows[:5], np.int64) if self.state.result is not None else []
+            near = np.array([r for r in rows if np.isfinite(self.coords[r, 0])], np.int64)
+            w = np.ones(len(near))
+        if not len(near):
+            return None
+        return (self.coords[near] * w[:, None]).sum(axis=0) / w.sum()
+
+    def overlay_size(self) -> float:
+        return 11.0

@@ -1,0 +1,248 @@
+"""What the three plot panels share: a pyqtgraph scatter of memories with picking, a plain-text
+hover label, a selection overlay, drag tools (rectangle, lasso, x-range) and export.
+
+Scatter items always use pxMode with the symbol cache (useCache=True): drawing symbols one
+by one without it has crashed PySide6 6.12 + pyqtgraph 0.14, and the cache is what keeps
+100k points fast (one drawPixmapFragments call). For the same reason exports never use
+pyqtgraph's exporters (which switch the cache off): PNG is a grab of the widget, SVG is
+the widget rendered onto a QSvgGenerator.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QPoint, QPointF, QRect, Qt, Signal
+from PySide6.QtGui import QColor, QPainter, QPainterPath, QPen
+from PySide6.QtWidgets import QGraphicsPathItem, QHBoxLayout, QVBoxLayout, QWidget
+
+from . import style
+from .state import AppState
+
+PICK_PIXELS = 8
+
+
+def scatter_item(**kw) -> pg.ScatterPlotItem:
+    """A ScatterPlotItem configured the one safe, fast way (see the module docstring)."""
+    return pg.ScatterPlotItem(pxMode=True, useCache=True, antialias=True, **kw)
+
+
+def points_in_polygon(x: np.ndarray, y: np.ndarray, poly: np.ndarray) -> np.ndarray:
+    """Even-odd ray casting, vectorised over points (loop over the polygon's edges only)."""
+    inside = np.zeros(len(x), bool)
+    if len(poly) < 3:
+        return inside
+    x0, y0 = poly[:, 0].min(), poly[:, 1].min()
+    x1, y1 = poly[:, 0].max(), poly[:, 1].max()
+    cand = np.flatnonzero((x >= x0) & (x <= x1) & (y >= y0) & (y <= y1))
+    px, py = x[cand], y[cand]
+    hit = np.zeros(len(cand), bool)
+    xs, ys = poly[:, 0], poly[:, 1]
+    xe, ye = np.roll(xs, -1), np.roll(ys, -1)
+    for ax, ay, bx, by in zip(xs, ys, xe, ye):
+        crosses = (ay > py) != (by > py)
+        if crosses.any():
+            xint = ax + (py - ay) * (bx - ax) / ((by - ay) if by != ay else 1e-300)
+            hit ^= crosses & (px < xint)
+    inside[cand] = hit
+    return inside
+
+
+class ToolViewBox(pg.ViewBox):
+    """A ViewBox whose left-drag pans, or draws a rectangle / lasso / x-range when a tool is
+    active (the panel's tool buttons, or Shift = the panel's default tool while held)."""
+
+    def __init__(self, *a, **kw) -> None:
+        super().__init__(*a, **kw)
+        self.tool = "pan"
+        self.shift_tool = "rect"
+        self.on_shape = None          # callback(tool, points (m,2) in view coords, finished, modifiers)
+        self._path: list[QPointF] = []
+        self._shape = QGraphicsPathItem()
+        self._shape.setPen(QPen(QColor(30, 120, 220), 0, Qt.DashLine))
+        self._shape.setBrush(QColor(30, 120, 220, 40))
+        self._shape.setZValue(1e9)
+        self._shape.hide()
+        self.addItem(self._shape, ignoreBounds=True)
+
+    def mouseDragEvent(self, ev, axis=None):
+        tool = self.shift_tool if ev.modifiers() & Qt.ShiftModifier else self.tool
+        if tool == "pan" or ev.button() != Qt.LeftButton or self.on_shape is None:
+            return super().mouseDragEvent(ev, axis)
+        ev.accept()
+        p = self.mapSceneToView(ev.scenePos())
+        if ev.isStart():
+            start = self.mapSceneToView(ev.buttonDownScenePos())
+            self._path = [start]
+        self._path.append(p)
+        pts = np.array([[q.x(), q.y()] for q in self._path])
+        if tool == "rect" or tool == "xrange":
+            (ax, ay), (bx, by) = pts[0], pts[-1]
+            if tool == "xrange":
+                r = self.viewRange()[1]
+                ay, by = r[0], r[1]
+            pts = np.array([[ax, ay], [bx, ay], [bx, by], [ax, by]])
+        path = QPainterPath(QPointF(*pts[0]))
+        for q in pts[1:]:
+            path.lineTo(QPointF(*q))
+        path.closeSubpath()
+        self._shape.setPath(path)
+        self._shape.setVisible(not ev.isFinish())
+        self.on_shape(tool, pts, ev.isFinish(), ev.modifiers())
+
+
+class ScatterPanel(QWidget):
+    """Base of the timeline, map and graph panels. Subclasses fill `self.x`, `self.y` and
+    `self.rows` (point -> row of the arrays) and call `self.draw_points(...)`."""
+
+    context_requested = Signal(list, QPoint)
+
+    def __init__(self, state: AppState, parent=None, axis_items=None) -> None:
+        super().__init__(parent)
+        self.state = state
+        self.vb = ToolViewBox()
+        self.plot = pg.PlotWidget(viewBox=self.vb, axisItems=axis_items)
+        self.plot.setBackground("w")
+        self.plot.showGrid(x=True, y=True, alpha=0.15)
+        self.plot.setMenuEnabled(False)
+        self.plot.hideButtons()
+        self.scatter = scatter_item()
+        self.overlay = scatter_item()
+        self.overlay.setZValue(10)
+        self.plot.addItem(self.scatter)
+        self.plot.addItem(self.overlay)
+        self.hover = pg.TextItem(anchor=(0, 1), color=(20, 20, 20), fill=pg.mkBrush(255, 255, 225, 235),
+                                 border=pg.mkPen(150, 150, 150))
+        self.hover.setZValue(1e9)
+        self.hover.hide()
+        self.plot.addItem(self.hover, ignoreBounds=True)
+        self.x = np.zeros(0)
+        self.y = np.zeros(0)
+        self.rows = np.zeros(0, np.int64)
+        self._row_to_point: np.ndarray | None = None
+        self.toolbar = QHBoxLayout()
+        self.toolbar.setContentsMargins(0, 0, 0, 0)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(2, 2, 2, 2)
+        lay.setSpacing(2)
+        lay.addLayout(self.toolbar)
+        lay.addWidget(self.plot, 1)
+        self._sel_pen = pg.mkPen(QColor(style.SELECTED), width=2.5)
+        self._mouse_proxy = pg.SignalProxy(self.plot.scene().sigMouseMoved, rateLimit=40, slot=self._mouse_moved)
+        self.plot.scene().sigMouseClicked.connect(self._mouse_clicked)
+        self.vb.on_shape = self.on_shape
+        state.selection_changed.connect(self._on_selection)
+
+    # ------------------------------------------------------------ points
+    def set_points(self, x: np.ndarray, y: np.ndarray, rows: np.ndarray) -> None:
+        self.x, self.y, self.rows = np.asarray(x, float), np.asarray(y, float), np.asarray(rows, np.int64)
+        self._row_to_point = None
+
+    def point_of_rows(self, rows: np.ndarray) -> np.ndarray:
+        """Indices of the drawn points showing these rows (rows not drawn are skipped)."""
+        if self._row_to_point is None:
+            n = 0 if self.state.data is None else self.state.data.n
+            lut = np.full(max(n, int(self.rows.max()) + 1 if len(self.rows) else 0), -1, np.int64)
+            lut[self.rows] = np.arange(len(self.rows))
+            self._row_to_point = lut
+        rows = np.asarray(rows, np.int64)
+        rows = rows[(rows >= 0) & (rows < len(self._row_to_point))]
+        p = self._row_to_point[rows]
+        return p[p >= 0]
+
+    def pick(self, scene_pos) -> int | None:
+        """The row of the point nearest to a scene position, within PICK_PIXELS."""
+        if not len(self.x) or not self.vb.sceneBoundingRect().contains(scene_pos):
+            return None
+        v = self.vb.mapSceneToView(scene_pos)
+        pw, ph = self.vb.viewPixelSize()
+        d2 = ((self.x - v.x()) / pw) ** 2 + ((self.y - v.y()) / ph) ** 2
+        i = int(np.argmin(d2))
+        return int(self.rows[i]) if d2[i] <= PICK_PIXELS ** 2 else None
+
+    # ------------------------------------------------------------ mouse
+    def hover_text(self, row: int) -> str:
+        data = self.state.data
+        a = data.arrays
+        from memviz.store import iso
+        status = "" if np.isnan(a.valid_until[row]) else "   [retired]"
+        text = data.previews[row]
+        text = text if len(text) <= 160 else text[:157] + "…"
+        return f"{a.kind[row]} · {a.agent[row]} · imp {a.importance[row]:g} · {iso(a.event_time[row])}{status}\n{text}"
+
+    def _mouse_moved(self, evt) -> None:
+        pos = evt[0]
+        row = self.pick(pos) if self.state.data is not None else None
+        if row is None:
+            self.hover.hide()
+            return
+        self.hover.setText(self.hover_text(row))  # TextItem.setText is plain text
+        v = self.vb.mapSceneToView(pos)
+        rect = self.vb.viewRect()
+        self.hover.setAnchor((1 if v.x() > rect.center().x() else 0, 1 if v.y() < rect.center().y() else 0))
+        self.hover.setPos(v)
+        self.hover.show()
+
+    def _mouse_clicked(self, ev) -> None:
+        if ev.button() == Qt.RightButton:
+            row = self.pick(ev.scenePos())
+            if row is not None and row not in set(self.state.selection.tolist()):
+                self.state.select([row], source=None)
+            self.context_requested.emit(self.state.selected_ids, ev.screenPos().toPoint())
+            ev.accept()
+            return
+        if ev.button() != Qt.LeftButton or ev.double():
+            return
+        row = self.pick(ev.scenePos())
+        if ev.modifiers() & Qt.ControlModifier:
+            if row is not None:
+                sel = set(self.state.selection.tolist())
+                sel ^= {row}
+                self.state.select(sorted(sel), source=None)
+        elif row is not None:
+            self.state.select([row], source=None)
+        elif self.vb.sceneBoundingRect().contains(ev.scenePos()):
+            self.state.select([], source=None)
+
+    def on_shape(self, tool: str, pts: np.ndarray, finished: bool, modifiers) -> None:
+        """Rectangle / lasso select (subclasses handle "xrange")."""
+        if not finished or tool not in ("rect", "lasso"):
+            return
+        inside = points_in_polygon(self.x, self.y, pts)
+        inside &= self.selectable_mask()
+        rows = self.rows[inside]
+        if modifiers & Qt.ControlModifier:
+            rows = np.union1d(rows, self.state.selection)
+        self.state.select(rows, source=None)
+
+    def selectable_mask(self) -> np.ndarray:
+        return np.ones(len(self.x), bool)
+
+    # ------------------------------------------------------------ selection overlay
+    def _on_selection(self, rows, current, source) -> None:
+        self.draw_selection()
+
+    def draw_selection(self) -> None:
+        pts = self.point_of_rows(self.state.selection) if len(self.rows) else np.zeros(0, np.int64)
+        if not len(pts):
+            self.overlay.setData(x=[], y=[])
+            return
+        self.overlay.setData(x=self.x[pts], y=self.y[pts], size=self.overlay_size(), symbol="o",
+                             pen=self._sel_pen, brush=None)
+
+    def overlay_size(self) -> float:
+        return 14.0
+
+    # ------------------------------------------------------------ export
+    def export_image(self, path: str) -> None:
+        if path.lower().endswith(".svg"):
+            from PySide6.QtSvg import QSvgGenerator
+            gen = QSvgGenerator()
+            gen.setFileName(path)
+            gen.setSize(self.plot.size())
+            gen.setViewBox(QRect(0, 0, self.plot.width(), self.plot.height()))
+            gen.setTitle("memviz plot")
+            p = QPainter(gen)
+            self.plot.render(p)
+            p.end()
+        elif not self.plot.grab().save(path):
+            raise OSError(f"could not write {path}")

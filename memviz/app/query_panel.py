@@ -1,0 +1,516 @@
+"""Query panel: live retrieval through memviz.retrieval's Engine (CONTRACTS §1).
+
+Embedding the query (Engine.set_query) is the costly step and runs once per query text;
+every slider move only re-scores (Engine.score). Both run as "engine"-lane jobs (one
+thread, so the engine is never used concurrently); a new setting cancels the pending
+one, so a dragged slider yields a stream of fresh rankings and never a queue of stale
+ones. The results table shows rank, rank change since the previous setting, score and a
+stacked bar of the weighted components (ResultBarDelegate).
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+from PySide6.QtCore import QAbstractTableModel, QDateTime, QModelIndex, QPoint, QRect, Qt, QTimeZone, QTimer, Signal
+from PySide6.QtGui import QColor, QPainter
+from PySide6.QtWidgets import (
+    QAbstractItemView, QCheckBox, QComboBox, QDateTimeEdit, QDoubleSpinBox, QGridLayout,
+    QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton, QSlider, QSpinBox, QStyledItemDelegate, QTableView,
+    QVBoxLayout, QWidget,
+)
+
+from .state import AppState, StoreData
+from .workers import Workers
+
+COMPONENT_COLORS = {"relevance": "#4C78A8", "recency": "#F58518", "importance": "#54A24B"}
+OTHER_COLORS = ["#B279A2", "#72B7B2", "#EECA3B", "#9D755D"]
+RESULT_COLUMNS = ["rank", "Δ", "score", "why (weighted components)", "kind", "content"]
+WEIGHT_MAX = 5.0      # slider range of α, β, γ
+SLIDER_STEPS = 500
+DEBOUNCE_MS = 20      # coalesce slider moves; the engine lane drops stale settings anyway
+
+
+def retrieval_api():
+    """(Engine, Params, PRESETS, preset_params) from memviz.retrieval, or None if absent."""
+    try:
+        from memviz.retrieval import PRESETS, Engine, Params, preset_params  # noqa: PLC0415
+    except ImportError:
+        return None
+    return Engine, Params, PRESETS, preset_params
+
+
+def component_color(name: str, i: int) -> QColor:
+    return QColor(COMPONENT_COLORS.get(name, OTHER_COLORS[i % len(OTHER_COLORS)]))
+
+
+class ResultsModel(QAbstractTableModel):
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.result = None
+        self.data_: StoreData | None = None
+        self.delta: list[str] = []
+        self.components: list[str] = []
+        self.bar_max = 1.0
+
+    def set_result(self, result, data: StoreData | None, previous: dict[str, int] | None) -> None:
+        self.beginResetModel()
+        self.result, self.data_ = result, data
+        self.delta = []
+        self.components = [] if result is None else list(result.weighted)
+        if result is not None:
+            for rank, mid in enumerate(result.ids, 1):
+                old = None if previous is None else previous.get(mid)
+                self.delta.append("" if previous is None else "new" if old is None else
+                                  "" if old == rank else (f"▲{old - rank}" if old > rank else f"▼{rank - old}"))
+            totals = sum(np.clip(np.asarray(v, float), 0, None) for v in result.weighted.values()) \
+                if result.weighted else np.zeros(0)
+            self.bar_max = float(np.max(totals)) if len(result.ids) and np.size(totals) else 1.0
+            self.bar_max = self.bar_max if self.bar_max > 0 else 1.0
+        self.endResetModel()
+
+    def rowCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() or self.result is None else len(self.result.ids)
+
+    def columnCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(RESULT_COLUMNS)
+
+    def headerData(self, section, orientation, role=Qt.DisplayRole):
+        if role == Qt.DisplayRole and orientation == Qt.Horizontal:
+            return RESULT_COLUMNS[section]
+        return None
+
+    def row_of(self, i: int) -> int:
+        return int(self.result.rows[i])
+
+    def contributions(self, i: int) -> list[tuple[str, float]]:
+        return [(k, float(v[i])) for k, v in self.result.weighted.items()]
+
+    def data(self, index, role=Qt.DisplayRole):
+        if not index.isValid() or self.result is None:
+            return None
+        i, col = index.row(), RESULT_COLUMNS[index.column()]
+        if role == Qt.DisplayRole:
+            if col == "rank":
+                return str(i + 1)
+            if col == "Δ":
+                return self.delta[i]
+            if col == "score":
+                return f"{float(self.result.score[i]):.4f}"
+            if col == "kind":
+                return self.data_.arrays.kind[self.row_of(i)]
+            if col == "content":
+                return self.data_.previews[self.row_of(i)]
+            if col.startswith("why"):
+                return None  # drawn by ResultBarDelegate
+        elif role == Qt.ForegroundRole and col == "Δ" and self.delta[i]:
+            return QColor("#2a7d2a") if self.delta[i].startswith("▲") else \
+                QColor("#b03030") if self.delta[i].startswith("▼") else QColor("#1f5fbf")
+        elif role == Qt.TextAlignmentRole and col in ("rank", "score", "Δ"):
+            return int(Qt.AlignRight | Qt.AlignVCenter)
+        return None
+
+    def records(self) -> list[dict]:
+        """The results as plain dicts (export)."""
+        out = []
+        if self.result is None:
+            return out
+        for i, mid in enumerate(self.result.ids):
+            rec = {"rank": i + 1, "id": mid, "score": float(self.result.score[i]),
+                   "kind": self.data_.arrays.kind[self.row_of(i)], "agent": self.data_.arrays.agent[self.row_of(i)]}
+            for k, v in self.result.raw.items():
+                rec[k] = float(v[i])
+            for k, v in self.result.weighted.items():
+                rec[f"{k}_weighted"] = float(v[i])
+            rec["content"] = self.data_.previews[self.row_of(i)]
+            out.append(rec)
+        return out
+
+
+class ResultBarDelegate(QStyledItemDelegate):
+    """A stacked bar of the weighted contributions; its length is the score relative to the top one."""
+
+    def paint(self, painter: QPainter, option, index) -> None:
+        model: ResultsModel = index.model()
+        super().paint(painter, option, index)
+        if model.result is None:
+            return
+        rect = option.rect.adjusted(3, 4, -3, -4)
+        x = rect.left()
+        painter.save()
+        painter.setPen(Qt.NoPen)
+        for j, (name, v) in enumerate(model.contributions(index.row())):
+            w = int(round(max(v, 0.0) / model.bar_max * rect.width()))
+            if w > 0:
+                painter.setBrush(component_color(name, j))
+                painter.drawRect(QRect(x, rect.top(), w, rect.height()))
+                x += w
+        painter.restore()
+
+    def helpEvent(self, event, view, option, index):  # tooltip: the numbers behind the bar
+        model: ResultsModel = index.model()
+        if model.result is not None:
+            i = index.row()
+            parts = [f"{k}: raw {float(model.result.raw.get(k, [np.nan] * (i + 1))[i]):.3f} → "
+                     f"weighted {v:.3f}" for k, v in model.contributions(i)]
+            from PySide6.QtWidgets import QToolTip  # noqa: PLC0415
+            QToolTip.showText(event.globalPos(), "\n".join(parts), view)  # numbers only: plain text
+            return True
+        return super().helpEvent(event, view, option, index)
+
+
+class WeightControl(QWidget):
+    """A slider and a spin box bound both ways to one float."""
+
+    changed = Signal(float)
+
+    def __init__(self, maximum: float = WEIGHT_MAX, parent=None) -> None:
+        super().__init__(parent)
+        self.maximum = maximum
+        self.slider = QSlider(Qt.Horizontal)
+        self.slider.setRange(0, SLIDER_STEPS)
+        self.spin = QDoubleSpinBox(decimals=2, singleStep=0.05, maximum=maximum * 4)
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(self.slider, 1)
+        lay.addWidget(self.spin)
+        self.slider.valueChanged.connect(self._from_slider)
+        self.spin.valueChanged.connect(self._from_spin)
+
+    def value(self) -> float:
+        return float(self.spin.value())
+
+    def set_value(self, v: float, emit: bool = False) -> None:
+        self.spin.blockSignals(True)
+        self.slider.blockSignals(True)
+        self.spin.setValue(v)
+        self.slider.setValue(int(round(min(v, self.maximum) / self.maximum * SLIDER_STEPS)))
+        self.spin.blockSignals(False)
+        self.slider.blockSignals(False)
+        if emit:
+            self.changed.emit(v)
+
+    def _from_slider(self, pos: int) -> None:
+        v = pos / SLIDER_STEPS * self.maximum
+        self.spin.blockSignals(True)
+        self.spin.setValue(v)
+        self.spin.blockSignals(False)
+        self.changed.emit(self.value())
+
+    def _from_spin(self, v: float) -> None:
+        self.slider.blockSignals(True)
+        self.slider.setValue(int(round(min(v, self.maximum) / self.maximum * SLIDER_STEPS)))
+        self.slider.blockSignals(False)
+        self.changed.emit(v)
+
+
+class QueryPanel(QWidget):
+    """ranked(result, seconds): a new ranking is shown (benchmarks and tests wait on it)."""
+
+    context_requested = Signal(list, QPoint)
+    ranked = Signal(object, float)
+
+    def __init__(self, state: AppState, workers: Workers, parent=None) -> None:
+        super().__init__(parent)
+        self.state, self.workers = state, workers
+        self.api = retrieval_api()
+        self.engine = None
+        self.engine_for: StoreData | None = None
+        self.query_key = None           # what the engine's cached query is (text / like id)
+        self._prev_ranks: dict[str, int] | None = None
+        self._loading = False
+        self._submitted_at = 0.0
+
+        self.text = QLineEdit(placeholderText="Query text — Enter to run")
+        self.text.setClearButtonEnabled(True)
+        self.run_button = QPushButton("Run")
+        self.like_button = QPushButton("Query by selected")
+        self.like_button.setToolTip("Use the selected memory's own embedding as the query")
+        self.preset = QComboBox()
+        self.alpha, self.beta, self.gamma = WeightControl(), WeightControl(), WeightControl()
+        self.tau = QDoubleSpinBox(decimals=1, minimum=0.1, maximum=1e6, suffix=" h", singleStep=1.0)
+        self.decay = QDoubleSpinBox(decimals=4, minimum=0.0, maximum=1.0, singleStep=0.005)
+        self.k = QSpinBox(minimum=1, maximum=10000, value=10)
+        self.agent = QComboBox()
+        self.kind = QComboBox()
+        self.include_retired = QCheckBox("include retired")
+        self.protected_only = QCheckBox("protected only")
+        self.confidence_decay = QCheckBox("confidence decay")
+        self.as_of_on = QCheckBox("as of")
+        self.as_of = QDateTimeEdit(displayFormat="yyyy-MM-dd HH:mm 'UTC'", calendarPopup=True)
+        self.as_of.setTimeZone(QTimeZone.utc())
+        self.as_of.setEnabled(False)
+        self.message = QLabel()
+        self.message.setTextFormat(Qt.PlainText)
+        self.message.setWordWrap(True)
+        self.results = ResultsModel(self)
+        self.view = QTableView()
+        self.view.setModel(self.results)
+        self.view.setItemDelegateForColumn(RESULT_COLUMNS.index("why (weighted components)"), ResultBarDelegate(self.view))
+        self.view.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.view.verticalHeader().setVisible(False)
+        self.view.verticalHeader().setDefaultSectionSize(22)
+        self.view.setWordWrap(False)
+        h = self.view.horizontalHeader()
+        for i, w in enumerate([42, 44, 62, 170, 80]):
+            h.resizeSection(i, w)
+        h.setStretchLastSection(True)
+        h.setSectionResizeMode(QHeaderView.Interactive)
+        self.view.setContextMenuPolicy(Qt.CustomContextMenu)
+        self.view.customContextMenuRequested.connect(
+            lambda pos: self.context_requested.emit(self.state.selected_ids, self.view.viewport().mapToGlobal(pos)))
+        self.legend = QLabel()
+        self.legend.setTextFormat(Qt.PlainText)
+
+        top = QHBoxLayout()
+        top.addWidget(self.text, 1)
+        top.addWidget(self.run_button)
+        top.addWidget(self.like_button)
+        grid = QGridLayout()
+        grid.setHorizontalSpacing(6)
+        grid.setVerticalSpacing(2)
+        grid.addWidget(QLabel("preset"), 0, 0)
+        grid.addWidget(self.preset, 0, 1, 1, 3)
+        for r, (name, w) in enumerate((("α relevance", self.alpha), ("β recency", self.beta),
+                                       ("γ importance", self.gamma)), 1):
+            lab = QLabel(name)
+            lab.setStyleSheet(f"color: {component_color(name.split()[1], 0).name()}; font-weight: bold;")
+            grid.addWidget(lab, r, 0)
+            grid.addWidget(w, r, 1, 1, 3)
+        grid.addWidget(QLabel("τ recency"), 4, 0)
+        grid.addWidget(self.tau, 4, 1)
+        grid.addWidget(QLabel("decay"), 4, 2)
+        grid.addWidget(self.decay, 4, 3)
+        grid.addWidget(QLabel("k"), 5, 0)
+        grid.addWidget(self.k, 5, 1)
+        grid.addWidget(self.as_of_on, 5, 2)
+        grid.addWidget(self.as_of, 5, 3)
+        grid.addWidget(QLabel("agent"), 6, 0)
+        grid.addWidget(self.agent, 6, 1)
+        grid.addWidget(QLabel("kind"), 6, 2)
+        grid.addWidget(self.kind, 6, 3)
+        checks = QHBoxLayout()
+        for c in (self.include_retired, self.protected_only, self.confidence_decay):
+            checks.addWidget(c)
+        checks.addStretch(1)
+        grid.addLayout(checks, 7, 0, 1, 4)
+        grid.setColumnStretch(1, 1)
+        grid.setColumnStretch(3, 1)
+        for combo in (self.preset, self.agent, self.kind):  # long agent/kind names must not widen the dock
+            combo.setMinimumContentsLength(6)
+            combo.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 4)
+        lay.addLayout(top)
+        lay.addLayout(grid)
+        lay.addWidget(self.message)
+        lay.addWidget(self.view, 1)
+        lay.addWidget(self.legend)
+
+        self._score_timer = QTimer(self, singleShot=True, interval=DEBOUNCE_MS, timeout=self.rescore)
+        self._text_timer = QTimer(self, singleShot=True, interval=500, timeout=self.run_query)
+        for w in (self.alpha, self.beta, self.gamma):
+            w.changed.connect(self._params_edited)
+        for w in (self.tau, self.decay, self.k):
+            w.valueChanged.connect(self._params_edited)
+        for w in (self.agent, self.kind):
+            w.currentIndexChanged.connect(self._params_edited)
+        for w in (self.include_retired, self.protected_only, self.confidence_decay):
+            w.toggled.connect(self._params_edited)
+        self.as_of_on.toggled.connect(self.as_of.setEnabled)
+        self.as_of_on.toggled.connect(self._params_edited)
+        self.as_of.dateTimeChanged.connect(self._params_edited)
+        self.preset.currentIndexChanged.connect(self._preset_chosen)
+        self.text.returnPressed.connect(self.run_query)
+        self.text.textEdited.connect(lambda: self._text_timer.start())
+        self.run_button.clicked.connect(self.run_query)
+        self.like_button.clicked.connect(self.query_selected)
+        self.view.clicked.connect(self._result_clicked)
+        state.data_changed.connect(self._on_data)
+        state.time_filter_changed.connect(lambda _r: self._params_edited())
+        state.selection_changed.connect(lambda rows, cur, src: self.like_button.setEnabled(
+            self.api is not None and cur is not None))
+        if self.api is None:
+            self.setEnabled(False)
+            self.message.setText("The retrieval engine (memviz.retrieval) is not installed.")
+        else:
+            self._fill_presets()
+
+    # ------------------------------------------------------------ widgets <-> Params
+    def _fill_presets(self) -> None:
+        presets = self.api[2]
+        self.preset.blockSignals(True)
+        for name, desc in presets.items():
+            self.preset.addItem(name)
+            self.preset.setItemData(self.preset.count() - 1, str(desc), Qt.ToolTipRole)
+        self.preset.blockSignals(False)
+        self._load_params(self.api[3](self.preset.currentText()))
+
+    def _load_params(self, p) -> None:
+        self._loading = True
+        try:
+            self.alpha.set_value(p.alpha)
+            self.beta.set_value(p.beta)
+            self.gamma.set_value(p.gamma)
+            self.tau.setValue(p.tau_hours)
+            self.decay.setValue(p.decay)
+            self.k.setValue(p.k)
+            self.include_retired.setChecked(bool(p.include_retired))
+            self.protected_only.setChecked(bool(p.protected_only))
+            self.confidence_decay.setChecked(bool(p.confidence_decay))
+        finally:
+            self._loading = False
+
+    def params(self):
+        """The Params the widgets describe now."""
+        _e, _p, _presets, preset_params = self.api
+        base = preset_params(self.preset.currentText())
+        as_of = None
+        if self.as_of_on.isChecked():
+            as_of = float(self.as_of.dateTime().toSecsSinceEpoch())
+        return dataclasses.replace(
+            base, alpha=self.alpha.value(), beta=self.beta.value(), gamma=self.gamma.value(),
+            tau_hours=float(self.tau.value()), decay=float(self.decay.value()), k=int(self.k.value()),
+            as_of=as_of,
+            agents=(self.agent.currentText(),) if self.agent.currentIndex() > 0 else None,
+            kinds=(self.kind.currentText(),) if self.kind.currentIndex() > 0 else None,
+            time_range=self.state.time_range, include_retired=self.include_retired.isChecked(),
+            protected_only=self.protected_only.isChecked(), confidence_decay=self.confidence_decay.isChecked())
+
+    def set_weights(self, alpha=None, beta=None, gamma=None) -> None:
+        """Set weights as the user would (tests, bench, restoring settings)."""
+        for w, v in ((self.alpha, alpha), (self.beta, beta), (self.gamma, gamma)):
+            if v is not None:
+                w.set_value(v)
+        self._params_edited()
+
+    def _preset_chosen(self) -> None:
+        self._load_params(self.api[3](self.preset.currentText()))
+        self._params_edited()
+
+    def _params_edited(self, *_):
+        if not self._loading and self.api is not None:
+            self._score_timer.start()
+
+    # ------------------------------------------------------------ store
+    def _on_data(self, data: StoreData | None) -> None:
+        self.workers.cancel("query")
+        self.workers.cancel("score")
+        self.engine, self.engine_for, self.query_key = None, data, None
+        self._prev_ranks = None
+        self.results.set_result(None, data, None)
+        for combo, items in ((self.agent, data.agents if data else []), (self.kind, data.kinds if data else [])):
+            combo.blockSignals(True)
+            combo.clear()
+            combo.addItem("all")
+            combo.addItems([i or "(none)" for i in items])
+            combo.blockSignals(False)
+        if data is not None:
+            lo, hi = data.store.time_span()
+            if hi is not None:
+                self.as_of.setDateTime(QDateTime.fromSecsSinceEpoch(int(hi), QTimeZone.utc()))
+        self.message.setText("")
+
+    def _engine(self, data: StoreData):
+        """The engine for this store (made on the engine thread, once per open)."""
+        if self.engine is None or self.engine_for is not data:
+            self.engine = self.api[0](data.store, data.arrays)
+            self.engine_for = data
+        return self.engine
+
+    # ------------------------------------------------------------ running
+    def run_query(self) -> None:
+        text = self.text.text().strip()
+        if text:
+            self._submit_query(("text", text))
+
+    def query_selected(self) -> None:
+        data, cur = self.state.data, self.state.current
+        if data is not None and cur is not None:
+            mid = data.arrays.ids[cur]
+            self.text.setText("")
+            self.text.setPlaceholderText(f"like memory {mid}: {data.previews[cur][:60]}")
+            self._submit_query(("like", mid))
+
+    def _submit_query(self, key) -> None:
+        data = self.state.data
+        if data is None or self.api is None:
+            return
+        self._text_timer.stop()
+        params = self.params()
+        self._submitted_at = time.perf_counter()
+
+        def job(ticket):
+            eng = self._engine(data)
+            ticket.check()
+            err = None
+            try:
+                eng.set_query(key[1]) if key[0] == "text" else eng.set_query(like=key[1])
+            except Exception as e:  # noqa: BLE001 - e.g. EmbedderUnavailable; FTS-only presets still work
+                err = str(e)
+            ticket.check()
+            try:
+                result = eng.score(params)
+            except Exception:
+                if err is None:
+                    raise
+                result = None
+            return result, err, _query_vector(eng, data, key)
+
+        def done(out):
+            result, err, vec = out
+            self.query_key = key
+            self.message.setText(f"The query could not be embedded: {err}" if err else "")
+            self._prev_ranks = None  # a new query: no rank changes to show
+            if result is None:
+                self.results.set_result(None, self.state.data, None)
+                self.state.set_result(None)
+            else:
+                self._show(result, params, vec)
+        self.workers.cancel("score")
+        self.workers.submit("query", job, on_done=done, on_error=self._failed, lane="engine")
+
+    def rescore(self) -> None:
+        """Re-rank the current query with the widgets' setting (the slider path)."""
+        data = self.state.data
+        if data is None or self.query_key is None or self.api is None:
+            return
+        params = self.params()
+        eng = self.engine
+        self._submitted_at = time.perf_counter()
+        self.workers.submit("score", lambda ticket: eng.score(params), on_done=lambda r: self._show(r, params, None),
+                            on_error=self._failed, lane="engine")
+
+    def _show(self, result, params, vec) -> None:
+        data = self.state.data
+        if result is None or data is None:
+            return
+        previous = self._prev_ranks  # ranks under the previous setting (None after a new query)
+        self.results.set_result(result, data, previous)
+        self._prev_ranks = {m: i for i, m in enumerate(result.ids, 1)}
+        self.legend.setText(f"{len(result.ids)} of {result.candidates:,} candidates · bar colours: "
+                            + ", ".join(self.results.components))
+        self.state.set_result(result, vec if vec is not None else self.state.query_vector)
+        self.ranked.emit(result, time.perf_counter() - self._submitted_at)
+
+    def _failed(self, err: Exception) -> None:
+        self.message.setText(f"Query failed: {err}")
+
+    def _result_clicked(self, index) -> None:
+        if self.results.result is not None and index.isValid():
+            self.state.select([self.results.row_of(index.row())], source=self)
+
+
+def _query_vector(engine, data: StoreData, key):
+    """The query's vector for the map marker: the engine's if it exposes one, else the liked
+    memory's own embedding."""
+    for name in ("query_vector", "vector", "_query_vec"):
+        v = getattr(engine, name, None)
+        if isinstance(v, np.ndarray) and v.ndim == 1:
+            return v
+    if key[0] == "like":
+        r = data.arrays.index_of(key[1])
+        if r is not None and data.arrays.has_embedding[r]:
+            return data.arrays.embedding[r]
+    return None

@@ -1,0 +1,172 @@
+"""Plain-Python application state shared by every panel (no Qt here).
+
+Panels never talk to each other: they change the state and listen to its change
+callbacks. Rows are indices into `StoreData.arrays` (store order); ids survive a
+reload, so the selection is kept by id when the arrays are re-read.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from memviz.store import MemoryArrays, Provenance, Store
+
+PREVIEW_CHARS = 240
+
+
+class Callbacks:
+    """A list of callables fired in order; a minimal signal that needs no Qt."""
+
+    def __init__(self) -> None:
+        self._fns: list[Callable] = []
+
+    def connect(self, fn: Callable) -> None:
+        self._fns.append(fn)
+
+    def disconnect(self, fn: Callable) -> None:
+        if fn in self._fns:
+            self._fns.remove(fn)
+
+    def emit(self, *args) -> None:
+        for fn in list(self._fns):
+            fn(*args)
+
+
+@dataclass
+class StoreData:
+    """What the panels read about one open store, loaded once per open/reload."""
+
+    store: Store
+    arrays: MemoryArrays
+    previews: np.ndarray             # object: first PREVIEW_CHARS characters of each content, one line
+    provenance: Provenance
+    counts: dict
+    kinds: list[str] = field(default_factory=list)   # distinct kinds, most frequent first
+    agents: list[str] = field(default_factory=list)
+
+    @property
+    def n(self) -> int:
+        return len(self.arrays)
+
+    def rows_of(self, ids) -> np.ndarray:
+        idx = [self.arrays.index_of(i) for i in ids]
+        return np.array([i for i in idx if i is not None], dtype=np.int64)
+
+
+def load_store_data(store: Store) -> StoreData:
+    """Read everything the window shows; safe to run off the GUI thread (one apsw connection,
+    used by one thread at a time: the caller does not touch the store meanwhile)."""
+    arrays = store.arrays()
+    previews = np.empty(len(arrays), dtype=object)
+    pos = {int(r): i for i, r in enumerate(arrays.rowid)}
+    sql = f"SELECT rowid, CAST(substr(content, 1, {PREVIEW_CHARS}) AS BLOB) FROM memories"
+    for rowid, raw in store.conn.execute(sql):
+        i = pos.get(rowid)
+        if i is not None:
+            text = bytes(raw).decode("utf-8", errors="replace") if raw is not None else ""
+            previews[i] = " ".join(text.split())
+    previews[np.equal(previews, None)] = ""
+    counts = store.counts()
+    kinds = sorted(counts["by_kind"], key=lambda k: -sum(counts["by_kind"][k]))
+    agents = sorted(counts["by_agent"], key=lambda a: -sum(counts["by_agent"][a]))
+    return StoreData(store=store, arrays=arrays, previews=previews, provenance=store.provenance(),
+                     counts=counts, kinds=kinds, agents=agents)
+
+
+class AppState:
+    """The current store, selection, time filter, retired visibility and query result.
+
+    Callbacks (arguments):
+      data_changed(data: StoreData | None)          a store was opened, reloaded or closed
+      selection_changed(rows: ndarray, current: int | None, source)  `source` is who selected
+      time_filter_changed(range: tuple[float, float] | None)
+      show_retired_changed(show: bool)
+      result_changed(result)                         a retrieval Result or None
+    """
+
+    def __init__(self) -> None:
+        self.data: StoreData | None = None
+        self.selection = np.zeros(0, dtype=np.int64)
+        self.current: int | None = None
+        self.time_range: tuple[float, float] | None = None
+        self.show_retired = True
+        self.result: Any = None
+        self.query_vector: np.ndarray | None = None  # what the map draws as the query marker
+        self.data_changed = Callbacks()
+        self.selection_changed = Callbacks()
+        self.time_filter_changed = Callbacks()
+        self.show_retired_changed = Callbacks()
+        self.result_changed = Callbacks()
+
+    # ------------------------------------------------------------ store
+    def set_data(self, data: StoreData | None) -> None:
+        """Install newly loaded data, keeping the selection (by id) where the memories still exist."""
+        keep = [] if self.data is None or data is None else [self.data.arrays.ids[i] for i in self.selection]
+        cur_id = None if self.data is None or self.current is None else self.data.arrays.ids[self.current]
+        same_store = self.data is not None and data is not None and self.data.store.path == data.store.path
+        self.data = data
+        self.result = None
+        self.query_vector = None
+        if not same_store:
+            keep, cur_id, self.time_range = [], None, None
+        rows = data.rows_of(keep) if data is not None else np.zeros(0, np.int64)
+        cur = data.arrays.index_of(cur_id) if data is not None and cur_id is not None else None
+        self.selection, self.current = rows, cur
+        self.data_changed.emit(data)
+        self.result_changed.emit(None)
+        self.selection_changed.emit(self.selection, self.current, None)
+
+    # ------------------------------------------------------------ selection
+    def select(self, rows, source=None, current: int | None = -1) -> None:
+        """Select rows (indices into the arrays). `current` defaults to the first row."""
+        rows = np.unique(np.asarray(rows, dtype=np.int64)) if len(rows) else np.zeros(0, np.int64)
+        if current == -1:  # keep the current row if still selected, else the first one
+            current = self.current if self.current is not None and self.current in rows else (
+                int(rows[0]) if len(rows) else None)
+        if np.array_equal(rows, self.selection) and current == self.current:
+            return
+        self.selection, self.current = rows, current
+        self.selection_changed.emit(rows, current, source)
+
+    def select_ids(self, ids, source=None) -> None:
+        if self.data is not None:
+            rows = self.data.rows_of(ids)
+            self.select(rows, source, current=int(rows[0]) if len(rows) else None)
+
+    @property
+    def selected_ids(self) -> list[str]:
+        return [] if self.data is None else [self.data.arrays.ids[i] for i in self.selection]
+
+    # ------------------------------------------------------------ filters
+    def set_time_range(self, rng: tuple[float, float] | None) -> None:
+        if rng is not None:
+            rng = (float(min(rng)), float(max(rng)))
+        if rng != self.time_range:
+            self.time_range = rng
+            self.time_filter_changed.emit(rng)
+
+    def set_show_retired(self, show: bool) -> None:
+        if bool(show) != self.show_retired:
+            self.show_retired = bool(show)
+            self.show_retired_changed.emit(self.show_retired)
+
+    def visible_mask(self) -> np.ndarray:
+        """Rows passing the time filter and retired visibility (what the panels show)."""
+        if self.data is None:
+            return np.zeros(0, bool)
+        a = self.data.arrays
+        mask = np.ones(len(a), bool)
+        if not self.show_retired:
+            mask &= a.live
+        if self.time_range is not None:
+            lo, hi = self.time_range
+            mask &= (a.event_time >= lo) & (a.event_time <= hi)
+        return mask
+
+    # ------------------------------------------------------------ retrieval
+    def set_result(self, result, query_vector: np.ndarray | None = None) -> None:
+        self.result = result
+        self.query_vector = query_vector
+        self.result_changed.emit(result)

@@ -1,0 +1,243 @@
+"""Memory table: every memory in a sortable, filterable, searchable model over the arrays.
+
+The model holds one int array `order` (the rows shown, in display order); sorting is an
+argsort and searching a pass over the lower-cased previews, so both stay fast at 100k rows.
+Cells are formatted only when Qt asks for them (the visible ones).
+"""
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import QAbstractTableModel, QItemSelection, QItemSelectionModel, QModelIndex, QPoint, Qt, QTimer, Signal
+from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtWidgets import (
+    QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QTableView, QVBoxLayout, QWidget,
+)
+
+from memviz.store import iso
+
+from .state import AppState, StoreData
+
+COLUMNS = ["kind", "agent", "importance", "event time", "content", "confidence", "accesses", "protected",
+           "status", "id"]
+MAX_SELECTION_RUNS = 4000  # beyond this many separate runs the view shows the first ones only
+
+
+class MemoryTableModel(QAbstractTableModel):
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.data_: StoreData | None = None
+        self.order = np.zeros(0, np.int64)
+        self._lower: np.ndarray | None = None
+        self._grey = QBrush(QColor(140, 140, 140))
+        self._italic = QFont()
+        self._italic.setItalic(True)
+
+    def set_data(self, data: StoreData | None) -> None:
+        self.beginResetModel()
+        self.data_ = data
+        self._lower = None if data is None else np.array([p.lower() for p in data.previews], dtype=object)
+        self.order = np.zeros(0, np.int64) if data is None else np.arange(data.n)
+        self.endResetModel()
+
+    def set_order(self, order: np.ndarray) -> None:
+        self.layoutAboutToBeChanged.emit()
+        self.order = order
+        self.layoutChanged.emit()
+
+    def rowCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.order)
+
+    def columnCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def headerData(self, section, orientation, role=Qt.DisplayRole):
+        if role == Qt.DisplayRole and orientation == Qt.Horizontal:
+            return COLUMNS[section]
+        return None
+
+    def data(self, index, role=Qt.DisplayRole):
+        if not index.isValid() or self.data_ is None:
+            return None
+        r = int(self.order[index.row()])
+        a = self.data_.arrays
+        col = COLUMNS[index.column()]
+        if role == Qt.DisplayRole:
+            if col == "kind":
+                return a.kind[r]
+            if col == "agent":
+                return a.agent[r]
+            if col == "importance":
+                return f"{a.importance[r]:g}"
+            if col == "event time":
+                return iso(a.event_time[r])
+            if col == "content":
+                return self.data_.previews[r]
+            if col == "confidence":
+                return f"{a.confidence[r]:.2f}"
+            if col == "accesses":
+                return str(int(a.access_count[r]))
+            if col == "protected":
+                return "yes" if a.protected[r] else ""
+            if col == "status":
+                return "current" if np.isnan(a.valid_until[r]) else "retired " + iso(a.valid_until[r])[:10]
+            if col == "id":
+                return a.ids[r]
+        elif role == Qt.ForegroundRole and not np.isnan(a.valid_until[r]):
+            return self._grey
+        elif role == Qt.FontRole and not np.isnan(a.valid_until[r]):
+            return self._italic
+        elif role == Qt.TextAlignmentRole and col in ("importance", "confidence", "accesses"):
+            return int(Qt.AlignRight | Qt.AlignVCenter)
+        return None
+
+    def sort_key(self, column: int) -> np.ndarray:
+        a = self.data_.arrays
+        col = COLUMNS[column]
+        return {
+            "kind": a.kind, "agent": a.agent, "importance": a.importance, "event time": a.event_time,
+            "content": self.data_.previews, "confidence": a.confidence, "accesses": a.access_count,
+            "protected": a.protected, "status": np.nan_to_num(a.valid_until, nan=np.inf), "id": a.ids,
+        }[col]
+
+    def search_mask(self, text: str) -> np.ndarray:
+        text = text.strip().lower()
+        if not text or self.data_ is None:
+            return np.ones(0 if self.data_ is None else self.data_.n, bool)
+        ids = self.data_.arrays.ids
+        return np.fromiter(((text in p) or (text in i) for p, i in zip(self._lower, ids)), bool, count=len(ids))
+
+
+class TablePanel(QWidget):
+    """The memory table with a search box and a kind filter."""
+
+    context_requested = Signal(list, QPoint)  # (ids, global position) for the window's context-menu hooks
+
+    def __init__(self, state: AppState, parent=None) -> None:
+        super().__init__(parent)
+        self.state = state
+        self.model = MemoryTableModel(self)
+        self.search = QLineEdit(placeholderText="Search content or id…  (Ctrl+F)")
+        self.search.setClearButtonEnabled(True)
+        self.kind = QComboBox()
+        self.count = QLabel()
+        self.view = QTableView()
+        self.view.setModel(self.model)
+        self.view.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.view.setSelectionMode(QAbstractItemView.ExtendedSelection)
+        self.view.setSortingEnabled(False)  # the model sorts itself with numpy (header clicks below)
+        self.view.horizontalHeader().setSectionsClickable(True)
+        self.view.horizontalHeader().setSortIndicatorShown(True)
+        self.view.horizontalHeader().sectionClicked.connect(self._header_clicked)
+        self.view.verticalHeader().setVisible(False)
+        self.view.verticalHeader().setDefaultSectionSize(22)
+        self.view.verticalHeader().setSectionResizeMode(QHeaderView.Fixed)
+        self.view.setWordWrap(False)
+        self.view.setContextMenuPolicy(Qt.CustomContextMenu)
+        self.view.customContextMenuRequested.connect(
+            lambda pos: self.context_requested.emit(self.state.selected_ids, self.view.viewport().mapToGlobal(pos)))
+        h = self.view.horizontalHeader()
+        for i, w in enumerate([80, 80, 85, 140, 420, 85, 75, 75, 120, 250]):
+            h.resizeSection(i, w)
+        h.setStretchLastSection(False)
+        top = QHBoxLayout()
+        top.addWidget(self.search, 1)
+        top.addWidget(QLabel("kind"))
+        top.addWidget(self.kind)
+        top.addWidget(self.count)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(2, 2, 2, 2)
+        lay.addLayout(top)
+        lay.addWidget(self.view)
+        self._sort = (3, Qt.AscendingOrder)
+        self._applying = False
+        self._refilter_timer = QTimer(self, singleShot=True, interval=150, timeout=self.refilter)
+        self.search.textChanged.connect(lambda: self._refilter_timer.start())
+        self.kind.currentIndexChanged.connect(lambda: self.refilter())
+        self.view.selectionModel().selectionChanged.connect(self._view_selection_changed)
+        state.data_changed.connect(self._on_data)
+        state.selection_changed.connect(self._on_selection)
+        state.time_filter_changed.connect(lambda _r: self.refilter())
+        state.show_retired_changed.connect(lambda _s: self.refilter())
+
+    # ------------------------------------------------------------ state -> view
+    def _on_data(self, data: StoreData | None) -> None:
+        self.model.set_data(data)
+        self.kind.blockSignals(True)
+        self.kind.clear()
+        self.kind.addItem("all")
+        if data is not None:
+            self.kind.addItems(data.kinds)
+        self.kind.blockSignals(False)
+        self.refilter()
+
+    def refilter(self) -> None:
+        data = self.state.data
+        if data is None:
+            self.count.setText("")
+            return
+        mask = self.state.visible_mask()
+        if self.kind.currentIndex() > 0:
+            mask &= data.arrays.kind == self.kind.currentText()
+        if self.search.text().strip():
+            mask &= self.model.search_mask(self.search.text())
+        rows = np.flatnonzero(mask)
+        key = self.model.sort_key(self._sort[0])[rows]
+        order = rows[np.argsort(key, kind="stable")]
+        if self._sort[1] == Qt.DescendingOrder:
+            order = order[::-1]
+        self.model.set_order(order)
+        self.view.horizontalHeader().setSortIndicator(*self._sort)
+        self.count.setText(f"{len(order):,} of {data.n:,}")
+        self._on_selection(self.state.selection, self.state.current, None)
+
+    def _header_clicked(self, section: int) -> None:
+        same = self._sort[0] == section and self._sort[1] == Qt.AscendingOrder
+        self._sort = (section, Qt.DescendingOrder if same else Qt.AscendingOrder)
+        self.refilter()
+
+    def _on_selection(self, rows: np.ndarray, current, source) -> None:
+        if source is self:
+            return
+        order = self.model.order
+        self._applying = True
+        try:
+            sm = self.view.selectionModel()
+            if len(rows) == 0 or len(order) == 0:
+                sm.clearSelection()
+                return
+            pos = np.flatnonzero(np.isin(order, rows))
+            sel = QItemSelection()
+            if len(pos):
+                breaks = np.flatnonzero(np.diff(pos) != 1)
+                starts = np.r_[pos[0], pos[breaks + 1]]
+                ends = np.r_[pos[breaks], pos[-1]]
+                last = self.model.columnCount() - 1
+                for s, e in list(zip(starts, ends))[:MAX_SELECTION_RUNS]:
+                    sel.select(self.model.index(int(s), 0), self.model.index(int(e), last))
+            sm.select(sel, QItemSelectionModel.ClearAndSelect)
+            if current is not None:
+                at = np.flatnonzero(order == current)
+                if len(at):
+                    idx = self.model.index(int(at[0]), 0)
+                    sm.setCurrentIndex(idx, QItemSelectionModel.NoUpdate)
+                    self.view.scrollTo(idx)
+        finally:
+            self._applying = False
+
+    # ------------------------------------------------------------ view -> state
+    def _view_selection_changed(self, *_):
+        if self._applying or self.state.data is None:
+            return
+        pos = np.array(sorted({i.row() for i in self.view.selectionModel().selectedRows()}), dtype=np.int64)
+        rows = self.model.order[pos] if len(pos) else np.zeros(0, np.int64)
+        cur = self.view.selectionModel().currentIndex()
+        current = int(self.model.order[cur.row()]) if cur.isValid() and len(pos) and cur.row() in set(pos.tolist()) else -1
+        self.state.select(rows, source=self, current=current)
+
+    # ------------------------------------------------------------ for the window
+    def focus_search(self) -> None:
+        self.search.setFocus()
+        self.search.selectAll()
+
+    def shown_rows(self) -> np.ndarray:
+        return self.model.order

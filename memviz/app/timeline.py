@@ -1,0 +1,120 @@
+"""Timeline: every memory on a real time axis, in lanes by kind or by agent.
+
+Marker size = importance, colour = kind; retired (superseded or soft-deleted) memories are
+hollow and faded, and hidden when "show retired" is off. Dragging with the range tool (or
+Shift+drag) draws a time range that filters the other panels; its edges stay draggable.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QSizePolicy, QToolButton
+
+from memviz.store import iso
+
+from . import style
+from .plotbase import ScatterPanel
+from .state import AppState
+
+
+class TimelinePanel(ScatterPanel):
+    def __init__(self, state: AppState, parent=None) -> None:
+        self.time_axis = pg.DateAxisItem(orientation="bottom", utcOffset=0)
+        super().__init__(state, parent, axis_items={"bottom": self.time_axis})
+        self.vb.shift_tool = "xrange"
+        self.vb.setMouseEnabled(x=True, y=False)
+        self.plot.setLabel("bottom", "event time (UTC)")
+        self.lanes = QComboBox()
+        self.lanes.addItems(["kind", "agent"])
+        self.show_retired = QCheckBox("show retired", checked=True)
+        self.range_tool = QToolButton(text="Drag a time range", checkable=True)
+        self.range_tool.setToolTip("Drag across the timeline to filter every panel to that time range "
+                                   "(Shift+drag does the same)")
+        self.clear_range = QToolButton(text="Clear range", enabled=False)
+        self.fit = QToolButton(text="Fit")
+        self.range_label = QLabel()
+        self.range_label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        for w in (QLabel("lanes by"), self.lanes, self.show_retired, self.range_tool, self.clear_range, self.fit):
+            self.toolbar.addWidget(w)
+        self.toolbar.addWidget(self.range_label, 1)
+        self.region = pg.LinearRegionItem(brush=pg.mkBrush(30, 120, 220, 35), movable=True)
+        self.region.setZValue(-5)
+        self.region.hide()
+        self.plot.addItem(self.region, ignoreBounds=True)
+        self.region.sigRegionChangeFinished.connect(self._region_moved)
+        self.lanes.currentIndexChanged.connect(lambda: self.redraw(fit=True))
+        self.show_retired.toggled.connect(state.set_show_retired)
+        self.range_tool.toggled.connect(lambda on: setattr(self.vb, "tool", "xrange" if on else "pan"))
+        self.clear_range.clicked.connect(lambda: state.set_time_range(None))
+        self.fit.clicked.connect(lambda: self.vb.autoRange(padding=0.02))
+        state.data_changed.connect(lambda _d: self.redraw(fit=True))
+        state.show_retired_changed.connect(self._retired_toggled)
+        state.time_filter_changed.connect(self._time_filter_changed)
+        self.lane_names: list[str] = []
+
+    # ------------------------------------------------------------ drawing
+    def redraw(self, fit: bool = False) -> None:
+        data = self.state.data
+        if data is None:
+            self.set_points([], [], [])
+            self.scatter.setData(x=[], y=[])
+            self.draw_selection()
+            return
+        a = data.arrays
+        by = self.lanes.currentText()
+        names = data.kinds if by == "kind" else data.agents
+        self.lane_names = names
+        lane_vals = a.kind if by == "kind" else a.agent
+        lane = style.category_codes(lane_vals, names)
+        rows = np.arange(data.n)
+        if not self.state.show_retired:
+            rows = rows[a.live]
+        # deterministic jitter inside the lane so equal times don't stack on one pixel
+        jitter = ((a.rowid[rows] * 2654435761) % 1000) / 1000.0 - 0.5
+        x = a.event_time[rows]
+        y = lane[rows] + jitter * 0.7
+        self.set_points(x, y, rows)
+        brush, pen = style.kind_styles(data, rows)
+        self.scatter.setData(x=x, y=y, size=style.importance_sizes(a.importance[rows]), brush=brush, pen=pen,
+                             symbol="o")
+        left = self.plot.getAxis("left")
+        left.setTicks([[(i, n or "(none)") for i, n in enumerate(names)]])
+        left.setWidth(min(160, 12 + 7 * max((len(n) for n in names), default=4)))
+        self.vb.setLimits(yMin=-1, yMax=len(names))
+        if fit:
+            self.vb.setYRange(-0.6, len(names) - 0.4, padding=0)
+            if len(x):
+                lo, hi = float(np.nanmin(x)), float(np.nanmax(x))
+                pad = max((hi - lo) * 0.02, 60.0)
+                self.vb.setXRange(lo - pad, hi + pad, padding=0)
+        self.draw_selection()
+
+    def _retired_toggled(self, show: bool) -> None:
+        self.show_retired.blockSignals(True)
+        self.show_retired.setChecked(show)
+        self.show_retired.blockSignals(False)
+        self.redraw()
+
+    # ------------------------------------------------------------ time range filter
+    def on_shape(self, tool, pts, finished, modifiers) -> None:
+        if tool != "xrange":
+            return super().on_shape(tool, pts, finished, modifiers)
+        lo, hi = float(pts[:, 0].min()), float(pts[:, 0].max())
+        if finished and hi > lo:
+            self.state.set_time_range((lo, hi))
+
+    def _region_moved(self) -> None:
+        if self.region.isVisible():
+            self.state.set_time_range(self.region.getRegion())
+
+    def _time_filter_changed(self, rng) -> None:
+        self.clear_range.setEnabled(rng is not None)
+        if rng is None:
+            self.region.hide()
+            self.range_label.setText("")
+            return
+        self.region.blockSignals(True)
+        self.region.setRegion(rng)
+        self.region.blockSignals(False)
+        self.region.show()
+        self.range_label.setText(f"  filter: {iso(rng[0])} → {iso(rng[1])}")

@@ -1,0 +1,461 @@
+"""The main window: dockable panels over one AppState, menus, status bar, settings.
+
+Hooks for later features: `undo_stack` (QUndoStack; Edit ▸ Undo/Redo are wired to it),
+`add_context_provider(fn)` (fn(ids) -> list[QAction] appended to every panel's context
+menu), `tools_menu` / `toolbar` (where Reflect… and Consolidate… go; `reflect_action` is
+the placeholder), `reload()` (re-read the store keeping the selection).
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import time
+from typing import Callable
+
+import numpy as np
+from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence, QUndoStack
+from PySide6.QtWidgets import (
+    QDockWidget, QFileDialog, QLabel, QMainWindow, QMenu, QMessageBox, QProgressBar, QPushButton,
+    QToolBar,
+)
+
+import memviz.store as ms
+from memviz.store import iso
+
+from .detail_panel import DetailPanel
+from .graph_panel import GraphPanel
+from .map_panel import MapPanel
+from .query_panel import QueryPanel
+from .state import AppState, StoreData, load_store_data
+from .table_panel import TablePanel
+from .timeline import TimelinePanel
+from .workers import Workers
+
+MAX_RECENT = 10
+SETTINGS_VERSION = 1  # bump when the dock layout changes incompatibly (restoreState then falls back)
+
+
+class MainWindow(QMainWindow):
+    """opened(path): a store is shown. open_failed(path, message)."""
+
+    opened = Signal(str)
+    open_failed = Signal(str, str)
+
+    def __init__(self, settings: QSettings | None = None) -> None:
+        super().__init__()
+        self.settings = settings if settings is not None else QSettings()
+        self.state = AppState()
+        self.workers = Workers(self)
+        self.undo_stack = QUndoStack(self)
+        self.context_providers: list[Callable[[list[str]], list[QAction]]] = []
+        self.error_box: QMessageBox | None = None
+        self.setWindowTitle("memviz")
+        self.setAcceptDrops(True)
+        self.setDockNestingEnabled(True)
+        self.setDockOptions(QMainWindow.AnimatedDocks | QMainWindow.AllowNestedDocks | QMainWindow.AllowTabbedDocks)
+
+        self.timeline = TimelinePanel(self.state)
+        self.graph = GraphPanel(self.state)
+        self.map = MapPanel(self.state, self.workers)
+        self.query = QueryPanel(self.state, self.workers)
+        self.table = TablePanel(self.state)
+        self.detail = DetailPanel(self.state)
+        self.panels = {"timeline": self.timeline, "graph": self.graph, "map": self.map, "query": self.query,
+                       "table": self.table, "detail": self.detail}
+        self.docks: dict[str, QDockWidget] = {}
+        titles = {"timeline": "Timeline", "graph": "Reflection graph", "map": "Map", "query": "Query",
+                  "table": "Memories", "detail": "Detail"}
+        for name, panel in self.panels.items():
+            dock = QDockWidget(titles[name], self)
+            dock.setObjectName(f"dock_{name}")
+            dock.setWidget(panel)
+            self.docks[name] = dock
+            panel.context_requested.connect(self.show_context_menu)
+        self._default_layout()
+        self._default_state = self.saveState(SETTINGS_VERSION)
+        self._build_menus()
+        self._build_status()
+        self.state.data_changed.connect(self._update_status)
+        self.state.selection_changed.connect(lambda *a: self._update_status())
+        self.state.time_filter_changed.connect(lambda *a: self._update_status())
+        self._restore_settings()
+
+    # ------------------------------------------------------------ layout
+    def _default_layout(self) -> None:
+        d = self.docks
+        # query + detail run the full height on the right; timeline, plots and table stack on the left
+        self.setCorner(Qt.TopRightCorner, Qt.RightDockWidgetArea)
+        self.setCorner(Qt.BottomRightCorner, Qt.RightDockWidgetArea)
+        self.addDockWidget(Qt.TopDockWidgetArea, d["timeline"])
+        self.addDockWidget(Qt.LeftDockWidgetArea, d["map"])
+        self.splitDockWidget(d["map"], d["graph"], Qt.Horizontal)
+        self.addDockWidget(Qt.RightDockWidgetArea, d["query"])
+        self.splitDockWidget(d["query"], d["detail"], Qt.Vertical)
+        self.addDockWidget(Qt.BottomDockWidgetArea, d["table"])
+        self._size_docks()
+
+    def _size_docks(self) -> None:
+        """Proportions of the default layout (applied again once the window has its size)."""
+        d = self.docks
+        h, w = max(self.height(), 600), max(self.width(), 800)
+        self.resizeDocks([d["timeline"], d["map"], d["table"]], [int(h * .22), int(h * .45), int(h * .25)], Qt.Vertical)
+        self.resizeDocks([d["map"], d["graph"], d["query"]], [int(w * .34), int(w * .30), int(w * .36)], Qt.Horizontal)
+        self.resizeDocks([d["query"], d["detail"]], [int(h * .55), int(h * .45)], Qt.Vertical)
+
+    def reset_layout(self) -> None:
+        for dock in self.docks.values():
+            dock.setFloating(False)
+            dock.show()
+        self.restoreState(self._default_state, SETTINGS_VERSION)
+        self._size_docks()
+
+    # ------------------------------------------------------------ menus
+    def _build_menus(self) -> None:
+        mb = self.menuBar()
+        file = mb.addMenu("&File")
+        self.open_action = file.addAction("&Open…", self.choose_file)
+        self.open_action.setShortcut(QKeySequence.Open)
+        self.recent_menu = file.addMenu("Open &Recent")
+        self.recent_menu.aboutToShow.connect(self._fill_recent)
+        file.addAction("Open the &sample store", self.open_sample)
+        self.reload_action = file.addAction("Re&load", self.reload)
+        self.reload_action.setShortcut(QKeySequence.Refresh)
+        file.addSeparator()
+        export = file.addMenu("&Export")
+        export.addAction("Query results as CSV…", lambda: self.export_dialog("results", "csv"))
+        export.addAction("Query results as JSON…", lambda: self.export_dialog("results", "json"))
+        export.addAction("Memory table as CSV…", lambda: self.export_dialog("table", "csv"))
+        export.addAction("Memory table as JSON…", lambda: self.export_dialog("table", "json"))
+        export.addSeparator()
+        for name in ("timeline", "graph", "map"):
+            for fmt in ("png", "svg"):
+                export.addAction(f"{name.capitalize()} plot as {fmt.upper()}…",
+                                 lambda n=name, f=fmt: self.export_dialog(n, f))
+        file.addSeparator()
+        quit_ = file.addAction("&Quit", self.close)
+        quit_.setShortcut(QKeySequence.Quit)
+
+        edit = mb.addMenu("&Edit")
+        self.undo_action = self.undo_stack.createUndoAction(self, "&Undo")
+        self.undo_action.setShortcut(QKeySequence.Undo)
+        self.redo_action = self.undo_stack.createRedoAction(self, "&Redo")
+        self.redo_action.setShortcuts([QKeySequence("Ctrl+Shift+Z"), QKeySequence.Redo])
+        edit.addAction(self.undo_action)
+        edit.addAction(self.redo_action)
+        edit.addSeparator()
+        find = edit.addAction("&Find…", self.find)
+        find.setShortcut(QKeySequence.Find)
+        edit.addAction("Copy selected &ids", self.copy_ids).setShortcut(QKeySequence("Ctrl+Shift+C"))
+        edit.addAction("Select &none", lambda: self.state.select([])).setShortcut(QKeySequence("Ctrl+Shift+A"))
+        self.clear_filter_action = edit.addAction("Clear &time filter", lambda: self.state.set_time_range(None))
+
+        view = mb.addMenu("&View")
+        for dock in self.docks.values():
+            view.addAction(dock.toggleViewAction())
+        view.addSeparator()
+        self.retired_action = view.addAction("Show &retired memories")
+        self.retired_action.setCheckable(True)
+        self.retired_action.setChecked(True)
+        self.retired_action.toggled.connect(self.state.set_show_retired)
+        self.state.show_retired_changed.connect(self.retired_action.setChecked)
+        view.addAction("Reset &layout", self.reset_layout)
+
+        self.tools_menu = mb.addMenu("&Tools")
+        self.reflect_action = self.tools_menu.addAction("&Reflect…")
+        self.reflect_action.setEnabled(False)
+        self.reflect_action.setToolTip("Reflection with an LLM (not available yet)")
+        self.tools_menu.addAction("Compute &UMAP", self.map.start_umap)
+
+        help_ = mb.addMenu("&Help")
+        help_.addAction("&About memviz", self._about)
+
+        self.toolbar = QToolBar("Main")
+        self.toolbar.setObjectName("toolbar_main")
+        self.toolbar.addAction(self.open_action)
+        self.toolbar.addAction(self.undo_action)
+        self.toolbar.addAction(self.redo_action)
+        self.toolbar.addSeparator()
+        self.toolbar.addAction(self.reflect_action)
+        self.addToolBar(self.toolbar)
+
+    def _build_status(self) -> None:
+        sb = self.statusBar()
+        self.status_store = QLabel()
+        self.status_store.setTextFormat(Qt.PlainText)
+        self.status_counts = QLabel()
+        self.status_counts.setTextFormat(Qt.PlainText)
+        self.status_model = QLabel()
+        self.status_model.setTextFormat(Qt.PlainText)
+        self.status_ro = QLabel()
+        self.status_ro.setTextFormat(Qt.PlainText)
+        self.progress = QProgressBar(maximumWidth=180, maximum=1000)
+        self.progress.setTextVisible(True)
+        self.cancel_button = QPushButton("Cancel")
+        self.progress.hide()
+        self.cancel_button.hide()
+        sb.addWidget(self.status_store, 2)
+        sb.addWidget(self.status_counts, 3)
+        sb.addPermanentWidget(self.progress)
+        sb.addPermanentWidget(self.cancel_button)
+        sb.addPermanentWidget(self.status_model)
+        sb.addPermanentWidget(self.status_ro)
+        self._job = None
+        self.workers.activity.connect(self._job_progress)
+        self.workers.finished.connect(self._job_finished)
+        self.cancel_button.clicked.connect(lambda: self._job and self.workers.cancel(self._job))
+
+    def _job_progress(self, name: str, fraction: float, text: str) -> None:
+        if name in ("score", "query"):  # quick engine jobs: no progress bar flicker
+            return
+        self._job = name
+        self.progress.setRange(0, 0 if fraction < 0 else 1000)
+        if fraction >= 0:
+            self.progress.setValue(int(fraction * 1000))
+        self.progress.setFormat(f"{text or name} %p%" if fraction >= 0 else (text or name))
+        self.progress.show()
+        self.cancel_button.setVisible(name != "open")
+
+    def _job_finished(self, name: str) -> None:
+        if name == self._job:
+            self._job = None
+            self.progress.hide()
+            self.cancel_button.hide()
+
+    def _update_status(self, *_):
+        data = self.state.data
+        if data is None:
+            for w in (self.status_store, self.status_counts, self.status_model, self.status_ro):
+                w.setText("")
+            self.setWindowTitle("memviz")
+            return
+        s = data.store
+        c = data.counts
+        self.status_store.setText(os.path.basename(s.path))
+        self.status_store.setToolTip(s.path)
+        sel = len(self.state.selection)
+        filt = "" if self.state.time_range is None else " · time filter on"
+        self.status_counts.setText(f"{c['total']:,} memories ({c['live']:,} current, {c['retired']:,} retired) · "
+                                   f"{len(c['by_kind'])} kinds · {len(c['by_agent'])} agents"
+                                   f"{f' · {sel:,} selected' if sel else ''}{filt}")
+        model, dim = s.main_model()
+        self.status_model.setText(f"{model} ({dim}-d)" if model else "no embeddings")
+        self.status_ro.setText("READ-ONLY" if s.read_only else "writable")
+        self.status_ro.setToolTip(s.read_only_reason or "edits are written to this file")
+        self.status_ro.setStyleSheet("color: #b00; font-weight: bold;" if s.read_only else "color: #2a7d2a;")
+        self.setWindowTitle(f"memviz — {s.path}{' [read-only]' if s.read_only else ''}")
+
+    # ------------------------------------------------------------ opening
+    def choose_file(self) -> None:
+        start = os.path.dirname(self.recent_files()[0]) if self.recent_files() else ""
+        path, _ = QFileDialog.getOpenFileName(self, "Open a memory store", start,
+                                              "Memory stores (*.db *.sqlite *.sqlite3);;All files (*)")
+        if path:
+            self.open_path(path)
+
+    def open_path(self, path: str, read_only: bool = False) -> None:
+        """Open a store in the background; the current one stays until the new one is ready.
+        Failures (not a store, damaged, missing) are shown in a message box; nothing is lost."""
+        path = os.path.abspath(os.fspath(path))
+        t0 = time.perf_counter()
+
+        def job(ticket):
+            store = ms.open(path, read_only=read_only)
+            try:
+                ticket.check()
+                return load_store_data(store)
+            except BaseException:
+                store.close()
+                raise
+
+        def done(data: StoreData) -> None:
+            old = self.state.data
+            self.query.engine = None
+            self.state.set_data(data)
+            if old is not None and old.store is not data.store:
+                old.store.close()
+            self._add_recent(path)
+            msg = f"Opened {path} in {time.perf_counter() - t0:.2f} s"
+            if data.store.read_only:
+                msg += f" — read-only: {data.store.read_only_reason}"
+            self.statusBar().showMessage(msg, 8000)
+            self.opened.emit(path)
+
+        def failed(err: Exception) -> None:
+            text = str(err) if isinstance(err, (ms.StoreError, OSError, ValueError)) else \
+                f"Unexpected error: {type(err).__name__}: {err}"
+            self.show_error("Cannot open store", f"memviz could not open\n{path}\n\n{text}")
+            self.open_failed.emit(path, text)
+
+        self.workers.submit("open", job, on_done=done, on_error=failed)
+
+    def open_sample(self) -> None:
+        from .main import user_sample_copy  # noqa: PLC0415
+        try:
+            path = user_sample_copy()
+        except OSError as e:
+            self.show_error("No sample store", str(e))
+            return
+        self.open_path(path)
+
+    def reload(self) -> None:
+        """Re-read the open store (after another process wrote to it), keeping the selection."""
+        data = self.state.data
+        if data is None:
+            return
+        store = data.store
+        self.workers.submit("reload", lambda t: load_store_data(store), on_done=self.state.set_data,
+                            on_error=lambda e: self.show_error("Reload failed", str(e)))
+
+    def show_error(self, title: str, text: str) -> None:
+        """A non-blocking message box (plain text); kept in `error_box` so tests can read it."""
+        box = QMessageBox(QMessageBox.Critical, title, text, QMessageBox.Ok, self)
+        box.setTextFormat(Qt.PlainText)
+        box.setWindowModality(Qt.WindowModal)
+        box.open()
+        self.error_box = box
+
+    # ------------------------------------------------------------ recent files, drag and drop
+    def recent_files(self) -> list[str]:
+        v = self.settings.value("recent", [])
+        return [v] if isinstance(v, str) else list(v or [])
+
+    def _add_recent(self, path: str) -> None:
+        rec = [path] + [p for p in self.recent_files() if p != path]
+        self.settings.setValue("recent", rec[:MAX_RECENT])
+
+    def _fill_recent(self) -> None:
+        self.recent_menu.clear()
+        for p in self.recent_files():
+            act = self.recent_menu.addAction(p, lambda p=p: self.open_path(p))
+            act.setEnabled(os.path.exists(p))
+        if not self.recent_files():
+            self.recent_menu.addAction("(none)").setEnabled(False)
+
+    def dragEnterEvent(self, event) -> None:
+        if any(u.isLocalFile() for u in event.mimeData().urls()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:
+        files = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
+        if files:
+            event.acceptProposedAction()
+            self.open_path(files[0])
+
+    # ------------------------------------------------------------ actions
+    def find(self) -> None:
+        self.docks["table"].show()
+        self.docks["table"].raise_()
+        self.table.focus_search()
+
+    def copy_ids(self) -> None:
+        QGuiApplication.clipboard().setText("\n".join(self.state.selected_ids))
+
+    def add_context_provider(self, fn: Callable[[list[str]], list[QAction]]) -> None:
+        self.context_providers.append(fn)
+
+    def context_menu_for(self, ids: list[str]) -> QMenu:
+        menu = QMenu(self)
+        n = len(ids)
+        menu.addAction(f"Copy id{'s' if n > 1 else ''}", self.copy_ids).setEnabled(n > 0)
+        q = menu.addAction("Query by this memory", self.query.query_selected)
+        q.setEnabled(n >= 1 and self.query.api is not None)
+        for fn in self.context_providers:
+            actions = fn(list(ids))
+            if actions:
+                menu.addSeparator()
+                for a in actions:
+                    menu.addAction(a)
+        return menu
+
+    def show_context_menu(self, ids: list, pos) -> None:
+        self.context_menu_for(ids).popup(pos)
+
+    def _about(self) -> None:
+        box = QMessageBox(QMessageBox.Information, "About memviz",
+                          "memviz — inspect, query and edit the long-term memory of LLM agents.",
+                          QMessageBox.Ok, self)
+        box.setTextFormat(Qt.PlainText)
+        box.open()
+
+    # ------------------------------------------------------------ export
+    def export_dialog(self, what: str, fmt: str) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, f"Export {what}", f"memviz-{what}.{fmt}", f"*.{fmt}")
+        if not path:
+            return
+        try:
+            self.export(what, path)
+        except (OSError, ValueError) as e:
+            self.show_error("Export failed", str(e))
+        else:
+            self.statusBar().showMessage(f"Exported {what} to {path}", 6000)
+
+    def export(self, what: str, path: str) -> int:
+        """Write results / table (.csv or .json) or a plot (.png or .svg); returns rows written (plots: 1)."""
+        if what in ("timeline", "graph", "map"):
+            self.panels[what].export_image(path)
+            return 1
+        if what == "results":
+            records = self.query.results.records()
+        elif what == "table":
+            records = self.table_records(self.table.shown_rows())
+        else:
+            raise ValueError(f"unknown export {what!r}")
+        if path.lower().endswith(".json"):
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(records, f, ensure_ascii=False, indent=1)
+        else:
+            with open(path, "w", encoding="utf-8", newline="") as f:
+                fields = list(records[0]) if records else ["id"]
+                w = csv.DictWriter(f, fieldnames=fields)
+                w.writeheader()
+                w.writerows(records)
+        return len(records)
+
+    def table_records(self, rows: np.ndarray) -> list[dict]:
+        data = self.state.data
+        if data is None:
+            return []
+        a = data.arrays
+        full = {r["id"]: r["content"] for r in data.store.get_many([a.ids[i] for i in rows])}
+        out = []
+        for i in rows:
+            out.append({"id": a.ids[i], "kind": a.kind[i], "agent": a.agent[i], "importance": float(a.importance[i]),
+                        "event_time": iso(a.event_time[i]), "valid_until": iso(a.valid_until[i]),
+                        "confidence": float(a.confidence[i]), "access_count": int(a.access_count[i]),
+                        "protected": bool(a.protected[i]), "content": full.get(a.ids[i], "")})
+        return out
+
+    # ------------------------------------------------------------ settings
+    def _restore_settings(self) -> None:
+        s = self.settings
+        geo = s.value("geometry")
+        if isinstance(geo, QByteArray) and not geo.isEmpty():
+            self.restoreGeometry(geo)
+        else:
+            screen = QGuiApplication.primaryScreen()
+            avail = screen.availableGeometry() if screen else None
+            w, h = (min(1500, avail.width() - 40), min(950, avail.height() - 40)) if avail else (1400, 900)
+            self.resize(max(w, 800), max(h, 600))
+        st = s.value("windowState")
+        restored = isinstance(st, QByteArray) and not st.isEmpty() and self.restoreState(st, SETTINGS_VERSION)
+        if not restored:
+            QTimer.singleShot(0, self._size_docks)  # once shown at its real size
+        self.timeline.lanes.setCurrentText(str(s.value("timeline/lanes", "kind")))
+        self.map.color_by.setCurrentText(str(s.value("map/color_by", "kind")))
+
+    def save_settings(self) -> None:
+        s = self.settings
+        s.setValue("geometry", self.saveGeometry())
+        s.setValue("windowState", self.saveState(SETTINGS_VERSION))
+        s.setValue("timeline/lanes", self.timeline.lanes.currentText())
+        s.setValue("map/color_by", self.map.color_by.currentText())
+        s.sync()
+
+    def closeEvent(self, event) -> None:
+        self.save_settings()
+        self.workers.shutdown()
+        if self.state.data is not None:
+            self.state.data.store.close()
+        super().closeEvent(event)
