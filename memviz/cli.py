@@ -33,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
-    if not argv or (argv[0] not in parser._subparsers._group_actions[0].choices and not argv[0].startswith("-")):
+    if not argv or (argv[0] not in parser._subparsers._group_actions[0].choices and (not argv[0].startswith("-") or argv[0] == "--read-only")):
         return open_window(argv)
     args = parser.parse_args(argv)
     try:
