@@ -173,6 +173,8 @@ def test_real_persona_embeddings_weights_and_meta(real_import):
     assert prov["format"] == "generative-agents" and prov["source"] == str(REAL)
     assert prov["counts"]["imported"] == 912 and prov["quirks_by_code"] == {"filling-null": 7, "filling-string": 1}
     assert prov["embedding"]["model"] == LOCAL_MODEL and prov["finished_at"] >= prov["started_at"]
+    # each distinct embedding key embedded once
+    assert prov["embedding"]["texts_embedded"] == len({n["embedding_key"] for n in nodes.values()})
     left = set(os.listdir(out.parent)) - {out.name, out.name + "-wal", out.name + "-shm"}  # the store is open
     assert not left, "temporary files were left behind"
 

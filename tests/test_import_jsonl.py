@@ -109,14 +109,15 @@ def test_malformed_lines_and_odd_fields(tmp_path):
         {"id": "m6", "metadata": {"type": "episodic"}},                      # line 4: no content
         {"id": "m7", "content": {"text": "structured"}, "metadata": "plain string"},  # line 5
         {"content": "no id", "metadata": {"timestamp": 1760466600000}},     # line 6: milliseconds
-        "\ufeff",                                                            # whitespace-only after decoding
+        {"id": "m8", "content": "the store rejects it", "confidence": "very"},  # line 7: not a number
     ]
     src = tmp_path / "d.jsonl"
     src.write_bytes(b"\xef\xbb\xbf" + "".join((x if isinstance(x, str) else json.dumps(x)) + "\n"
-                                             for x in lines[:6]).encode() + b"\xff\xfe broken\n")
+                                             for x in lines).encode() + b"\xff\xfe broken\n")
     report = import_jsonl(src, tmp_path / "o.db")
     assert [(i.where, i.code) for i in report.skipped] == [
-        ("line 2", "malformed-json"), ("line 4", "no-content"), ("line 7", "not-utf8")]
+        ("line 2", "malformed-json"), ("line 4", "no-content"), ("line 8", "not-utf8"), ("line 7", "invalid")]
+    assert "m8: bad number" in report.skipped[-1].message and report.imported == 4
     quirks = {(i.where, i.code) for i in report.quirks}
     assert {("line 3", "bad-vector"), ("line 5", "content-not-text"), ("line 5", "metadata-not-object"),
             ("line 6", "no-id"), ("line 6", "time-in-ms")} <= quirks
@@ -144,6 +145,13 @@ def test_json_array_and_native_fields_round_trip(tmp_path):
         assert r1["event_time"] == ms.to_epoch("2026-01-02T03:04:05Z")
         assert s.get("e1")["kind"] == "episode"      # an explicit kind wins over metadata.type
         assert s.provenance().sources == [("r1", "e1")]
+    # a source id naming no record is kept as a broken link and reported
+    native[0]["source_ids"] = ["e1", "gone"]
+    src.write_text(json.dumps(native))
+    report = import_jsonl(src, tmp_path / "o2.db")
+    assert [(i.where, i.code) for i in report.quirks] == [("record 1", "dangling-source")]
+    with ms.open(str(tmp_path / "o2.db")) as s:
+        assert s.provenance().dangling == [("r1", "gone", "source")]
 
 
 def test_cli_embedding_model_option(tmp_path, capsys):

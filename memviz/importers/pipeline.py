@@ -236,6 +236,41 @@ def _dedupe_ids(prep: Prepared, report: ImportReport) -> None:
         seen.add(rid)
 
 
+def _report_dangling(prep: Prepared, report: ImportReport) -> None:
+    """Source ids naming no imported record are kept (the graph shows them as broken links) and reported."""
+    ids = {str(r["id"]) for r in prep.records}
+    for rec, where in zip(prep.records, prep.where):
+        srcs = rec.get("source_ids")
+        if isinstance(srcs, list):
+            for s in srcs:
+                if str(s) not in ids:
+                    report.quirk(where, "dangling-source", f"source id {s!r} is not among the imported records; "
+                                                           "kept as a broken link")
+
+
+def _insert(store, records: list[dict], wheres: list[str], report: ImportReport) -> int:
+    """Insert one batch; when the store rejects it, validate each record the way the store does so
+    only the bad ones are skipped (and reported). Returns how many were inserted."""
+    try:
+        store.insert_memories(records, audit=False)
+        return len(records)
+    except ValidationError:
+        pass
+    dims = {m: d for m, d, _ in store.embedding_models()}
+    good = []
+    for rec, where in zip(records, wheres):
+        try:
+            row = normalize(rec, model_dims=dims)
+        except ValidationError as e:
+            report.skip(where, "invalid", str(e))
+            continue
+        if row["embedding"] is not None:
+            dims.setdefault(row["embedding_model"], len(row["embedding"]) // 4)
+        good.append(rec)
+    store.insert_memories(good, audit=False)
+    return len(good)
+
+
 def write_store(prep: Prepared, report: ImportReport, output: str, *, force: bool, ticker: Ticker,
                 embedder=None) -> None:
     """Embed what needs it, write every record and the provenance into a temporary store,
@@ -244,6 +279,7 @@ def write_store(prep: Prepared, report: ImportReport, output: str, *, force: boo
         raise ImportFailed(f"Nothing to import from {report.source}: no usable records were found."
                            + (" " + "; ".join(report.summary()[1:4]) if report.skipped else ""))
     _dedupe_ids(prep, report)
+    _report_dangling(prep, report)
     to_embed = [t for t in prep.embed_text if t is not None]
     n_unique = len(set(to_embed))
     ticker.start(n_unique + len(prep.records))
@@ -262,39 +298,29 @@ def write_store(prep: Prepared, report: ImportReport, output: str, *, force: boo
                 rec["embedding"] = vectors[text]
                 rec["embedding_model"] = embedder.model
 
-    # Validate every record the way the store will, so one bad record is reported, not fatal.
-    dims: dict[str, int] = {}
-    good = []
-    for rec, where in zip(prep.records, prep.where):
-        try:
-            row = normalize(rec, model_dims=dims)
-        except ValidationError as e:
-            report.skip(where, "invalid", str(e))
-            continue
-        if row["embedding"] is not None:
-            dims.setdefault(row["embedding_model"], len(row["embedding"]) // 4)
-        good.append(rec)
-    if not good:
-        raise ImportFailed(f"Nothing to import from {report.source}: every record was invalid "
-                           f"({report.skipped[0].where}: {report.skipped[0].message}).")
-    ticker.advance(len(prep.records) - len(good))
-
+    # About 20 batches: progress and cancel between them, and the store re-reads its models per batch.
+    size = max(INSERT_BATCH, -(-len(prep.records) // 20))
     folder, name = os.path.split(output)
     tmp = os.path.join(folder, f".{name}.importing-{os.getpid()}-{uuid.uuid4().hex[:8]}")
     store = None
     try:
         store = create_store(tmp)
-        for i in range(0, len(good), INSERT_BATCH):
-            batch = good[i:i + INSERT_BATCH]
-            store.insert_memories(batch, audit=False)
-            ticker.advance(len(batch))
-        report.imported = len(good)
+        imported = 0
+        for i in range(0, len(prep.records), size):
+            imported += _insert(store, prep.records[i:i + size], prep.where[i:i + size], report)
+            ticker.advance(len(prep.records[i:i + size]))
+        if not imported:
+            raise ImportFailed(f"Nothing to import from {report.source}: every record was invalid "
+                               f"({report.skipped[0].where}: {report.skipped[0].message}).")
+        report.imported = imported
         report.output = output
         models = store.embedding_models()
         if models and not report.embedding.get("model"):
             report.embedding = {"model": models[0][0], "dim": models[0][1], "count": models[0][2], "origin": "local"}
         elif models:
             report.embedding["count"] = sum(n for m, _, n in models if m == report.embedding["model"])
+        if n_unique:
+            report.embedding["texts_embedded"] = n_unique
         report.finished_at = time.time()
         for key, value in prep.meta.items():
             store.set_meta(key, value)
