@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import memviz.store as ms
-from memviz.importers import FORMATS, ImportCancelled, ImportFailed, import_jsonl, import_source
+from memviz.importers import FORMATS, ImportCancelled, ImportFailed, detect_format, import_jsonl, import_source
 
 
 def sha(path):
@@ -133,3 +133,23 @@ def test_provenance_records_source_time_counts_and_skips(tmp_path):
     assert meta["started_at"] <= meta["finished_at"] and meta["agents"] == ["a"]
     assert meta["embedding"] == {"model": "m", "dim": 8, "origin": "source", "count": 4}
     assert report.summary()[0].startswith("imported 4 of 5 memories")
+
+
+def test_detect_format(tmp_path):
+    ga = tmp_path / "Ann" / "bootstrap_memory" / "associative_memory"
+    ga.mkdir(parents=True)
+    (ga / "nodes.json").write_text("{}")
+    assert detect_format(tmp_path / "Ann") == "generative-agents"
+    assert detect_format(ga / "nodes.json") == "generative-agents"
+    ada = tmp_path / "stream.jsonl"
+    ada.write_text('\n{"id": "a", "cycle": 1, "role": "ops", "content": "x"}\n')
+    assert detect_format(ada) == "ada-stream"
+    assert detect_format(dump(tmp_path / "d.jsonl", 2)) == "jsonl"
+    (tmp_path / "arr.json").write_text('[{"content": "x"}]')
+    assert detect_format(tmp_path / "arr.json") == "jsonl"
+    (tmp_path / "notes.txt").write_text("hello")
+    assert detect_format(tmp_path / "notes.txt") is None
+    assert detect_format(tmp_path / "missing") is None
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert detect_format(empty) is None

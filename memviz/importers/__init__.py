@@ -12,6 +12,7 @@ returns an ImportReport (what was imported, skipped and fixed up). It raises Imp
 from __future__ import annotations
 
 from .ada_stream import import_ada_stream
+from .detect import detect_format
 from .generative_agents import import_generative_agents
 from .jsonl import import_jsonl
 from .pipeline import ImportCancelled, ImportFailed, ImportReport, Issue
@@ -34,5 +35,5 @@ def import_source(fmt: str, source, output, **options) -> ImportReport:
     return fn(source, output, **options)
 
 
-__all__ = ["FORMATS", "ImportCancelled", "ImportFailed", "ImportReport", "Issue", "import_source",
+__all__ = ["FORMATS", "detect_format", "ImportCancelled", "ImportFailed", "ImportReport", "Issue", "import_source",
            "import_generative_agents", "import_ada_stream", "import_jsonl"]
