@@ -36,7 +36,7 @@ def make_window(qtbot, tmp_path, name="settings.ini"):
 def open_in(qtbot, win, path, read_only=False):
     with qtbot.waitSignal(win.opened, timeout=20000):
         win.open_path(path, read_only=read_only)
-    qtbot.wait(20)
+    qtbot.waitUntil(lambda: win.graph.graph is not None, timeout=20000)  # the graph is laid out in the background
 
 
 @pytest.fixture
@@ -219,12 +219,16 @@ def test_points_in_polygon_matches_brute_force():
 def test_map_colourings(qtbot, win):
     for by in ("kind", "agent", "importance", "age", "score"):
         win.map.color_by.setCurrentText(by)
-        brushes = win.map.scatter.data["brush"]
-        assert len(brushes) == len(win.map.rows)
+        assert win.map.points.count == len(win.map.rows)
     win.map.color_by.setCurrentText("importance")
     imp = win.state.data.arrays.importance[win.map.rows]
-    colours = [b.color().name() for b in win.map.scatter.data["brush"]]
+    codes, brushes = win.map.point_colours(win.map.rows)
+    colours = [brushes[c].color().name() for c in codes]
     assert colours[int(np.argmin(imp))] != colours[int(np.argmax(imp))]
+    win.map.color_by.setCurrentText("kind")
+    kinds = win.state.data.arrays.kind[win.map.rows]
+    codes, brushes = win.map.point_colours(win.map.rows)
+    assert len({brushes[c].color().name() for c in codes[kinds == "fact"]}) == 1
 
 
 def test_open_bad_file_shows_message_and_keeps_store(qtbot, win, tmp_path):

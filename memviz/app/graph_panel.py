@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QCheckBox, QLabel, QSizePolicy, QToolButton
+from PySide6.QtGui import QColor, QPen
+from PySide6.QtWidgets import QCheckBox, QGraphicsRectItem, QLabel, QSizePolicy, QToolButton
 
 from . import style
-from .plotbase import ScatterPanel
+from .plotbase import ScatterPanel, StyledScatter
 from .state import AppState, StoreData
 
 
@@ -33,10 +34,21 @@ class Graph:
     supersede_edges: np.ndarray    # (m, 2) (new, old)
     broken_edges: np.ndarray       # (m, 2) (from, missing node)
     missing_ids: dict[int, str] = field(default_factory=dict)
+    _adjacency: tuple | None = field(default=None, repr=False)
 
     @property
     def n(self) -> int:
         return len(self.rows)
+
+    def adjacency(self) -> tuple[dict, dict]:
+        """(up, down): node -> what it rests on / what rests on it (sources, supersedes, broken)."""
+        if self._adjacency is None:
+            up, down = defaultdict(list), defaultdict(list)
+            for d, s in np.vstack([self.source_edges, self.supersede_edges, self.broken_edges]).tolist():
+                up[d].append(s)
+                down[s].append(d)
+            self._adjacency = (up, down)
+        return self._adjacency
 
 
 def build_graph(data: StoreData) -> Graph:
@@ -156,10 +168,7 @@ def _layered(data: StoreData) -> Graph:
 
 def _neighbourhood(g: Graph, start: np.ndarray) -> tuple[set, set]:
     """(ancestors, descendants) node sets of the start nodes, following sources and supersedes."""
-    up, down = defaultdict(list), defaultdict(list)
-    for d, s in np.vstack([g.source_edges, g.supersede_edges, g.broken_edges]):
-        up[int(d)].append(int(s))
-        down[int(s)].append(int(d))
+    up, down = g.adjacency()
 
     def walk(adj):
         seen, q = set(), deque(int(s) for s in start)
@@ -173,8 +182,9 @@ def _neighbourhood(g: Graph, start: np.ndarray) -> tuple[set, set]:
 
 
 class GraphPanel(ScatterPanel):
-    def __init__(self, state: AppState, parent=None) -> None:
+    def __init__(self, state: AppState, workers=None, parent=None) -> None:
         super().__init__(state, parent)
+        self.workers = workers
         self.plot.showGrid(x=False, y=True, alpha=0.1)
         self.plot.getAxis("bottom").hide()
         self.plot.setLabel("left", "level (0 = evidence)")
@@ -191,9 +201,19 @@ class GraphPanel(ScatterPanel):
         self.hot_edges = pg.PlotDataItem(pen=pg.mkPen(230, 120, 0, 230, width=2), connect="pairs")
         self.bad_edges = pg.PlotDataItem(pen=pg.mkPen(style.BROKEN, width=1.3, style=Qt.DotLine), connect="pairs")
         for z, it in enumerate((self.edges, self.sup_edges, self.bad_edges, self.hot_edges)):
-            it.setZValue(-10 + z)
+            it.setZValue(-10 + z if it is not self.hot_edges else 4)
             self.plot.addItem(it)
         self.labels: list[pg.TextItem] = []
+        self.hot_points = StyledScatter(self.plot, z=5)
+        # a translucent veil between the base layer and the highlighted neighbourhood
+        self.hot_fade = QGraphicsRectItem()
+        self.hot_fade.setBrush(QColor(255, 255, 255, 150))
+        self.hot_fade.setPen(QPen(Qt.NoPen))
+        self.hot_fade.setZValue(2)
+        self.hot_fade.hide()
+        self.plot.addItem(self.hot_fade, ignoreBounds=True)
+        self.vb.sigRangeChanged.connect(lambda *a: self.hot_fade.isVisible() and self.hot_fade.setRect(self.vb.viewRect()))
+        self._shown = np.zeros(0, bool)
         self.graph: Graph | None = None
         self.hot: set[int] = set()
         self.focus.toggled.connect(lambda _on: self.redraw(fit=True))
@@ -202,17 +222,42 @@ class GraphPanel(ScatterPanel):
         state.show_retired_changed.connect(lambda _s: self.redraw())
 
     def _on_data(self, data) -> None:
-        self.graph = None if data is None else build_graph(data)
-        self.hot = set()
+        self.graph, self.hot = None, set()
+        self.redraw(fit=True)
+        if data is None:
+            return
+        if self.workers is None:  # no background workers (a panel on its own): build here
+            self._graph_ready(data, build_graph(data))
+            return
+        self.info.setText("building the graph…")
+        self.workers.submit("graph", lambda ticket: build_graph(data),
+                            on_done=lambda g: self._graph_ready(data, g),
+                            on_error=lambda e: self.info.setText(f"graph layout failed: {e}"))
+
+    def _graph_ready(self, data, g: Graph) -> None:
+        if self.state.data is not data:
+            return
+        self.graph = g
+        self._update_hot(self.state.selection)
         self.redraw(fit=True)
 
-    def _on_selection(self, rows, current, source) -> None:
+    def _update_hot(self, rows) -> None:
         g = self.graph
-        if g is not None:
-            start = self.point_of_rows_graph(rows)
-            anc, desc = _neighbourhood(g, start) if len(start) else (set(), set())
-            self.hot = set(start.tolist()) | anc | desc
-        self.redraw(fit=self.focus.isChecked())
+        if g is None:
+            self.hot = set()
+            return
+        start = self.point_of_rows_graph(rows) if len(rows) else np.zeros(0, np.int64)
+        anc, desc = _neighbourhood(g, start) if len(start) else (set(), set())
+        self.hot = set(start.tolist()) | anc | desc
+
+    def _on_selection(self, rows, current, source) -> None:
+        had = bool(self.hot)
+        self._update_hot(rows)
+        if self.focus.isChecked() and (self.hot or had):
+            self.redraw(fit=True)
+        else:  # the base layer stays; only the neighbourhood overlay, labels and ring change
+            self._draw_hot()
+            self.draw_selection()
 
     def point_of_rows_graph(self, rows) -> np.ndarray:
         g = self.graph
@@ -221,11 +266,11 @@ class GraphPanel(ScatterPanel):
 
     def redraw(self, fit: bool = False) -> None:
         g, data = self.graph, self.state.data
-        for t in self.labels:  # a fixed pool, hidden and reused: removing TextItems has crashed PySide6 at exit
-            t.hide()
         if g is None or data is None or g.n == 0:
+            self._shown = np.zeros(0, bool)
+            self._draw_hot()
             self.set_points([], [], [])
-            self.scatter.setData(x=[], y=[])
+            self.points.clear()
             for it in (self.edges, self.sup_edges, self.hot_edges, self.bad_edges):
                 it.setData([], [])
             self.info.setText("no derived memories or supersede links in this store" if data is not None else "")
@@ -235,45 +280,34 @@ class GraphPanel(ScatterPanel):
         real = g.rows >= 0
         if not self.state.show_retired:
             shown[real] = data.arrays.live[g.rows[real]]
-        if self.focus.isChecked() and self.hot:
-            focus = np.zeros(g.n, bool)
-            focus[list(self.hot)] = True
-            shown &= focus
+        hot = np.zeros(g.n, bool)
+        if self.hot:
+            hot[list(self.hot)] = True
+            if self.focus.isChecked():
+                shown &= hot
         nodes = np.flatnonzero(shown & real)
         missing = np.flatnonzero(shown & ~real)
         rows = g.rows[nodes]
-        dim = None
-        if self.hot:
-            hot = np.zeros(g.n, bool)
-            hot[list(self.hot)] = True
-            dim = ~hot[nodes]
-        brush, pen = style.kind_styles(data, rows, dim=dim)
-        sizes = style.importance_sizes(data.arrays.importance[rows], 6, 16)
+        codes, styles = style.kind_styles(data, rows)
         self.set_points(g.x[nodes], g.y[nodes], rows)
-        xs = np.r_[g.x[nodes], g.x[missing]]
-        ys = np.r_[g.y[nodes], g.y[missing]]
-        brush = np.r_[brush, np.full(len(missing), pg.mkBrush(style.BROKEN), dtype=object)]
-        pen = np.r_[pen, np.full(len(missing), pg.mkPen(style.BROKEN), dtype=object)]
-        sizes = np.r_[sizes, np.full(len(missing), 9.0)]
-        symbols = np.r_[np.full(len(nodes), "o", dtype=object), np.full(len(missing), "x", dtype=object)]
-        self.scatter.setData(x=xs, y=ys, brush=brush, pen=pen, size=sizes, symbol=symbols)
+        styles.append({"brush": pg.mkBrush(style.BROKEN), "pen": pg.mkPen(style.BROKEN), "symbol": "x"})
+        sizes = np.r_[style.importance_sizes(data.arrays.importance[rows], 6, 16), np.full(len(missing), 9.0)]
+        self.points.set(np.r_[g.x[nodes], g.x[missing]], np.r_[g.y[nodes], g.y[missing]],
+                        np.r_[codes, np.full(len(missing), len(styles) - 1)], styles, size=sizes)
 
         def seg(edges, keep_hot=None):
             if not len(edges):
                 return np.zeros(0), np.zeros(0)
             ok = shown[edges[:, 0]] & shown[edges[:, 1]]
             if keep_hot is not None:
-                h = np.zeros(g.n, bool)
-                h[list(self.hot)] = True
-                ok &= (h[edges[:, 0]] & h[edges[:, 1]]) == keep_hot
+                ok &= (hot[edges[:, 0]] & hot[edges[:, 1]]) == keep_hot
             e = edges[ok]
             return g.x[e].ravel(), g.y[e].ravel()
-        self.edges.setData(*seg(g.source_edges, keep_hot=False if self.hot else None))
-        self.hot_edges.setData(*(seg(np.vstack([g.source_edges, g.supersede_edges]), keep_hot=True) if self.hot
-                                 else (np.zeros(0), np.zeros(0))))
+        self.edges.setData(*seg(g.source_edges))
         self.sup_edges.setData(*seg(g.supersede_edges))
         self.bad_edges.setData(*seg(g.broken_edges))
-        self._draw_labels(g, data, np.r_[nodes, missing])
+        self._shown = shown
+        self._draw_hot()
         n_levels = int(g.level.max()) + 1 if len(g.level) else 0
         self.info.setText(f"{len(nodes):,} memories · {len(g.source_edges):,} source links · "
                           f"{len(g.supersede_edges):,} supersedes · {len(g.broken_edges):,} broken · {n_levels} levels")
@@ -283,6 +317,36 @@ class GraphPanel(ScatterPanel):
             lo, hi = self.vb.viewRange()[1]
             self.vb.setYRange(min(lo, -0.6), max(hi, n_levels - 0.4), padding=0)  # room for the labels
         self.draw_selection()
+
+    def _draw_hot(self) -> None:
+        """The selection's ancestors and descendants drawn over the base layer (cheap: only them)."""
+        g, data = self.graph, self.state.data
+        for t in self.labels:  # a fixed pool, hidden and reused: removing TextItems has crashed PySide6 at exit
+            t.hide()
+        if g is None or data is None or not len(self._shown):
+            self.hot_points.clear()
+            self.hot_edges.setData(np.zeros(0), np.zeros(0))
+            return
+        hot = np.zeros(g.n, bool)
+        if self.hot:
+            hot[list(self.hot)] = True
+        hot &= self._shown
+        nodes = np.flatnonzero(hot & (g.rows >= 0))
+        rows = g.rows[nodes]
+        codes, styles = style.kind_styles(data, rows)
+        ring = pg.mkPen(230, 120, 0, 255, width=2)
+        for st in styles:
+            st["pen"] = ring
+        self.hot_points.set(g.x[nodes], g.y[nodes], codes, styles,
+                            size=style.importance_sizes(data.arrays.importance[rows], 6, 16) + 2)
+        edges = np.vstack([g.source_edges, g.supersede_edges])
+        ok = hot[edges[:, 0]] & hot[edges[:, 1]] if len(edges) else np.zeros(0, bool)
+        e = edges[ok]
+        self.hot_edges.setData(g.x[e].ravel(), g.y[e].ravel())
+        self.hot_fade.setVisible(bool(self.hot))
+        if self.hot_fade.isVisible():
+            self.hot_fade.setRect(self.vb.viewRect())
+        self._draw_labels(g, data, np.flatnonzero(self._shown))
 
     def _draw_labels(self, g: Graph, data: StoreData, shown: np.ndarray) -> None:
         """Short labels where they fit: per level at most as many as the width allows (alternating
@@ -309,6 +373,7 @@ class GraphPanel(ScatterPanel):
     def _label(self, k: int) -> pg.TextItem:
         while len(self.labels) <= k:
             t = pg.TextItem(anchor=(0.5, -0.35))
+            t.setZValue(6)  # above the veil
             self.plot.addItem(t, ignoreBounds=True)
             self.labels.append(t)
         return self.labels[k]

@@ -17,7 +17,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QButtonGroup, QComboBox, QLabel, QSizePolicy, QToolButton
 
 from . import style
-from .plotbase import ScatterPanel
+from .plotbase import ScatterPanel, scatter_item
 from .state import AppState, StoreData
 from .workers import Workers
 
@@ -36,11 +36,13 @@ def pca_coords(embedding: np.ndarray) -> np.ndarray:
     x = np.asarray(embedding, np.float32)
     if len(x) < 2:
         return np.zeros((len(x), 2), np.float32)
-    x = x - x.mean(axis=0)
-    cov = (x.T @ x) / max(len(x) - 1, 1)
-    vals, vecs = np.linalg.eigh(cov)
+    # the axes are fitted on at most 20k rows (plenty for two components); every row is projected
+    fit = x if len(x) <= 20000 else x[np.random.default_rng(0).choice(len(x), 20000, replace=False)]
+    mean = fit.mean(axis=0)
+    c = fit - mean
+    vals, vecs = np.linalg.eigh(c.T @ c)
     comp = vecs[:, np.argsort(vals)[::-1][:2]]
-    return (x @ comp).astype(np.float32)
+    return ((x @ comp) - (mean @ comp)).astype(np.float32)
 
 
 def layout_api():
@@ -88,9 +90,9 @@ class MapPanel(ScatterPanel):
             self.toolbar.addWidget(b)
         self.toolbar.addWidget(self.umap_button)
         self.toolbar.addWidget(self.method_label, 1)
-        self.topk = pg.ScatterPlotItem(pxMode=True, useCache=True)
+        self.topk = scatter_item()
         self.topk.setZValue(8)
-        self.marker = pg.ScatterPlotItem(pxMode=True, useCache=True)
+        self.marker = scatter_item()
         self.marker.setZValue(12)
         self.plot.addItem(self.topk)
         self.plot.addItem(self.marker)
@@ -120,7 +122,8 @@ class MapPanel(ScatterPanel):
                 coords[:] = cached
                 self._set_coords(coords, "UMAP (cached)")
                 return
-            coords[a.has_embedding] = pca_coords(a.embedding[a.has_embedding])
+            has = a.has_embedding
+            coords[has] = pca_coords(a.embedding if has.all() else a.embedding[has])  # no 100 MB copy
         self._set_coords(coords, "PCA")
         api = layout_api()
         self.umap_button.setEnabled(api is not None and int(a.has_embedding.sum()) >= UMAP_MIN_POINTS)
@@ -182,22 +185,23 @@ class MapPanel(ScatterPanel):
         self.legend.clear()
         if data is None or self.coords is None:
             self.set_points([], [], [])
-            self.scatter.setData(x=[], y=[])
+            self.points.clear()
             self.draw_selection()
             self._draw_result()
             return
         rows = self.shown_rows()
         self.set_points(self.coords[rows, 0], self.coords[rows, 1], rows)
-        brush = self.point_brushes(rows)
+        codes, brushes = self.point_colours(rows)
         retired = ~np.isnan(data.arrays.valid_until[rows])
-        size = np.where(retired, 4.0, 6.0)
-        self.scatter.setData(x=self.x, y=self.y, brush=brush, pen=None, size=size, symbol="o")
+        self.points.set(self.x, self.y, codes, [{"brush": b, "pen": None} for b in brushes],
+                        size=np.where(retired, 4.0, 6.0))
         if fit and len(rows):
             self.vb.autoRange(padding=0.03)
         self.draw_selection()
         self._draw_result()
 
-    def point_brushes(self, rows: np.ndarray) -> np.ndarray:
+    def point_colours(self, rows: np.ndarray) -> tuple[np.ndarray, list]:
+        """(code per point, one shared brush per code) for the chosen colouring; fills the legend."""
         data = self.state.data
         a = data.arrays
         by = self.color_by.currentText()
@@ -206,7 +210,7 @@ class MapPanel(ScatterPanel):
             brushes = style.category_brushes(names, alpha=190, by_kind=by == "kind")
             for b, n in zip(brushes, names[:12]):
                 self.legend.addItem(pg.ScatterPlotItem(brush=b, pen=None, size=8, symbol="o"), n or "(none)")
-            codes = style.category_codes((a.kind if by == "kind" else a.agent)[rows], names)
+            codes = (data.kind_codes if by == "kind" else data.agent_codes)[rows]
         else:
             if by == "importance":
                 values = a.importance[rows]
@@ -221,7 +225,7 @@ class MapPanel(ScatterPanel):
                          "score": ("low score", "high score")}[by]
             self.legend.addItem(pg.ScatterPlotItem(brush=brushes[0], pen=None, size=8), f"{by}: {low}")
             self.legend.addItem(pg.ScatterPlotItem(brush=brushes[style.N_RAMP - 1], pen=None, size=8), high)
-        return np.array(brushes, dtype=object)[codes]
+        return codes, brushes
 
     def _on_result(self, result) -> None:
         if self.color_by.currentText() == "score":

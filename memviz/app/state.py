@@ -16,6 +16,16 @@ from memviz.store import MemoryArrays, Provenance, Store
 PREVIEW_CHARS = 240
 
 
+def category_codes(values: np.ndarray, names: list[str]) -> np.ndarray:
+    """Integer code of each value in `names` (unknown values get len(names)); one pass over the
+    distinct values, not over the rows."""
+    if not len(values):
+        return np.zeros(0, np.int64)
+    uniq, inverse = np.unique(np.asarray(values, dtype=object).astype(str), return_inverse=True)
+    lookup = {n: i for i, n in enumerate(names)}
+    return np.array([lookup.get(u, len(names)) for u in uniq], np.int64)[inverse.ravel()]
+
+
 class Callbacks:
     """A list of callables fired in order; a minimal signal that needs no Qt."""
 
@@ -45,6 +55,20 @@ class StoreData:
     counts: dict
     kinds: list[str] = field(default_factory=list)   # distinct kinds, most frequent first
     agents: list[str] = field(default_factory=list)
+    kind_codes: np.ndarray | None = None  # int: index into kinds, per row
+    agent_codes: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind_codes is None:
+            self.kind_codes = category_codes(self.arrays.kind, self.kinds)
+        if self.agent_codes is None:
+            self.agent_codes = category_codes(self.arrays.agent, self.agents)
+
+    @property
+    def model(self) -> tuple[str | None, int]:
+        """(embedding model, dimension) of the arrays' matrix."""
+        a = self.arrays
+        return (a.embedding_model, a.dim) if a.has_embedding.any() else (None, 0)
 
     @property
     def n(self) -> int:

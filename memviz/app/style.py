@@ -8,6 +8,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QColor
 
+from .state import category_codes  # noqa: F401 - re-exported for the panels
+
 KIND_COLORS = {
     "episode": "#4C78A8", "fact": "#F58518", "preference": "#54A24B", "reflection": "#B279A2",
     "plan": "#E45756", "dialogue": "#72B7B2", "character": "#EECA3B", "scene": "#9D755D",
@@ -26,12 +28,6 @@ def category_color(name: str, order: int | None = None) -> QColor:
         return QColor(KIND_COLORS[name])
     i = order if order is not None else zlib.crc32(name.encode()) % len(PALETTE)
     return QColor(PALETTE[i % len(PALETTE)])
-
-
-def category_codes(values: np.ndarray, names: list[str]) -> np.ndarray:
-    """Integer code of each value in `names` (unknown values get len(names))."""
-    lookup = {n: i for i, n in enumerate(names)}
-    return np.fromiter((lookup.get(v, len(names)) for v in values), dtype=np.int64, count=len(values))
 
 
 def category_brushes(names: list[str], alpha: int = 220, by_kind: bool = True) -> list:
@@ -71,26 +67,24 @@ def importance_sizes(importance: np.ndarray, small: float = 4.0, large: float = 
     return small + step * (large - small) / (N_SIZES - 1)
 
 
-def kind_styles(data, rows: np.ndarray, dim: np.ndarray | None = None):
-    """(brush, pen) object arrays for rows coloured by kind: retired rows hollow and faded,
-    `dim` rows (a bool mask over `rows`) drawn pale. All points share a few QBrush/QPen objects."""
+def kind_styles(data, rows: np.ndarray, dim: np.ndarray | None = None) -> tuple[np.ndarray, list[dict]]:
+    """(codes, styles) for StyledScatter: colour by kind; retired rows hollow and faded; `dim`
+    rows (a bool mask over `rows`) pale."""
     a = data.arrays
-    codes = category_codes(a.kind[rows], data.kinds)
-    fill = np.array(category_brushes(data.kinds), dtype=object)
-    pale = np.array(category_brushes(data.kinds, alpha=45), dtype=object)
-    faded = []
-    for b in fill:
-        c = QColor(b.color())
-        c.setAlpha(120)
-        faded.append(pg.mkPen(c, width=1.3))
-    faded = np.array(faded, dtype=object)
+    k = len(data.kinds) + 1
+    kind = data.kind_codes[rows]
+    retired = ~np.isnan(a.valid_until[rows])
+    pale = np.zeros(len(rows), bool) if dim is None else np.asarray(dim, bool)
+    codes = kind + k * (retired.astype(np.int64) + 2 * pale)
+    fill = category_brushes(data.kinds)
+    light = category_brushes(data.kinds, alpha=45)
     live_pen = pg.mkPen(255, 255, 255, 160, width=0.5)
     hollow = pg.mkBrush(255, 255, 255, 0)
-    retired = ~np.isnan(a.valid_until[rows])
-    brush = fill[codes]
-    if dim is not None:
-        brush[dim] = pale[codes[dim]]
-    brush[retired] = hollow
-    pen = np.full(len(rows), live_pen, dtype=object)
-    pen[retired] = faded[codes[retired]]
-    return brush, pen
+    styles = []
+    for ret, pal in ((False, False), (True, False), (False, True), (True, True)):
+        for c in range(k):
+            col = QColor(fill[c].color())
+            col.setAlpha(50 if pal else 120)
+            styles.append({"brush": hollow if ret else (light[c] if pal else fill[c]),
+                           "pen": pg.mkPen(col, width=1.3) if ret else live_pen, "z": -1 if pal else 0})
+    return codes, styles

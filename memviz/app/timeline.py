@@ -57,15 +57,14 @@ class TimelinePanel(ScatterPanel):
         data = self.state.data
         if data is None:
             self.set_points([], [], [])
-            self.scatter.setData(x=[], y=[])
+            self.points.clear()
             self.draw_selection()
             return
         a = data.arrays
         by = self.lanes.currentText()
         names = data.kinds if by == "kind" else data.agents
         self.lane_names = names
-        lane_vals = a.kind if by == "kind" else a.agent
-        lane = style.category_codes(lane_vals, names)
+        lane = data.kind_codes if by == "kind" else data.agent_codes
         rows = np.arange(data.n)
         if not self.state.show_retired:
             rows = rows[a.live]
@@ -74,9 +73,8 @@ class TimelinePanel(ScatterPanel):
         x = a.event_time[rows]
         y = lane[rows] + jitter * 0.7
         self.set_points(x, y, rows)
-        brush, pen = style.kind_styles(data, rows)
-        self.scatter.setData(x=x, y=y, size=style.importance_sizes(a.importance[rows]), brush=brush, pen=pen,
-                             symbol="o")
+        codes, styles = style.kind_styles(data, rows)
+        self.points.set(self.x, self.y, codes, styles, size=style.importance_sizes(a.importance[rows]))
         left = self.plot.getAxis("left")
         left.setTicks([[(i, n or "(none)") for i, n in enumerate(names)]])
         left.setWidth(min(160, 12 + 7 * max((len(n) for n in names), default=4)))

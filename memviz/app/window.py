@@ -57,7 +57,7 @@ class MainWindow(QMainWindow):
         self.setDockOptions(QMainWindow.AnimatedDocks | QMainWindow.AllowNestedDocks | QMainWindow.AllowTabbedDocks)
 
         self.timeline = TimelinePanel(self.state)
-        self.graph = GraphPanel(self.state)
+        self.graph = GraphPanel(self.state, self.workers)
         self.map = MapPanel(self.state, self.workers)
         self.query = QueryPanel(self.state, self.workers)
         self.table = TablePanel(self.state)
@@ -207,7 +207,7 @@ class MainWindow(QMainWindow):
         self.cancel_button.clicked.connect(lambda: self._job and self.workers.cancel(self._job))
 
     def _job_progress(self, name: str, fraction: float, text: str) -> None:
-        if name in ("score", "query"):  # quick engine jobs: no progress bar flicker
+        if name in ("score", "query", "graph"):  # quick jobs: no progress bar flicker
             return
         self._job = name
         self.progress.setRange(0, 0 if fraction < 0 else 1000)
@@ -239,7 +239,7 @@ class MainWindow(QMainWindow):
         self.status_counts.setText(f"{c['total']:,} memories ({c['live']:,} current, {c['retired']:,} retired) · "
                                    f"{len(c['by_kind'])} kinds · {len(c['by_agent'])} agents"
                                    f"{f' · {sel:,} selected' if sel else ''}{filt}")
-        model, dim = s.main_model()
+        model, dim = data.model
         self.status_model.setText(f"{model} ({dim}-d)" if model else "no embeddings")
         self.status_ro.setText("READ-ONLY" if s.read_only else "writable")
         self.status_ro.setToolTip(s.read_only_reason or "edits are written to this file")

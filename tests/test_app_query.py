@@ -1,0 +1,156 @@
+"""The query panel against the real retrieval engine: the ranking shown is the engine's."""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+pytest.importorskip("memviz.retrieval")
+
+from PySide6.QtCore import QSettings  # noqa: E402
+from test_app_support import build_store  # noqa: E402
+
+import memviz.store as ms  # noqa: E402
+from memviz.app.window import MainWindow  # noqa: E402
+from memviz.retrieval import Engine  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def store_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("query") / "mem.db"
+    build_store(path).close()
+    return str(path)
+
+
+@pytest.fixture
+def win(qtbot, tmp_path, store_file):
+    w = MainWindow(QSettings(str(tmp_path / "s.ini"), QSettings.IniFormat))
+    qtbot.addWidget(w)
+    w.map.auto_umap = False
+    w.resize(1300, 850)
+    w.show()
+    with qtbot.waitSignal(w.opened, timeout=20000):
+        w.open_path(store_file)
+    return w
+
+
+@pytest.fixture
+def engine(store_file):
+    store = ms.open(store_file, read_only=True)
+    yield Engine(store)
+    store.close()
+
+
+def shown_ids(win):
+    return list(win.query.results.result.ids)
+
+
+def run(qtbot, win, text):
+    win.query.text.setText(text)
+    with qtbot.waitSignal(win.query.ranked, timeout=20000):
+        win.query.run_query()
+
+
+def moved(qtbot, win, **weights):
+    with qtbot.waitSignal(win.query.ranked, timeout=20000):
+        win.query.set_weights(**weights)
+
+
+def test_slider_changes_ranking_as_the_engine_says(qtbot, win, engine):
+    q = win.query
+    q.preset.setCurrentText("dual-memory")
+    q.k.setValue(8)
+    run(qtbot, win, "peanut allergy recipe")
+    engine.set_query("peanut allergy recipe")
+    assert shown_ids(win) == list(engine.score(q.params()).ids)
+
+    moved(qtbot, win, alpha=0.0, beta=0.0, gamma=1.0)
+    by_importance = shown_ids(win)
+    assert by_importance == list(engine.score(q.params()).ids)
+
+    moved(qtbot, win, alpha=1.0, beta=0.0, gamma=0.0)
+    by_relevance = shown_ids(win)
+    expected = engine.score(q.params())
+    assert by_relevance == list(expected.ids)
+    assert by_relevance != by_importance
+    np.testing.assert_allclose(q.results.result.score, expected.score)
+    # rank change since the previous setting
+    old = {m: i for i, m in enumerate(by_importance, 1)}
+    for i, mid in enumerate(by_relevance, 1):
+        d = q.results.delta[i - 1]
+        if mid not in old:
+            assert d == "new"
+        elif old[mid] > i:
+            assert d == f"▲{old[mid] - i}"
+        elif old[mid] < i:
+            assert d == f"▼{i - old[mid]}"
+        else:
+            assert d == ""
+
+
+def test_dragging_the_slider_ends_on_the_last_setting(qtbot, win, engine):
+    q = win.query
+    run(qtbot, win, "dog")
+    for pos in range(0, q.alpha.slider.maximum(), 25):  # a drag: many values, faster than the engine
+        q.alpha.slider.setValue(pos)
+    qtbot.waitUntil(lambda: not win.workers.running("score") and not q._score_timer.isActive(), timeout=20000)
+    qtbot.wait(50)
+    engine.set_query("dog")
+    assert q.params().alpha == pytest.approx(q.alpha.value())
+    assert shown_ids(win) == list(engine.score(q.params()).ids)
+
+
+def test_stacked_bar_components_sum_to_score(qtbot, win):
+    run(qtbot, win, "Bob is learning Portuguese")
+    res = win.query.results.result
+    total = sum(np.asarray(v, float) for v in res.weighted.values())
+    np.testing.assert_allclose(total, res.score, rtol=1e-5, atol=1e-6)
+    assert win.query.results.components  # the delegate has something to draw
+    win.query.view.viewport().grab()
+
+
+def test_query_by_selected_memory_and_map_marker(qtbot, win, engine):
+    win.state.select_ids(["ep08"])
+    with qtbot.waitSignal(win.query.ranked, timeout=20000):
+        win.query.like_button.click()
+    engine.set_query(like="ep08")
+    assert shown_ids(win) == list(engine.score(win.query.params()).ids)
+    res = win.query.results.result
+    tx, _ = win.map.topk.getData()
+    assert len(tx) == int(win.state.data.arrays.has_embedding[np.asarray(res.rows)].sum())
+    mx, my = win.map.marker.getData()
+    assert len(mx) == 1 and np.isfinite(mx[0]) and np.isfinite(my[0])
+    win.map.color_by.setCurrentText("score")
+    assert win.map.points.count == len(win.map.rows)
+
+
+def test_time_filter_reaches_the_query(qtbot, win, engine):
+    run(qtbot, win, "Alice")
+    a = win.state.data.arrays
+    lo, hi = float(np.min(a.event_time)), float(np.median(a.event_time))
+    with qtbot.waitSignal(win.query.ranked, timeout=20000):
+        win.state.set_time_range((lo, hi))
+    assert win.query.params().time_range == (lo, hi)
+    engine.set_query("Alice")
+    assert shown_ids(win) == list(engine.score(win.query.params()).ids)
+
+
+def test_export_results(qtbot, win, tmp_path):
+    run(qtbot, win, "travel")
+    n = win.export("results", str(tmp_path / "r.json"))
+    recs = json.loads((tmp_path / "r.json").read_text())
+    assert n == len(recs) == len(win.query.results.result.ids)
+    assert [r["id"] for r in recs] == shown_ids(win)
+    assert {"rank", "score", "relevance_weighted", "content"} <= set(recs[0])
+
+
+def test_presets_load_their_defaults(qtbot, win):
+    from memviz.retrieval import PRESETS, preset_params
+    for name in PRESETS:
+        win.query.preset.setCurrentText(name)
+        p, d = win.query.params(), preset_params(name)
+        assert (p.alpha, p.beta, p.gamma, p.k) == pytest.approx((d.alpha, d.beta, d.gamma, d.k), abs=0.01)
+        assert dataclasses.replace(p, time_range=None, as_of=None, agents=None, kinds=None).preset == name
