@@ -290,20 +290,36 @@ class Store:
                       actor: str = "memviz", note: str | None = None) -> dict:
         """Change fields of one memory, audited. `expected` (field -> value as last shown) turns a
         concurrent change into a ConflictError instead of overwriting it. Returns the audit `before`."""
-        bad = set(changes) - _EDITABLE
-        if bad:
-            raise ValidationError(f"these fields cannot be edited: {', '.join(sorted(bad))}")
-        clean = self._clean_changes(changes)
+        done = self.update_rows({memory_id: changes}, action=action,
+                                expected={memory_id: expected} if expected else None, actor=actor, note=note)
+        return done[memory_id][0]
+
+    def update_rows(self, changes: dict[str, dict], *, action: str = "update", expected: dict[str, dict] | None = None,
+                    actor: str = "memviz", note: str | None = None) -> dict[str, tuple[dict, dict]]:
+        """Change fields of several memories in ONE transaction, each row audited (an undo that
+        retires one row and restores another must not be split). `expected` maps id -> fields as
+        shown. Returns id -> (before, after), both as stored."""
+        cleaned = {}
+        for memory_id, ch in changes.items():
+            bad = set(ch) - _EDITABLE
+            if bad:
+                raise ValidationError(f"these fields cannot be edited: {', '.join(sorted(bad))}")
+            cleaned[memory_id] = self._clean_changes(ch)
+        expected = expected or {}
+        done = {}
         with self.transaction() as c:
-            cur = self._current(c, memory_id)
-            self._check_expected(memory_id, cur, expected)
-            if "embedding" in clean and clean["embedding"] is not None:
-                self._ensure_vec_table(c, len(clean["embedding"]) // 4)
-            before = {k: cur[k] for k in clean}
-            sets = ", ".join(f"{k} = ?" for k in clean)
-            c.execute(f"UPDATE memories SET {sets} WHERE id = ?", (*clean.values(), memory_id))
-            self._audit(c, action, memory_id, before, clean, actor, note)
-        return before
+            for memory_id, clean in cleaned.items():
+                cur = self._current(c, memory_id)
+                self._check_expected(memory_id, cur, expected.get(memory_id))
+                if "embedding" in clean and clean["embedding"] is not None:
+                    self._ensure_vec_table(c, len(clean["embedding"]) // 4)
+                before = {k: cur[k] for k in clean}
+                if clean:
+                    sets = ", ".join(f"{k} = ?" for k in clean)
+                    c.execute(f"UPDATE memories SET {sets} WHERE id = ?", (*clean.values(), memory_id))
+                self._audit(c, action, memory_id, before, clean, actor, note)
+                done[memory_id] = (before, clean)
+        return done
 
     def set_valid_until(self, memory_id: str, when, *, action: str | None = None, expected: dict | None = None,
                         actor: str = "memviz", note: str | None = None) -> None:
@@ -379,7 +395,8 @@ class Store:
         changed = [k for k, v in expected.items() if _comparable(cur.get(k), k) != _comparable(v, k)]
         if changed:
             raise ConflictError(
-                f"Memory {memory_id} was changed by someone else since it was shown ({', '.join(changed)}).", current=cur)
+                f"Memory {memory_id} was changed by someone else since it was shown ({', '.join(changed)}).",
+                current=cur, expected=dict(expected))
 
     @staticmethod
     def _audit(c, action, memory_id, before, after, actor, note):
