@@ -69,25 +69,29 @@ def audit_problems(store, fields=AUDITED_FIELDS) -> list[str]:
 
 
 def correction_problems(store) -> list[str]:
-    """A correction's two rows were written together: each `supersede` entry has the new row's
-    `insert` entry, and the pair was undone and redone the same number of times."""
+    """A correction's two rows are written in one transaction, whose audit entries are therefore
+    adjacent: `supersede` of the old row then `insert` of the new, and every undo/redo of the
+    correction has its twin entry on the other row right beside it."""
     out = []
-    pairs = store.conn.execute(
-        "SELECT memory_id, json_extract(after, '$.superseded_by') FROM memviz_audit "
-        "WHERE action = 'supersede' AND json_valid(after)").fetchall()
-    for old, new in pairs:
-        if not new or store.get(new) is None:
-            out.append(f"{old} was superseded by {new!r}, which is not in the store")
+    entries = {i: (a, m, after) for i, a, m, after in store.conn.execute(
+        "SELECT id, action, memory_id, after FROM memviz_audit "
+        "WHERE action IN ('supersede', 'insert', 'undo:correct', 'redo:correct')")}
+    links = set()
+    for i, (action, old, after) in entries.items():
+        if action != "supersede":
             continue
-        if store.get(new)["attributes"].get("supersedes") != old:
+        new = (json.loads(after) if after else {}).get("superseded_by")
+        links.add(frozenset((old, new)))
+        twin = entries.get(i + 1)
+        if twin is None or twin[:2] != ("insert", new):
+            out.append(f"{old} was superseded by {new!r}, but that row's insert was not written with it")
+        row = store.get(new) if new else None
+        if row is not None and row["attributes"].get("supersedes") != old:
             out.append(f"{new} does not name {old} in attributes.supersedes")
-        new_actions = [e["action"] for e in store.history(new)]
-        old_actions = [e["action"] for e in store.history(old)]
-        if "insert" not in new_actions:
-            out.append(f"{new} (correction of {old}) has no insert entry")
-        for a in ("undo:correct", "redo:correct"):
-            if new_actions.count(a) != old_actions.count(a):
-                out.append(f"{a} was written for only one row of the correction {old} -> {new}")
+    for i, (action, mid, _) in entries.items():
+        if action in ("undo:correct", "redo:correct") and not any(
+                (t := entries.get(j)) and t[0] == action and frozenset((mid, t[1])) in links for j in (i - 1, i + 1)):
+            out.append(f"{action} of {mid} (audit entry {i}) was written without its twin on the other row")
     return out
 
 
