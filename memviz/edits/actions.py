@@ -50,6 +50,7 @@ class Action:
 
     name = "edit"    # the audit action; undo/redo are audited as "undo:<name>" / "redo:<name>"
     verb = "Edit"    # for undo menu texts
+    past = None      # for the status line ("Deleted 2 memories"); the verb when None
 
     def __init__(self, ids, *, shown_rows=None, note: str | None = None):
         self.ids = [ids] if isinstance(ids, str) else list(dict.fromkeys(ids))
@@ -133,7 +134,7 @@ class FieldAction(Action):
         done = store.update_rows(changes, action=self.name, expected=expected, note=self.note)
         self._before = {i: b for i, (b, _) in done.items()}
         self._after = {i: a for i, (_, a) in done.items()}
-        return Outcome(f"{self.verb}: {_plural(len(done))}", list(done))
+        return Outcome(f"{self.past or self.verb + ':'} {_plural(len(done))}", list(done))
 
     def _undo(self, store) -> Outcome:
         store.update_rows(self._before, action="undo:" + self.name, expected=self._after, note=self.note)
@@ -147,7 +148,7 @@ class FieldAction(Action):
 class Confirm(FieldAction):
     """Protect: never decayed, pruned or superseded by automation."""
 
-    name, verb = "confirm", "Confirm"
+    name, verb, past = "confirm", "Confirm", "Confirmed"
 
     def changes_for(self, row):
         return None if row["protected"] and row["decay_rate"] == 0 else {"protected": 1, "decay_rate": 0.0}
@@ -156,7 +157,7 @@ class Confirm(FieldAction):
 class Unprotect(FieldAction):
     """Undo a confirmation made earlier (or by the agent): decay resumes at its earlier rate."""
 
-    name, verb = "unprotect", "Unprotect"
+    name, verb, past = "unprotect", "Unprotect", "Unprotected"
 
     def _do(self, store):
         self._rates = {i: _rate_before_confirm(store, i) for i in self.ids}
@@ -180,7 +181,7 @@ def _rate_before_confirm(store, memory_id: str) -> float:
 class SoftDelete(FieldAction):
     """valid_until = now; the row stays, listed in the retired view."""
 
-    name, verb = "soft_delete", "Delete"
+    name, verb, past = "soft_delete", "Delete", "Deleted"
 
     def __init__(self, ids, *, when=None, **kw):
         super().__init__(ids, **kw)
@@ -198,7 +199,7 @@ class SoftDelete(FieldAction):
 class Restore(FieldAction):
     """Clear valid_until: the memory is current again."""
 
-    name, verb = "restore", "Restore"
+    name, verb, past = "restore", "Restore", "Restored"
 
     def refusal(self, row):
         if row["valid_until"] is None:
@@ -221,6 +222,7 @@ class SetImportance(FieldAction):
         if not 0 <= self.importance <= 10:
             raise ValidationError(f"importance {self.importance:g} is outside 0-10")
         self.verb = f"Set importance {self.importance:g}"
+        self.past = f"Set importance {self.importance:g} on"
 
     def changes_for(self, row):
         return None if row["importance"] == self.importance else {"importance": self.importance}
@@ -229,7 +231,7 @@ class SetImportance(FieldAction):
 class SetTags(FieldAction):
     """Replace the tags (`tags`), or add / remove some on every chosen memory."""
 
-    name, verb = "set_tags", "Set tags"
+    name, verb, past = "set_tags", "Set tags", "Set the tags of"
 
     def __init__(self, ids, tags=None, *, add=(), remove=(), **kw):
         super().__init__(ids, **kw)
