@@ -247,6 +247,13 @@ class Store:
     def _model_dims(self) -> dict[str, int]:
         return {m: d for m, d, _ in self.embedding_models()}
 
+    def model_dim(self, model: str | None) -> int | None:
+        """The dimension of `model`'s vectors in this store (None if it has none). Stops at the
+        first such row, unlike embedding_models(), which reads every row: edits call it."""
+        row = self.conn.execute("SELECT length(embedding) / 4 FROM memories WHERE embedding_model = ? "
+                                "AND embedding IS NOT NULL LIMIT 1", (model,)).fetchone()
+        return int(row[0]) if row else None
+
     def _ensure_vec_table(self, conn, dim: int) -> None:
         if not self._has_table(vec_table(dim)):
             for sql in vec_ddl(dim):
@@ -351,8 +358,8 @@ class Store:
                                        "source_ids", "entity_ids", "tags")}
             new.update(id=nid, content=new_content, attributes=attrs, event_time=when, created_at=when,
                        embedding=embedding, embedding_model=embedding_model if embedding is not None else None)
-            dims = self._model_dims()
-            row = normalize(new, model_dims=dims, now=when)
+            dim = self.model_dim(embedding_model) if embedding is not None else None
+            row = normalize(new, model_dims={embedding_model: dim} if dim else {}, now=when)
             if row["embedding"] is not None:
                 self._ensure_vec_table(c, len(row["embedding"]) // 4)
             c.execute(f"INSERT INTO memories ({', '.join(MEMORY_COLUMNS)}) VALUES ({', '.join('?' * len(MEMORY_COLUMNS))})",
@@ -364,14 +371,13 @@ class Store:
         return nid
 
     def _clean_changes(self, changes: dict) -> dict:
-        dims = self._model_dims()
         clean = {}
         for k, v in changes.items():
             if k in JSON_COLUMNS:
                 v = encode_json(v, k)
             elif k == "embedding" and v is not None:
                 model = changes.get("embedding_model")
-                v = embedding_blob(v, dims.get(model) if model else None)
+                v = embedding_blob(v, self.model_dim(model) if model else None)
             elif k in ("event_time", "created_at", "valid_until", "last_accessed"):
                 try:
                     v = to_epoch(v)
