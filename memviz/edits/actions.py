@@ -313,13 +313,20 @@ class Correct(Action):
 
 def embed_for_store(store, text: str, embedder: Embedder | None = None):
     """(vector, model, warning): the text embedded by the store's main model, or (None, None,
-    why) when that model cannot be used here; never a vector of another model."""
-    model, dim = store.main_model()
+    why) when that model cannot be used here; never a vector of another model.
+
+    With an `embedder` at hand (the app keeps one per store) only a cheap check runs; without,
+    the store's main model is looked up, which reads every row."""
     try:
-        emb = embedder or embedder_for(model, dim)
-        if model is not None and (emb.model != model or emb.dim != dim):
-            raise EmbedderUnavailable(f"the embedder at hand makes {emb.model} {emb.dim}-d vectors, "
-                                      f"but this store uses {model} {dim}-d")
+        if embedder is not None:
+            if store.model_dim(embedder.model) != embedder.dim:
+                model, dim = store.main_model()
+                if model is not None:
+                    raise EmbedderUnavailable(f"the embedder at hand makes {embedder.model} {embedder.dim}-d vectors, "
+                                              f"but this store uses {model} {dim}-d")
+            emb = embedder
+        else:
+            emb = embedder_for(*store.main_model())
         vec = emb.embed_one(text)
     except (EmbedderUnavailable, EmbeddingError) as e:
         return None, None, (f"The corrected memory has no embedding yet ({e}); it is marked as needing one "
