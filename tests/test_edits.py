@@ -1,4 +1,6 @@
 """Every edit action with its undo and redo, headless, on a real store embedded by the local model."""
+import os
+
 import numpy as np
 import pytest
 
@@ -327,3 +329,22 @@ def test_state_guards(filled):
     with pytest.raises(ValidationError, match="empty"):
         Correct("m0", "   ")
     assert shown(filled.get("m0"))["protected"] is True and "access_count" not in shown(filled.get("m0"))
+
+
+def test_edits_keep_a_foreign_journal_mode(tmp_path):
+    """An agent's file in rollback-journal mode stays so: memviz never switches it to WAL."""
+    path = str(tmp_path / "agent.db")
+    ms.create(path).close()
+    raw = connect(path)
+    raw.execute("PRAGMA journal_mode=DELETE")
+    raw.execute("INSERT INTO memories(id, kind, content, event_time, created_at) VALUES ('j1', 'fact', 'journal', 1, 1)")
+    raw.close()
+    with ms.open(path) as s:
+        h = History(s)
+        h.perform(Confirm("j1"))
+        h.perform(Correct("j1", "journal mode stays delete"))
+        h.undo()
+        h.redo()
+        assert s.conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+        assert consistency_problems(s) == []
+    assert not os.path.exists(path + "-wal")

@@ -4,6 +4,13 @@ Steps are written in the order the user asked for them. A step the agent's write
 up stays queued (see pending.py) and later steps queue behind it, so nothing is reordered or
 lost. A step refused for a reason that waiting cannot cure (a conflict, a retired row, a
 read-only store) leaves the queue and is raised to the caller with the action attached.
+
+How the window drives it, with no logic of its own: Ctrl+Z / Ctrl+Shift+Z call undo()/redo();
+the actions' enabled state and texts come from can_undo/undo_text, refreshed by `listeners`;
+EditKept becomes "the agent is busy; your edit is kept, retry?" answered by retry() or
+discard_pending(); ConflictError shows `expected` (as shown) beside `current` and, if the user
+keeps the edit, performs `error.action.retarget(current_row)`; Outcome.ids says what to
+refresh and select. One History per open store, used from one thread.
 """
 from __future__ import annotations
 
