@@ -16,6 +16,7 @@ COMMANDS = (
     "memviz.commands.stats",
     "memviz.commands.create",
     "memviz.commands.import_",
+    "memviz.commands.edit",
 )
 
 #: errors whose message is meant for the user (anything else is a bug and keeps its traceback)
