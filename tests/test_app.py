@@ -27,6 +27,7 @@ def store_file(tmp_path_factory):
 
 def make_window(qtbot, tmp_path, name="settings.ini"):
     win = MainWindow(QSettings(str(tmp_path / name), QSettings.IniFormat))
+    win.map.auto_umap = False  # UMAP has its own test (test_app_layout.py)
     qtbot.addWidget(win)
     win.resize(1300, 850)
     win.show()

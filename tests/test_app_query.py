@@ -50,13 +50,20 @@ def shown_ids(win):
 
 def run(qtbot, win, text):
     win.query.text.setText(text)
-    with qtbot.waitSignal(win.query.ranked, timeout=20000):
-        win.query.run_query()
+    win.query.run_query()
+    settled(qtbot, win)
+
+
+def settled(qtbot, win):
+    """Wait until the ranking on screen was made with the panel's current setting."""
+    q = win.query
+    qtbot.waitUntil(lambda: q.shown_params == q.params() and not q._score_timer.isActive()
+                    and not win.workers.running("score") and not win.workers.running("query"), timeout=20000)
 
 
 def moved(qtbot, win, **weights):
-    with qtbot.waitSignal(win.query.ranked, timeout=20000):
-        win.query.set_weights(**weights)
+    win.query.set_weights(**weights)
+    settled(qtbot, win)
 
 
 def test_slider_changes_ranking_as_the_engine_says(qtbot, win, engine):
@@ -96,8 +103,8 @@ def test_dragging_the_slider_ends_on_the_last_setting(qtbot, win, engine):
     run(qtbot, win, "dog")
     for pos in range(0, q.alpha.slider.maximum(), 25):  # a drag: many values, faster than the engine
         q.alpha.slider.setValue(pos)
-    qtbot.waitUntil(lambda: not win.workers.running("score") and not q._score_timer.isActive(), timeout=20000)
-    qtbot.wait(50)
+        qtbot.wait(1)
+    settled(qtbot, win)
     engine.set_query("dog")
     assert q.params().alpha == pytest.approx(q.alpha.value())
     assert shown_ids(win) == list(engine.score(q.params()).ids)
@@ -114,8 +121,8 @@ def test_stacked_bar_components_sum_to_score(qtbot, win):
 
 def test_query_by_selected_memory_and_map_marker(qtbot, win, engine):
     win.state.select_ids(["ep08"])
-    with qtbot.waitSignal(win.query.ranked, timeout=20000):
-        win.query.like_button.click()
+    win.query.like_button.click()
+    settled(qtbot, win)
     engine.set_query(like="ep08")
     assert shown_ids(win) == list(engine.score(win.query.params()).ids)
     res = win.query.results.result
@@ -131,8 +138,8 @@ def test_time_filter_reaches_the_query(qtbot, win, engine):
     run(qtbot, win, "Alice")
     a = win.state.data.arrays
     lo, hi = float(np.min(a.event_time)), float(np.median(a.event_time))
-    with qtbot.waitSignal(win.query.ranked, timeout=20000):
-        win.state.set_time_range((lo, hi))
+    win.state.set_time_range((lo, hi))
+    settled(qtbot, win)
     assert win.query.params().time_range == (lo, hi)
     engine.set_query("Alice")
     assert shown_ids(win) == list(engine.score(win.query.params()).ids)

@@ -65,33 +65,31 @@ def build_graph(data: StoreData) -> Graph:
 
 
 def _from_layout(gl, data: StoreData) -> Graph | None:
-    """Adapt memviz.layout's GraphLayout (x, y, level, edges, broken) to the panel's Graph."""
+    """Adapt memviz.layout's GraphLayout (x, y, level aligned to the arrays' rows; edges as
+    [lower, upper] rows with edge_kind; broken as (row, missing id, kind)) to the panel's Graph."""
     try:
-        x, y, level = np.asarray(gl.x, float), np.asarray(gl.y, float), np.asarray(gl.level)
-        rows = np.asarray(getattr(gl, "rows", np.flatnonzero(np.isfinite(x))), np.int64)
-        if len(x) == data.n:  # aligned to the arrays: keep the linked rows only
-            x, y, level = x[rows], y[rows], level[rows]
-        node = {int(r): i for i, r in enumerate(rows)}
-        src, sup = [], []
-        for e in gl.edges:
-            a, b, kind = (e[0], e[1], e[2] if len(e) > 2 else "source")
-            a, b = node.get(int(a)), node.get(int(b))
-            if a is not None and b is not None:
-                (sup if str(kind).startswith("supersede") else src).append((a, b))
-        rows_l, xs, ys, lv = list(rows), list(x), list(y), list(level)
+        level = np.asarray(gl.level)
+        rows = np.flatnonzero(level >= 0).astype(np.int64)
+        node = np.full(len(level), -1, np.int64)
+        node[rows] = np.arange(len(rows))
+        x, y, lv = list(np.asarray(gl.x, float)[rows]), list(np.asarray(gl.y, float)[rows]), list(level[rows])
+        edges = np.asarray(gl.edges, np.int64).reshape(-1, 2)
+        kind = np.asarray(getattr(gl, "edge_kind", np.zeros(len(edges))), np.int64)
+        pairs = np.c_[node[edges[:, 1]], node[edges[:, 0]]]  # (upper, lower): (derived, source) / (new, old)
+        ok = (pairs >= 0).all(axis=1)
+        src, sup = pairs[ok & (kind == 0)], pairs[ok & (kind != 0)]
+        rows_l = list(rows)
         broken, missing = [], {}
-        for e in gl.broken:
-            frm, mid = e[0], e[1]
-            i = node.get(int(frm))
-            if i is None:
+        for k, (frm, mid, _what) in enumerate(gl.broken):
+            i = int(node[int(frm)])
+            if i < 0:
                 continue
             j = len(rows_l)
-            rows_l.append(-1), xs.append(xs[i]), ys.append(ys[i] - 0.5), lv.append(lv[i])
+            rows_l.append(-1), x.append(x[i] + 0.15 * (k % 3 - 1)), y.append(y[i] - 0.5), lv.append(lv[i])
             broken.append((i, j))
             missing[j] = str(mid)
-        return Graph(np.array(rows_l, np.int64), np.array(xs), np.array(ys), np.array(lv),
-                     np.array(src, np.int64).reshape(-1, 2), np.array(sup, np.int64).reshape(-1, 2),
-                     np.array(broken, np.int64).reshape(-1, 2), missing)
+        return Graph(np.array(rows_l, np.int64), np.array(x, float), np.array(y, float), np.array(lv, np.int64),
+                     src, sup, np.array(broken, np.int64).reshape(-1, 2), missing)
     except (AttributeError, TypeError, ValueError, IndexError):
         return None
 

@@ -32,7 +32,7 @@ def pca_coords(embedding: np.ndarray) -> np.ndarray:
     except ImportError:
         pca_2d = None
     if pca_2d is not None:
-        return np.asarray(pca_2d(embedding), np.float32)
+        return np.asarray(pca_2d(embedding, np.ones(len(embedding), bool)), np.float32)
     x = np.asarray(embedding, np.float32)
     if len(x) < 2:
         return np.zeros((len(x), 2), np.float32)
@@ -46,12 +46,12 @@ def pca_coords(embedding: np.ndarray) -> np.ndarray:
 
 
 def layout_api():
-    """memviz.layout's (LayoutCache, UmapJob), or None while that package is not there."""
+    """The memviz.layout module (LayoutCache, UmapJob, umap_params, warm_up), or None without it."""
     try:
-        from memviz.layout import LayoutCache, UmapJob  # noqa: PLC0415
+        import memviz.layout as layout  # noqa: PLC0415
     except ImportError:
         return None
-    return LayoutCache, UmapJob
+    return layout if hasattr(layout, "UmapJob") else None
 
 
 class MapPanel(ScatterPanel):
@@ -126,7 +126,10 @@ class MapPanel(ScatterPanel):
             coords[has] = pca_coords(a.embedding if has.all() else a.embedding[has])  # no 100 MB copy
         self._set_coords(coords, "PCA")
         api = layout_api()
-        self.umap_button.setEnabled(api is not None and int(a.has_embedding.sum()) >= UMAP_MIN_POINTS)
+        n_emb = int(a.has_embedding.sum())
+        self.umap_button.setEnabled(api is not None and n_emb >= UMAP_MIN_POINTS)
+        if api is not None and n_emb >= UMAP_MIN_POINTS:
+            api.warm_up(n_emb)  # start the worker process compiling now, not when UMAP is asked for
         self.umap_button.setToolTip("Compute a UMAP layout in the background" if api
                                     else "UMAP needs the memviz.layout package")
         if self.auto_umap and self.umap_button.isEnabled():
@@ -143,29 +146,38 @@ class MapPanel(ScatterPanel):
         if api is None:
             return None
         try:
-            got = api[0](data.store).get("umap", data.arrays, None)
+            got = api.LayoutCache(data.store).get("umap", data.arrays, api.umap_params())
         except Exception:  # noqa: BLE001 - a bad cache is recomputed, never fatal
             return None
         return None if got is None else np.asarray(got, np.float32)
 
     def start_umap(self) -> None:
+        """UMAP in memviz.layout's warm worker process (numba never compiles in this process);
+        the GUI keeps the PCA map until the result arrives, then swaps it in and caches it."""
         data, api = self.state.data, layout_api()
         if data is None or api is None:
             return
-        _cache, umap_job = api
-        store, arrays = data.store, data.arrays
+        arrays = data.arrays
 
         def run(ticket):
-            job = umap_job(store, arrays, progress=lambda f, text="": ticket.progress(f, text or "UMAP"))
+            job = api.UmapJob(arrays, None, on_progress=lambda stage, f: ticket.progress(f, f"UMAP {stage}"))
             ticket.cancel_hook = job.cancel
-            t = time.perf_counter()
-            coords = job.run()
-            return np.asarray(coords, np.float32), time.perf_counter() - t
+            job.start()
+            while not job.wait(0.2):
+                ticket.check()
+            ticket.check()
+            return job.result(), job.elapsed or 0.0, job.cache_params()
 
         def done(result):
-            coords, secs = result
-            if self.state.data is data:
-                self._set_coords(coords, f"UMAP ({secs:.1f} s)")
+            coords, secs, params = result
+            if self.state.data is not data:
+                return
+            try:  # the cache is written here, on the thread that owns the store
+                if not data.store.read_only:
+                    api.LayoutCache(data.store).put("umap", arrays, params, coords)
+            except Exception as e:  # noqa: BLE001 - an unwritable cache only costs a recompute next time
+                self.method_label.setToolTip(f"UMAP not cached: {e}")
+            self._set_coords(np.asarray(coords, np.float32), f"UMAP ({secs:.1f} s)")
         self.umap_button.setEnabled(False)
         self.workers.submit("umap", run, on_done=done, on_error=self._umap_failed)
 

@@ -206,7 +206,8 @@ class WeightControl(QWidget):
 
 
 class QueryPanel(QWidget):
-    """ranked(result, seconds): a new ranking is shown (benchmarks and tests wait on it)."""
+    """ranked(result, seconds): a new ranking is shown (benchmarks and tests wait on it);
+    `shown_params` is the setting it was made with."""
 
     context_requested = Signal(list, QPoint)
     ranked = Signal(object, float)
@@ -219,6 +220,7 @@ class QueryPanel(QWidget):
         self.engine_for: StoreData | None = None
         self.query_key = None           # what the engine's cached query is (text / like id)
         self._prev_ranks: dict[str, int] | None = None
+        self.shown_params = None        # the Params of the ranking on screen
         self._loading = False
         self._submitted_at = 0.0
 
@@ -438,6 +440,7 @@ class QueryPanel(QWidget):
         if data is None or self.api is None:
             return
         self._text_timer.stop()
+        self._score_timer.stop()  # this job scores the current setting itself
         params = self.params()
         self._submitted_at = time.perf_counter()
 
@@ -489,6 +492,7 @@ class QueryPanel(QWidget):
         previous = self._prev_ranks  # ranks under the previous setting (None after a new query)
         self.results.set_result(result, data, previous)
         self._prev_ranks = {m: i for i, m in enumerate(result.ids, 1)}
+        self.shown_params = params
         self.legend.setText(f"{len(result.ids)} of {result.candidates:,} candidates · bar colours: "
                             + ", ".join(self.results.components))
         self.state.set_result(result, vec if vec is not None else self.state.query_vector)

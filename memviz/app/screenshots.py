@@ -1,0 +1,88 @@
+"""Screenshots of the real window: `python -m memviz.app.screenshots DB OUTDIR [--size WxH ...]`.
+
+Opens DB read-only in a MainWindow with fresh settings, runs a query (when the retrieval
+engine is there), selects a reflection so the graph shows a neighbourhood, waits for the
+background work (store load, graph, UMAP) and saves the whole window and each panel as
+PNG (`window-WxH.png`, `timeline.png`, ...). Run under Xvfb (`xvfb-run -a python -m ...`)
+for real window decorations and fonts, or with QT_QPA_PLATFORM=offscreen.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m memviz.app.screenshots")
+    ap.add_argument("db")
+    ap.add_argument("outdir")
+    ap.add_argument("--size", action="append", default=None, help="window size WxH (repeatable)")
+    ap.add_argument("--query", default="What does the user like to eat?")
+    ap.add_argument("--select", default=None, help="id to select (default: the deepest reflection)")
+    ap.add_argument("--umap-wait", type=float, default=90.0, help="seconds to wait for UMAP")
+    args = ap.parse_args(argv)
+    sizes = [tuple(int(v) for v in s.lower().split("x")) for s in (args.size or ["1500x950"])]
+    os.makedirs(args.outdir, exist_ok=True)
+
+    from PySide6.QtCore import QSettings  # noqa: PLC0415
+
+    from .main import make_app  # noqa: PLC0415
+    app = make_app()
+    from .window import MainWindow  # noqa: PLC0415
+
+    def wait(cond, timeout=60.0):
+        end = time.perf_counter() + timeout
+        while not cond() and time.perf_counter() < end:
+            app.processEvents()
+            time.sleep(0.01)
+        return cond()
+
+    settings = QSettings(os.path.join(tempfile.mkdtemp(), "shots.ini"), QSettings.IniFormat)
+    win = MainWindow(settings)
+    win.resize(*sizes[0])
+    win.show()
+    opened = []
+    win.opened.connect(opened.append)
+    win.open_failed.connect(lambda p, m: opened.append(None))
+    win.open_path(args.db, read_only=True)
+    if not wait(lambda: opened, 120) or opened[0] is None:
+        print("could not open", args.db, file=sys.stderr)
+        return 2
+    wait(lambda: win.graph.graph is not None, 60)
+    if not win.map.method.startswith("UMAP") and win.map.umap_button.isEnabled() is False and \
+            win.workers.running("umap"):
+        wait(lambda: win.map.method.startswith("UMAP"), args.umap_wait)
+    data = win.state.data
+    target = args.select
+    if target is None and win.graph.graph is not None and win.graph.graph.n:
+        g = win.graph.graph
+        real = g.rows >= 0
+        if real.any():
+            target = data.arrays.ids[g.rows[real][int(g.level[real].argmax())]]
+    if win.query.api is not None and args.query:
+        win.query.text.setText(args.query)
+        got = []
+        win.query.ranked.connect(lambda r, s: got.append(r))
+        win.query.run_query()
+        wait(lambda: got, 60)
+        win.map.color_by.setCurrentText("score")
+    if target:
+        win.state.select_ids([target])
+    for w, h in sizes:
+        win.resize(w, h)
+        win.reset_layout()
+        wait(lambda: False, 0.6)
+        win.grab().save(os.path.join(args.outdir, f"window-{w}x{h}.png"))
+    for name, panel in win.panels.items():
+        dock = win.docks[name]
+        dock.grab().save(os.path.join(args.outdir, f"{name}.png"))
+    print("saved to", args.outdir, "| map:", win.map.method, "| selected:", target)
+    win.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

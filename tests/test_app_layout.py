@@ -1,0 +1,57 @@
+"""The map with memviz.layout: UMAP computed in the background, swapped in, cached for reopen."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+pytest.importorskip("memviz.layout")
+
+from PySide6.QtCore import QSettings  # noqa: E402
+from test_app_support import build_store  # noqa: E402
+
+from memviz.app.window import MainWindow  # noqa: E402
+
+
+def open_window(qtbot, tmp_path, path, auto_umap):
+    w = MainWindow(QSettings(str(tmp_path / "s.ini"), QSettings.IniFormat))
+    w.map.auto_umap = auto_umap
+    qtbot.addWidget(w)
+    w.show()
+    with qtbot.waitSignal(w.opened, timeout=30000):
+        w.open_path(str(path))
+    return w
+
+
+@pytest.mark.slow
+def test_umap_swapped_in_then_cached(qtbot, tmp_path):
+    path = tmp_path / "mem.db"
+    build_store(path).close()
+    w = open_window(qtbot, tmp_path, path, auto_umap=False)
+    assert w.map.method == "PCA"
+    pca = w.map.coords.copy()
+    seen = []
+    w.workers.activity.connect(lambda name, f, text: seen.append((name, f)) if name == "umap" else None)
+    w.map.start_umap()
+    qtbot.waitUntil(lambda: w.map.method.startswith("UMAP"), timeout=600000)
+    assert seen and any(f >= 0 for _, f in seen)  # progress reached the status bar
+    umap = w.map.coords.copy()
+    has = w.state.data.arrays.has_embedding
+    assert np.isfinite(umap[has]).all() and not np.allclose(umap[has], pca[has])
+    assert len(w.map.rows) == int(has.sum())
+    w.close()
+    w2 = open_window(qtbot, tmp_path, path, auto_umap=True)
+    assert w2.map.method == "UMAP (cached)"
+    np.testing.assert_allclose(w2.map.coords[has], umap[has], rtol=1e-5)
+    assert not w2.workers.running("umap")
+
+
+def test_umap_cancel_keeps_pca(qtbot, tmp_path):
+    path = tmp_path / "mem.db"
+    build_store(path).close()
+    w = open_window(qtbot, tmp_path, path, auto_umap=False)
+    w.map.start_umap()
+    assert w.workers.running("umap") and w.cancel_button.isVisible() is not None
+    w.workers.cancel("umap")
+    qtbot.wait(300)
+    assert w.map.method == "PCA" and not w.workers.running("umap")
