@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QColor, QPen
 from PySide6.QtWidgets import QCheckBox, QGraphicsRectItem, QLabel, QSizePolicy, QToolButton
 
@@ -212,6 +212,8 @@ class GraphPanel(ScatterPanel):
         self.plot.addItem(self.hot_fade, ignoreBounds=True)
         self.vb.sigRangeChanged.connect(lambda *a: self.hot_fade.isVisible() and self.hot_fade.setRect(self.vb.viewRect()))
         self._shown = np.zeros(0, bool)
+        self._relabel = QTimer(self, singleShot=True, interval=120, timeout=self._draw_hot)
+        self.vb.sigRangeChanged.connect(lambda *a: self._relabel.start())
         self.graph: Graph | None = None
         self.hot: set[int] = set()
         self.focus.toggled.connect(lambda _on: self.redraw(fit=True))
@@ -347,26 +349,41 @@ class GraphPanel(ScatterPanel):
         self._draw_labels(g, data, np.flatnonzero(self._shown))
 
     def _draw_labels(self, g: Graph, data: StoreData, shown: np.ndarray) -> None:
-        """Short labels where they fit: per level at most as many as the width allows (alternating
-        above and below), preferring the selection's neighbourhood; hover shows the full text."""
-        per_level = max(1, int(2 * max(self.plot.width(), 200) / 130))
+        """Short labels only where they do not collide: per level, the selection first, then its
+        neighbourhood, then the rest, each placed above or below its node if that stretch of the
+        row is still free (hover shows any node's full text)."""
+        if not len(shown):
+            return
+        pw = self.vb.viewPixelSize()[0] or 1.0
+        (x0, x1), (y0, y1) = self.vb.viewRange()
+        visible = shown[(g.x[shown] >= x0) & (g.x[shown] <= x1) & (g.y[shown] >= y0) & (g.y[shown] <= y1)]
+        if len(visible) > 400:  # zoomed far out: only the selection and its neighbourhood compete
+            visible = np.array([i for i in visible if i in self.hot], np.int64)
+        selected = set(self.point_of_rows_graph(self.state.selection).tolist()) if self.graph is not None else set()
+        prio = np.array([0 if i in selected else 1 if i in self.hot else 2 for i in visible])
+        taken: dict[tuple, list] = {}
         k = 0
-        for L in np.unique(g.y[shown]):
-            at = shown[g.y[shown] == L]
-            if len(at) > per_level and self.hot:
-                at = np.array([i for i in at if i in self.hot], np.int64)
-            if len(at) > per_level or len(at) == 0:
+        for i in visible[np.lexsort((g.x[visible], prio))]:
+            r = g.rows[i]
+            text = ("missing: " + g.missing_ids.get(int(i), "?")) if r < 0 else data.previews[r]
+            text = text if len(text) <= 22 else text[:21] + "…"
+            half = (len(text) * 3.6 + 6) * pw  # half the label's width in view units (about 7 px a character)
+            lo, hi = g.x[i] - half, g.x[i] + half
+            for side in ("above", "below"):
+                row = taken.setdefault((float(g.y[i]), side), [])
+                if all(hi < a or lo > b for a, b in row):
+                    row.append((lo, hi))
+                    break
+            else:
                 continue
-            at = at[np.argsort(g.x[at])]
-            for j, i in enumerate(at):
-                r = g.rows[i]
-                text = ("missing: " + g.missing_ids.get(int(i), "?")) if r < 0 else data.previews[r]
-                t = self._label(k)
-                k += 1
-                t.setText(text if len(text) <= 22 else text[:21] + "…", color=(70, 70, 70) if r >= 0 else style.BROKEN)
-                t.setAnchor((0.5, 1.3) if j % 2 else (0.5, -0.3))
-                t.setPos(g.x[i], g.y[i])
-                t.show()
+            t = self._label(k)
+            k += 1
+            t.setText(text, color=(70, 70, 70) if r >= 0 else style.BROKEN)
+            t.setAnchor((0.5, -0.3) if side == "above" else (0.5, 1.3))
+            t.setPos(g.x[i], g.y[i])
+            t.show()
+            if k >= 120:
+                break
 
     def _label(self, k: int) -> pg.TextItem:
         while len(self.labels) <= k:

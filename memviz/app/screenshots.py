@@ -71,14 +71,14 @@ def main(argv=None) -> int:
         win.map.color_by.setCurrentText("score")
     if target:
         win.state.select_ids([target])
-    for w, h in sizes:
+    for k, (w, h) in enumerate(sizes):
         win.resize(w, h)
         win.reset_layout()
-        wait(lambda: False, 0.6)
+        wait(lambda: False, 0.8)
         win.grab().save(os.path.join(args.outdir, f"window-{w}x{h}.png"))
-    for name, panel in win.panels.items():
-        dock = win.docks[name]
-        dock.grab().save(os.path.join(args.outdir, f"{name}.png"))
+        if k == 0:  # each panel as laid out in the first (main) size
+            for name in win.panels:
+                win.docks[name].grab().save(os.path.join(args.outdir, f"{name}.png"))
     print("saved to", args.outdir, "| map:", win.map.method, "| selected:", target)
     win.close()
     return 0

@@ -102,7 +102,7 @@ class MainWindow(QMainWindow):
         h, w = max(self.height(), 600), max(self.width(), 800)
         self.resizeDocks([d["timeline"], d["map"], d["table"]], [int(h * .22), int(h * .45), int(h * .25)], Qt.Vertical)
         self.resizeDocks([d["map"], d["graph"], d["query"]], [int(w * .34), int(w * .30), int(w * .36)], Qt.Horizontal)
-        self.resizeDocks([d["query"], d["detail"]], [int(h * .55), int(h * .45)], Qt.Vertical)
+        self.resizeDocks([d["query"], d["detail"]], [int(h * .6), int(h * .4)], Qt.Vertical)
 
     def reset_layout(self) -> None:
         for dock in self.docks.values():
