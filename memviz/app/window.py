@@ -102,7 +102,8 @@ class MainWindow(QMainWindow):
         h, w = max(self.height(), 600), max(self.width(), 800)
         self.resizeDocks([d["timeline"], d["map"], d["table"]], [int(h * .22), int(h * .45), int(h * .25)], Qt.Vertical)
         self.resizeDocks([d["map"], d["graph"], d["query"]], [int(w * .34), int(w * .30), int(w * .36)], Qt.Horizontal)
-        self.resizeDocks([d["query"], d["detail"]], [int(h * .6), int(h * .4)], Qt.Vertical)
+        share = .66 if h < 850 else .6  # a short window keeps room for the results list
+        self.resizeDocks([d["query"], d["detail"]], [int(h * share), int(h * (1 - share))], Qt.Vertical)
 
     def reset_layout(self) -> None:
         for dock in self.docks.values():
