@@ -3,7 +3,7 @@
 Opens DB read-only in a MainWindow with fresh settings, runs a query (when the retrieval
 engine is there), selects a reflection so the graph shows a neighbourhood, waits for the
 background work (store load, graph, UMAP) and saves the whole window and each panel as
-PNG (`window-WxH.png`, `timeline.png`, ...). Run under Xvfb (`xvfb-run -a python -m ...`)
+PNG (`window.png` at the first size, `window-WxH.png` at the others, `panel-timeline.png`, ...). Run under Xvfb (`xvfb-run -a python -m ...`)
 for real window decorations and fonts, or with QT_QPA_PLATFORM=offscreen.
 """
 from __future__ import annotations
@@ -75,10 +75,10 @@ def main(argv=None) -> int:
         win.resize(w, h)
         win.reset_layout()
         wait(lambda: False, 0.8)
-        win.grab().save(os.path.join(args.outdir, f"window-{w}x{h}.png"))
+        win.grab().save(os.path.join(args.outdir, "window.png" if k == 0 else f"window-{w}x{h}.png"))
         if k == 0:  # each panel as laid out in the first (main) size
             for name in win.panels:
-                win.docks[name].grab().save(os.path.join(args.outdir, f"{name}.png"))
+                win.docks[name].grab().save(os.path.join(args.outdir, f"panel-{name}.png"))
     print("saved to", args.outdir, "| map:", win.map.method, "| selected:", target)
     win.close()
     return 0
