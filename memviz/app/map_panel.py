@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QTimer, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QButtonGroup, QComboBox, QLabel, QSizePolicy, QToolButton
 
@@ -99,6 +99,8 @@ class MapPanel(ScatterPanel):
         self.legend = pg.LegendItem(offset=(10, 10), labelTextColor=(40, 40, 40), brush=pg.mkBrush(255, 255, 255, 200))
         self.legend.setParentItem(self.vb)
         self.coords: np.ndarray | None = None   # (n, 2) for every row; NaN where not embedded
+        self._qpos = (None, None)               # (query/coords identity, marker position)
+        self._result_timer = QTimer(self, singleShot=True, interval=80, timeout=self._apply_result)
         self.method = ""
         self.auto_umap = True
         self.color_by.currentIndexChanged.connect(lambda: self.redraw())
@@ -240,6 +242,12 @@ class MapPanel(ScatterPanel):
         return codes, brushes
 
     def _on_result(self, result) -> None:
+        # While a slider moves the results table repaints first; the map (a 100k-point repaint)
+        # follows at most ~12 times a second.
+        if not self._result_timer.isActive():
+            self._result_timer.start()
+
+    def _apply_result(self) -> None:
         if self.color_by.currentText() == "score":
             self.redraw()
         else:
@@ -269,11 +277,18 @@ class MapPanel(ScatterPanel):
         if data is None or self.coords is None:
             return None
         a = data.arrays
-        ok = np.flatnonzero(a.has_embedding & np.isfinite(self.coords[:, 0]))
-        if q is not None and len(ok) and np.shape(q)[-1] == a.dim:
-            sims = a.embedding[ok] @ np.asarray(q, np.float32)
-            near = ok[np.argsort(-sims)[:5]]
-            w = np.clip(a.embedding[near] @ np.asarray(q, np.float32), 1e-3, None)
+        if q is not None and np.shape(q)[-1] == a.dim:
+            key = (q, self.coords, a)  # held, so identity cannot be reused by a new object
+            if self._qpos[0] is not None and all(x is y for x, y in zip(self._qpos[0], key)):
+                return self._qpos[1]  # a slider moved: same query, same place (no 100k-row pass)
+            sims = a.embedding @ np.asarray(q, np.float32)   # no copy of the matrix
+            sims[~(a.has_embedding & np.isfinite(self.coords[:, 0]))] = -np.inf
+            near = np.argpartition(-sims, min(4, len(sims) - 1))[:5]
+            near = near[np.isfinite(sims[near])]
+            w = np.clip(sims[near], 1e-3, None)
+            at = (self.coords[near] * w[:, None]).sum(axis=0) / w.sum() if len(near) else None
+            self._qpos = (key, at)
+            return at
         else:  # FTS-only query: the centre of the top results
             rows = np.asarray(self.state.result.rows[:5], np.int64) if self.state.result is not None else []
             near = np.array([r for r in rows if np.isfinite(self.coords[r, 0])], np.int64)
