@@ -15,6 +15,7 @@ from .store.errors import StoreError
 COMMANDS = (
     "memviz.commands.stats",
     "memviz.commands.create",
+    "memviz.commands.query",
 )
 
 #: errors whose message is meant for the user (anything else is a bug and keeps its traceback)
