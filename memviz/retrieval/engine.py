@@ -54,6 +54,11 @@ class Engine:
 
     Recency is measured from `params.as_of` when given, else from `now` (fixed at construction
     when passed), else from the moment of the last `set_query` call.
+
+    An Engine is a snapshot of the arrays it was given: after the store changes, build a new one.
+    Generative Agents: with `params.agent_weights` (default) the per-agent recency_w, relevance_w,
+    importance_w and recency_decay of memviz_meta "ga_weights" apply, so an agent's stored
+    recency_decay wins over `params.decay`; set agent_weights=False to use the parameters alone.
     """
 
     def __init__(self, store, arrays=None, *, embedder=None, now: float | None = None):
@@ -341,10 +346,14 @@ class Engine:
         kth = np.partition(s, m - k)[m - k]
         fmax = float(np.abs(f).max()) if f is not None else 1.0
         # bound on how far a float32 cosine can move a score, plus float64 rounding of the sums
-        err = abs(params.alpha) * rq["maxw"] * rq["scale"] * self._delta * fmax
-        maxP = dict(st["maxP"], relevance=rq["maxP"])
-        err += 8 * _EPS * fmax * sum(abs(W[c]) * maxP[c] for c in order)
-        region = np.flatnonzero(s >= kth - 2 * err)
+        rel_err = abs(params.alpha) * rq["maxw"] * rq["scale"] * self._delta * fmax
+        if rel_err == 0:
+            # relevance cannot move any score (weight 0, or all cosines equal): the fast pass is exact
+            region = np.sort(_topk(s, k))
+        else:
+            maxP = dict(st["maxP"], relevance=rq["maxP"])
+            err = rel_err + 8 * _EPS * fmax * sum(abs(W[c]) * maxP[c] for c in order)
+            region = np.flatnonzero(s >= kth - 2 * err)
 
         # exact pass over the memories that can reach the top k
         rows = cs.idx[region]
