@@ -23,10 +23,22 @@ def relevance_error_bound(dim: int) -> float:
 
 def fast_relevance(embedding: np.ndarray, query: np.ndarray) -> np.ndarray:
     """Cosine of every row with the query (rows are unit vectors, zero where a memory has no
-    vector of the store's model): one float32 pass over the matrix, returned as float64.
-    numpy's own einsum loop, not BLAS: one thread (multi-threaded sgemv stalls badly on a busy
-    machine) and the same arithmetic for every row."""
-    return np.einsum("ij,j->i", embedding, query).astype(np.float64)
+    vector of the store's model): one float32 matrix-vector product, returned as float64.
+    BLAS runs it on one thread: the pass is bound by memory bandwidth, and a multi-threaded
+    sgemv stalls badly when the cores are busy (the window's other work, other processes)."""
+    with _one_blas_thread():
+        return (embedding @ query).astype(np.float64)
+
+
+_controller = None
+
+
+def _one_blas_thread():
+    global _controller
+    if _controller is None:
+        from threadpoolctl import ThreadpoolController
+        _controller = ThreadpoolController()
+    return _controller.limit(limits=1, user_api="blas")
 
 
 def exact_relevance(embedding: np.ndarray, rows, query: np.ndarray) -> np.ndarray:

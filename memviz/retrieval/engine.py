@@ -38,8 +38,9 @@ _SUM_ORDER = {
 class _Candidates:
     """The rows one filter setting scores, in scoring order, with caches that depend only on them."""
 
-    def __init__(self, idx: np.ndarray):
+    def __init__(self, idx: np.ndarray, n: int):
         self.idx = idx
+        self.all_rows = len(idx) == n and (n == 0 or (idx[0] == 0 and bool(np.all(np.diff(idx) == 1))))
         self.cache: dict = {}
         self._bufs = None
 
@@ -183,7 +184,7 @@ class Engine:
                 idx = ga_order(self.arrays, self.meta(), np.flatnonzero(mask), params.as_of)
             else:
                 idx = np.flatnonzero(mask)
-            cs = self._cands[key] = _Candidates(idx)
+            cs = self._cands[key] = _Candidates(idx, len(self.arrays))
             if len(self._cands) > 16:
                 self._cands.popitem(last=False)
         else:
@@ -306,7 +307,7 @@ class Engine:
         q = self._qcache.get(key)
         if q is not None:
             return q
-        rel_c = self._relevance()[cs.idx]
+        rel_c = self._relevance() if cs.all_rows else self._relevance()[cs.idx]
         q = {"lo": None, "hi": None, "scale": 1.0}
         if params.preset == "generative-agents":
             d = self._delta
@@ -319,7 +320,7 @@ class Engine:
         else:
             rel_t = rel_c
         w = st["rowweight"]["relevance"]
-        q["P"] = w * rel_t
+        q["P"] = rel_t if isinstance(w, float) and w == 1.0 else w * rel_t   # 1.0 * x == x
         q["maxw"] = float(np.abs(w).max()) if isinstance(w, np.ndarray) else abs(w)
         q["maxP"] = float(np.abs(q["P"]).max())
         self._qcache[key] = q

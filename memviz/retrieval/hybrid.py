@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .components import exact_relevance
 
 
 def fts_rows(store, arrays, text: str) -> tuple[np.ndarray, np.ndarray]:
@@ -63,5 +62,3 @@ def vector_ranks(idx: np.ndarray, rel_fast: np.ndarray, has_vec: np.ndarray, exa
     rank[order] = np.arange(1, len(order) + 1)
     return rank
 
-
-__all__ = ["fts_rows", "fts_ranks", "vector_ranks", "exact_relevance"]
