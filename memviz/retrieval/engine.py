@@ -243,9 +243,19 @@ class Engine:
         st = {"rowweight": {"recency": 1.0, "relevance": 1.0, "importance": 1.0}, "extra": {}}
         imp_raw = a.importance[idx]
         if name == "generative-agents":
-            # new_retrieve: recency_decay ** i over the last-accessed order, then each component
-            # min-max normalised over the candidates (normalize_dict_floats, all equal -> 0.5);
-            # importance is the poignancy; per-persona scratch weights multiply each term.
+            # Generative Agents, retrieve.py new_retrieve, exactly:
+            # - candidates: events and thoughts (not chats) whose embedding_key lacks "idle"
+            #   (candidates.ga_rule; a memory without GA attributes counts unless it is dialogue);
+            # - ordered by last_accessed ascending, ties in store order = events newest first,
+            #   then thoughts newest first (candidates.ga_order, rebuilt from node_count);
+            # - recency of the i-th in that order (i from 1) = recency_decay ** i: a rank, not a
+            #   time (so the least recently accessed memory gets the highest recency, as in the code);
+            # - relevance = cosine; importance = poignancy;
+            # - each of the three min-max normalised to [0, 1] over the candidates, all equal -> 0.5;
+            # - score = recency_w·recency·0.5 + relevance_w·relevance·3 + importance_w·importance·2
+            #   (β, α, γ default to 0.5, 3, 2; the *_w are the persona's scratch weights, default 1);
+            # - top 30 by default, ties in candidate order (stable sort, like Python's sorted);
+            # - all in float64, the cosines exact where a near-tie could depend on float32 rounding.
             w = self._ga_row_weights(idx, params)
             decays = w.pop("recency_decay")
             rec_raw = C.ga_rank_recency(decays)
