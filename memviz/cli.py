@@ -17,6 +17,7 @@ COMMANDS = (
     "memviz.commands.create",
     "memviz.commands.import_",
     "memviz.commands.edit",
+    "memviz.commands.query",
 )
 
 #: errors whose message is meant for the user (anything else is a bug and keeps its traceback)

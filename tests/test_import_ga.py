@@ -15,20 +15,9 @@ from memviz.embed import LOCAL_MODEL, default_embedder
 from memviz.importers import ImportFailed, import_generative_agents
 from memviz.importers.generative_agents import ADA_MODEL
 
-def _find_real() -> Path:
-    """The real persona in ../shared/realdata/ (read in place, never copied into the project)."""
-    tail = Path("shared", "realdata", "generative_agents", "Isabella_Rodriguez")
-    if os.environ.get("MEMVIZ_REALDATA"):
-        return Path(os.environ["MEMVIZ_REALDATA"], *tail.parts[2:])
-    for parent in Path(__file__).resolve().parents:
-        if (parent / tail).is_dir():
-            return parent / tail
-    return Path("/nonexistent") / tail
+from tests.conftest import REAL_PERSONA as REAL, needs_real  # noqa: E402
 
-
-REAL = _find_real()
 REAL_NODES = REAL / "bootstrap_memory" / "associative_memory" / "nodes.json"
-needs_real = pytest.mark.skipif(not REAL_NODES.exists(), reason="the real GA persona is not on this machine")
 
 
 def tree_digest(folder) -> dict:
