@@ -111,7 +111,8 @@ def main(argv=None) -> int:
             win.close()
     win = last
     n = win.state.data.n
-    rows.append(("launch → interactive (store read, PCA map drawn)", n, median_ms(launch), "≤ 2000 wanted"))
+    rows.append((f"launch → interactive (store read, map drawn: {win.map.method})", n, median_ms(launch),
+                 "≤ 2000 wanted"))
 
     # --- selection propagation (select one memory: table, timeline, graph, map, detail follow)
     sel = []

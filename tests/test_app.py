@@ -300,3 +300,16 @@ def test_context_menu_hook(qtbot, win):
     menu = win.context_menu_for(win.state.selected_ids)
     assert seen == [["ep01"]] and "Soft-delete" in [a.text() for a in menu.actions()]
     assert win.undo_stack.count() == 0 and win.undo_action.shortcut().toString() == "Ctrl+Z"
+
+
+def test_hover_shows_plain_text_of_the_point(qtbot, win):
+    tl = win.timeline
+    target = row_of(win, "ep03")
+    i = int(np.flatnonzero(tl.rows == target)[0])
+    scene = tl.vb.mapViewToScene(QPointF(tl.x[i], tl.y[i]))
+    tl._mouse_moved((scene,))
+    assert tl.hover.isVisible()
+    assert "Alice booked a train to Porto" in tl.hover.textItem.toPlainText()
+    far = tl.vb.mapViewToScene(QPointF(tl.x[i], tl.y[i] + 0.45))
+    tl._mouse_moved((far,))
+    assert not tl.hover.isVisible() or tl.pick(far) is not None
