@@ -173,18 +173,24 @@ def main(argv=None) -> int:
         q.run_query()
         wait(lambda: got)
         rows.append(("first query (embed + all components)", n, median_ms([time.perf_counter() - t]), ""))
-        slider = []
+        slider, overlay = [], []
         for i in range(args.repeat):
             got.clear()
             t = time.perf_counter()
             q.alpha.slider.setValue((q.alpha.slider.value() + 37) % q.alpha.slider.maximum())
-            q._score_timer.stop()  # measure the work, not the debounce delay
+            q._score_timer.stop()  # measure the work, not the 20 ms debounce
             q.rescore()
             wait(lambda: got)
             q.view.viewport().repaint()
-            win.map.plot.viewport().repaint()
             slider.append(time.perf_counter() - t)
-        rows.append(("slider move → results table repainted", n, median_ms(slider), "≤ 50 wanted (+ map)"))
+            t = time.perf_counter()
+            win.map._result_timer.stop()
+            win.map._apply_result()
+            win.map.plot.viewport().repaint()
+            overlay.append(time.perf_counter() - t)
+            wait(lambda: False, 0.1)  # the throttled map update of a real drag happens here
+        rows.append(("slider move → results table repainted", n, median_ms(slider), "≤ 50 wanted"))
+        rows.append(("  then map top-k/marker update + repaint", n, median_ms(overlay), "throttled to ~12/s"))
     else:
         rows.append(("slider move → results table repainted", n, "n/a", "memviz.retrieval not installed"))
 
