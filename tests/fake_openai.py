@@ -107,8 +107,16 @@ class FakeOpenAI:
             def log_message(self, *args):  # keep test output clean
                 pass
 
+            def _refused(self) -> bool:
+                if fake.api_key and self.headers.get("Authorization") != f"Bearer {fake.api_key}":
+                    self._send(reply_error(401, "Incorrect API key provided"))
+                    return True
+                return False
+
             def do_GET(self):
                 fake._record(self, None)
+                if self._refused():
+                    return
                 if self.path.rstrip("/").endswith("/models"):
                     data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in fake.models]
                     return self._send(Reply(body={"object": "list", "data": data}))
@@ -122,8 +130,8 @@ class FakeOpenAI:
                 except ValueError:
                     return self._send(reply_error(400, "request body is not JSON"))
                 fake._record(self, body)
-                if fake.api_key and self.headers.get("Authorization") != f"Bearer {fake.api_key}":
-                    return self._send(reply_error(401, "Incorrect API key provided"))
+                if self._refused():
+                    return
                 if self.path.endswith("/chat/completions"):
                     fmt = (body.get("response_format") or {}).get("type")
                     if fmt in fake.reject_formats:
