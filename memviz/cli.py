@@ -15,6 +15,8 @@ from .store.errors import StoreError
 COMMANDS = (
     "memviz.commands.stats",
     "memviz.commands.create",
+    "memviz.commands.reflect",
+    "memviz.commands.consolidate",
 )
 
 #: errors whose message is meant for the user (anything else is a bug and keeps its traceback)

@@ -110,7 +110,7 @@ def plan_consolidation(store, *, agent: str | None = None, kinds=DECAY_KINDS, pr
     if agent is not None:
         scope &= a.agent == agent
     decays = scope & (np.isin(a.kind, list(kinds)) if kinds is not None else True)
-    plan.protected_skipped = int(np.count_nonzero(decays & a.protected))
+    would_decay_protected = decays & a.protected
     decays &= ~a.protected & (a.decay_rate > 0)
     anchor = np.where(np.isnan(a.last_accessed), a.created_at, a.last_accessed)
     d_now = np.maximum(now - anchor, 0.0) / _DAY
@@ -125,7 +125,7 @@ def plan_consolidation(store, *, agent: str | None = None, kinds=DECAY_KINDS, pr
                                     float(after[i]), None if np.isnan(prev_t[i]) else float(prev_t[i])))
     check(cancel)
     low = scope & (after < prune_below)
-    plan.protected_skipped += int(np.count_nonzero(low & a.protected & ~decays))
+    plan.protected_skipped = int(np.count_nonzero(would_decay_protected | (low & a.protected)))
     low &= ~a.protected
     idx = np.flatnonzero(low)
     contents = {r["id"]: r["content"] for r in store.get_many([a.ids[i] for i in idx])}

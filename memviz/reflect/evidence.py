@@ -18,8 +18,8 @@ _VEC_K_MAX = 4096  # sqlite-vec's limit for k
 
 def default_retriever(store, *, agent: str | None = None, params=None) -> Retriever:
     try:
-        import memviz.retrieval  # noqa: F401
-    except ImportError:  # the engine is not installed in this build: cosine kNN instead
+        from memviz.retrieval import Engine, preset_params  # noqa: F401
+    except ImportError:  # the engine is not in this build: cosine kNN instead
         return vector_retriever(store, agent=agent)
     return engine_retriever(store, agent=agent, params=params)
 

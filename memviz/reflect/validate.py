@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from .errors import BadOutput
 
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
+_MAX_REPLY = 500_000
+_MAX_STARTS = 200
 _REFUSAL = re.compile(r"^\s*(i'?m sorry|i am sorry|i can(no|')t|i cannot|i won'?t|as an ai)", re.IGNORECASE)
 
 
@@ -22,19 +24,23 @@ def extract_json(text):
     if text is None or not str(text).strip():
         raise BadOutput("The model's reply was empty.")
     text = str(text).strip()
+    if len(text) > _MAX_REPLY:
+        raise BadOutput(f"The model's reply is implausibly long ({len(text)} characters).")
     candidates = [text] + [m.group(1).strip() for m in _FENCE.finditer(text)]
     for c in candidates:
         try:
             value = json.loads(c)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(value, (dict, list)):
             return value
     decoder = json.JSONDecoder()
-    for m in re.finditer(r"[{\[]", text):
+    for n, m in enumerate(re.finditer(r"[{\[]", text)):
+        if n >= _MAX_STARTS:  # bounded work on hostile text
+            break
         try:
             value, _ = decoder.raw_decode(text, m.start())
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(value, (dict, list)):
             return value
