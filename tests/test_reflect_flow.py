@@ -3,7 +3,7 @@ OpenAI-compatible server over real HTTP, propose -> accept some / reject others 
 import threading
 
 import pytest
-from fake_openai import fake_openai, reply_error, reply_fn, reply_json, reply_text, slow  # noqa: F401
+from fake_openai import fake_openai, reply_error, reply_json, reply_text, slow  # noqa: F401
 
 import memviz.store as ms
 from memviz.embed import LOCAL_MODEL, default_embedder
@@ -242,3 +242,9 @@ def test_agent_choice_and_importance_status(mem, fake_openai):
                               created_at=st.since + 10)])
     assert importance_status(mem, "ann").accumulated == 9
     assert importance_status(mem, "bob").accumulated == sum(3 + i % 6 for i in range(len(ANN), len(ANN) + len(BOB)))
+
+
+def test_nothing_to_reflect_on(store, fake_openai):
+    with pytest.raises(ReflectError, match="no live memories"):
+        Reflector(store, llm_for(fake_openai)).propose()
+    assert fake_openai.chat_requests() == []

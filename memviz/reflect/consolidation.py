@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..store.records import decode_text
 from .cancel import CancelToken, check
 
 PRUNE_BELOW = 0.05
@@ -96,13 +97,14 @@ def _last_decay(store) -> dict[str, float]:
 
 
 def plan_consolidation(store, *, agent: str | None = None, kinds=DECAY_KINDS, prune_below: float = PRUNE_BELOW,
-                       now: float | None = None, cancel: CancelToken | None = None) -> ConsolidationPlan:
+                       now: float | None = None, arrays=None, cancel: CancelToken | None = None) -> ConsolidationPlan:
     """What decay and prune would change, as of `now`; writes nothing. `kinds` limits decay
-    (None: every kind); prune looks at every live, unprotected memory of the agent."""
+    (None: every kind); prune looks at every live, unprotected memory of the agent. `arrays`
+    (the store's MemoryArrays, if the caller has them) saves re-reading the store."""
     now = time.time() if now is None else float(now)
     kinds = tuple(kinds) if kinds is not None else None
     plan = ConsolidationPlan(now, agent, kinds, float(prune_below))
-    a = store.arrays()
+    a = store.arrays() if arrays is None else arrays
     check(cancel)
     if len(a) == 0:
         return plan
@@ -128,17 +130,29 @@ def plan_consolidation(store, *, agent: str | None = None, kinds=DECAY_KINDS, pr
     plan.protected_skipped = int(np.count_nonzero(would_decay_protected | (low & a.protected)))
     low &= ~a.protected
     idx = np.flatnonzero(low)
-    contents = {r["id"]: r["content"] for r in store.get_many([a.ids[i] for i in idx])}
+    contents = _contents(store.conn, [a.ids[i] for i in idx])
     for i in idx:
         plan.prune.append(PruneItem(a.ids[i], a.kind[i], a.agent[i], float(after[i]), contents.get(a.ids[i], "")))
     return plan
 
 
+def _chunks(ids, n=500):
+    ids = list(ids)
+    for k in range(0, len(ids), n):
+        yield ids[k:k + n]
+
+
+def _contents(conn, ids) -> dict[str, str]:
+    out = {}
+    for chunk in _chunks(ids):
+        q = f"SELECT id, CAST(content AS BLOB) FROM memories WHERE id IN ({','.join('?' * len(chunk))})"
+        out.update((i, decode_text(c)[0]) for i, c in conn.execute(q, chunk))
+    return out
+
+
 def _current(c, ids) -> dict[str, tuple]:
     out = {}
-    ids = list(ids)
-    for k in range(0, len(ids), 500):
-        chunk = ids[k:k + 500]
+    for chunk in _chunks(ids):
         for row in c.execute("SELECT id, confidence, valid_until, protected FROM memories WHERE id IN (" +
                              ",".join("?" * len(chunk)) + ")", chunk):
             out[row[0]] = row[1:]

@@ -7,6 +7,7 @@ and nothing here writes it to a store or a file.
 from __future__ import annotations
 
 import os
+from urllib.parse import urlsplit
 from dataclasses import asdict, dataclass, field, fields
 
 from .errors import SettingsError
@@ -71,8 +72,8 @@ class LLMSettings:
 
     @property
     def is_local(self) -> bool:
-        host = self.base_url.split("://", 1)[1].split("/", 1)[0].split(":")[0]
-        return host in ("localhost", "127.0.0.1", "::1", "[::1]")
+        host = urlsplit(self.base_url).hostname or ""
+        return host in ("localhost", "127.0.0.1", "::1") or host.endswith(".localhost")
 
     def resolve_api_key(self, env=None) -> tuple[str | None, str]:
         """(key, where it came from): explicit, the environment, or the OS keyring."""
