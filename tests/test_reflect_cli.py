@@ -93,6 +93,7 @@ def test_reflect_runs_as_a_process(db, fake_openai):
                        input="y\nn\n", capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "[1/6] Reading recent memories" in r.stderr
+    assert "INFO" not in r.stderr  # no library chatter (wordllama used to turn on INFO logging)
     assert reflections(db) == ["Bob is stressed by the deadline."]
 
 
