@@ -248,3 +248,51 @@ def test_nothing_to_reflect_on(store, fake_openai):
     with pytest.raises(ReflectError, match="no live memories"):
         Reflector(store, llm_for(fake_openai)).propose()
     assert fake_openai.chat_requests() == []
+
+
+def test_evidence_is_live_and_of_the_agent_only(mem):
+    mem.set_valid_until("ann-00", T0)  # the best match for "deadline", retired
+    retrieve = vector_retriever(mem, agent="ann")
+    ids = retrieve("Bob is stressed about the deadline", 5)
+    assert len(ids) == 5 and "ann-00" not in ids and all(i.startswith("ann-") for i in ids)
+    assert all("deadline" in mem.get(i)["content"] for i in ids[:2])
+
+
+def test_default_retriever_is_the_engine_or_falls_back(mem, fake_openai):
+    try:
+        from memviz.retrieval import Engine  # noqa: F401
+        engine = True
+    except ImportError:
+        engine = False
+    from memviz.reflect import default_retriever
+    retrieve = default_retriever(mem, agent="ann")
+    assert (retrieve.__qualname__.startswith("engine_retriever") if engine
+            else retrieve.__qualname__.startswith("vector_retriever"))
+    mem.set_valid_until("ann-09", T0)
+    ids = retrieve("Who stays late at the office before the deadline?", 4)
+    assert len(ids) == 4 and all(i.startswith("ann-") for i in ids) and "ann-09" not in ids
+    assert any("deadline" in mem.get(i)["content"] for i in ids[:2])
+
+
+def test_store_without_embeddings(tmp_path, fake_openai):
+    s = ms.create(str(tmp_path / "plain.db"))
+    s.insert_memories([dict(id=f"m{i}", agent="ann", kind="episode", content=t) for i, t in enumerate(ANN)])
+    retrieve = vector_retriever(s, agent="ann")  # nothing to embed with: full-text search
+    assert retrieve.__qualname__.startswith("fts_retriever")
+    assert mem_ids_with(s, retrieve("tomatoes garden", 3), "tomato")
+    for embedding_model, embedded in ((None, False), (LOCAL_MODEL, True)):
+        fake_openai.push(reply_json({"questions": ["What does Ann grow?"]}),
+                         reply_json({"insights": [{"insight": f"Ann grows tomatoes ({embedded}).", "evidence": [1]}]}))
+        r = Reflector(s, llm_for(fake_openai, embedding_model=embedding_model), agent="ann",
+                      config=ReflectionConfig(questions=1))
+        run = r.propose()
+        res = r.accept(run, run.proposals)
+        row = s.get(res.ids[0])
+        assert (row["embedding"] is not None) == embedded
+        assert row["attributes"].get("needs_embedding", False) == (not embedded)
+        assert (res.problems != []) == (not embedded)
+    s.close()
+
+
+def mem_ids_with(store, ids, word):
+    return [i for i in ids if word in store.get(i)["content"]]

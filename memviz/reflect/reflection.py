@@ -291,7 +291,7 @@ class Reflector:
     def _embed(self, texts):
         """(vectors, model, None) or (None, None, why-not)."""
         try:
-            emb = self._embedder or self._store_embedder()
+            emb = self._embedder = self._embedder or self._store_embedder()  # resolved once per Reflector
             if emb is None:
                 return None, None, "the store has no embeddings and no embedding model is set"
             return emb.embed(texts), emb.model, None
