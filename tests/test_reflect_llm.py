@@ -54,6 +54,15 @@ def test_falls_back_when_the_server_has_no_json_schema():
         assert len(server.chat_requests()) == 4
 
 
+def test_models_that_want_max_completion_tokens(fake_openai):
+    fake_openai.push(reply_error(400, "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                                      "Use 'max_completion_tokens' instead."), reply_json({"questions": ["a?"]}))
+    assert ask(client(fake_openai, max_tokens=300)) == {"questions": ["a?"]}
+    first, second = fake_openai.chat_requests()
+    assert first["max_tokens"] == 300 and "max_tokens" not in second and second["max_completion_tokens"] == 300
+    assert second["response_format"]["type"] == "json_schema"  # the format was not given up for it
+
+
 @pytest.mark.parametrize("reply, error, match", [
     (reply_text('{"questions": ["a', finish_reason="length"), LLMTruncated, "cut off by the token limit"),
     (reply_refusal("I can't help with that."), LLMRefusal, "refused: I can't help"),

@@ -71,6 +71,7 @@ class LLMClient:
                                      timeout=settings.timeout, max_retries=0)
         self.mode = "json_schema" if settings.structured == "auto" else settings.structured
         self.calls = 0  # HTTP requests sent (tests and the status line read it)
+        self._tokens_param = "max_tokens"  # most servers; newer OpenAI models want max_completion_tokens
 
     # ------------------------------------------------------------------ public
     def chat_json(self, messages: list[dict], schema: dict, name: str, *, cancel: CancelToken | None = None):
@@ -97,6 +98,10 @@ class LLMClient:
             try:
                 return self._chat(messages, self.mode, cancel, schema=schema, name=name)
             except LLMHTTPError as e:
+                # newer OpenAI models take max_completion_tokens instead of max_tokens
+                if e.status == 400 and "max_completion_tokens" in str(e) and self._tokens_param == "max_tokens":
+                    self._tokens_param = "max_completion_tokens"
+                    continue
                 # 400/422 on a structured request: most likely the format is unsupported here
                 if e.status in (400, 422) and self.mode in _FALLBACK and self.settings.structured == "auto":
                     self.mode = _FALLBACK[self.mode]
@@ -105,7 +110,7 @@ class LLMClient:
 
     def _chat(self, messages, mode, cancel, *, schema=None, name="reply", max_tokens=None) -> ChatReply:
         s = self.settings
-        kwargs = {"model": s.chat_model, "messages": messages, "max_tokens": max_tokens or s.max_tokens}
+        kwargs = {"model": s.chat_model, "messages": messages, self._tokens_param: max_tokens or s.max_tokens}
         if s.temperature is not None:
             kwargs["temperature"] = s.temperature
         if mode == "json_schema" and schema is not None:
