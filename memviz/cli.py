@@ -15,6 +15,8 @@ from .store.errors import StoreError
 COMMANDS = (
     "memviz.commands.stats",
     "memviz.commands.create",
+    "memviz.commands.import_",
+    "memviz.commands.edit",
     "memviz.commands.reflect",
     "memviz.commands.consolidate",
 )

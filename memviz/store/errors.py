@@ -26,8 +26,10 @@ class BusyError(StoreError):
 
 
 class ConflictError(StoreError):
-    """The row changed since it was read; `current` holds its present state."""
+    """The row changed since it was read; `current` holds its present state and `expected`
+    the fields as they were shown, so a dialog can keep both versions."""
 
-    def __init__(self, message, current=None):
+    def __init__(self, message, current=None, expected=None):
         super().__init__(message)
         self.current = current
+        self.expected = expected

@@ -247,6 +247,13 @@ class Store:
     def _model_dims(self) -> dict[str, int]:
         return {m: d for m, d, _ in self.embedding_models()}
 
+    def model_dim(self, model: str | None) -> int | None:
+        """The dimension of `model`'s vectors in this store (None if it has none). Stops at the
+        first such row, unlike embedding_models(), which reads every row: edits call it."""
+        row = self.conn.execute("SELECT length(embedding) / 4 FROM memories WHERE embedding_model = ? "
+                                "AND embedding IS NOT NULL LIMIT 1", (model,)).fetchone()
+        return int(row[0]) if row else None
+
     def _ensure_vec_table(self, conn, dim: int) -> None:
         if not self._has_table(vec_table(dim)):
             for sql in vec_ddl(dim):
@@ -290,20 +297,36 @@ class Store:
                       actor: str = "memviz", note: str | None = None) -> dict:
         """Change fields of one memory, audited. `expected` (field -> value as last shown) turns a
         concurrent change into a ConflictError instead of overwriting it. Returns the audit `before`."""
-        bad = set(changes) - _EDITABLE
-        if bad:
-            raise ValidationError(f"these fields cannot be edited: {', '.join(sorted(bad))}")
-        clean = self._clean_changes(changes)
+        done = self.update_rows({memory_id: changes}, action=action,
+                                expected={memory_id: expected} if expected else None, actor=actor, note=note)
+        return done[memory_id][0]
+
+    def update_rows(self, changes: dict[str, dict], *, action: str = "update", expected: dict[str, dict] | None = None,
+                    actor: str = "memviz", note: str | None = None) -> dict[str, tuple[dict, dict]]:
+        """Change fields of several memories in ONE transaction, each row audited (an undo that
+        retires one row and restores another must not be split). `expected` maps id -> fields as
+        shown. Returns id -> (before, after), both as stored."""
+        cleaned = {}
+        for memory_id, ch in changes.items():
+            bad = set(ch) - _EDITABLE
+            if bad:
+                raise ValidationError(f"these fields cannot be edited: {', '.join(sorted(bad))}")
+            cleaned[memory_id] = self._clean_changes(ch)
+        expected = expected or {}
+        done = {}
         with self.transaction() as c:
-            cur = self._current(c, memory_id)
-            self._check_expected(memory_id, cur, expected)
-            if "embedding" in clean and clean["embedding"] is not None:
-                self._ensure_vec_table(c, len(clean["embedding"]) // 4)
-            before = {k: cur[k] for k in clean}
-            sets = ", ".join(f"{k} = ?" for k in clean)
-            c.execute(f"UPDATE memories SET {sets} WHERE id = ?", (*clean.values(), memory_id))
-            self._audit(c, action, memory_id, before, clean, actor, note)
-        return before
+            for memory_id, clean in cleaned.items():
+                cur = self._current(c, memory_id)
+                self._check_expected(memory_id, cur, expected.get(memory_id))
+                if "embedding" in clean and clean["embedding"] is not None:
+                    self._ensure_vec_table(c, len(clean["embedding"]) // 4)
+                before = {k: cur[k] for k in clean}
+                if clean:
+                    sets = ", ".join(f"{k} = ?" for k in clean)
+                    c.execute(f"UPDATE memories SET {sets} WHERE id = ?", (*clean.values(), memory_id))
+                self._audit(c, action, memory_id, before, clean, actor, note)
+                done[memory_id] = (before, clean)
+        return done
 
     def set_valid_until(self, memory_id: str, when, *, action: str | None = None, expected: dict | None = None,
                         actor: str = "memviz", note: str | None = None) -> None:
@@ -335,8 +358,8 @@ class Store:
                                        "source_ids", "entity_ids", "tags")}
             new.update(id=nid, content=new_content, attributes=attrs, event_time=when, created_at=when,
                        embedding=embedding, embedding_model=embedding_model if embedding is not None else None)
-            dims = self._model_dims()
-            row = normalize(new, model_dims=dims, now=when)
+            dim = self.model_dim(embedding_model) if embedding is not None else None
+            row = normalize(new, model_dims={embedding_model: dim} if dim else {}, now=when)
             if row["embedding"] is not None:
                 self._ensure_vec_table(c, len(row["embedding"]) // 4)
             c.execute(f"INSERT INTO memories ({', '.join(MEMORY_COLUMNS)}) VALUES ({', '.join('?' * len(MEMORY_COLUMNS))})",
@@ -348,14 +371,13 @@ class Store:
         return nid
 
     def _clean_changes(self, changes: dict) -> dict:
-        dims = self._model_dims()
         clean = {}
         for k, v in changes.items():
             if k in JSON_COLUMNS:
                 v = encode_json(v, k)
             elif k == "embedding" and v is not None:
                 model = changes.get("embedding_model")
-                v = embedding_blob(v, dims.get(model) if model else None)
+                v = embedding_blob(v, self.model_dim(model) if model else None)
             elif k in ("event_time", "created_at", "valid_until", "last_accessed"):
                 try:
                     v = to_epoch(v)
@@ -379,7 +401,8 @@ class Store:
         changed = [k for k, v in expected.items() if _comparable(cur.get(k), k) != _comparable(v, k)]
         if changed:
             raise ConflictError(
-                f"Memory {memory_id} was changed by someone else since it was shown ({', '.join(changed)}).", current=cur)
+                f"Memory {memory_id} was changed by someone else since it was shown ({', '.join(changed)}).",
+                current=cur, expected=dict(expected))
 
     @staticmethod
     def _audit(c, action, memory_id, before, after, actor, note):

@@ -1,0 +1,50 @@
+"""`memviz import FORMAT SOURCE -o store.db`: another system's memory as a new native store."""
+import json
+import sys
+
+from ..importers import FORMATS, import_source
+
+
+def add_parser(sub):
+    p = sub.add_parser("import", help="import another system's agent memory into a new store",
+                       description="Read SOURCE (never changed) and write a new native store. Formats: "
+                                   "generative-agents (a persona's associative_memory folder, a persona folder, or "
+                                   "a storage folder of personas), ada-stream (stream.jsonl), jsonl "
+                                   "({id, content, embedding?, metadata} per line).")
+    p.add_argument("format", choices=sorted(FORMATS), metavar="FORMAT", help=", ".join(sorted(FORMATS)))
+    p.add_argument("source", metavar="SOURCE")
+    p.add_argument("-o", "--output", required=True, help="the store to write (must not exist unless --force)")
+    p.add_argument("--force", action="store_true", help="replace the output if it exists")
+    p.add_argument("--reembed", action="store_true",
+                   help="ignore vectors in the source and embed everything with the local model")
+    p.add_argument("--embedding-model", metavar="NAME",
+                   help="jsonl: the model that made the records' vectors (e.g. text-embedding-3-small)")
+    p.add_argument("--json", action="store_true", help="print the import report as JSON")
+    p.set_defaults(func=run)
+
+
+def _progress():
+    if not sys.stderr.isatty():
+        return None
+
+    def show(done, total):
+        print(f"\rimporting {done}/{total}", end="" if done < total else "\n", file=sys.stderr, flush=True)
+    return show
+
+
+def run(args) -> int:
+    options = {"force": args.force, "progress": _progress()}
+    if args.format in ("generative-agents", "jsonl"):
+        options["reembed"] = args.reembed
+    elif args.reembed:
+        print("memviz: note: --reembed has no effect for ada-stream (it is always embedded locally)", file=sys.stderr)
+    if args.embedding_model:
+        if args.format != "jsonl":
+            raise ValueError("--embedding-model applies to the jsonl format only")
+        options["embedding_model"] = args.embedding_model
+    report = import_source(args.format, args.source, args.output, **options)
+    if args.json:
+        print(json.dumps({**report.to_meta(), "output": report.output}, indent=2, ensure_ascii=False))
+    else:
+        print("\n".join(report.summary()))
+    return 0

@@ -1,0 +1,26 @@
+"""Editing memories safely while the agent may be writing. No Qt here.
+
+    history = History(store)
+    history.perform(Correct(mid, "new text", shown_rows=row_as_shown))
+    history.undo(); history.redo()
+
+Actions (actions.py) are command objects over the Store's audited, one-transaction writes;
+History (history.py) is the undo/redo stack every panel shares; Pending (pending.py) keeps
+edits the agent's lock held up; ChangeWatcher (watch.py) notices other processes' writes;
+retired() (retired.py) lists superseded and deleted memories with when and why.
+"""
+from .actions import (
+    Action, Confirm, Correct, FieldAction, Outcome, Restore, SetImportance, SetTags, SoftDelete, Unprotect,
+    embed_for_store, shown,
+)
+from .history import History
+from .pending import EditKept, Pending, PendingStep
+from .retired import RetiredMemory, retired
+from .verify import problems as consistency_problems
+from .watch import Change, ChangeWatcher
+
+__all__ = [
+    "Action", "FieldAction", "Outcome", "Correct", "Confirm", "Unprotect", "SoftDelete", "Restore", "SetImportance",
+    "SetTags", "shown", "embed_for_store", "History", "EditKept", "Pending", "PendingStep", "retired",
+    "RetiredMemory", "ChangeWatcher", "Change", "consistency_problems",
+]

@@ -1,0 +1,334 @@
+"""A user's edits of memories as command objects: apply (do or redo) and revert (undo).
+
+Every step runs on the Store's audited primitives, so doing, undoing and redoing are each
+one short BEGIN IMMEDIATE transaction covering row, FTS, vectors and audit. An action
+remembers what it changed (the audit's before/after) and passes it as `expected` when it is
+undone or redone: a change the agent made meanwhile becomes a ConflictError, never an
+overwrite. Nothing here deletes a row; undoing a correction retires the new row.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from ..embed import Embedder, EmbedderUnavailable, EmbeddingError, embedder_for
+from ..store.errors import StoreError, ValidationError
+
+#: Fields of a row as shown that an edit must not silently overwrite. Access counters are
+#: left out: the agent bumps them on every recall, which is no reason to refuse an edit.
+SHOWN_FIELDS = ("agent", "kind", "content", "importance", "confidence", "decay_rate", "protected",
+                "valid_until", "tags")
+
+#: decay_rate given back by Unprotect when no earlier Confirm recorded one (the schema default)
+DEFAULT_DECAY_RATE = 0.1
+
+
+def shown(row: dict) -> dict:
+    """The `expected` snapshot of a row as displayed (a dict from `Store.get`)."""
+    return {k: row[k] for k in SHOWN_FIELDS if k in row}
+
+
+@dataclass
+class Outcome:
+    """What one step did, for the status bar and for refreshing the panels."""
+
+    text: str
+    ids: list[str] = field(default_factory=list)
+    warning: str | None = None  # something the user must be told (e.g. no embedding was made)
+
+
+def _plural(n: int) -> str:
+    return f"{n} memory" if n == 1 else f"{n} memories"
+
+
+class Action:
+    """Base of all edits. `apply` does (first time) or redoes; `revert` undoes.
+
+    `shown` is the row (or id -> row) as the user saw it; when given, any difference in
+    SHOWN_FIELDS at write time raises ConflictError carrying both versions.
+    """
+
+    name = "edit"    # the audit action; undo/redo are audited as "undo:<name>" / "redo:<name>"
+    verb = "Edit"    # for undo menu texts
+    past = None      # for the status line ("Deleted 2 memories"); the verb when None
+
+    def __init__(self, ids, *, shown_rows=None, note: str | None = None):
+        self.ids = [ids] if isinstance(ids, str) else list(dict.fromkeys(ids))
+        if not self.ids:
+            raise ValidationError("no memory chosen")
+        if shown_rows is not None and "id" in shown_rows and len(self.ids) == 1:
+            shown_rows = {self.ids[0]: shown_rows}
+        self.expected = {i: shown(r) for i, r in (shown_rows or {}).items()}
+        self.note = note
+        self.state = "new"  # new -> done <-> undone
+
+    @property
+    def label(self) -> str:
+        return f"{self.verb} {self.ids[0][:8]}" if len(self.ids) == 1 else f"{self.verb} {_plural(len(self.ids))}"
+
+    def apply(self, store) -> Outcome:
+        if self.state == "done":
+            raise StoreError(f"{self.label} is already done")
+        out = self._do(store) if self.state == "new" else self._redo(store)
+        self.state = "done"
+        return out
+
+    def revert(self, store) -> Outcome:
+        if self.state != "done":
+            raise StoreError(f"{self.label} is not done, so it cannot be undone")
+        out = self._undo(store)
+        self.state = "undone"
+        return out
+
+    def retarget(self, current_rows) -> Action:
+        """After a conflict the user chose to apply this edit to the row as it is now: the same
+        edit, expecting `current_rows` (row or id -> row) instead."""
+        if self.state != "new":
+            raise StoreError("only an edit that was not written can be retried against the current row")
+        clone = object.__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        if "id" in current_rows and len(self.ids) == 1:
+            current_rows = {self.ids[0]: current_rows}
+        clone.expected = {i: shown(r) for i, r in current_rows.items()}
+        return clone
+
+    def _rows(self, store) -> dict[str, dict]:
+        rows = {r["id"]: r for r in store.get_many(self.ids)}
+        missing = [i for i in self.ids if i not in rows]
+        if missing:
+            raise StoreError(f"No memory with id {missing[0]!r} in this store.")
+        return rows
+
+    def _do(self, store) -> Outcome:
+        raise NotImplementedError
+
+    def _undo(self, store) -> Outcome:
+        raise NotImplementedError
+
+    def _redo(self, store) -> Outcome:
+        raise NotImplementedError
+
+
+class FieldAction(Action):
+    """An edit that sets fields of existing rows: all rows in one transaction."""
+
+    def changes_for(self, row: dict) -> dict | None:
+        """The fields to set on `row`, or None when the row is already so."""
+        raise NotImplementedError
+
+    def refusal(self, row: dict) -> str | None:
+        """Why this edit makes no sense for `row` (None = fine)."""
+        return None
+
+    def _do(self, store) -> Outcome:
+        rows = self._rows(store)
+        for i in self.ids:
+            why = self.refusal(rows[i])
+            if why:
+                raise ValidationError(why)
+        changes = {i: ch for i in self.ids if (ch := self.changes_for(rows[i]))}
+        if not changes:
+            raise ValidationError(f"nothing to change: {self.label.lower()} would leave the memory as it is")
+        # Without a snapshot from the UI, the rows as just read guard the fields being changed.
+        expected = {i: self.expected.get(i) or {k: rows[i][k] for k in ch} for i, ch in changes.items()}
+        done = store.update_rows(changes, action=self.name, expected=expected, note=self.note)
+        self._before = {i: b for i, (b, _) in done.items()}
+        self._after = {i: a for i, (_, a) in done.items()}
+        return Outcome(f"{self.past or self.verb + ':'} {_plural(len(done))}", list(done))
+
+    def _undo(self, store) -> Outcome:
+        store.update_rows(self._before, action="undo:" + self.name, expected=self._after, note=self.note)
+        return Outcome(f"Undone: {self.verb.lower()} of {_plural(len(self._before))}", list(self._before))
+
+    def _redo(self, store) -> Outcome:
+        store.update_rows(self._after, action="redo:" + self.name, expected=self._before, note=self.note)
+        return Outcome(f"Redone: {self.verb.lower()} of {_plural(len(self._after))}", list(self._after))
+
+
+class Confirm(FieldAction):
+    """Protect: never decayed, pruned or superseded by automation."""
+
+    name, verb, past = "confirm", "Confirm", "Confirmed"
+
+    def changes_for(self, row):
+        return None if row["protected"] and row["decay_rate"] == 0 else {"protected": 1, "decay_rate": 0.0}
+
+
+class Unprotect(FieldAction):
+    """Undo a confirmation made earlier (or by the agent): decay resumes at its earlier rate."""
+
+    name, verb, past = "unprotect", "Unprotect", "Unprotected"
+
+    def _do(self, store):
+        self._rates = {i: _rate_before_confirm(store, i) for i in self.ids}
+        return super()._do(store)
+
+    def changes_for(self, row):
+        if not row["protected"]:
+            return None
+        rate = row["decay_rate"] if row["decay_rate"] else self._rates[row["id"]]
+        return {"protected": 0, "decay_rate": rate}
+
+
+def _rate_before_confirm(store, memory_id: str) -> float:
+    for entry in reversed(store.history(memory_id)):
+        before = entry["before"] or {}
+        if entry["action"] in ("confirm", "redo:confirm") and before.get("decay_rate"):
+            return float(before["decay_rate"])
+    return DEFAULT_DECAY_RATE
+
+
+class SoftDelete(FieldAction):
+    """valid_until = now; the row stays, listed in the retired view."""
+
+    name, verb, past = "soft_delete", "Delete", "Deleted"
+
+    def __init__(self, ids, *, when=None, **kw):
+        super().__init__(ids, **kw)
+        self.when = when
+
+    def refusal(self, row):
+        if row["valid_until"] is not None:
+            return f"memory {row['id']} is already retired"
+        return None
+
+    def changes_for(self, row):
+        return {"valid_until": int(self.when if self.when is not None else time.time())}
+
+
+class Restore(FieldAction):
+    """Clear valid_until: the memory is current again."""
+
+    name, verb, past = "restore", "Restore", "Restored"
+
+    def refusal(self, row):
+        if row["valid_until"] is None:
+            return f"memory {row['id']} is not retired, so there is nothing to restore"
+        return None
+
+    def changes_for(self, row):
+        return {"valid_until": None}
+
+
+class SetImportance(FieldAction):
+    name, verb = "set_importance", "Set importance"
+
+    def __init__(self, ids, importance: float, **kw):
+        super().__init__(ids, **kw)
+        try:
+            self.importance = float(importance)
+        except (TypeError, ValueError):
+            raise ValidationError(f"importance must be a number, not {importance!r}") from None
+        if not 0 <= self.importance <= 10:
+            raise ValidationError(f"importance {self.importance:g} is outside 0-10")
+        self.verb = f"Set importance {self.importance:g}"
+        self.past = f"Set importance {self.importance:g} on"
+
+    def changes_for(self, row):
+        return None if row["importance"] == self.importance else {"importance": self.importance}
+
+
+class SetTags(FieldAction):
+    """Replace the tags (`tags`), or add / remove some on every chosen memory."""
+
+    name, verb, past = "set_tags", "Set tags", "Set the tags of"
+
+    def __init__(self, ids, tags=None, *, add=(), remove=(), **kw):
+        super().__init__(ids, **kw)
+        self.tags = None if tags is None else _clean_tags(tags)
+        self.add, self.remove = _clean_tags(add), set(_clean_tags(remove))
+
+    def changes_for(self, row):
+        tags = list(self.tags) if self.tags is not None else [str(t) for t in row["tags"]]
+        tags = [t for t in tags + [a for a in self.add if a not in tags] if t not in self.remove]
+        return None if tags == row["tags"] else {"tags": tags}
+
+
+def _clean_tags(tags) -> list[str]:
+    if isinstance(tags, str):
+        tags = tags.split(",")
+    out = []
+    for t in tags:
+        if not isinstance(t, str):
+            raise ValidationError(f"a tag must be text, not {t!r}")
+        t = t.strip()
+        if t and t not in out:
+            out.append(t)
+    return out
+
+
+class Correct(Action):
+    """Supersede (seed 002 `correct_fact`): the old row retires, a new row carries the new text
+    and a new embedding from the store's model, computed before the write transaction. When
+    that model is unavailable the new row is marked needs_embedding and the outcome says so."""
+
+    name, verb = "correct", "Correct"
+
+    def __init__(self, memory_id: str, new_content: str, *, embedder: Embedder | None = None, **kw):
+        super().__init__(memory_id, **kw)
+        if len(self.ids) != 1:
+            raise ValidationError("a correction applies to one memory")
+        if not isinstance(new_content, str) or not new_content.strip():
+            raise ValidationError("the corrected text is empty")
+        self.content = new_content.strip()
+        self.embedder = embedder
+        self.new_id: str | None = None
+        self._embedded = None  # (vector, model, warning), kept so a retry after busy does not re-embed
+
+    @property
+    def old_id(self) -> str:
+        return self.ids[0]
+
+    def _do(self, store) -> Outcome:
+        row = self._rows(store)[self.old_id]
+        if row["valid_until"] is not None:
+            raise ValidationError(f"memory {self.old_id} is retired; restore it before correcting it")
+        if row["content"] == self.content:
+            raise ValidationError("the corrected text is the same as the memory's text")
+        if self._embedded is None:
+            self._embedded = embed_for_store(store, self.content, self.embedder)
+        vec, model, warning = self._embedded
+        expected = self.expected.get(self.old_id) or {"content": row["content"], "valid_until": None}
+        self.when = int(time.time())
+        self.new_id = store.supersede(self.old_id, self.content, embedding=vec, embedding_model=model, when=self.when,
+                                      expected=expected, note=self.note)
+        return Outcome(f"Corrected {self.old_id[:8]}: new memory {self.new_id[:8]}", [self.old_id, self.new_id], warning)
+
+    def _undo(self, store) -> Outcome:
+        self.undone_at = int(time.time())
+        store.update_rows({self.new_id: {"valid_until": self.undone_at}, self.old_id: {"valid_until": None}},
+                          action="undo:" + self.name, note=self.note,
+                          expected={self.new_id: {"valid_until": None, "content": self.content},
+                                    self.old_id: {"valid_until": self.when}})
+        return Outcome(f"Undone: correction of {self.old_id[:8]}", [self.old_id, self.new_id])
+
+    def _redo(self, store) -> Outcome:
+        self.when = int(time.time())
+        store.update_rows({self.new_id: {"valid_until": None}, self.old_id: {"valid_until": self.when}},
+                          action="redo:" + self.name, note=self.note,
+                          expected={self.new_id: {"valid_until": self.undone_at, "content": self.content},
+                                    self.old_id: {"valid_until": None}})
+        return Outcome(f"Redone: correction of {self.old_id[:8]}", [self.old_id, self.new_id])
+
+
+def embed_for_store(store, text: str, embedder: Embedder | None = None):
+    """(vector, model, warning): the text embedded by the store's main model, or (None, None,
+    why) when that model cannot be used here; never a vector of another model.
+
+    With an `embedder` at hand (the app keeps one per store) only a cheap check runs; without,
+    the store's main model is looked up, which reads every row."""
+    try:
+        if embedder is not None:
+            if store.model_dim(embedder.model) != embedder.dim:
+                model, dim = store.main_model()
+                if model is not None:
+                    raise EmbedderUnavailable(f"the embedder at hand makes {embedder.model} {embedder.dim}-d vectors, "
+                                              f"but this store uses {model} {dim}-d")
+            emb = embedder
+        else:
+            emb = embedder_for(*store.main_model())
+        vec = emb.embed_one(text)
+    except (EmbedderUnavailable, EmbeddingError) as e:
+        return None, None, (f"The corrected memory has no embedding yet ({e}); it is marked as needing one "
+                            "and semantic search will not find it until it is embedded.")
+    return vec, emb.model, None

@@ -1,0 +1,70 @@
+"""The "retired" view: superseded and soft-deleted memories, with when and why.
+
+Why comes from the audit entry that last set `valid_until` and from `attributes.supersedes`
+links; a memory the agent retired itself has no audit entry and says so.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from ..store.records import decode_text
+
+_WHY = {
+    "soft_delete": "deleted",
+    "redo:soft_delete": "deleted",
+    "undo:restore": "deleted (its restore was undone)",
+    "undo:correct": "correction withdrawn (undone); the original is current again",
+    "insert": "already retired when it was added",
+}
+_CORRECTED = ("supersede", "redo:correct")
+
+
+@dataclass
+class RetiredMemory:
+    id: str
+    content: str
+    kind: str
+    agent: str
+    retired_at: int
+    why: str                          # one line for the list
+    superseded_by: str | None = None  # the live (or latest) correction of it
+    action: str | None = None         # the audit action that retired it, None if not by memviz
+    actor: str | None = None
+    note: str | None = None
+    audited_at: float | None = None
+
+
+def retired(store, limit: int | None = None) -> list[RetiredMemory]:
+    """Retired memories, most recently retired first."""
+    rows = store.conn.execute(
+        "SELECT CAST(id AS BLOB), CAST(content AS BLOB), CAST(kind AS BLOB), CAST(agent AS BLOB), valid_until "
+        "FROM memories WHERE valid_until IS NOT NULL ORDER BY valid_until DESC, rowid DESC"
+        + (" LIMIT ?" if limit else ""), (limit,) if limit else ()).fetchall()
+    if not rows:
+        return []
+    # The latest audit entry per memory that set valid_until (max(id) picks that row's columns).
+    audit = {mid: (action, at, actor, note) for mid, _, action, at, actor, note in store.conn.execute(
+        "SELECT memory_id, max(id), action, at, actor, note FROM memviz_audit "
+        "WHERE json_valid(after) AND json_type(after, '$.valid_until') IN ('integer', 'real') GROUP BY memory_id")}
+    superseded_by = {}
+    for new, old in store.provenance().supersedes:
+        superseded_by.setdefault(old, []).append(new)
+    out = []
+    for rid, content, kind, agent, until in rows:
+        rid = decode_text(rid)[0]
+        action, at, actor, note = audit.get(rid, (None, None, None, None))
+        successor = (superseded_by.get(rid) or [None])[-1]
+        if action in _CORRECTED or (action is None and successor):
+            why = f"corrected: superseded by {successor}" + ("" if action else " (by the agent)")
+        elif action:
+            why = _WHY.get(action, action.replace("_", " ").replace(":", " "))
+        else:
+            why = "retired by the agent (no memviz audit entry)"
+        out.append(RetiredMemory(rid, decode_text(content)[0], decode_text(kind)[0], decode_text(agent)[0], until, why,
+                                 successor, action, actor, note, at))
+    return out
+
+
+def as_json(items: list[RetiredMemory]) -> str:
+    return json.dumps([i.__dict__ for i in items], ensure_ascii=False, indent=2)

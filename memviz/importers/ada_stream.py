@@ -1,0 +1,69 @@
+"""ADA memory stream (seed 003): `agents/memory/stream.jsonl`, one entry per line:
+{id, cycle, timestamp, role, action, importance, type, tags, issueRefs, prRefs, content,
+tokenEstimate}. The role is the agent; `type` gives the kind (action and observation are
+episodes, reflection a reflection, decision a fact) and is kept in attributes with the
+cycle, action, references and any other field. Content is embedded with the local model
+(the ADA preset scores relevance on embed(content))."""
+from __future__ import annotations
+
+from .jsonlines import as_importance, as_int_if_whole, as_tags, as_time, read_objects
+from .pipeline import ImportReport, Prepared, Ticker, run
+
+FORMAT = "ada-stream"
+KIND_OF_TYPE = {"action": "episode", "observation": "episode", "reflection": "reflection", "decision": "fact"}
+#: fields that become columns; every other field of an entry is kept in attributes under its own name
+_COLUMNS = {"id", "role", "importance", "type", "tags", "timestamp", "content"}
+_VECTOR_FIELDS = ("embedding", "vector")
+
+
+def read(path: str, report: ImportReport, ticker: Ticker, *, embedder=None) -> Prepared:
+    prep = Prepared()
+    dropped_vectors = 0
+    for where, e in read_objects(path, report, ticker):
+        content = e.get("content")
+        action = e.get("action")
+        if not isinstance(content, str) or not content.strip():
+            if isinstance(action, str) and action.strip():
+                report.quirk(where, "no-content", "no content; the action summary is used as the content")
+                content = action
+            else:
+                report.skip(where, "no-content", "neither content nor action text")
+                continue
+        etype = e.get("type")
+        kind = KIND_OF_TYPE.get(str(etype).lower()) if etype is not None else None
+        if kind is None:
+            report.quirk(where, "unknown-type", f"type {etype!r} is not action/observation/reflection/decision; "
+                                                "stored as an episode")
+            kind = "episode"
+        attrs = {k: as_int_if_whole(v) if k == "cycle" else v
+                 for k, v in e.items() if k not in _COLUMNS and k not in _VECTOR_FIELDS}
+        if etype is not None:
+            attrs["type"] = etype
+        if any(k in e for k in _VECTOR_FIELDS):
+            dropped_vectors += 1
+        when = as_time(e.get("timestamp"), where, report)
+        if when is None and "timestamp" not in e:
+            report.quirk(where, "no-time", "no timestamp; the import time is used")
+        role = e.get("role")
+        rid = e.get("id")
+        if rid is None or rid == "":
+            rid = f"line-{where.split()[-1]}"
+            report.quirk(where, "no-id", f"no id; stored as {rid!r}")
+        rec = {
+            "id": str(rid), "agent": "" if role is None else str(role), "kind": kind, "content": content,
+            "importance": as_importance(e.get("importance"), where, report),
+            "event_time": when, "created_at": when,
+            "tags": as_tags(e.get("tags"), where, report), "attributes": attrs,
+        }
+        prep.add(rec, where, embed_text=content)
+    if dropped_vectors:
+        report.warn(f"{dropped_vectors} entries carried a vector without a model name; the stream is "
+                    "embedded locally instead (use the jsonl format to keep given vectors)")
+    return prep
+
+
+def import_ada_stream(source, output, *, force: bool = False, progress=None, cancelled=None,
+                      embedder=None) -> ImportReport:
+    """Import an ADA `stream.jsonl` into a new native store at `output`."""
+    return run(read, FORMAT, source, output, force=force, progress=progress, cancelled=cancelled,
+               embedder=embedder)

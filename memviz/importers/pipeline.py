@@ -1,0 +1,357 @@
+"""What every importer shares: the report of skipped and fixed-up items, progress and
+cancel, local embedding, and writing the native store.
+
+The store is built at a hidden temporary path beside the output and moved into place
+only once it is complete, so an interrupted or failed import leaves the output either
+complete (the old file, or the new one) or absent — never half-written. The source is
+only ever read.
+"""
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable
+
+import memviz
+
+from ..store import create as create_store
+from ..store.errors import StoreError, ValidationError
+from ..store.records import normalize
+
+#: Callbacks the GUI passes so an import can run off the GUI thread.
+ProgressFn = Callable[[int, int], None]   # progress(done, total)
+CancelFn = Callable[[], bool]             # cancelled() -> True to stop
+
+EMBED_BATCH = 256
+INSERT_BATCH = 500
+#: at most this many skipped/quirk items are kept in the store's provenance (counts are always exact)
+META_ITEMS = 500
+
+
+class ImportFailed(ValueError):
+    """The import cannot be done; the message says why (and nothing was written)."""
+
+
+class ImportCancelled(Exception):
+    """The user cancelled; nothing was written."""
+
+
+@dataclass
+class Issue:
+    where: str     # "line 12", "node_881", "Isabella Rodriguez/node_12"
+    code: str      # short category, e.g. "malformed-json", "filling-string"
+    message: str
+
+
+@dataclass
+class ImportReport:
+    """What an import read, wrote, skipped (lost) and fixed up (kept, with a note)."""
+
+    format: str
+    source: str
+    output: str | None = None
+    read: int = 0
+    imported: int = 0
+    agents: list[str] = field(default_factory=list)
+    skipped: list[Issue] = field(default_factory=list)
+    quirks: list[Issue] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    embedding: dict = field(default_factory=dict)   # model, dim, origin ("source" | "local"), count
+    started_at: float = field(default_factory=time.time)
+    finished_at: float | None = None
+
+    def skip(self, where: str, code: str, message: str) -> None:
+        self.skipped.append(Issue(where, code, message))
+
+    def quirk(self, where: str, code: str, message: str) -> None:
+        self.quirks.append(Issue(where, code, message))
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)
+
+    @staticmethod
+    def _grouped(issues: list[Issue]) -> dict[str, int]:
+        return dict(Counter(i.code for i in issues))
+
+    def to_meta(self) -> dict:
+        """The provenance written to memviz_meta["import"]."""
+        def items(issues):
+            return [{"where": i.where, "code": i.code, "message": i.message} for i in issues[:META_ITEMS]]
+        return {
+            "format": self.format, "source": self.source, "memviz_version": memviz.__version__,
+            "started_at": self.started_at, "finished_at": self.finished_at,
+            "counts": {"read": self.read, "imported": self.imported, "skipped": len(self.skipped),
+                       "quirks": len(self.quirks)},
+            "agents": self.agents, "embedding": self.embedding,
+            "skipped": items(self.skipped), "skipped_by_code": self._grouped(self.skipped),
+            "quirks": items(self.quirks), "quirks_by_code": self._grouped(self.quirks),
+            "warnings": self.warnings,
+        }
+
+    def summary(self, limit: int = 10) -> list[str]:
+        """Lines for a person: what was imported, then each kind of problem with examples."""
+        emb = self.embedding
+        lines = [f"imported {self.imported} of {self.read} memories from {self.source} ({self.format})"
+                 + (f" into {self.output}" if self.output else "")]
+        if self.agents:
+            lines.append("agents: " + ", ".join(a or "(none)" for a in self.agents))
+        if emb.get("model"):
+            lines.append(f"embeddings: {emb['count']} x {emb['dim']}-d {emb['model']} ({emb['origin']})")
+        for title, issues in (("skipped", self.skipped), ("kept with a note", self.quirks)):
+            by_code: dict[str, list[Issue]] = {}
+            for i in issues:
+                by_code.setdefault(i.code, []).append(i)
+            for code, group in by_code.items():
+                shown = "; ".join(f"{i.where}: {i.message}" for i in group[:limit])
+                more = f" (and {len(group) - limit} more)" if len(group) > limit else ""
+                lines.append(f"{title} [{code}] x{len(group)}: {shown}{more}")
+        lines.extend(f"warning: {w}" for w in self.warnings)
+        return lines
+
+
+class Ticker:
+    """Progress in work units (texts embedded + records written) and cancel checks."""
+
+    def __init__(self, progress: ProgressFn | None = None, cancelled: CancelFn | None = None):
+        self._progress = progress
+        self._cancelled = cancelled
+        self.done = 0
+        self.total = 0
+
+    def check(self) -> None:
+        if self._cancelled is not None and self._cancelled():
+            raise ImportCancelled("The import was cancelled; nothing was written.")
+
+    def start(self, total: int) -> None:
+        self.done, self.total = 0, total
+        self._report()
+
+    def advance(self, n: int) -> None:
+        self.done += n
+        self._report()
+
+    def _report(self) -> None:
+        if self._progress is not None:
+            self._progress(self.done, self.total)
+        self.check()
+
+
+@dataclass
+class Prepared:
+    """What an importer read, ready to write. `embed_text[i]` is the text to embed locally
+    for records[i] (None when it carries its vector or gets none); `where[i]` names it in reports."""
+
+    records: list[dict] = field(default_factory=list)
+    where: list[str] = field(default_factory=list)
+    embed_text: list[str | None] = field(default_factory=list)
+    meta: dict = field(default_factory=dict)
+
+    def add(self, record: dict, where: str, embed_text: str | None = None) -> None:
+        self.records.append(record)
+        self.where.append(where)
+        self.embed_text.append(embed_text)
+
+
+# --------------------------------------------------------------------------- output path
+_SIDECARS = ("-wal", "-shm", "-journal")
+
+
+def check_output(output, force: bool, sources=()) -> str:
+    """The absolute output path, or ImportFailed saying why it cannot be written."""
+    out = os.path.abspath(os.fspath(output))
+    folder = os.path.dirname(out)
+    if not os.path.isdir(folder):
+        raise ImportFailed(f"The folder {folder} does not exist; create it first.")
+    if os.path.isdir(out):
+        raise ImportFailed(f"{out} is a folder; give the path of the store file to write (e.g. {out}/memory.db).")
+    for src in sources:
+        src = os.path.abspath(os.fspath(src))
+        if out == src or (os.path.exists(out) and os.path.exists(src) and os.path.samefile(out, src)):
+            raise ImportFailed(f"The output {out} is the source itself; the source is never overwritten.")
+    if os.path.exists(out) and not force:
+        raise ImportFailed(f"{out} already exists; choose another output or pass --force to replace it.")
+    return out
+
+
+def _remove_db_files(path: str) -> None:
+    for p in (path, *(path + s for s in _SIDECARS)):
+        try:
+            os.unlink(p)
+        except FileNotFoundError:
+            pass
+
+
+def _place(tmp: str, out: str, force: bool) -> None:
+    """Move the finished store into place: without --force never over an existing file."""
+    if not force:
+        try:
+            os.link(tmp, out)   # atomic and refuses an existing file, unlike rename
+        except FileExistsError:
+            raise ImportFailed(f"{out} appeared while importing; nothing was replaced (pass --force to replace it).") from None
+        except OSError:         # a filesystem without hard links
+            if os.path.exists(out):
+                raise ImportFailed(f"{out} appeared while importing; nothing was replaced.") from None
+            os.replace(tmp, out)
+            return
+        os.unlink(tmp)
+        return
+    # A journal or WAL left by the old file would be replayed onto the new one: remove them.
+    for s in _SIDECARS:
+        try:
+            os.unlink(out + s)
+        except FileNotFoundError:
+            pass
+    os.replace(tmp, out)
+
+
+# --------------------------------------------------------------------------- embedding + writing
+def embed_texts(texts: list[str], embedder, ticker: Ticker) -> dict[str, object]:
+    """text -> unit vector, each distinct text embedded once, in batches (progress between)."""
+    unique = list(dict.fromkeys(texts))
+    out = {}
+    for i in range(0, len(unique), EMBED_BATCH):
+        chunk = unique[i:i + EMBED_BATCH]
+        vecs = embedder.embed(chunk)
+        out.update(zip(chunk, vecs))
+        ticker.advance(len(chunk))
+    return out
+
+
+def _dedupe_ids(prep: Prepared, report: ImportReport) -> None:
+    seen: set[str] = set()
+    for rec, where in zip(prep.records, prep.where):
+        rid = str(rec["id"])
+        if rid in seen:
+            k = 2
+            while f"{rid}~{k}" in seen:
+                k += 1
+            new = f"{rid}~{k}"
+            rec["attributes"] = {**rec.get("attributes", {}), "original_id": rid}
+            rec["id"] = new
+            report.quirk(where, "duplicate-id", f"id {rid!r} was already used; stored as {new!r}")
+            rid = new
+        seen.add(rid)
+
+
+def _report_dangling(prep: Prepared, report: ImportReport) -> None:
+    """Source ids naming no imported record are kept (the graph shows them as broken links) and reported."""
+    ids = {str(r["id"]) for r in prep.records}
+    for rec, where in zip(prep.records, prep.where):
+        srcs = rec.get("source_ids")
+        if isinstance(srcs, list):
+            for s in srcs:
+                if str(s) not in ids:
+                    report.quirk(where, "dangling-source", f"source id {s!r} is not among the imported records; "
+                                                           "kept as a broken link")
+
+
+def _insert(store, records: list[dict], wheres: list[str], report: ImportReport) -> int:
+    """Insert one batch; when the store rejects it, validate each record the way the store does so
+    only the bad ones are skipped (and reported). Returns how many were inserted."""
+    try:
+        store.insert_memories(records, audit=False)
+        return len(records)
+    except ValidationError:
+        pass
+    dims = {m: d for m, d, _ in store.embedding_models()}
+    good = []
+    for rec, where in zip(records, wheres):
+        try:
+            row = normalize(rec, model_dims=dims)
+        except ValidationError as e:
+            report.skip(where, "invalid", str(e))
+            continue
+        if row["embedding"] is not None:
+            dims.setdefault(row["embedding_model"], len(row["embedding"]) // 4)
+        good.append(rec)
+    store.insert_memories(good, audit=False)
+    return len(good)
+
+
+def write_store(prep: Prepared, report: ImportReport, output: str, *, force: bool, ticker: Ticker,
+                embedder=None) -> None:
+    """Embed what needs it, write every record and the provenance into a temporary store,
+    then move it to `output`. Raises ImportFailed / ImportCancelled with nothing written."""
+    if not prep.records:
+        raise ImportFailed(f"Nothing to import from {report.source}: no usable records were found."
+                           + (" " + "; ".join(report.summary()[1:4]) if report.skipped else ""))
+    _dedupe_ids(prep, report)
+    _report_dangling(prep, report)
+    to_embed = [t for t in prep.embed_text if t is not None]
+    n_unique = len(set(to_embed))
+    ticker.start(n_unique + len(prep.records))
+    if to_embed:
+        if embedder is None:
+            from ..embed import default_embedder  # noqa: PLC0415 - loads the model only when needed
+            embedder = default_embedder()
+        try:
+            vectors = embed_texts(to_embed, embedder, ticker)
+        except ImportCancelled:
+            raise
+        except Exception as e:  # EmbedderUnavailable / EmbeddingError carry a user message
+            raise ImportFailed(f"Embedding with {getattr(embedder, 'model', 'the local model')} failed: {e}") from None
+        for rec, text in zip(prep.records, prep.embed_text):
+            if text is not None:
+                rec["embedding"] = vectors[text]
+                rec["embedding_model"] = embedder.model
+
+    # About 20 batches: progress and cancel between them, and the store re-reads its models per batch.
+    size = max(INSERT_BATCH, -(-len(prep.records) // 20))
+    folder, name = os.path.split(output)
+    tmp = os.path.join(folder, f".{name}.importing-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    store = None
+    try:
+        store = create_store(tmp)
+        imported = 0
+        for i in range(0, len(prep.records), size):
+            imported += _insert(store, prep.records[i:i + size], prep.where[i:i + size], report)
+            ticker.advance(len(prep.records[i:i + size]))
+        if not imported:
+            raise ImportFailed(f"Nothing to import from {report.source}: every record was invalid "
+                               f"({report.skipped[0].where}: {report.skipped[0].message}).")
+        report.imported = imported
+        report.output = output
+        models = store.embedding_models()
+        if models and not report.embedding.get("model"):
+            report.embedding = {"model": models[0][0], "dim": models[0][1], "count": models[0][2], "origin": "local"}
+        elif models:
+            report.embedding["count"] = sum(n for m, _, n in models if m == report.embedding["model"])
+        if n_unique:
+            report.embedding["texts_embedded"] = n_unique
+        report.finished_at = time.time()
+        for key, value in prep.meta.items():
+            store.set_meta(key, value)
+        store.set_meta("import", report.to_meta())
+        ticker.check()
+        store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        store.close()
+        store = None
+        _place(tmp, output, force)
+    except BaseException as e:
+        if store is not None:
+            store.close()
+        _remove_db_files(tmp)
+        if isinstance(e, StoreError) and not isinstance(e, ImportFailed):
+            raise ImportFailed(f"Writing the store failed: {e}") from None
+        raise
+
+
+def run(read, fmt: str, source, output, *, force: bool = False, progress: ProgressFn | None = None,
+        cancelled: CancelFn | None = None, embedder=None, **options) -> ImportReport:
+    """The common shape of an import: check the output, read the source (`read(source, report,
+    ticker, embedder, **options) -> Prepared`), then write. Returns the report."""
+    src = os.path.abspath(os.fspath(source))
+    if not os.path.exists(src):
+        raise ImportFailed(f"No such file or folder: {src}")
+    out = check_output(output, force, [src])
+    report = ImportReport(format=fmt, source=src)
+    ticker = Ticker(progress, cancelled)
+    ticker.check()
+    prep = read(src, report, ticker, embedder=embedder, **options)
+    report.read = len(prep.records) + len(report.skipped)
+    report.agents = sorted({str(r.get("agent") or "") for r in prep.records})
+    write_store(prep, report, out, force=force, ticker=ticker, embedder=embedder)
+    return report

@@ -1,0 +1,172 @@
+"""A second process for the editing tests.
+
+`agent` mode plays the agent that owns the store: plain SQL INSERTs through the schema (its
+triggers keep FTS and vectors) at a steady rate, and recall bumps of access counters, as an
+agent's hot path would; it prints one JSON summary of everything it committed at the end.
+
+`edit` mode is memviz editing in a loop (actions, undo, redo) until it is killed; it prints
+"ready" once warmed up and one line per step written (after its transaction committed).
+`edit-server` loads memviz and the embedding model once, then for each stdin line
+"DB SEED OUTFILE" forks an editor (output to OUTFILE) and prints its pid; "reap PID" waits
+for a killed editor and prints "reaped". Forking from a warm process makes a kill loop fast.
+
+    python tests/agent_writer.py agent DB --rate 50 --seconds 3 --dim 256 --model M
+    python tests/agent_writer.py edit DB --seed 7
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import apsw  # noqa: E402
+import numpy as np  # noqa: E402
+
+WORDS = "river lamp meeting budget coffee garden invoice train berlin python deadline sister".split()
+
+
+def run_agent(args) -> int:
+    from memviz.store.connection import connect
+
+    conn = connect(args.db)
+    rng = random.Random(args.seed)
+    vrng = np.random.default_rng(args.seed)
+    inserted, touches, busy = [], {}, 0
+    existing = [r[0] for r in conn.execute("SELECT id FROM memories")]
+    start = time.monotonic()
+    n = 0
+    while time.monotonic() - start < args.seconds:
+        n += 1
+        mid = f"agent-{os.getpid()}-{n}"
+        content = f"agent observation {n}: " + " ".join(rng.choice(WORDS) for _ in range(6))
+        vec = vrng.normal(size=args.dim).astype("<f4")
+        vec /= np.linalg.norm(vec)
+        now = int(time.time())
+        while True:
+            try:
+                conn.execute(
+                    "INSERT INTO memories(id, agent, kind, content, embedding, embedding_model, event_time, created_at) "
+                    "VALUES (?, 'agent', 'episode', ?, ?, ?, ?, ?)", (mid, content, vec.tobytes(), args.model, now, now))
+                break
+            except apsw.BusyError:
+                busy += 1
+        inserted.append([mid, content])
+        if existing and n % 2 == 0:  # the agent recalls an older memory
+            target = rng.choice(existing)
+            while True:
+                try:
+                    conn.execute("UPDATE memories SET access_count = access_count + 1, last_accessed = ? WHERE id = ?",
+                                 (now, target))
+                    break
+                except apsw.BusyError:
+                    busy += 1
+            touches[target] = touches.get(target, 0) + 1
+        time.sleep(max(0.0, start + n / args.rate - time.monotonic()))
+    conn.close()
+    print(json.dumps({"inserted": inserted, "touches": touches, "busy": busy,
+                      "seconds": round(time.monotonic() - start, 2)}))
+    return 0
+
+
+def _warm_embedder():
+    import memviz.edits  # noqa: F401 - loaded before any fork
+    from memviz.embed import default_embedder
+
+    embedder = default_embedder()
+    embedder.embed_one("warm up")
+    return embedder
+
+
+def run_editor(args) -> int:
+    edit_loop(args.db, args.seed, sys.stdout, _warm_embedder())
+    return 0
+
+
+def run_edit_server(args) -> int:
+    embedder = _warm_embedder()
+    for line in sys.stdin:
+        cmd = line.split()
+        if cmd[0] == "reap":
+            os.waitpid(int(cmd[1]), 0)
+            print("reaped", flush=True)
+            continue
+        db, seed, outfile = cmd
+        pid = os.fork()
+        if pid == 0:  # the editor: its own process and its own SQLite connection
+            with open(outfile, "w", buffering=1) as out:
+                try:
+                    edit_loop(db, int(seed), out, embedder)
+                except BaseException:
+                    traceback.print_exc(file=out)
+                finally:
+                    out.flush()
+                    os._exit(1)
+        print(pid, flush=True)
+    return 0
+
+
+def edit_loop(db, seed, out, embedder):
+    import memviz.store as ms
+    from memviz.edits import Confirm, Correct, History, Restore, SetImportance, SetTags, SoftDelete, Unprotect
+
+    rng = random.Random(seed)
+    store = ms.open(db)
+    h = History(store)
+    ids = [r[0] for r in store.conn.execute("SELECT id FROM memories")]
+    print("ready", file=out, flush=True)
+    step = 0
+    while True:
+        step += 1
+        mid = rng.choice(ids)
+        row = store.get(mid)
+        op = rng.choice(["correct", "delete", "restore", "confirm", "unprotect", "importance", "tags",
+                         "undo", "undo", "redo"])
+        try:
+            if op in ("undo", "redo"):
+                if (h.undo() if op == "undo" else h.redo()) is None:
+                    continue  # nothing to undo/redo: nothing written
+            else:
+                action = {
+                    "correct": lambda: Correct(mid, f"{row['content']} (corrected {step})", embedder=embedder,
+                                               shown_rows=row),
+                    "delete": lambda: SoftDelete(mid, shown_rows=row),
+                    "restore": lambda: Restore(mid, shown_rows=row),
+                    "confirm": lambda: Confirm(mid, shown_rows=row),
+                    "unprotect": lambda: Unprotect(mid, shown_rows=row),
+                    "importance": lambda: SetImportance(mid, rng.choice([1, 3, 5, 7, 9]), shown_rows=row),
+                    "tags": lambda: SetTags(mid, rng.sample(WORDS, 2), shown_rows=row),
+                }[op]()
+                h.perform(action)
+                if op == "correct":
+                    ids.append(action.new_id)
+        except ms.ValidationError:
+            continue  # e.g. deleting a retired memory: refused before any write
+        print(f"{step} {op} {mid}", file=out, flush=True)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers(dest="mode", required=True)
+    a = sub.add_parser("agent")
+    a.add_argument("db")
+    a.add_argument("--rate", type=float, default=50)
+    a.add_argument("--seconds", type=float, default=3)
+    a.add_argument("--dim", type=int, default=256)
+    a.add_argument("--model", default="wordllama/l2_supercat-256")
+    a.add_argument("--seed", type=int, default=1)
+    e = sub.add_parser("edit")
+    e.add_argument("db")
+    e.add_argument("--seed", type=int, default=1)
+    sub.add_parser("edit-server")
+    args = p.parse_args(argv)
+    return {"agent": run_agent, "edit": run_editor, "edit-server": run_edit_server}[args.mode](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

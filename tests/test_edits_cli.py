@@ -1,0 +1,66 @@
+"""`memviz edit` from the shell, and the retired view for memories the agent retired itself."""
+import json
+
+import pytest
+
+from memviz.cli import main
+from memviz.edits import retired
+from memviz.store.connection import connect
+
+from conftest import unit_vectors
+
+
+@pytest.fixture
+def small(store):
+    store.insert_memories([{"id": f"k{i}", "kind": "fact", "content": f"remote fact number {i}", "embedding": v,
+                            "embedding_model": "remote-model"} for i, v in enumerate(unit_vectors(4, 8))])
+    return store
+
+
+def test_cli_actions_history_and_retired(small, capsys):
+    db = str(small.path)
+    assert main(["edit", db, "delete", "k1", "k2", "--note", "stale"]) == 0
+    assert "Deleted 2 memories" in capsys.readouterr().out
+    assert main(["edit", db, "restore", "k2"]) == 0
+    assert main(["edit", db, "importance", "7", "k0"]) == 0
+    assert main(["edit", db, "tags", "k0", "--add", "home", "--add", "todo"]) == 0
+    assert main(["edit", db, "confirm", "k3"]) == 0
+    assert main(["edit", db, "correct", "k0", "remote", "fact", "corrected"]) == 0
+    out = capsys.readouterr().out
+    assert "Corrected k0" in out and "warning:" in out and "needs" in out  # remote-model cannot be reached here
+    assert small.get("k0")["importance"] == 7 and small.get("k0")["tags"] == ["home", "todo"]
+    assert small.get("k3")["protected"] is True and small.get("k2")["valid_until"] is None
+    assert main(["edit", db, "retired", "--json"]) == 0
+    items = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
+    assert set(items) == {"k0", "k1"} and items["k1"]["why"] == "deleted" and items["k1"]["note"] == "stale"
+    assert items["k0"]["why"].startswith("corrected: superseded by ")
+    assert main(["edit", db, "history", "k0"]) == 0
+    assert [ln.split()[2] for ln in capsys.readouterr().out.splitlines()] == [
+        "insert", "set_importance", "set_tags", "supersede"]
+
+
+def test_cli_refusals_are_one_line(small, capsys):
+    db = str(small.path)
+    assert main(["edit", db, "restore", "k0"]) == 2
+    assert "not retired" in capsys.readouterr().err
+    assert main(["edit", db, "importance", "12", "k0"]) == 2
+    assert "outside 0-10" in capsys.readouterr().err
+    assert main(["edit", db, "tags", "k0"]) == 2
+    assert "--set, --add or --remove" in capsys.readouterr().err
+    assert main(["edit", db, "confirm", "k0", "--read-only"]) == 2
+    assert "read-only" in capsys.readouterr().err
+    assert small.history("k0")[-1]["action"] == "insert"
+
+
+def test_retired_view_names_the_agents_own_retirements(small):
+    agent = connect(str(small.path))
+    agent.execute("UPDATE memories SET valid_until = 100 WHERE id = 'k1'")
+    agent.execute("UPDATE memories SET valid_until = 200 WHERE id = 'k2'")
+    agent.execute("INSERT INTO memories(id, kind, content, event_time, created_at, attributes) "
+                  "VALUES ('k9', 'fact', 'newer', 1, 1, '{\"supersedes\": \"k2\"}')")
+    agent.close()
+    view = {r.id: r for r in retired(small)}
+    assert view["k1"].why == "retired by the agent (no memviz audit entry)" and view["k1"].action is None
+    assert view["k2"].why == "corrected: superseded by k9 (by the agent)" and view["k2"].superseded_by == "k9"
+    assert [r.id for r in retired(small)] == ["k2", "k1"]  # most recently retired first
+    assert [r.id for r in retired(small, limit=1)] == ["k2"]
