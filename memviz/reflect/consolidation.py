@@ -92,7 +92,7 @@ def _last_decay(store) -> dict[str, float]:
     the one before it). SQLite takes the bare columns from the row holding max(id)."""
     rows = store.conn.execute(
         "SELECT memory_id, CASE WHEN json_valid(after) THEN json_extract(after, '$.decayed_to') END, max(id) "
-        "FROM memviz_audit WHERE action IN ('decay', 'undo decay') GROUP BY memory_id")
+        "FROM memviz_audit WHERE action IN ('decay', 'undo decay', 'redo decay') GROUP BY memory_id")
     return {m: float(t) for m, t, _ in rows if t is not None}
 
 
@@ -213,16 +213,28 @@ def _refuse(row, expected_conf) -> str | None:
 def undo_consolidation(store, result: ConsolidationResult, *, actor: str = ACTOR) -> list[tuple[str, str]]:
     """Put back what `result` changed (one audited transaction); rows changed since by someone
     else are left alone and returned as (id, why)."""
+    return _swap(store, result, "undo", actor)
+
+
+def redo_consolidation(store, result: ConsolidationResult, *, actor: str = ACTOR) -> list[tuple[str, str]]:
+    """Write `result`'s changes again after an undo (same rules as undo)."""
+    return _swap(store, result, "redo", actor)
+
+
+def _swap(store, result, direction, actor):
     skipped = []
+    changes = reversed(result.changes) if direction == "undo" else result.changes
     with store.transaction() as c:
-        for mid, action, before, after in reversed(result.changes):
+        for mid, action, before, after in changes:
+            old, new = (after, before) if direction == "undo" else (before, after)
             col = "confidence" if action == "decay" else "valid_until"
             row = c.execute(f"SELECT {col} FROM memories WHERE id = ?", (mid,)).fetchone()
-            if row is None or row[0] != after[col]:
+            if row is None or row[0] != old[col]:
                 skipped.append((mid, "it was changed since"))
                 continue
-            c.execute(f"UPDATE memories SET {col} = ? WHERE id = ?", (before[col], mid))
-            store._audit(c, "undo " + action, mid, after, before, actor, "undo consolidation")
+            c.execute(f"UPDATE memories SET {col} = ? WHERE id = ?", (new[col], mid))
+            # "undo decay" / "redo decay" keep _last_decay's reference time right
+            store._audit(c, f"{direction} {action}", mid, old, new, actor, f"{direction} consolidation")
     return skipped
 
 
@@ -233,5 +245,6 @@ def describe(plan: ConsolidationPlan) -> str:
             f"({ticked} ticked for soft-delete); {plan.protected_skipped} protected left alone")
 
 
-__all__ = ["ebbinghaus", "plan_consolidation", "apply_consolidation", "undo_consolidation", "describe",
+__all__ = ["ebbinghaus", "plan_consolidation", "apply_consolidation", "undo_consolidation", "redo_consolidation",
+           "describe",
            "ConsolidationPlan", "ConsolidationResult", "DecayItem", "PruneItem", "PRUNE_BELOW", "DECAY_KINDS"]

@@ -65,6 +65,7 @@ class Proposal:
     importance: float = MIN_IMPORTANCE
     decision: bool | None = None      # None: undecided
     written_id: str | None = None
+    id: str = field(default_factory=new_id)  # the row's id once written (known ahead for undo stacks)
 
     def accept(self) -> None:
         self.decision = True
@@ -278,7 +279,7 @@ class Reflector:
                      "reflection": {"run": run.id, "model": run.model, "evidence_offered": [e.id for e in p.evidence]}}
             if vectors is None:
                 attrs["needs_embedding"] = True
-            records.append(dict(kind="reflection", agent=run.agent, content=text,
+            records.append(dict(id=p.id, kind="reflection", agent=run.agent, content=text,
                                 importance=min(10.0, max(MIN_IMPORTANCE, float(p.importance))),
                                 source_ids=sources, attributes=attrs, event_time=now, created_at=now,
                                 embedding=None if vectors is None else vectors[n],
