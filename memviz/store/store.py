@@ -244,9 +244,6 @@ class Store:
         return problems
 
     # ----------------------------------------------------------------- writes
-    def _model_dims(self) -> dict[str, int]:
-        return {m: d for m, d, _ in self.embedding_models()}
-
     def model_dim(self, model: str | None) -> int | None:
         """The dimension of `model`'s vectors in this store (None if it has none). Stops at the
         first such row, unlike embedding_models(), which reads every row: edits call it."""
@@ -262,7 +259,10 @@ class Store:
     def insert_memories(self, records, *, audit: bool = True, actor: str = "memviz", note: str | None = None) -> list[str]:
         """Insert memories (rows, FTS and vectors) in one transaction; every record is
         validated first, so a bad one writes nothing."""
-        dims = self._model_dims()
+        records = list(records)
+        # Look up only the models these records use: a full scan per call made bulk imports quadratic.
+        models = {r.get("embedding_model") for r in records if r.get("embedding") is not None}
+        dims = {m: d for m in models if (d := self.model_dim(m)) is not None}
         now = time.time()
         rows = []
         for rec in records:
