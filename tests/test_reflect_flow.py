@@ -265,13 +265,27 @@ def test_default_retriever_is_the_engine_or_falls_back(mem, fake_openai):
     except ImportError:
         engine = False
     from memviz.reflect import default_retriever
+    mem.set_valid_until("ann-09", T0)
     retrieve = default_retriever(mem, agent="ann")
     assert (retrieve.__qualname__.startswith("engine_retriever") if engine
             else retrieve.__qualname__.startswith("vector_retriever"))
-    mem.set_valid_until("ann-09", T0)
     ids = retrieve("Who stays late at the office before the deadline?", 4)
     assert len(ids) == 4 and all(i.startswith("ann-") for i in ids) and "ann-09" not in ids
     assert any("deadline" in mem.get(i)["content"] for i in ids[:2])
+
+
+def test_stale_retriever_results_are_filtered(mem, fake_openai):
+    """A retriever built earlier (the window keeps one) may still rank a memory retired since:
+    the Reflector drops it and still offers `evidence` memories."""
+    retrieve = vector_retriever(mem, agent=None)  # no agent filter: bob's memories come too
+    mem.set_valid_until("ann-09", T0)
+    fake_openai.push(reply_json({"questions": ["Who works late before the deadline?"]}),
+                     reply_json({"insights": [{"insight": "Bob works late.", "evidence": [1]}]}))
+    r = Reflector(mem, llm_for(fake_openai), agent="ann", config=ReflectionConfig(questions=1, evidence=5),
+                  retriever=lambda q, k: ["ann-09", "bob-12"] + retrieve(q, k))
+    run = r.propose()
+    ev = [e.id for e in run.proposals[0].evidence]
+    assert len(ev) == 5 and "ann-09" not in ev and all(i.startswith("ann-") for i in ev)
 
 
 def test_store_without_embeddings(tmp_path, fake_openai):

@@ -193,7 +193,8 @@ class Reflector:
         for qi, question in enumerate(run.questions, 1):
             check(cancel)
             step(f"Retrieving evidence for question {qi} of {len(run.questions)}")
-            evidence = self._evidence(self.retriever(question, cfg.evidence), cfg.evidence)
+            # a few more than needed: ids the store retired since the retriever's snapshot are dropped
+            evidence = self._evidence(self.retriever(question, cfg.evidence + 5), cfg.evidence)
             check(cancel)
             if not evidence:
                 run.problems.append(f"question {qi}: no evidence was found; skipped")
