@@ -11,6 +11,7 @@ import sys
 from ..reflect import (
     LLMClient, LLMSettings, ReflectError, ReflectionConfig, Reflector, importance_status, test_connection,
 )
+from ..reflect.evidence import default_retriever, engine_available
 from ..reflect.validate import clean_text, shorten
 from ..store import iso, open_store
 
@@ -28,6 +29,7 @@ def add_parser(sub):
     p.add_argument("--evidence", type=int, default=10, help="memories retrieved per question (10)")
     p.add_argument("--insights", type=int, default=1, help="insights per question (1)")
     p.add_argument("--importance", type=float, default=8.0, help="importance of written reflections (8-10)")
+    p.add_argument("--preset", default="dual-memory", help="retrieval preset that ranks the evidence (dual-memory)")
     p.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://localhost:11434/v1 (Ollama)")
     p.add_argument("--model", help="chat model")
     p.add_argument("--timeout", type=float, help="seconds per request (60)")
@@ -83,7 +85,11 @@ def _reflect(args, store, settings, config) -> int:
         return 0
     if not args.dry_run and store.read_only:
         return _fail(f"{store.path} is open read-only ({store.read_only_reason}); use --dry-run to preview")
-    reflector = Reflector(store, LLMClient(settings), agent=st.agent, config=config)
+    if not engine_available():
+        print("note: the retrieval engine is not in this build; evidence is ranked by cosine similarity only",
+              file=sys.stderr)
+    retriever = default_retriever(store, agent=st.agent, preset=args.preset)
+    reflector = Reflector(store, LLMClient(settings), agent=st.agent, config=config, retriever=retriever)
     run_ = reflector.propose(progress=_progress)
     for n, p in enumerate(run_.proposals, 1):
         print(f"\n[{n}] question: {_line(p.question)}")

@@ -16,12 +16,18 @@ Retriever = Callable[[str, int], list]
 _VEC_K_MAX = 4096  # sqlite-vec's limit for k
 
 
-def default_retriever(store, *, agent: str | None = None, params=None) -> Retriever:
+def engine_available() -> bool:
     try:
         from memviz.retrieval import Engine, preset_params  # noqa: F401
-    except ImportError:  # the engine is not in this build: cosine kNN instead
+    except ImportError:
+        return False
+    return True
+
+
+def default_retriever(store, *, agent: str | None = None, params=None, preset: str = "dual-memory") -> Retriever:
+    if not engine_available():  # the engine is not in this build: cosine kNN instead
         return vector_retriever(store, agent=agent)
-    return engine_retriever(store, agent=agent, params=params)
+    return engine_retriever(store, agent=agent, params=params, preset=preset)
 
 
 def engine_retriever(store, *, agent: str | None = None, params=None, preset: str = "dual-memory") -> Retriever:
