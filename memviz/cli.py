@@ -17,6 +17,7 @@ COMMANDS = (
     "memviz.commands.create",
     "memviz.commands.import_",
     "memviz.commands.edit",
+    "memviz.commands.query",
     "memviz.commands.reflect",
     "memviz.commands.consolidate",
 )

@@ -1,0 +1,12 @@
+"""The retrieval engine (no Qt): every seed system's weighted scoring over a whole store,
+explained per component, replayable as of a past moment, and fast enough for live sliders.
+
+    engine = Engine(store)
+    engine.set_query("what did Alice say about restaurants?")
+    result = engine.score(preset_params("dual-memory", k=10))
+"""
+from .engine import Engine
+from .params import Params, Result, rank_changes
+from .presets import PRESETS, Preset, preset, preset_params
+
+__all__ = ["Engine", "Params", "Result", "PRESETS", "Preset", "preset", "preset_params", "rank_changes"]

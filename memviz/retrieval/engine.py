@@ -1,0 +1,515 @@
+"""The retrieval engine: scores every candidate memory with numpy, explains every result.
+
+`set_query` does the costly part once per query (embedding, one matrix-vector product for
+the cosine of every row); `score(params)` only recombines cached arrays, so moving a weight
+slider costs a few vector operations and a partial sort.
+
+Exactness. The cosines of all rows come from a float32 product; the formulas themselves run
+in float64. Where a near-tie could depend on float32 rounding (the Generative Agents min and
+max of relevance, and every memory whose score is within the float32 error bound of the k-th
+score), the cosine is recomputed exactly (components.exact_relevance) and the ranking decided
+on the exact values, so the top k are those of a float64 reference loop (see loops.py).
+"""
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+
+import numpy as np
+
+from ..embed import EmbedderUnavailable, embedder_for
+from . import components as C
+from .candidates import filter_mask, ga_order, ga_rule, last_accessed_at
+from .hybrid import fts_ranks, fts_rows, vector_ranks
+from .params import Params, Result
+from .presets import preset
+from .rowmeta import derived_cycles, load_row_meta
+
+_EPS = np.finfo(np.float64).eps
+
+#: the order in which each preset adds its terms (its source's formula, left to right)
+_SUM_ORDER = {
+    "generative-agents": ("recency", "relevance", "importance"),   # recency_w*rec*gw[0] + relevance... + importance...
+    "dual-memory": ("relevance", "recency", "importance"),         # α·relevance + β·recency + γ·importance
+    "ada": ("recency", "importance", "relevance"),                 # α·recency + β·importance + γ·relevance (seed 003 names)
+}
+
+
+class _Candidates:
+    """The rows one filter setting scores, in scoring order, with caches that depend only on them."""
+
+    def __init__(self, idx: np.ndarray, n: int):
+        self.idx = idx
+        self.all_rows = len(idx) == n and (n == 0 or (idx[0] == 0 and bool(np.all(np.diff(idx) == 1))))
+        self.cache: dict = {}
+        self._bufs = None
+
+    def buffers(self):
+        if self._bufs is None:
+            self._bufs = (np.empty(len(self.idx)), np.empty(len(self.idx)))
+        return self._bufs
+
+
+class Engine:
+    """One store's memories, ready to be scored. See the module docstring.
+
+    Recency is measured from `params.as_of` when given, else from `now` (fixed at construction
+    when passed), else from the moment of the last `set_query` call.
+
+    An Engine is a snapshot of the arrays it was given: after the store changes, build a new one.
+    Generative Agents: with `params.agent_weights` (default) the per-agent recency_w, relevance_w,
+    importance_w and recency_decay of memviz_meta "ga_weights" apply, so an agent's stored
+    recency_decay wins over `params.decay`; set agent_weights=False to use the parameters alone.
+    """
+
+    def __init__(self, store, arrays=None, *, embedder=None, now: float | None = None):
+        self.store = store
+        self.arrays = arrays if arrays is not None else store.arrays()
+        self.now = now
+        self._embedder = embedder
+        self._meta = None
+        self._cycles = None
+        self._ga_weights = _read_ga_weights(store)
+        self._delta = C.relevance_error_bound(self.arrays.dim)
+        self._cands: OrderedDict = OrderedDict()
+        self._clear_query()
+
+    # ----------------------------------------------------------------- the query
+    def _clear_query(self):
+        self.query_text: str | None = None
+        self.query_vector: np.ndarray | None = None
+        self.like: str | None = None
+        self.query_error: EmbedderUnavailable | None = None
+        self._exclude: int | None = None
+        self._rel_fast = None
+        self._exact: dict[int, float] = {}
+        self._fts = None
+        self._qcache: dict = {}
+        self._query_time = time.time()
+
+    def embedder(self):
+        """The provider that embeds queries like the store was embedded (EmbedderUnavailable if none)."""
+        if self._embedder is None:
+            a = self.arrays
+            self._embedder = embedder_for(a.embedding_model, a.dim or None)
+        if self._embedder.dim != self.arrays.dim:
+            raise EmbedderUnavailable(f"{self._embedder.model} makes {self._embedder.dim}-d vectors, "
+                                      f"but the store's vectors have {self.arrays.dim}")
+        return self._embedder
+
+    def set_query(self, text: str | None = None, *, vector=None, like: str | None = None) -> None:
+        """Set the query: text (embedded with the store's model), a vector, or a memory id whose
+        own vector is the query (`like`; that memory is left out of its own results).
+
+        When the text cannot be embedded this raises EmbedderUnavailable *after* keeping the text,
+        so presets that need no vector (hybrid: full-text part only; working-memory) still score."""
+        if sum(x is not None for x in (text, vector, like)) > 1:
+            raise ValueError("give one query: text, a vector, or a memory id (like)")
+        self._clear_query()
+        a = self.arrays
+        vec = None
+        if like is not None:
+            i = a.index_of(like)
+            if i is None:
+                raise ValueError(f"no memory with id {like!r} in this store")
+            if not a.has_embedding[i]:
+                raise ValueError(f"memory {like} has no embedding of the store's model "
+                                 f"({a.embedding_model or 'none'}), so it cannot serve as an example")
+            self.like, self._exclude = like, i
+            row = self.store.get(like)
+            self.query_text = row["content"] if row else None
+            vec = a.embedding[i]
+        elif vector is not None:
+            vec = np.asarray(vector, dtype=np.float32).ravel()
+            if vec.shape != (a.dim,):
+                raise ValueError(f"the query vector has {vec.size} dimensions; the store's vectors have {a.dim}")
+            if not np.all(np.isfinite(vec)) or not np.any(vec):
+                raise ValueError("the query vector must be finite and not all zero")
+            vec = vec / np.linalg.norm(vec)
+        elif text is not None:
+            if not text.strip():
+                raise ValueError("the query text is empty")
+            self.query_text = text
+            try:
+                vec = self.embedder().embed_one(text)
+            except EmbedderUnavailable as e:
+                self.query_error = EmbedderUnavailable(
+                    f"cannot embed the query: {e}. Query by example (--like MEMORY_ID) or use the "
+                    f"hybrid preset (full-text search).")
+                raise self.query_error from None
+        if vec is not None:
+            self.query_vector = np.ascontiguousarray(vec, dtype=np.float32)
+            self._rel_fast = C.fast_relevance(a.embedding, self.query_vector)
+
+    @property
+    def has_relevance(self) -> bool:
+        return self._rel_fast is not None
+
+    def _relevance(self) -> np.ndarray:
+        if self._rel_fast is None:
+            if self.query_error is not None:
+                raise self.query_error
+            raise ValueError("this preset ranks by relevance and needs a query (text, vector or --like)")
+        return self._rel_fast
+
+    def _exact_rel(self, rows: np.ndarray) -> np.ndarray:
+        cache = self._exact
+        missing = [r for r in rows.tolist() if r not in cache]
+        if missing:
+            vals = C.exact_relevance(self.arrays.embedding, missing, self.query_vector)
+            cache.update(zip(missing, vals.tolist()))
+        return np.array([cache[r] for r in rows.tolist()], dtype=np.float64)
+
+    def _fts_hits(self):
+        if self._fts is None and self.query_text:
+            self._fts = fts_rows(self.store, self.arrays, self.query_text)
+        return self._fts
+
+    # ----------------------------------------------------------------- shared per-Engine data
+    def meta(self):
+        """Tags and Generative Agents / ADA attributes of every row (read once)."""
+        if self._meta is None:
+            self._meta = load_row_meta(self.store.conn, self.arrays.rowid)
+        return self._meta
+
+    def _candidates(self, params: Params) -> tuple[tuple, _Candidates]:
+        ga = params.preset == "generative-agents"
+        key = ("ga" if ga else "all", params.as_of, params.agents, params.kinds, params.tags, params.time_range,
+               params.include_retired, params.protected_only, self._exclude)
+        cs = self._cands.get(key)
+        if cs is None:
+            mask = filter_mask(self.arrays, params, self.meta, self._exclude)
+            if ga:
+                mask &= ga_rule(self.arrays, self.meta())
+                idx = ga_order(self.arrays, self.meta(), np.flatnonzero(mask), params.as_of)
+            else:
+                idx = np.flatnonzero(mask)
+            cs = self._cands[key] = _Candidates(idx, len(self.arrays))
+            if len(self._cands) > 16:
+                self._cands.popitem(last=False)
+        else:
+            self._cands.move_to_end(key)
+        return key, cs
+
+    def _ref_time(self, params: Params) -> float:
+        if params.as_of is not None:
+            return float(params.as_of)
+        return float(self.now if self.now is not None else self._query_time)
+
+    def _decay_factor(self, params, cs, ref):
+        """Seed 002's confidence × exp(-decay_rate × days^0.8) (days since last access, else creation)."""
+        if not params.confidence_decay:
+            return None
+        key = ("ebbinghaus", ref, params.as_of)
+        if key not in cs.cache:
+            a, idx = self.arrays, cs.idx
+            age = ref - last_accessed_at(a, params.as_of)[idx]
+            cs.cache[key] = C.ebbinghaus(a.confidence[idx], a.decay_rate[idx], age, a.protected[idx])
+        return cs.cache[key]
+
+    # ----------------------------------------------------------------- scoring
+    def score(self, params: Params) -> Result:
+        """Rank the candidates under `params`; cheap when only weights or k changed."""
+        info = preset(params.preset)
+        ref = self._ref_time(params)
+        ckey, cs = self._candidates(params)
+        if len(cs.idx) == 0:
+            return self._empty(params, info)
+        if params.preset == "hybrid":
+            return self._score_hybrid(params, ckey, cs, ref)
+        if params.preset == "working-memory":
+            return self._score_working(params, cs, ref)
+        return self._score_linear(params, ckey, cs, ref)
+
+    def _empty(self, params, info) -> Result:
+        z = np.zeros(0)
+        return Result(rows=np.zeros(0, np.int64), ids=[], score=z, raw={c: z for c in info.components},
+                      weighted={c: z for c in info.components}, all_scores=np.full(len(self.arrays), np.nan),
+                      candidates=0, params=params, notes=["no memory passes the filters"])
+
+    def _static_linear(self, params, cs, ref) -> dict:
+        """The query-independent parts of dual-memory, generative-agents and ada over the candidates."""
+        a, idx = self.arrays, cs.idx
+        name = params.preset
+        if name == "generative-agents":
+            key = ("ga", params.decay, params.agent_weights)
+        elif name == "dual-memory":
+            key = ("dual", ref, params.tau_hours)
+        else:
+            key = ("ada", ref, params.decay)
+        st = cs.cache.get(key)
+        if st is not None:
+            return st
+        st = {"rowweight": {"recency": 1.0, "relevance": 1.0, "importance": 1.0}, "extra": {}}
+        imp_raw = a.importance[idx]
+        if name == "generative-agents":
+            # Generative Agents, retrieve.py new_retrieve, exactly:
+            # - candidates: events and thoughts (not chats) whose embedding_key lacks "idle"
+            #   (candidates.ga_rule; a memory without GA attributes counts unless it is dialogue);
+            # - ordered by last_accessed ascending, ties in store order = events newest first,
+            #   then thoughts newest first (candidates.ga_order, rebuilt from node_count);
+            # - recency of the i-th in that order (i from 1) = recency_decay ** i: a rank, not a
+            #   time (so the least recently accessed memory gets the highest recency, as in the code);
+            # - relevance = cosine; importance = poignancy;
+            # - each of the three min-max normalised to [0, 1] over the candidates, all equal -> 0.5;
+            # - score = recency_w·recency·0.5 + relevance_w·relevance·3 + importance_w·importance·2
+            #   (β, α, γ default to 0.5, 3, 2; the *_w are the persona's scratch weights, default 1);
+            # - top 30 by default, ties in candidate order (stable sort, like Python's sorted);
+            # - all in float64, the cosines exact where a near-tie could depend on float32 rounding.
+            w = self._ga_row_weights(idx, params)
+            decays = w.pop("recency_decay")
+            rec_raw = C.ga_rank_recency(decays)
+            st["raw"] = {"recency": C.minmax(rec_raw), "importance": C.minmax(imp_raw)}
+            st["rowweight"] = w
+            st["extra"] = {"recency_rank": np.arange(1, len(idx) + 1), "recency_decayed": rec_raw,
+                           "poignancy": imp_raw}
+        elif name == "dual-memory":
+            # seed 000: recency = exp(-Δt/τ) with Δt the hours since the memory's timestamp
+            # (event_time); importance = importance / 10
+            age = ref - a.event_time[idx]
+            st["raw"] = {"recency": C.exp_recency(age, params.tau_hours), "importance": imp_raw / 10}
+            st["extra"] = {"age_hours": np.maximum(age, 0) / C.HOUR}
+        else:
+            # seed 003: recency = λ^(cycles ago), the current cycle being the latest one logged
+            # by `ref`; importance = importance / 10
+            cycles = self._ada_cycles()
+            exists = a.created_at <= ref
+            current = cycles[exists].max() if exists.any() else cycles.max()
+            ago = np.maximum(current - cycles[idx], 0.0)
+            st["raw"] = {"recency": C.cycle_recency(ago, params.decay), "importance": imp_raw / 10}
+            st["extra"] = {"cycles_ago": ago}
+        # cached products row-weight × component: the slider only multiplies these
+        st["P"] = {c: st["rowweight"][c] * v for c, v in st["raw"].items()}
+        st["maxP"] = {c: float(np.abs(v).max()) for c, v in st["P"].items()}
+        st["no_vector"] = int((~a.has_embedding[idx]).sum())
+        cs.cache[key] = st
+        return st
+
+    def _ga_row_weights(self, idx, params) -> dict:
+        """Per-row recency_w / relevance_w / importance_w and recency_decay of each memory's agent
+        (memviz_meta "ga_weights"; weights default to 1, the decay to params.decay)."""
+        n = len(idx)
+        out = {"recency": 1.0, "relevance": 1.0, "importance": 1.0, "recency_decay": np.full(n, params.decay)}
+        if not (params.agent_weights and self._ga_weights):
+            return out
+        agents = self.arrays.agent[idx]
+        cols = {"recency": np.ones(n), "relevance": np.ones(n), "importance": np.ones(n)}
+        for agent, w in self._ga_weights.items():
+            rows = agents == agent
+            if not rows.any():
+                continue
+            for c in cols:
+                cols[c][rows] = w.get(c + "_w", 1.0)
+            out["recency_decay"][rows] = w.get("recency_decay", params.decay)
+        for c, v in cols.items():
+            out[c] = v if np.any(v != 1.0) else 1.0
+        return out
+
+    def _ada_cycles(self) -> np.ndarray:
+        if self._cycles is None:
+            self._cycles = derived_cycles(self.meta().cycle, self.arrays.event_time)
+        return self._cycles
+
+    def _relevance_part(self, params, ckey, cs, st) -> dict:
+        """Per query: the candidates' cosines (float32 product), and for generative-agents the
+        exact min and max that min-max normalisation divides by."""
+        key = (ckey, params.preset, params.agent_weights if params.preset == "generative-agents" else None)
+        q = self._qcache.get(key)
+        if q is not None:
+            return q
+        rel_c = self._relevance() if cs.all_rows else self._relevance()[cs.idx]
+        q = {"lo": None, "hi": None, "scale": 1.0}
+        if params.preset == "generative-agents":
+            d = self._delta
+            lo_rows = cs.idx[rel_c <= rel_c.min() + 2 * d]
+            hi_rows = cs.idx[rel_c >= rel_c.max() - 2 * d]
+            lo = float(self._exact_rel(lo_rows).min())
+            hi = float(self._exact_rel(hi_rows).max())
+            q.update(lo=lo, hi=hi, scale=(1.0 / (hi - lo)) if hi > lo else 0.0)
+            rel_t = C.minmax(rel_c, lo, hi)
+        else:
+            rel_t = rel_c
+        w = st["rowweight"]["relevance"]
+        q["P"] = rel_t if isinstance(w, float) and w == 1.0 else w * rel_t   # 1.0 * x == x
+        q["maxw"] = float(np.abs(w).max()) if isinstance(w, np.ndarray) else abs(w)
+        q["maxP"] = float(np.abs(q["P"]).max())
+        self._qcache[key] = q
+        return q
+
+    def _score_linear(self, params, ckey, cs, ref) -> Result:
+        st = self._static_linear(params, cs, ref)
+        rq = self._relevance_part(params, ckey, cs, st)
+        f = self._decay_factor(params, cs, ref)
+        W = {"relevance": params.alpha, "recency": params.beta, "importance": params.gamma}
+        order = _SUM_ORDER[params.preset]
+        P = dict(st["P"], relevance=rq["P"])
+
+        # fast pass over every candidate, in preallocated buffers
+        s, t = cs.buffers()
+        for j, c in enumerate(order):
+            np.multiply(P[c], W[c], out=s if j == 0 else t)
+            if f is not None:
+                np.multiply(s if j == 0 else t, f, out=s if j == 0 else t)
+            if j:
+                np.add(s, t, out=s)
+        m = len(s)
+        k = min(int(params.k), m)
+        kth = np.partition(s, m - k)[m - k]
+        fmax = float(np.abs(f).max()) if f is not None else 1.0
+        # bound on how far a float32 cosine can move a score, plus float64 rounding of the sums
+        rel_err = abs(params.alpha) * rq["maxw"] * rq["scale"] * self._delta * fmax
+        if rel_err == 0:
+            # relevance cannot move any score (weight 0, or all cosines equal): the fast pass is exact
+            region = np.sort(_topk(s, k))
+        else:
+            maxP = dict(st["maxP"], relevance=rq["maxP"])
+            err = rel_err + 8 * _EPS * fmax * sum(abs(W[c]) * maxP[c] for c in order)
+            region = np.flatnonzero(s >= kth - 2 * err)
+
+        # exact pass over the memories that can reach the top k
+        rows = cs.idx[region]
+        cos = self._exact_rel(rows)
+        rel_t = C.minmax(cos, rq["lo"], rq["hi"]) if params.preset == "generative-agents" else cos
+        rw = st["rowweight"]["relevance"]
+        raw = {c: v[region] for c, v in st["raw"].items()}
+        raw["relevance"] = rel_t
+        terms = {}
+        for c in order:
+            pw = (rw[region] if isinstance(rw, np.ndarray) else rw) * rel_t if c == "relevance" else P[c][region]
+            terms[c] = pw * W[c] if f is None else pw * W[c] * f[region]
+        exact = terms[order[0]]
+        for c in order[1:]:
+            exact = exact + terms[c]
+        pick = np.argsort(-exact, kind="stable")[:k]   # region is in candidate order: ties keep it
+
+        all_scores = np.full(len(self.arrays), np.nan)
+        all_scores[cs.idx] = s
+        all_scores[rows] = exact
+        sel = region[pick]
+        out_raw = {c: raw[c][pick] for c in ("relevance", "recency", "importance")}
+        out_raw["cosine"] = cos[pick]
+        for name, v in st["extra"].items():
+            out_raw[name] = v[sel]
+        if f is not None:
+            out_raw["decay_factor"] = f[sel]
+        notes = []
+        if st["no_vector"]:
+            notes.append(f"{st['no_vector']} candidate(s) have no vector of {self.arrays.embedding_model}; "
+                         f"their relevance counts as 0")
+        return Result(rows=cs.idx[sel], ids=[str(x) for x in self.arrays.ids[cs.idx[sel]]], score=exact[pick],
+                      raw=out_raw, weighted={c: terms[c][pick] for c in _display(order)},
+                      all_scores=all_scores, candidates=m, params=params, notes=notes)
+
+    def _score_hybrid(self, params, ckey, cs, ref) -> Result:
+        a, idx = self.arrays, cs.idx
+        hits = self._fts_hits()
+        if hits is None and self._rel_fast is None:
+            if self.query_error is not None:
+                raise self.query_error
+            raise ValueError("the hybrid preset needs a query (text, vector or --like)")
+        key = (ckey, "hybrid")
+        h = self._qcache.get(key)
+        if h is None:
+            n = len(a)
+            h = {}
+            if hits is not None:
+                is_cand = np.zeros(n, dtype=bool)
+                is_cand[idx] = True
+                h["fts_rank"] = fts_ranks(n, hits[0], is_cand)[idx]
+                bm = np.full(n, np.nan)
+                bm[hits[0]] = hits[1]
+                h["bm25"] = bm[idx]
+            else:
+                h["fts_rank"] = np.zeros(len(idx), np.int64)
+                h["bm25"] = np.full(len(idx), np.nan)
+            if self._rel_fast is not None:
+                h["vector_rank"] = vector_ranks(idx, self._rel_fast, a.has_embedding, self._exact_rel, self._delta,
+                                                top=max(4 * int(params.k), 200))
+            else:
+                h["vector_rank"] = np.zeros(len(idx), np.int64)
+            self._qcache[key] = h
+        tkey = (ckey, "hybrid", params.rrf_k)
+        terms = self._qcache.get(tkey)
+        if terms is None:
+            terms = self._qcache[tkey] = {"fts": C.rrf(h["fts_rank"], params.rrf_k),
+                                          "vector": C.rrf(h["vector_rank"], params.rrf_k)}
+        f = self._decay_factor(params, cs, ref)
+        if f is not None:
+            terms = {c: v * f for c, v in terms.items()}
+        s = terms["fts"] + terms["vector"]
+        sel = _topk(s, params.k)
+        rows = idx[sel]
+        cos = self._exact_rel(rows) if self._rel_fast is not None else np.full(len(rows), np.nan)
+        cos = np.where(a.has_embedding[rows], cos, np.nan)
+        raw = {"relevance": cos, "bm25": h["bm25"][sel], "fts_rank": h["fts_rank"][sel],
+               "vector_rank": h["vector_rank"][sel]}
+        if f is not None:
+            raw["decay_factor"] = f[sel]
+        all_scores = np.full(len(a), np.nan)
+        all_scores[idx] = s
+        notes = []
+        if hits is None:
+            notes.append("no query text: vector ranks only")
+        if self._rel_fast is None:
+            notes.append("no query vector: full-text ranks only")
+        return Result(rows=rows, ids=[str(x) for x in a.ids[rows]], score=s[sel], raw=raw,
+                      weighted={c: v[sel] for c, v in terms.items()}, all_scores=all_scores,
+                      candidates=len(idx), params=params, notes=notes)
+
+    def _score_working(self, params, cs, ref) -> Result:
+        a, idx = self.arrays, cs.idx
+        key = ("working", ref)
+        st = cs.cache.get(key)
+        if st is None:
+            age = ref - a.created_at[idx]
+            rec, s = C.working_memory(a.importance[idx], age)
+            st = cs.cache[key] = {"recency": rec, "importance": a.importance[idx], "score": s,
+                                  "age_hours": np.maximum(age, 0) / C.HOUR}
+        f = self._decay_factor(params, cs, ref)
+        s = st["score"] if f is None else st["score"] * f
+        sel = _topk(s, params.k)
+        raw = {"recency": st["recency"][sel], "importance": st["importance"][sel], "age_hours": st["age_hours"][sel]}
+        if f is not None:
+            raw["decay_factor"] = f[sel]
+        all_scores = np.full(len(a), np.nan)
+        all_scores[idx] = s
+        rows = idx[sel]
+        return Result(rows=rows, ids=[str(x) for x in a.ids[rows]], score=s[sel], raw=raw,
+                      weighted={"importance×recency": s[sel]}, all_scores=all_scores,
+                      candidates=len(idx), params=params)
+
+
+def _display(order):
+    return [c for c in ("relevance", "recency", "importance") if c in order]
+
+
+def _topk(s: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the k best scores, best first; ties keep position order."""
+    m = len(s)
+    k = min(int(k), m)
+    kth = np.partition(s, m - k)[m - k]
+    region = np.flatnonzero(s >= kth)
+    return region[np.argsort(-s[region], kind="stable")][:k]
+
+
+def _read_ga_weights(store) -> dict:
+    """memviz_meta "ga_weights": {agent: {recency_w, relevance_w, importance_w, recency_decay}};
+    anything malformed is ignored (the defaults apply)."""
+    try:
+        raw = store.meta("ga_weights", {}) or {}
+    except ValueError:
+        return {}
+    out = {}
+    if isinstance(raw, dict):
+        for agent, w in raw.items():
+            if isinstance(w, dict):
+                clean = {}
+                for k in ("recency_w", "relevance_w", "importance_w", "recency_decay"):
+                    try:
+                        v = float(w[k])
+                    except (KeyError, TypeError, ValueError):
+                        continue
+                    if np.isfinite(v):
+                        clean[k] = v
+                out[str(agent)] = clean
+    return out

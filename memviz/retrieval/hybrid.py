@@ -1,0 +1,64 @@
+"""Seed 002's hybrid search: FTS5 BM25 ranks and vector ranks fused by reciprocal rank fusion.
+
+    score = 1/(k + fts_rank) + 1/(k + vector_rank),  k = 60, ranks from 1 among the candidates;
+    a memory absent from a list (no matching word, no vector) gets no term from that list.
+
+Unlike seed 002's two short lists, every candidate is ranked, so the whole store can be
+coloured by its fused score; the top of the ranking is the same.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+
+def fts_rows(store, arrays, text: str) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, bm25) of every memory matching any word of `text`, best first (bm25 ascending,
+    ties in store order). Memories written after the arrays were read are left out."""
+    hits = store.fts_search(text, limit=max(len(arrays), 1))
+    rows, scores = [], []
+    for mid, bm25 in hits:
+        i = arrays.index_of(mid)
+        if i is not None:
+            rows.append(i)
+            scores.append(bm25)
+    rows = np.array(rows, dtype=np.int64)
+    scores = np.array(scores, dtype=np.float64)
+    order = np.lexsort((rows, scores))
+    return rows[order], scores[order]
+
+
+def fts_ranks(n: int, hit_rows: np.ndarray, is_candidate: np.ndarray) -> np.ndarray:
+    """Rank (from 1) of each row among the candidate hits, 0 where not a hit. Shape (n,)."""
+    hits = hit_rows[is_candidate[hit_rows]]
+    rank = np.zeros(n, dtype=np.int64)
+    rank[hits] = np.arange(1, len(hits) + 1)
+    return rank
+
+
+def vector_ranks(idx: np.ndarray, rel_fast: np.ndarray, has_vec: np.ndarray, exact_fn, delta: float,
+                 top: int) -> np.ndarray:
+    """Rank (from 1) of each candidate position by cosine, descending, ties in candidate order;
+    0 for candidates without a vector. The float32 cosines order the list; where neighbours in
+    the first `top` places are closer than the float32 error, their exact cosines decide."""
+    m = len(idx)
+    pos = np.flatnonzero(has_vec[idx])
+    rel = rel_fast[idx[pos]]
+    order = pos[np.argsort(-rel, kind="stable")]
+    vals = rel_fast[idx[order]]
+    if len(order) > 1:
+        close = np.flatnonzero(np.abs(np.diff(vals[: min(len(vals), top + 1)])) < 2 * delta)
+        if close.size:
+            # each close pair's run: extend to the whole run of near-equal neighbours
+            start = close[0]
+            end = close[-1] + 1
+            limit = min(len(vals) - 1, 10 * top)  # past this the order only moves scores by < 1e-7
+            while end < limit and vals[end] - vals[end + 1] < 2 * delta:
+                end += 1
+            seg = order[start:end + 1]
+            exact = exact_fn(idx[seg])
+            order[start:end + 1] = seg[np.lexsort((seg, -exact))]
+    rank = np.zeros(m, dtype=np.int64)
+    rank[order] = np.arange(1, len(order) + 1)
+    return rank
+
