@@ -1,5 +1,6 @@
 """Reflection's own cost, the LLM answering at once (the fake server on 127.0.0.1): propose
-(recent memories, 3 questions, evidence by sqlite-vec kNN, prompts, validation, 4 HTTP calls)
+(recent memories, 3 questions, evidence by the retrieval engine (dual-memory preset) or sqlite-vec
+kNN, prompts, validation, 4 HTTP calls)
 and accept (embed 3 reflections with the local model, one transaction). Prints medians.
 
     PYTHONPATH=. python bench/bench_reflect.py [sizes...]
@@ -19,7 +20,9 @@ from fake_openai import FakeOpenAI, reply_json  # noqa: E402
 
 import memviz.store as ms  # noqa: E402
 from memviz.embed import default_embedder  # noqa: E402
-from memviz.reflect import LLMClient, LLMSettings, ReflectionConfig, Reflector, vector_retriever  # noqa: E402
+from memviz.reflect import (  # noqa: E402
+    LLMClient, LLMSettings, ReflectionConfig, Reflector, default_retriever, vector_retriever,
+)
 
 WORDS = "deadline garden coffee project stress tomato meeting report cafe basil manager demo run park book".split()
 
@@ -44,26 +47,32 @@ def script(server):
 
 
 def main(sizes):
-    print(f"{'memories':>9} {'propose ms':>11} {'accept ms':>10} {'http calls':>11}")
+    print(f"{'memories':>9} {'evidence by':>12} {'propose ms':>11} {'accept ms':>10} {'http calls':>11}")
     with tempfile.TemporaryDirectory() as d, FakeOpenAI() as server:
         llm = LLMClient(LLMSettings(base_url=server.base_url, chat_model="fake-chat", api_key="k"))
         for n in sizes:
             s = build(os.path.join(d, f"r{n}.db"), n)
-            r = Reflector(s, llm, config=ReflectionConfig(), retriever=vector_retriever(s, agent="ann"))
-            prop, acc = [], []
-            for _ in range(5):
-                script(server)
-                calls = llm.calls
-                t = time.perf_counter()
-                run = r.propose()
-                prop.append(time.perf_counter() - t)
-                calls = llm.calls - calls
-                t = time.perf_counter()
-                r.accept(run, run.proposals)
-                acc.append(time.perf_counter() - t)
-            print(f"{n:>9} {1000 * statistics.median(prop):>11.1f} {1000 * statistics.median(acc):>10.1f} {calls:>11}")
+            for how, make in (("engine", default_retriever), ("sqlite-vec", vector_retriever)):
+                run_once(s, llm, server, n, how, make)
             s.close()
 
+
+def run_once(s, llm, server, n, how, make):
+    """Median of 5 propose + accept rounds (each accept adds 3 reflections)."""
+    r = Reflector(s, llm, config=ReflectionConfig(), retriever=make(s, agent="ann"))
+    prop, acc = [], []
+    for _ in range(5):
+        script(server)
+        calls = llm.calls
+        t = time.perf_counter()
+        run = r.propose()
+        prop.append(time.perf_counter() - t)
+        calls = llm.calls - calls
+        t = time.perf_counter()
+        r.accept(run, run.proposals)
+        acc.append(time.perf_counter() - t)
+    print(f"{n:>9} {how:>12} {1000 * statistics.median(prop):>11.1f} {1000 * statistics.median(acc):>10.1f} "
+          f"{calls:>11}")
 
 if __name__ == "__main__":
     main([int(x) for x in sys.argv[1:]] or [1_000, 10_000, 50_000])
