@@ -176,7 +176,7 @@ def apply_consolidation(store, plan: ConsolidationPlan, *, actor: str = ACTOR) -
             before = {"confidence": d.before, "decayed_to": d.decayed_from}
             after = {"confidence": d.after, "decayed_to": plan.now}
             c.execute("UPDATE memories SET confidence = ? WHERE id = ?", (d.after, d.id))
-            store._audit(c, "decay", d.id, before, after, actor, f"Ebbinghaus decay, {d.days:.1f} days since last access")
+            store.audit(c, "decay", d.id, before, after, actor, f"Ebbinghaus decay, {d.days:.1f} days since last access")
             res.decayed.append(d.id)
             res.changes.append((d.id, "decay", before, after))
             conf[d.id] = d.after
@@ -190,7 +190,7 @@ def apply_consolidation(store, plan: ConsolidationPlan, *, actor: str = ACTOR) -
                 res.skipped.append((p.id, why))
                 continue
             c.execute("UPDATE memories SET valid_until = ? WHERE id = ?", (when, p.id))
-            store._audit(c, "prune", p.id, {"valid_until": None}, {"valid_until": when},
+            store.audit(c, "prune", p.id, {"valid_until": None}, {"valid_until": when},
                          actor, f"confidence {now_conf:.3f} < {plan.prune_below:g}")
             res.pruned.append(p.id)
             res.changes.append((p.id, "prune", {"valid_until": None}, {"valid_until": when}))
@@ -234,7 +234,7 @@ def _swap(store, result, direction, actor):
                 continue
             c.execute(f"UPDATE memories SET {col} = ? WHERE id = ?", (new[col], mid))
             # "undo decay" / "redo decay" keep _last_decay's reference time right
-            store._audit(c, f"{direction} {action}", mid, old, new, actor, f"{direction} consolidation")
+            store.audit(c, f"{direction} {action}", mid, old, new, actor, f"{direction} consolidation")
     return skipped
 
 
