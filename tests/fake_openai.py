@@ -10,8 +10,9 @@ Any test file can use it (pytest puts tests/ on sys.path):
 
 Each POST /v1/chat/completions takes the next scripted reply; an empty queue answers 500
 "no scripted reply left", so a test that asks more than it scripted fails loudly.
-GET /v1/models lists `models`. POST /v1/embeddings answers with REAL vectors from the
-local WordLlama model (loaded only when asked). Every request is recorded in `.requests`.
+GET /v1/models lists `models`. POST /v1/embeddings takes the next reply from
+`embedding_queue` if any, else answers with REAL vectors from the local WordLlama model
+(loaded only when asked). Every request is recorded in `.requests`.
 """
 from __future__ import annotations
 
@@ -81,6 +82,8 @@ class FakeOpenAI:
         self.reject_formats = set(reject_formats)
         self.api_key = api_key  # when set, other keys get 401
         self.queue: deque[Reply] = deque()
+        #: scripted /v1/embeddings replies; when empty, real local vectors are served
+        self.embedding_queue: deque[Reply] = deque()
         self.requests: list[dict] = []
         self._stop = threading.Event()
         self._server = None
@@ -141,7 +144,8 @@ class FakeOpenAI:
                         reply = reply.fn(body)
                     return self._send(reply)
                 if self.path.endswith("/embeddings"):
-                    return self._send(_embeddings(body))
+                    reply = fake.embedding_queue.popleft() if fake.embedding_queue else _embeddings(body)
+                    return self._send(reply.fn(body) if reply.fn is not None else reply)
                 self._send(reply_error(404, f"no route {self.path}"))
 
             def _send(self, reply: Reply):
