@@ -1,17 +1,21 @@
 """UMAP in a warm worker process, so the GUI process never imports umap or compiles numba.
 
-`warm_up()` starts one shared worker early: it imports umap and fits a tiny dataset through
-both of umap's neighbour paths, which compiles the numba functions once for the life of the
-worker. Every later `UmapJob` reuses it. The worker sets NUMBA_CACHE_DIR to a user cache
-folder, so a fresh worker (a new run of the app, or after a cancel) loads pynndescent's
-compiled code from disk; umap's own kernels are not declared cacheable and are compiled
-again in each new process (bench/layout.py measures both).
+`warm_up()` starts one shared worker early: it imports umap and fits a tiny dataset, which
+compiles the numba kernels once for the life of the worker; every later `UmapJob` reuses it.
+The worker sets NUMBA_CACHE_DIR to a user cache folder and switches on numba's disk cache for
+umap's and pynndescent's kernels (umap itself declares almost none cacheable), so a new
+worker (the next run of the app, or after a cancel) loads compiled code instead of compiling.
+Up to EXACT_KNN_MAX points the neighbour graph is exact and computed with numpy (knn.py):
+pynndescent's NN-descent cannot be cached (numba refuses: dynamic globals) and costs ~40 s
+of compiling in every new process, more than the exact graph costs to compute. Larger stores
+use NN-descent; `warm_up(n_points)` compiles it in advance when they will need it.
 
 A job reports progress (stage, fraction) from the worker; `cancel()` terminates the worker
 process (numba loops cannot be interrupted) and a fresh one is started and warmed, so the
 next job still finds a worker. Messages carry the job id: anything from a stale job is
-dropped. Callbacks run on the worker's listener thread; a Qt caller forwards them with a
-signal. `result()` is meant for the thread that owns the store (it writes the cache).
+dropped, and submitting a job cancels the one still running. Callbacks run on the worker's
+listener thread; a Qt caller forwards them with a signal. `result()` is meant for the thread
+that owns the store (it writes the cache). Measured in bench/layout.py.
 """
 from __future__ import annotations
 
@@ -96,7 +100,7 @@ def _fit(X, params, sink=None):
     n = X.shape[0]
     k = int(min(params["n_neighbors"], max(2, n - 1)))
     kw = dict(n_components=2, n_neighbors=k, min_dist=float(params["min_dist"]), metric=params["metric"],
-              random_state=int(params["seed"]))
+              random_state=int(params["seed"]), force_approximation_algorithm=bool(params.get("force_approximation")))
     if params.get("n_epochs"):
         kw["n_epochs"] = int(params["n_epochs"])
     if n <= int(params.get("exact_knn_max", EXACT_KNN_MAX)) and params["metric"] in ("cosine", "euclidean"):
@@ -139,7 +143,7 @@ def _warm(large: bool) -> float:
     base = dict(DEFAULT_PARAMS, n_epochs=5)
     _fit(X, base)
     if large:
-        _fit(X, dict(base, exact_knn_max=0))
+        _fit(X, dict(base, exact_knn_max=0, force_approximation=True))
     return time.perf_counter() - t
 
 
@@ -148,6 +152,9 @@ def _worker_main(conn, numba_dir: str, cache_all: bool = True):
     import warnings
     warnings.filterwarnings("ignore")               # umap's notes (n_jobs, spectral init) are not for users
     import umap  # noqa: F401 - the import itself is part of the warm-up
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1, user_api="blas")           # one core for background work: the GUI keeps the other
     if cache_all:
         _cache_all_kernels()
     real_stdout = sys.stdout
@@ -296,7 +303,7 @@ class UmapWorker:
             self.start(warm=True)
 
     def close(self) -> None:
-        """Ask the process to finish, and stop it if it does not within two seconds."""
+        """Ask the process to finish; stop it if it is busy (it holds nothing worth waiting for)."""
         with self._lock:
             proc, outbox = self._proc, self._outbox
             self._proc = self._outbox = None
@@ -305,7 +312,7 @@ class UmapWorker:
             return
         outbox.put(("stop",))
         outbox.put(None)
-        proc.join(2)
+        proc.join(0.5)
         if proc.is_alive():
             proc.terminate()
             proc.join(5)
