@@ -7,7 +7,7 @@ import threading
 import numpy as np
 import pytest
 
-from memviz.layout import LayoutCache, UmapJob, UmapWorker
+from memviz.layout import LayoutCache, UmapJob, UmapWorker, umap_params
 from test_layout_cache import clustered, insert
 
 pytestmark = pytest.mark.slow
@@ -51,9 +51,10 @@ def test_job_returns_coords_aligned_to_rows_deterministically_and_caches(store, 
     assert stages[0] == "starting" and stages[-1] == "done" and "neighbours" in stages and "epochs" in stages
     assert "umap" not in sys.modules and "numba" not in sys.modules  # this process never paid for them
 
-    again = UmapJob(a, {"n_epochs": 60}, worker=worker).start()
-    assert again.wait(WAIT) and np.array_equal(again.result(), coords, equal_nan=True)
-    assert np.array_equal(cache.get("umap", a, job.cache_params()), coords, equal_nan=True)
+    again = UmapJob(a, {"n_epochs": 60}, worker=worker).run(timeout=WAIT)  # blocking form
+    assert np.array_equal(again, coords, equal_nan=True)
+    assert np.array_equal(cache.get("umap", a, umap_params()), coords, equal_nan=True)
+    assert cache.get("umap", a, umap_params({"n_neighbors": 30})) is None
     other_seed = UmapJob(a, {"n_epochs": 60, "seed": 7}, worker=worker).start()
     assert other_seed.wait(WAIT) and not np.allclose(other_seed.result()[has], coords[has])
 

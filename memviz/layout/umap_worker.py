@@ -37,7 +37,14 @@ from .pca import embedded_rows, pca_2d
 
 DEFAULT_PARAMS = {"n_neighbors": 15, "min_dist": 0.1, "metric": "cosine", "seed": 42}
 EXACT_KNN_MAX = 30_000   # above this many points umap's NN-descent builds the neighbour graph
+LAYOUT_KEYS = tuple(DEFAULT_PARAMS)  # what shapes a layout (n_epochs is a test/bench knob, not cached apart)
 STAGES = ("starting", "neighbours", "graph", "init", "epochs", "done")
+
+
+def umap_params(params: dict | None = None) -> dict:
+    """The full UMAP parameters a layout is cached under: LayoutCache.get("umap", arrays, umap_params())."""
+    full = {**DEFAULT_PARAMS, **(params or {})}
+    return {k: full[k] for k in LAYOUT_KEYS}
 
 
 def user_cache_dir() -> Path:
@@ -409,8 +416,17 @@ class UmapJob:
             self._cached = True
         return self._coords
 
+    def run(self, timeout: float | None = None) -> np.ndarray:
+        """Start, wait and return result(): for a caller already on a background thread
+        (with a cache, that thread must own the store; else call result() on the owner)."""
+        if self.state == "pending":
+            self.start()
+        if not self.wait(timeout):
+            raise TimeoutError(f"UMAP did not finish within {timeout} s")
+        return self.result()
+
     def cache_params(self) -> dict:
-        return {k: self.params[k] for k in DEFAULT_PARAMS}
+        return umap_params(self.params)
 
     # called from the listener thread
     def _progress(self, stage: str, fraction: float) -> None:
