@@ -3,6 +3,7 @@ layout and lineage queries, and what UMAP costs in a cold process, a warm worker
 process that finds numba's cache. Real stores (apsw + sqlite-vec) of clustered unit vectors.
 
     PYTHONPATH=. python bench/layout.py [--sizes 1000 10000 100000] [--umap-n 10000] [--no-umap]
+                                        [--umap-sizes 30000 100000]
 
 Prints tables of medians (seconds unless marked ms). Runs in about 5 minutes on 2 cores.
 """
@@ -109,6 +110,24 @@ def graph_rows(folder, sizes):
         print(f"{nodes:>7} {m:>7} {tl * 1e3:>10.1f} {t0 * 1e3:>12.1f} {ta * 1e3:>13.3f} {td * 1e3:>12.3f} {tn * 1e3:>9.3f}")
 
 
+def umap_sizes(sizes):
+    """One UMAP per size in a worker warmed for it (NN-descent compiled when the size needs it)."""
+    from memviz.layout.umap_worker import EXACT_KNN_MAX
+    print(f"\nUMAP in a warmed worker (numba cache filled); above {EXACT_KNN_MAX} points NN-descent builds the graph")
+    print(f"{'n':>8} {'warm_up s':>10} {'UMAP s':>8}")
+    for n in sizes:
+        w = UmapWorker()
+        t = time.perf_counter()
+        w.start(warm=True, large=n > EXACT_KNN_MAX)
+        w.warm.wait()
+        t_warm = time.perf_counter() - t
+        job = UmapJob(clustered(n, seed=4), worker=w).start()
+        job.wait()
+        assert job.state == "done", job.error
+        print(f"{n:>8} {t_warm:>10.1f} {job.elapsed:>8.1f}")
+        w.close()
+
+
 def umap_rows(n):
     x = clustered(n, seed=3)
     numba_dir = tempfile.mkdtemp(prefix="memviz-numba-")  # empty: a machine's first UMAP
@@ -167,12 +186,16 @@ def main(argv=None):
     p.add_argument("--graph", type=int, nargs="+", default=[2000, 20_000], help="evidence memories per graph")
     p.add_argument("--umap-n", type=int, default=10_000)
     p.add_argument("--no-umap", action="store_true")
+    p.add_argument("--umap-sizes", type=int, nargs="*", default=[],
+                   help="also time UMAP at these sizes in a warmed worker (100000 takes minutes)")
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
         map_rows(folder, args.sizes)
         graph_rows(folder, args.graph)
     if not args.no_umap:
         umap_rows(args.umap_n)
+    if args.umap_sizes:
+        umap_sizes(args.umap_sizes)
     return 0
 
 

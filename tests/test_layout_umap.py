@@ -1,5 +1,5 @@
 """UMAP in the worker process. Slow: each fresh worker imports umap (and compiles, the first
-time on a machine; later runs load numba's cache from the user cache folder)."""
+time; later runs load numba's cache, kept in pytest's cache folder rather than the user's)."""
 import os
 import sys
 import threading
@@ -15,8 +15,8 @@ WAIT = 300
 
 
 @pytest.fixture(scope="module")
-def worker():
-    w = UmapWorker().start()
+def worker(request):
+    w = UmapWorker(numba_dir=request.config.cache.mkdir("memviz-numba")).start()
     yield w
     w.close()
 
