@@ -7,7 +7,7 @@ approximation is needed.
 from __future__ import annotations
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from ..blas import one_blas_thread
 
 
 def embedded_rows(embedding: np.ndarray) -> np.ndarray:
@@ -21,7 +21,7 @@ def pca_2d(embedding: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
     the fit. Deterministic: each axis is signed so its largest loading is positive."""
     # One BLAS thread: on a busy machine multi-threaded BLAS spin-waits (LAPACK on a 256 x 256
     # matrix took 2 s, X^T X three times longer); single-threaded it is also bit-reproducible.
-    with threadpool_limits(1, user_api="blas"):
+    with one_blas_thread():
         return _pca_2d(embedding, mask)
 
 
