@@ -120,12 +120,7 @@ class Store:
     def arrays(self, model: str | None = None) -> MemoryArrays:
         """Every memory (live and retired) as columns; the matrix holds the vectors of `model`
         (default: the most used model); rows embedded otherwise have has_embedding False."""
-        main, dim = self.main_model()
-        if model is None:
-            model = main
-        else:
-            dim = next((d for m, d, _ in self.embedding_models() if m == model), 0)
-        return load_arrays(self.conn, model, dim)
+        return load_arrays(self.conn, model)  # one scan: it picks the model and dimension itself
 
     def get(self, memory_id: str) -> dict | None:
         row = self.conn.execute(_SELECT_ROW + " WHERE id = ?", (memory_id,)).fetchone()
@@ -244,8 +239,18 @@ class Store:
         return problems
 
     # ----------------------------------------------------------------- writes
-    def _model_dims(self) -> dict[str, int]:
-        return {m: d for m, d, _ in self.embedding_models()}
+    def _model_dims(self, models=None) -> dict[str, int]:
+        """Model -> the dimension its vectors have in this store. With `models`, only those are
+        looked up, each from one row (no scan of the whole table on every batch insert)."""
+        if models is None:
+            return {m: d for m, d, _ in self.embedding_models()}
+        out = {}
+        for m in models:
+            row = self.conn.execute("SELECT length(embedding) / 4 FROM memories WHERE embedding_model = ? "
+                                    "AND embedding IS NOT NULL LIMIT 1", (m,)).fetchone()
+            if row is not None:
+                out[m] = int(row[0])
+        return out
 
     def _ensure_vec_table(self, conn, dim: int) -> None:
         if not self._has_table(vec_table(dim)):
@@ -255,7 +260,9 @@ class Store:
     def insert_memories(self, records, *, audit: bool = True, actor: str = "memviz", note: str | None = None) -> list[str]:
         """Insert memories (rows, FTS and vectors) in one transaction; every record is
         validated first, so a bad one writes nothing."""
-        dims = self._model_dims()
+        records = list(records)
+        dims = self._model_dims({r.get("embedding_model") for r in records
+                                 if isinstance(r, dict) and r.get("embedding") is not None and r.get("embedding_model")})
         now = time.time()
         rows = []
         for rec in records:
