@@ -75,6 +75,8 @@ class _Assistant:
         self.weekly: list[dict] = []
         self.monthly: list[dict] = []
         self.chain_last: dict[int, dict] = {}       # chain index -> its current fact
+        self.persona = {topic: {slot: rng.pick(T.TOPICS[topic]["slots"][slot]) for slot in slots}
+                        for topic, slots in T.SINGLE_VALUED.items()}
 
     # ------------------------------------------------------------ helpers
     def add(self, **kw) -> dict:
@@ -190,11 +192,12 @@ class _Assistant:
         if template is None:
             options = [u for u in spec["user"] if _allowed(topic, u[0], t)]
             template = rng.pick(options)
-        text, used = fill(template[0], rng, vocab, fixed)
+        text, used = fill(template[0], rng, vocab, {**self.persona.get(topic, {}), **(fixed or {})})
         base = spec["importance"]
         user = self.episode(t, topic, "user", text, rng.importance(base, 1.3), session)
-        self.slots[user["id"]] = used
-        replies = [r for r in spec["assistant"] if set(re.findall(r"\{(\w+)\}", r)) <= set(used)] or spec["assistant"]
+        said = set(_slots(template[0]))           # the reply must be about what was said
+        self.slots[user["id"]] = {k: v for k, v in used.items() if k in said}
+        replies = [r for r in spec["assistant"] if set(_slots(r)) <= said] or spec["assistant"]
         reply_text, _ = fill(rng.pick(replies), rng, vocab, used)
         reply = self.episode(t + rng.randint(3, 25), topic, "assistant", reply_text, rng.importance(base - 1, 1), session)
         if template[1] and rng.chance(0.8):
@@ -291,9 +294,9 @@ class _Assistant:
                 rec["valid_until"] = prune_night
                 rec["confidence"] = ebbinghaus(base, rec["decay_rate"], (prune_night - ref) / DAY)
                 rec["attributes"]["pruned"] = True
-            else:
-                rec["confidence"] = ebbinghaus(base, rec["decay_rate"], (SNAP - ref) / DAY)
-            rec["attributes"]["decayed_as_of"] = min(SNAP, rec.get("valid_until") or SNAP)
+            else:  # facts extracted on the last night itself come after its decay step: not decayed
+                rec["confidence"] = ebbinghaus(base, rec["decay_rate"], max(0, SNAP - ref) / DAY)
+            rec["attributes"]["decayed_as_of"] = rec.get("valid_until") or max(SNAP, ref)
 
     # ------------------------------------------------------------ reflections
     def reflect_week(self, night: int):
@@ -369,3 +372,7 @@ def _date(t: int) -> str:
 def _conversations(n: int) -> str:
     words = ["no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
     return (words[n] if n < len(words) else str(n)) + (" conversation" if n == 1 else " conversations")
+
+
+def _slots(template: str) -> list[str]:
+    return re.findall(r"\{(\w+)\}", template)

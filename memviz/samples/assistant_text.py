@@ -143,6 +143,8 @@ TOPICS = {
             ("Write a short kudos message for {report} about {win}.", None),
             ("Performance reviews are due on {due}; remind me a week before.",
              ("fact", "Performance reviews at Northwind are due on {due}.", 5)),
+            ("I like my 1:1s {one_pref}; keep that in mind when scheduling.",
+             ("preference", "Elena likes her 1:1s {one_pref}.", 4)),
         ],
         "assistant": [
             "1:1 agenda for {report}: check in on workload, ask about {issue}, agree one next step.",
@@ -150,6 +152,7 @@ TOPICS = {
             "Moved your 1:1 with Marco to {weekday} {time}.",
             "Kudos draft: thank you {report} for {win}; it made a real difference to the team.",
             "Reminder set for a week before {due}.",
+            "Got it, I'll schedule 1:1s {one_pref}.",
         ],
         "slots": {
             "report": ["Priya", "Tiago", "Joana", "Mark", "Inês"],
@@ -161,6 +164,8 @@ TOPICS = {
             "time": ["10:00", "14:30", "16:00"],
             "win": ["the backfill rescue", "mentoring the interns", "the cleaner on-call runbook", "the cost report"],
             "due": ["14 February", "30 June", "15 March"],
+            "one_pref": ["as walking meetings when the weather is good", "at 30 minutes, never longer",
+                         "with a shared agenda doc", "in the morning"],
         },
     },
     "family": {
@@ -168,7 +173,7 @@ TOPICS = {
         "months": [4, 4, 4, 4, 4, 4], "hours": HOME_HOURS, "weekend": 0.45,
         "user": [
             ("St. Anne's says Lina has {lina_event} on {weekday}; can you make sure Tom and I both have it in the calendar?",
-             ("fact", "Lina has {lina_event} on {weekday}s.", 5)),
+             None),
             ("My mother is visiting from Porto on {date}; find a restaurant that can do {diet} food.",
              ("fact", "Irena Novak needs {diet} food when eating out.", 6)),
             ("Tom's {tom_event} is on {date}; help me think of a present under {budget} euros.", None),
@@ -177,6 +182,7 @@ TOPICS = {
             ("Book a table for four on {weekday} somewhere with {cuisine} food, Tom loves it.",
              ("preference", "Tom Novak loves {cuisine} food.", 5)),
             ("Mum called, her {health_issue} is acting up again. Remind me to call her on {weekday}.", None),
+            ("Tom would rather {tom_pref}; plan our weekends around that.", ("preference", "Tom Novak would rather {tom_pref}.", 4)),
         ],
         "assistant": [
             "Added {lina_event} on {weekday} to your and Tom's calendars.",
@@ -185,17 +191,20 @@ TOPICS = {
             "Ask about lesson length, what to buy first and how much practice an eight-year-old needs.",
             "Booked a table for four on {weekday} at 19:30 at a {cuisine} place in Campo de Ourique.",
             "Reminder set for {weekday} evening: call your mother.",
+            "Understood, weekend plans will assume Tom would rather {tom_pref}.",
         ],
         "slots": {
             "lina_event": ["swimming lessons", "a school play rehearsal", "a dentist check-up", "a parents' evening",
                            "football practice"],
             "date": ["the 14th", "the 22nd", "next Saturday", "the first weekend of the month"],
-            "diet": ["diabetic-friendly", "low-salt", "soft, easy-to-chew"],
+            "diet": ["diabetic-friendly", "low-sugar"],
             "tom_event": ["birthday", "first solo exhibition", "project handover party"],
             "budget": ["60", "100", "150"],
             "lina_hobby": ["piano", "climbing", "chess", "ballet"],
             "cuisine": ["Japanese", "Goan", "Georgian"],
             "health_issue": ["blood sugar", "hip", "blood pressure"],
+            "tom_pref": ["spend Saturday mornings at the market", "avoid shopping centres", "cook at home on Sundays",
+                         "take the train than drive"],
         },
     },
     "running": {
@@ -260,17 +269,20 @@ TOPICS = {
             ("I want to cut screen time after {time}; remind me to put the phone away.",
              ("preference", "Elena wants no screens after {time} on weeknights.", 5)),
             ("Find me a {activity} class near home on {weekday} evenings.", None),
+            ("For lunch suggestions, I like {lunch_pref}.", ("preference", "Elena likes {lunch_pref} for lunch.", 3)),
         ],
         "assistant": [
             "Try a fixed wake-up time, daylight before nine, and no caffeine after two; let's track it for a week.",
             "Dentist booked for {weekday} at 08:30.",
             "I'll remind you at {time} to put the phone away.",
             "There is a {activity} class ten minutes from home on {weekday}s at 19:00.",
+            "Noted: {lunch_pref} first when I suggest lunch.",
         ],
         "slots": {
             "hours_slept": ["five", "five and a half", "six"],
             "time": ["22:00", "21:30", "10:00"],
             "activity": ["yoga", "pilates", "swimming", "meditation"],
+            "lunch_pref": ["soups", "poke bowls", "anything with chickpeas", "salads with grilled fish"],
         },
     },
     "kyoto": {
@@ -377,7 +389,7 @@ TOPICS = {
         "months": [2, 2, 2, 2, 2, 2], "hours": [(20, 23)], "weekend": 0.5,
         "user": [
             ("Book club with Ana is reading {book} this month; get me the ebook.", None),
-            ("Finished {book}. {opinion}", ("fact", "Elena finished {book} and thought: {opinion}", 3)),
+            ("Finished {book}. {opinion}", ("fact", "Elena finished reading {book}.", 3)),
             ("Recommend something like {book} but shorter.", None),
             ("I prefer {genre} over {other_genre}; keep that in mind for recommendations.",
              ("preference", "Elena prefers {genre} to {other_genre}.", 4)),
@@ -402,21 +414,22 @@ TOPICS = {
         "user": [
             ("Rui sent a quote of {quote} euros for the {kitchen_item}. Is that reasonable?",
              ("fact", "Rui Costa quoted {quote} euros for the kitchen {kitchen_item}.", 5)),
-            ("We chose {finish} for the kitchen {kitchen_item}.",
-             ("fact", "The kitchen renovation uses {finish} for the {kitchen_item}.", 5)),
+            ("We chose {finish} for the kitchen.",
+             ("fact", "The renovated kitchen will have {finish}.", 5)),
             ("Rui says the {kitchen_item} is delayed by {n_days} days. Again.", None),
             ("Remind me to ask Rui about the {kitchen_item} on {weekday}.", None),
         ],
         "assistant": [
             "For Lisbon, {quote} euros for the {kitchen_item} is within the usual range; ask what is included.",
-            "Noted: {finish} for the {kitchen_item}. I'll add it to the renovation checklist.",
+            "Noted: {finish}. I'll add it to the renovation checklist.",
             "I updated the renovation timeline: the {kitchen_item} slips {n_days} days.",
             "Reminder set for {weekday}: ask Rui about the {kitchen_item}.",
         ],
         "slots": {
             "quote": ["2,400", "3,800", "1,150", "6,200"],
             "kitchen_item": ["worktop", "cabinets", "tiling", "plumbing", "extractor hood", "flooring"],
-            "finish": ["oak veneer", "white quartz", "green zellige tiles", "terrazzo", "matte black fittings"],
+            "finish": ["oak veneer cabinets", "a white quartz worktop", "green zellige tiles behind the hob",
+                       "terrazzo flooring", "matte black tap fittings"],
             "n_days": ["four", "seven", "ten", "twelve"],
         },
     },
@@ -424,7 +437,7 @@ TOPICS = {
         "tags": ["home", "finance"], "entities": [], "importance": 4,
         "months": [2, 2, 3, 3, 2, 2], "hours": [(19, 22)], "weekend": 0.4,
         "user": [
-            ("Remind me to file the {tax_form} before {deadline}.", ("fact", "Elena must file the {tax_form} before {deadline}.", 5)),
+            ("Remind me to file {filing}.", ("fact", "Elena must file {filing}.", 5)),
             ("Our mortgage rate resets to {rate} percent in {month}. Should we fix it?",
              ("fact", "The mortgage rate resets to {rate} percent in {month}.", 6)),
             ("How much did we spend on {category} last month?", None),
@@ -432,14 +445,14 @@ TOPICS = {
              ("fact", "A monthly transfer of {amount} euros goes to Lina's savings account.", 5)),
         ],
         "assistant": [
-            "Reminder set a week before {deadline} for the {tax_form}.",
+            "Reminder set a week before the deadline: {filing}.",
             "At {rate} percent, fixing for five years costs a little more now but removes the risk; want a comparison?",
             "You spent a bit more on {category} than the month before; I can break it down by shop.",
             "Monthly transfer of {amount} euros to Lina's savings starts on the 1st.",
         ],
         "slots": {
-            "tax_form": ["IRS annual return", "property tax payment", "childcare expense claim"],
-            "deadline": ["30 June", "31 May", "the end of April"],
+            "filing": ["the IRS annual return before 30 June", "the property tax payment before 31 May",
+                       "the childcare expense claim before the end of April"],
             "rate": ["3.9", "4.2", "3.6"],
             "month": ["July", "September"],
             "category": ["groceries", "eating out", "the renovation", "transport"],
@@ -455,12 +468,16 @@ TOPICS = {
              ("preference", "Elena keeps {weekday} {daypart} free for deep work.", 6)),
             ("When you draft emails for me, {email_style}.", ("preference", "When drafting Elena's emails: {email_style}.", 5)),
             ("Send me the weekly summary on {summary_day} instead.", ("preference", "Elena wants the weekly summary on {summary_day}.", 5)),
+            ("When you book travel, I prefer {travel_pref}.", ("preference", "Elena prefers {travel_pref} when travelling.", 5)),
+            ("For reminders: {reminder_pref}.", ("preference", "Reminders for Elena: {reminder_pref}.", 4)),
         ],
         "assistant": [
             "Understood: the morning briefing will be {brief_len}.",
             "I'll keep {weekday} {daypart} free.",
             "Got it: {email_style}.",
             "From now on the weekly summary comes on {summary_day}.",
+            "Noted for all future bookings: {travel_pref}.",
+            "Understood, reminders will follow that: {reminder_pref}.",
         ],
         "slots": {
             "brief_len": ["five bullet points", "under a minute to read", "three headlines and the calendar"],
@@ -468,10 +485,22 @@ TOPICS = {
             "email_style": ["keep them short and skip the pleasantries", "use my name, not 'Best regards'",
                             "write Portuguese emails informally"],
             "summary_day": ["Friday afternoon", "Sunday evening", "Monday morning"],
+            "travel_pref": ["aisle seats", "morning flights", "trains over short flights",
+                            "hotels within walking distance of the venue", "no red-eye flights"],
+            "reminder_pref": ["ping me the evening before, not the same morning", "one reminder is enough",
+                              "put the address in every appointment reminder"],
         },
     },
 }
 WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]
+
+# Slots that hold one truth about Elena's life: drawn once per generation, then reused, so the
+# extracted facts do not contradict each other (the scripted CHAINS are the changes).
+SINGLE_VALUED = {
+    "prefs": ["brief_len", "summary_day", "email_style"], "beacon": ["launch"], "finance": ["rate", "month", "amount"],
+    "running": ["run_time", "bad_time", "place"], "family": ["diet", "cuisine", "lina_hobby"], "kyoto": ["area"], "management": ["due"], "berlin": ["talk", "company", "outcome"],
+    "physio": ["diagnosis"], "wellbeing": ["time"], "baking": ["bread_pref"], "reading": ["genre", "other_genre"],
+}
 
 # Scripted supersede chains: (topic, [(date, user message, fact kind, fact text), ...]) — each later fact supersedes the one before.
 CHAINS = [
