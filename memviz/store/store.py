@@ -120,12 +120,7 @@ class Store:
     def arrays(self, model: str | None = None) -> MemoryArrays:
         """Every memory (live and retired) as columns; the matrix holds the vectors of `model`
         (default: the most used model); rows embedded otherwise have has_embedding False."""
-        main, dim = self.main_model()
-        if model is None:
-            model = main
-        else:
-            dim = next((d for m, d, _ in self.embedding_models() if m == model), 0)
-        return load_arrays(self.conn, model, dim)
+        return load_arrays(self.conn, model)  # one scan: it picks the model and dimension itself
 
     def get(self, memory_id: str) -> dict | None:
         row = self.conn.execute(_SELECT_ROW + " WHERE id = ?", (memory_id,)).fetchone()
