@@ -18,6 +18,8 @@ COMMANDS = (
     "memviz.commands.import_",
     "memviz.commands.edit",
     "memviz.commands.query",
+    "memviz.commands.reflect",
+    "memviz.commands.consolidate",
 )
 
 #: errors whose message is meant for the user (anything else is a bug and keeps its traceback)

@@ -1,11 +1,8 @@
 """Embedders: the shipped local model for real, and an OpenAI-compatible endpoint over real HTTP."""
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import numpy as np
 import pytest
 
+from fake_openai import fake_openai, reply_error, reply_fn  # noqa: F401 (fixture)
 from memviz.embed import (LOCAL_DIM, LOCAL_MODEL, EmbedderUnavailable, EmbeddingError, LocalEmbedder,
                           OpenAIEmbedder, default_embedder, embedder_for)
 
@@ -38,63 +35,43 @@ def test_remote_model_without_endpoint_is_reported(monkeypatch):
         embedder_for("text-embedding-3-small", 1536)
 
 
-class _Embeddings(BaseHTTPRequestHandler):
-    replies: list = []
-    seen: list = []
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.seen.append((self.path, body, self.headers.get("Authorization")))
-        status, payload = self.replies.pop(0)(body) if self.replies else (200, None)
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *a):
-        pass
-
-
-@pytest.fixture
-def endpoint():
-    _Embeddings.replies, _Embeddings.seen = [], []
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), _Embeddings)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}/v1", _Embeddings
-    srv.shutdown()
-
-
 def _vectors(body, dim=4):
-    return 200, {"object": "list", "model": body["model"], "usage": {"prompt_tokens": 1, "total_tokens": 1},
+    return {"object": "list", "model": body["model"], "usage": {"prompt_tokens": 1, "total_tokens": 1},
                  "data": [{"object": "embedding", "index": i, "embedding": [float(len(t)), 1.0] + [0.0] * (dim - 2)}
                           for i, t in reversed(list(enumerate(body["input"])))]}
 
 
-def test_openai_compatible_endpoint_over_http(endpoint, monkeypatch):
-    url, h = endpoint
+def test_openai_compatible_endpoint_over_http(fake_openai, monkeypatch):
     monkeypatch.setenv("MEMVIZ_EMBED_API_KEY", "sk-test")
-    h.replies.append(_vectors)
-    e = embedder_for("my-embedder", 4, base_url=url, dimensions=4)
+    fake_openai.embedding_queue.append(reply_fn(lambda body: _ok(_vectors(body))))
+    e = embedder_for("my-embedder", 4, base_url=fake_openai.base_url, dimensions=4)
     v = e.embed(["a", "abc"])
-    path, body, auth = h.seen[0]
-    assert path == "/v1/embeddings" and body["model"] == "my-embedder" and body["dimensions"] == 4
-    assert auth == "Bearer sk-test"
+    req = fake_openai.requests[0]
+    assert req["path"] == "/v1/embeddings" and req["json"]["model"] == "my-embedder" and req["json"]["dimensions"] == 4
+    assert req["authorization"] == "Bearer sk-test"
     # index order restored and rows unit-normalised
     assert np.allclose(v[0], np.array([1, 1, 0, 0]) / np.sqrt(2), atol=1e-6)
     assert np.allclose(v[1], np.array([3, 1, 0, 0]) / np.sqrt(10), atol=1e-6)
 
 
+def test_served_local_vectors_match_the_local_model(fake_openai):
+    e = OpenAIEmbedder("wordllama-over-http", dim=256, base_url=fake_openai.base_url, api_key="k")
+    assert np.allclose(e.embed(["a red apple"]), default_embedder().embed(["a red apple"]), atol=1e-6)
+
+
+def _ok(body):
+    from fake_openai import Reply
+    return Reply(body=body)
+
+
 @pytest.mark.parametrize("reply, match", [
-    (lambda b: _vectors(b, dim=3), "shape"),
-    (lambda b: (200, {"object": "list", "model": "x", "data": [{"object": "embedding", "index": 0, "embedding": [1, "NaN", 0, 0]}],
+    (lambda b: _ok(_vectors(b, dim=3)), "shape"),
+    (lambda b: _ok({"object": "list", "model": "x", "data": [{"object": "embedding", "index": 0, "embedding": [1, "NaN", 0, 0]}],
                       "usage": {"prompt_tokens": 1, "total_tokens": 1}}), "NaN|float"),
-    (lambda b: (400, {"error": {"message": "model not found", "type": "invalid_request_error"}}), "model not found"),
+    (lambda b: reply_error(400, "model not found"), "model not found"),
 ])
-def test_bad_endpoint_replies_are_errors(endpoint, reply, match):
-    url, h = endpoint
-    h.replies.append(reply)
-    e = OpenAIEmbedder("x", dim=4, base_url=url, api_key="k", max_retries=0)
+def test_bad_endpoint_replies_are_errors(fake_openai, reply, match):
+    fake_openai.embedding_queue.append(reply_fn(reply))
+    e = OpenAIEmbedder("x", dim=4, base_url=fake_openai.base_url, api_key="k", max_retries=0)
     with pytest.raises((EmbeddingError, ValueError), match=match):
         e.embed(["one"])

@@ -5,6 +5,7 @@ installed package folder with downloads disabled makes it load from disk only.
 """
 from __future__ import annotations
 
+import logging
 import os
 import threading
 
@@ -24,11 +25,20 @@ def _load():
     global _model
     with _lock:
         if _model is None:
+            root = logging.getLogger()
+            handlers, level = list(root.handlers), root.level
             try:
                 import wordllama
                 from wordllama import WordLlama
             except ImportError as e:  # pragma: no cover - a broken install
                 raise EmbedderUnavailable(f"the local embedding model needs the `wordllama` package ({e})") from None
+            finally:
+                # wordllama calls logging.basicConfig(level=INFO) on import, which would print every
+                # library's INFO lines (each HTTP request, ...) on stderr: put the root logger back
+                for h in root.handlers[:]:
+                    if h not in handlers:
+                        root.removeHandler(h)
+                root.setLevel(level)
             folder = os.path.dirname(wordllama.__file__)
             try:
                 _model = WordLlama.load(config=CONFIG, dim=DIM, cache_dir=folder, disable_download=True)

@@ -10,6 +10,8 @@ import math
 
 import numpy as np
 
+from ..blas import one_blas_thread
+
 HOUR = 3600.0
 DAY = 86400.0
 _U32 = 2.0 ** -24  # unit roundoff of float32
@@ -26,19 +28,8 @@ def fast_relevance(embedding: np.ndarray, query: np.ndarray) -> np.ndarray:
     vector of the store's model): one float32 matrix-vector product, returned as float64.
     BLAS runs it on one thread: the pass is bound by memory bandwidth, and a multi-threaded
     sgemv stalls badly when the cores are busy (the window's other work, other processes)."""
-    with _one_blas_thread():
+    with one_blas_thread():
         return (embedding @ query).astype(np.float64)
-
-
-_controller = None
-
-
-def _one_blas_thread():
-    global _controller
-    if _controller is None:
-        from threadpoolctl import ThreadpoolController
-        _controller = ThreadpoolController()
-    return _controller.limit(limits=1, user_api="blas")
 
 
 def exact_relevance(embedding: np.ndarray, rows, query: np.ndarray) -> np.ndarray:

@@ -1,6 +1,7 @@
 """All memories as columnar numpy arrays: what the retrieval engine and the panels read."""
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -12,8 +13,12 @@ SELECT rowid, CAST(id AS BLOB), CAST(kind AS BLOB), CAST(agent AS BLOB),
        CAST(importance AS REAL), CAST(event_time AS REAL), CAST(created_at AS REAL),
        CAST(last_accessed AS REAL), CAST(valid_until AS REAL), CAST(confidence AS REAL),
        CAST(decay_rate AS REAL), CAST(access_count AS INTEGER), CAST(protected AS INTEGER),
-       CASE WHEN embedding_model IS ?1 AND length(embedding) = ?2 THEN embedding END,
-       json_valid(source_ids) AND json_valid(entity_ids) AND json_valid(tags) AND json_valid(attributes)
+       embedding,
+       CASE WHEN source_ids = '[]' THEN 1 ELSE json_valid(source_ids) END
+       AND CASE WHEN entity_ids = '[]' THEN 1 ELSE json_valid(entity_ids) END
+       AND CASE WHEN tags = '[]' THEN 1 ELSE json_valid(tags) END
+       AND CASE WHEN attributes = '{}' THEN 1 ELSE json_valid(attributes) END,  -- CASE skips parsing the usual empties
+       CAST(embedding_model AS BLOB)
 FROM memories ORDER BY rowid
 """
 
@@ -59,32 +64,34 @@ class MemoryArrays:
         return self._index.get(memory_id)
 
 
-def load_arrays(conn, model: str | None, dim: int) -> MemoryArrays:
-    rows = conn.execute(_SQL, (model, 4 * dim)).fetchall()
+def load_arrays(conn, model: str | None = None, dim: int | None = None) -> MemoryArrays:
+    """All memories in one scan. `model` None = the most used (model, dim), as
+    `Store.main_model()`; `dim` None = the most used dimension of `model`."""
+    rows = conn.execute(_SQL).fetchall()
     n = len(rows)
-    cols = list(zip(*rows)) if rows else [()] * 15
+    cols = list(zip(*rows)) if rows else [()] * 16
+    blobs, models = cols[13], [b"" if m is None else m for m in cols[15]]  # model names as bytes
+    key, dim = _pick_model(blobs, models, None if model is None else model.encode("utf-8", "surrogatepass"), dim)
+    model = None if key is None else decode_text(key)[0]
 
-    def text(col):
-        out = np.empty(n, dtype=object)
-        bad = np.zeros(n, dtype=bool)
-        for i, raw in enumerate(col):
-            out[i], bad[i] = decode_text(raw)
-        return out, bad
-
-    ids, b1 = text(cols[1])
-    kind, b2 = text(cols[2])
-    agent, b3 = text(cols[3])
+    ids, b1 = _texts(cols[1])
+    kind, b2 = _texts(cols[2])
+    agent, b3 = _texts(cols[3])
 
     def num(col, dtype=np.float64):
         return np.array(col, dtype=dtype) if n else np.zeros(0, dtype)
 
-    blobs = cols[13]
-    has = np.array([b is not None for b in blobs], dtype=bool) if n else np.zeros(0, bool)
-    emb = np.zeros((n, dim), dtype=np.float32)
-    if has.any():
-        emb[has] = np.frombuffer(b"".join(b for b in blobs if b is not None), dtype="<f4").reshape(-1, dim)
-        norms = np.linalg.norm(emb, axis=1, keepdims=True)
-        np.divide(emb, norms, out=emb, where=norms > 0)
+    nbytes = 4 * dim
+    has = np.fromiter((b is not None and m == key and len(b) == nbytes for b, m in zip(blobs, models)),
+                      dtype=bool, count=n)
+    if nbytes and has.any():
+        # one writable buffer, zero rows where a memory has no vector of this model: a single copy
+        zero = bytes(nbytes)
+        buf = bytearray().join(b if h else zero for b, h in zip(blobs, has))
+        emb = np.frombuffer(buf, dtype="<f4").reshape(n, dim)
+        _normalize_rows(emb, has)
+    else:
+        emb = np.zeros((n, dim), dtype=np.float32)
     return MemoryArrays(
         ids=ids,
         rowid=num(cols[0], np.int64),
@@ -105,3 +112,42 @@ def load_arrays(conn, model: str | None, dim: int) -> MemoryArrays:
         bad_json=~np.nan_to_num(num(cols[14])).astype(bool),
         bad_text=b1 | b2 | b3,
     )
+
+
+def _pick_model(blobs, models, model: bytes | None, dim) -> tuple[bytes | None, int]:
+    """The (model, dim) whose vectors fill the matrix: most rows first, then model name
+    (as `Store.embedding_models()` orders them; a missing model name counts as "")."""
+    if model is not None and dim is not None:
+        return model, int(dim)
+    counts = Counter((m, len(b) // 4) for b, m in zip(blobs, models) if b is not None
+                     and (model is None or m == model))
+    if not counts:
+        return model, 0
+    (m, d), _ = min(counts.items(), key=lambda kv: (-kv[1], kv[0][0]))
+    return (m if model is None else model), d
+
+
+def _texts(col) -> tuple[np.ndarray, np.ndarray]:
+    """Decode a column of UTF-8 bytes; invalid rows get replacement characters and a flag.
+    Fast path: decode the whole column at once (NUL-joined), row by row only if that fails."""
+    n = len(col)
+    out = np.empty(n, dtype=object)
+    bad = np.zeros(n, dtype=bool)
+    try:
+        parts = b"\x00".join(b"" if raw is None else raw for raw in col).decode("utf-8").split("\x00")
+    except (UnicodeDecodeError, TypeError):
+        parts = None
+    if parts is not None and len(parts) == n:
+        out[:] = parts
+        return out, bad
+    for i, raw in enumerate(col):
+        out[i], bad[i] = decode_text(raw)
+    return out, bad
+
+
+def _normalize_rows(emb: np.ndarray, rows: np.ndarray) -> None:
+    """Scale rows to unit length in place (most are already unit: only those that are not are touched)."""
+    sq = np.einsum("ij,ij->i", emb, emb)
+    fix = rows & (np.abs(sq - 1.0) > 1e-6) & (sq > 0)
+    if fix.any():
+        emb[fix] /= np.sqrt(sq[fix])[:, None]

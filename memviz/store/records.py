@@ -30,6 +30,10 @@ def embedding_blob(vec, expected_dim: int | None = None, *, what: str = "embeddi
         if len(raw) % 4:
             raise ValidationError(f"{what} has {len(raw)} bytes, not a whole number of float32 values")
         arr = np.frombuffer(raw, dtype="<f4")
+    elif isinstance(vec, np.ndarray) and vec.dtype == np.float32:
+        arr = vec.astype("<f4", copy=False)  # the usual case: no round trip through float64
+        if arr.ndim != 1:
+            raise ValidationError(f"{what} must be a 1-D vector, got shape {arr.shape}")
     else:
         arr = np.asarray(vec, dtype=np.float64)
         if arr.ndim != 1:
@@ -89,6 +93,9 @@ def normalize(rec: dict, *, model_dims: dict[str, int], now: float | None = None
 
 
 def encode_json(value, col: str, mid: str = "") -> str:
+    if not value and isinstance(value, (list, tuple, dict)):  # the common empty case, without json.dumps
+        if isinstance(value, dict) == (col not in JSON_LIST_COLUMNS):
+            return "{}" if isinstance(value, dict) else "[]"
     if isinstance(value, str):
         try:
             value = json.loads(value)

@@ -120,12 +120,7 @@ class Store:
     def arrays(self, model: str | None = None) -> MemoryArrays:
         """Every memory (live and retired) as columns; the matrix holds the vectors of `model`
         (default: the most used model); rows embedded otherwise have has_embedding False."""
-        main, dim = self.main_model()
-        if model is None:
-            model = main
-        else:
-            dim = next((d for m, d, _ in self.embedding_models() if m == model), 0)
-        return load_arrays(self.conn, model, dim)
+        return load_arrays(self.conn, model)  # one scan: it picks the model and dimension itself
 
     def get(self, memory_id: str) -> dict | None:
         row = self.conn.execute(_SELECT_ROW + " WHERE id = ?", (memory_id,)).fetchone()
@@ -324,7 +319,7 @@ class Store:
                 if clean:
                     sets = ", ".join(f"{k} = ?" for k in clean)
                     c.execute(f"UPDATE memories SET {sets} WHERE id = ?", (*clean.values(), memory_id))
-                self._audit(c, action, memory_id, before, clean, actor, note)
+                self.audit(c, action, memory_id, before, clean, actor, note)
                 done[memory_id] = (before, clean)
         return done
 
@@ -365,9 +360,9 @@ class Store:
             c.execute(f"INSERT INTO memories ({', '.join(MEMORY_COLUMNS)}) VALUES ({', '.join('?' * len(MEMORY_COLUMNS))})",
                       tuple(row[k] for k in MEMORY_COLUMNS))
             c.execute("UPDATE memories SET valid_until = ? WHERE id = ?", (when, memory_id))
-            self._audit(c, "supersede", memory_id, {"valid_until": None}, {"valid_until": when, "superseded_by": nid},
+            self.audit(c, "supersede", memory_id, {"valid_until": None}, {"valid_until": when, "superseded_by": nid},
                         actor, note)
-            self._audit(c, "insert", nid, None, row, actor, note or f"correction of {memory_id}")
+            self.audit(c, "insert", nid, None, row, actor, note or f"correction of {memory_id}")
         return nid
 
     def _clean_changes(self, changes: dict) -> dict:
@@ -405,7 +400,8 @@ class Store:
                 current=cur, expected=dict(expected))
 
     @staticmethod
-    def _audit(c, action, memory_id, before, after, actor, note):
+    def audit(c, action, memory_id, before, after, actor, note):
+        """One audit row, written inside the caller's open transaction (`with store.transaction() as c`)."""
         c.execute("INSERT INTO memviz_audit(at, action, memory_id, before, after, actor, note) VALUES (?,?,?,?,?,?,?)",
                   (time.time(), action, memory_id, _audit_dump(before), _audit_dump(after), actor, note))
 

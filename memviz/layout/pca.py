@@ -1,0 +1,50 @@
+"""PCA to 2-D: the map shown at once, before UMAP is ready.
+
+The covariance route (X^T X, then an eigendecomposition of a dim x dim matrix) is exact and
+takes a few hundred ms at 100k x 256 (bench/layout.py), so no randomised or sampled
+approximation is needed.
+"""
+from __future__ import annotations
+
+import numpy as np
+from ..blas import one_blas_thread
+
+
+def embedded_rows(embedding: np.ndarray) -> np.ndarray:
+    """Rows that hold a vector (MemoryArrays keeps zero rows for memories without one)."""
+    return np.any(embedding != 0, axis=1)
+
+
+def pca_2d(embedding: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    """(n, 2) float32 projection on the first two principal components, aligned to the rows of
+    `embedding`. Rows outside `mask` (default: the non-zero rows) are NaN and take no part in
+    the fit. Deterministic: each axis is signed so its largest loading is positive."""
+    # One BLAS thread: on a busy machine multi-threaded BLAS spin-waits (LAPACK on a 256 x 256
+    # matrix took 2 s, X^T X three times longer); single-threaded it is also bit-reproducible.
+    with one_blas_thread():
+        return _pca_2d(embedding, mask)
+
+
+def _pca_2d(embedding: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    x = np.asarray(embedding, dtype=np.float32)
+    n = x.shape[0]
+    out = np.full((n, 2), np.nan, dtype=np.float32)
+    if mask is None:
+        mask = embedded_rows(x)
+    mask = np.asarray(mask, dtype=bool)
+    fit = x if mask.all() else x[mask]
+    m = fit.shape[0]
+    if m == 0 or x.ndim != 2 or x.shape[1] == 0:
+        return out
+    mean = fit.mean(axis=0, dtype=np.float64)
+    # covariance without materialising the centred copy (100 MB at 100k x 256)
+    cov = (fit.T @ fit).astype(np.float64) / m - np.outer(mean, mean)
+    _, vecs = np.linalg.eigh(cov)             # ascending
+    comps = vecs[:, ::-1][:, :2]
+    if comps.shape[1] < 2:                    # 1-D embeddings: second axis is zero
+        comps = np.pad(comps, ((0, 0), (0, 2 - comps.shape[1])))
+    signs = np.sign(comps[np.abs(comps).argmax(axis=0), [0, 1]])
+    comps *= np.where(signs == 0, 1.0, signs)
+    comps32 = comps.astype(np.float32)
+    out[mask] = fit @ comps32 - (mean @ comps).astype(np.float32)
+    return out

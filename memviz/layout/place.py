@@ -1,0 +1,24 @@
+"""Placing memories that are new since a layout was computed, without recomputing it.
+
+Each new point goes to the similarity-weighted mean of the 2-D positions of its k nearest
+laid-out neighbours in embedding space (cosine; the vectors are unit-norm). UMAP keeps
+neighbourhoods, so this lands a point inside the cluster it belongs to.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .knn import nearest
+
+
+def place_by_neighbours(known_emb: np.ndarray, known_xy: np.ndarray, new_emb: np.ndarray, k: int = 10) -> np.ndarray:
+    """(m, 2) float32 positions for the rows of `new_emb`; NaN when nothing is laid out."""
+    out = np.full((new_emb.shape[0], 2), np.nan, dtype=np.float32)
+    ok = ~np.isnan(known_xy).any(axis=1)
+    known_emb, known_xy = known_emb[ok], known_xy[ok].astype(np.float64)
+    if len(known_emb) == 0 or len(new_emb) == 0:
+        return out
+    nn, sim = nearest(new_emb, known_emb, k)
+    w = 1.0 / (np.clip(1.0 - sim.astype(np.float64), 0.0, None) + 1e-3)  # an exact duplicate dominates
+    out[:] = np.einsum("ik,ikd->id", w, known_xy[nn]) / w.sum(axis=1, keepdims=True)
+    return out

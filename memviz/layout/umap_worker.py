@@ -1,0 +1,460 @@
+"""UMAP in a warm worker process, so the GUI process never imports umap or compiles numba.
+
+`warm_up()` starts one shared worker early: it imports umap and fits a tiny dataset, which
+compiles the numba kernels once for the life of the worker; every later `UmapJob` reuses it.
+The worker sets NUMBA_CACHE_DIR to a user cache folder and switches on numba's disk cache for
+umap's and pynndescent's kernels (umap itself declares almost none cacheable), so a new
+worker (the next run of the app, or after a cancel) loads compiled code instead of compiling.
+Up to EXACT_KNN_MAX points the neighbour graph is exact and computed with numpy (knn.py):
+pynndescent's NN-descent cannot be cached (numba refuses: dynamic globals) and costs ~40 s
+of compiling in every new process, more than the exact graph costs to compute. Larger stores
+use NN-descent; `warm_up(n_points)` compiles it in advance when they will need it.
+
+A job reports progress (stage, fraction) from the worker; `cancel()` terminates the worker
+process (numba loops cannot be interrupted) and a fresh one is started and warmed, so the
+next job still finds a worker. Messages carry the job id: anything from a stale job is
+dropped, and submitting a job cancels the one still running. Callbacks run on the worker's
+listener thread; a Qt caller forwards them with a signal. `result()` is meant for the thread
+that owns the store (it writes the cache). Measured in bench/layout.py.
+"""
+from __future__ import annotations
+
+import atexit
+import itertools
+import multiprocessing as mp
+import os
+import queue
+import re
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+from .pca import embedded_rows, pca_2d
+
+DEFAULT_PARAMS = {"n_neighbors": 15, "min_dist": 0.1, "metric": "cosine", "seed": 42}
+EXACT_KNN_MAX = 30_000   # above this many points umap's NN-descent builds the neighbour graph
+LAYOUT_KEYS = tuple(DEFAULT_PARAMS)  # what shapes a layout (n_epochs is a test/bench knob, not cached apart)
+STAGES = ("starting", "neighbours", "graph", "init", "epochs", "done")
+
+
+def umap_params(params: dict | None = None) -> dict:
+    """The full UMAP parameters a layout is cached under: LayoutCache.get("umap", arrays, umap_params())."""
+    full = {**DEFAULT_PARAMS, **(params or {})}
+    return {k: full[k] for k in LAYOUT_KEYS}
+
+
+def user_cache_dir() -> Path:
+    """memviz's per-user cache folder (MEMVIZ_CACHE_DIR overrides)."""
+    if os.environ.get("MEMVIZ_CACHE_DIR"):
+        return Path(os.environ["MEMVIZ_CACHE_DIR"])
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "memviz"
+
+
+def numba_cache_dir() -> Path:
+    return user_cache_dir() / "numba"
+
+
+# ====================================================================== worker process side
+class _ProgressSink:
+    """Stands in for stdout (umap's verbose stage lines) and for tqdm's file (epochs)."""
+
+    _MARKS = (("Nearest Neighbor", "neighbours"), ("fuzzy simplicial", "graph"), ("Construct embedding", "init"))
+
+    def __init__(self, conn, job_id):
+        self.conn, self.job_id, self._last = conn, job_id, 0.0
+
+    def send(self, stage, fraction, force=False):
+        now = time.monotonic()
+        if force or now - self._last > 0.1 or fraction >= 1.0:
+            self._last = now
+            self.conn.send(("progress", self.job_id, stage, fraction))
+
+    def write(self, text):
+        for mark, stage in self._MARKS:
+            if mark in text:
+                self.send(stage, 0.0, force=True)
+        m = re.findall(r"(\d+)/(\d+)", text)
+        if m:
+            done, total = map(int, m[-1])
+            if total:
+                self.send("epochs", done / total)
+        return len(text)
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return False
+
+
+def _fit(X, params, sink=None):
+    """UMAP of X (float32, unit-norm rows). Up to EXACT_KNN_MAX points the neighbour graph is
+    exact and computed here (see knn.py); above that umap's NN-descent does it."""
+    import umap
+
+    from .knn import nearest
+
+    n = X.shape[0]
+    k = int(min(params["n_neighbors"], max(2, n - 1)))
+    kw = dict(n_components=2, n_neighbors=k, min_dist=float(params["min_dist"]), metric=params["metric"],
+              random_state=int(params["seed"]), force_approximation_algorithm=bool(params.get("force_approximation")))
+    if params.get("n_epochs"):
+        kw["n_epochs"] = int(params["n_epochs"])
+    if n <= int(params.get("exact_knn_max", EXACT_KNN_MAX)) and params["metric"] in ("cosine", "euclidean"):
+        on_block = (lambda d, t: sink.send("neighbours", d / t)) if sink is not None else None
+        idx, sim = nearest(X, X, k, on_block)
+        dist = np.clip(1.0 - sim, 0.0, None) if params["metric"] == "cosine" else np.sqrt(np.clip(2 - 2 * sim, 0, None))
+        dist[idx == np.arange(n)[:, None]] = 0.0
+        kw["precomputed_knn"] = (idx, dist.astype(np.float32), None)
+    if sink is not None:
+        kw.update(verbose=True, tqdm_kwds={"file": sink, "bar_format": "{n}/{total}", "mininterval": 0.1,
+                                           "disable": False})
+    return umap.UMAP(**kw).fit_transform(X).astype(np.float32)
+
+
+def _cache_all_kernels() -> int:
+    """Let numba cache umap's own kernels on disk too: umap declares few of them `cache=True`,
+    so without this every new worker process compiles them again (about a minute)."""
+    import numba
+    from numba.core.caching import NullCache
+
+    count = 0
+    for name, mod in list(sys.modules.items()):
+        if not (name.startswith("umap") or name.startswith("pynndescent")) or mod is None:
+            continue
+        for obj in list(vars(mod).values()):
+            if isinstance(obj, numba.core.dispatcher.Dispatcher) and isinstance(obj._cache, NullCache):
+                try:
+                    obj.enable_caching()
+                    count += 1
+                except RuntimeError:
+                    pass  # not cacheable (no source file): compiled per process as before
+    return count
+
+
+def _warm(large: bool) -> float:
+    """Compile what a fit needs by fitting a tiny dataset; `large` adds the NN-descent path."""
+    t = time.perf_counter()
+    X = np.random.default_rng(0).normal(size=(300, 16)).astype(np.float32)
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    base = dict(DEFAULT_PARAMS, n_epochs=5)
+    _fit(X, base)
+    if large:
+        _fit(X, dict(base, exact_knn_max=0, force_approximation=True))
+    return time.perf_counter() - t
+
+
+def _worker_main(conn, numba_dir: str, cache_all: bool = True):
+    os.environ["NUMBA_CACHE_DIR"] = numba_dir       # before numba is imported
+    import warnings
+    warnings.filterwarnings("ignore")               # umap's notes (n_jobs, spectral init) are not for users
+    import umap  # noqa: F401 - the import itself is part of the warm-up
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1, user_api="blas")           # one core for background work: the GUI keeps the other
+    if cache_all:
+        _cache_all_kernels()
+    real_stdout = sys.stdout
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return
+        if msg[0] == "stop":
+            return
+        if msg[0] == "warm":
+            conn.send(("warm", None, _warm(msg[1]), msg[1]))
+        elif msg[0] == "fit":
+            _, job_id, X, params = msg
+            sink = _ProgressSink(conn, job_id)
+            sys.stdout = sink
+            try:
+                conn.send(("progress", job_id, "neighbours", 0.0))
+                coords = _fit(X, params, sink)
+                conn.send(("result", job_id, coords))
+            except Exception as e:  # noqa: BLE001 - reported to the caller as the job's error
+                conn.send(("error", job_id, f"{type(e).__name__}: {e}"))
+            finally:
+                sys.stdout = real_stdout
+
+
+# ====================================================================== GUI process side
+class UmapWorker:
+    """One long-lived worker process (spawned, so it is clean of the caller's Qt state).
+    Nothing here blocks the caller: messages go out through a sender thread (a 100 MB matrix
+    would otherwise stall the GUI while the worker is still compiling) and come back on a
+    listener thread."""
+
+    def __init__(self, numba_dir: str | os.PathLike | None = None, *, cache_all_kernels: bool = True):
+        self.numba_dir = str(numba_dir or numba_cache_dir())
+        self.cache_all_kernels = cache_all_kernels
+        self._ctx = mp.get_context("spawn")
+        self._lock = threading.RLock()
+        self._proc = None
+        self._outbox: queue.Queue | None = None
+        self._job: UmapJob | None = None
+        self.warm = threading.Event()          # set when the last requested warm-up finished
+        self._large = False                    # warm the NN-descent path too (a store above EXACT_KNN_MAX)
+        self._warmed_large = None              # what this process was asked to warm: None, False, True
+        self.warm_seconds: float | None = None  # compile time of the last warm-up
+        self.started_at: float | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.is_alive()
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def start(self, warm: bool = True, large: bool = False) -> "UmapWorker":
+        """Spawn the process if it is not running; `warm` compiles on a tiny dataset in the
+        background, `large` also compiles the NN-descent path needed above EXACT_KNN_MAX points."""
+        with self._lock:
+            self._large = self._large or large
+            if not self.alive:
+                os.makedirs(self.numba_dir, exist_ok=True)
+                parent, child = self._ctx.Pipe()
+                proc = self._ctx.Process(target=_worker_main, args=(child, self.numba_dir, self.cache_all_kernels),
+                                         daemon=True, name="memviz-umap")
+                proc.start()
+                child.close()
+                self._proc, self._outbox = proc, queue.Queue()
+                self._warmed_large = None
+                self.warm.clear()
+                self.started_at = time.perf_counter()
+                threading.Thread(target=self._send_loop, args=(parent, self._outbox), daemon=True,
+                                 name="memviz-umap-sender").start()
+                threading.Thread(target=self._listen, args=(proc, parent), daemon=True,
+                                 name="memviz-umap-listener").start()
+            if warm and self._warmed_large is not True and (self._warmed_large is None or self._large):
+                self._warmed_large = self._large
+                self.warm.clear()
+                self._outbox.put(("warm", self._large))
+        return self
+
+    @staticmethod
+    def _send_loop(conn, outbox):
+        while True:
+            msg = outbox.get()
+            if msg is None:
+                return
+            try:
+                conn.send(msg)
+            except (OSError, ValueError):  # the process was terminated: nothing more to send
+                return
+
+    def _listen(self, proc, conn):
+        while True:
+            try:
+                msg = conn.recv()
+            except (EOFError, OSError):
+                break
+            kind, job_id = msg[0], msg[1]
+            if kind == "warm":
+                self.warm_seconds = msg[2]
+                if msg[3] == self._warmed_large:
+                    self.warm.set()
+                continue
+            job = self._job
+            if job is None or job.id != job_id:
+                continue  # a stale job's message
+            if kind == "progress":
+                job._progress(msg[2], msg[3])
+            elif kind in ("result", "error"):
+                with self._lock:
+                    if self._job is job:
+                        self._job = None
+                job._finish("done", coords=msg[2]) if kind == "result" else job._finish("failed", error=msg[2])
+        conn.close()
+        with self._lock:  # the process ended: whoever was waiting on it learns why
+            job = self._job if proc is self._proc else None
+            if job is not None:
+                self._job = None
+        if job is not None and not job.finished:
+            job._finish("failed", error=f"the UMAP worker process ended unexpectedly (exit code {proc.exitcode})")
+
+    def submit(self, job: "UmapJob") -> None:
+        """Run `job`; a job still running here is stale and is cancelled first."""
+        with self._lock:
+            if self._job is not None and not self._job.finished:
+                self._job.cancel()
+            self.start(warm=False)
+            self._job = job
+            self._outbox.put(("fit", job.id, job._X, job.params))
+
+    def terminate(self, restart: bool = True) -> None:
+        """Stop the process now (what cancel needs); optionally start and warm a fresh one."""
+        with self._lock:
+            proc, outbox = self._proc, self._outbox
+            self._proc = self._outbox = None
+            self._job = None
+        if proc is not None:
+            outbox.put(None)
+            proc.terminate()
+            proc.join(5)
+            if proc.is_alive():
+                proc.kill()
+                proc.join(5)
+        if restart:
+            self.start(warm=True)
+
+    def close(self) -> None:
+        """Ask the process to finish; stop it if it is busy (it holds nothing worth waiting for)."""
+        with self._lock:
+            proc, outbox = self._proc, self._outbox
+            self._proc = self._outbox = None
+            self._job = None
+        if proc is None:
+            return
+        outbox.put(("stop",))
+        outbox.put(None)
+        proc.join(0.5)
+        if proc.is_alive():
+            proc.terminate()
+            proc.join(5)
+
+
+_shared: UmapWorker | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_worker() -> UmapWorker:
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = UmapWorker()
+            atexit.register(_shared.close)
+        return _shared
+
+
+def warm_up(n_points: int = 0) -> UmapWorker:
+    """Start (if needed) the shared worker and let it compile in the background; returns at once.
+    Pass the store's size: above EXACT_KNN_MAX the NN-descent path is compiled as well."""
+    return shared_worker().start(warm=True, large=n_points > EXACT_KNN_MAX)
+
+
+_job_ids = itertools.count(1)
+
+
+class UmapJob:
+    """One UMAP of the rows that have a vector; the result is (n, 2) aligned to the input rows
+    (NaN where a row has no vector). Deterministic for a given seed.
+
+        job = UmapJob(arrays, {"n_neighbors": 15}, on_progress=cb, on_done=cb2, cache=layout_cache).start()
+        ... job.cancel()  |  job.wait(); coords = job.result()
+    """
+
+    def __init__(self, arrays, params: dict | None = None, *, worker: UmapWorker | None = None,
+                 on_progress=None, on_done=None, cache=None, method: str = "umap"):
+        self.id = next(_job_ids)
+        self.params = {**DEFAULT_PARAMS, **(params or {})}
+        if isinstance(arrays, np.ndarray):
+            self.arrays, emb, mask = None, arrays, embedded_rows(arrays)
+        else:
+            self.arrays, emb, mask = arrays, arrays.embedding, np.asarray(arrays.has_embedding, dtype=bool)
+        self.n = emb.shape[0]
+        self.mask = mask
+        self._X = np.ascontiguousarray(emb[mask], dtype=np.float32)
+        self.worker = worker
+        self.on_progress, self.on_done = on_progress, on_done
+        self.cache, self.method = cache, method
+        self.state = "pending"      # pending | running | done | failed | cancelled
+        self.stage, self.fraction = "starting", 0.0
+        self.error: str | None = None
+        self.elapsed: float | None = None
+        self._coords = None
+        self._cached = False
+        self._t0 = None
+        self._done = threading.Event()
+
+    @property
+    def finished(self) -> bool:
+        return self._done.is_set()
+
+    def start(self) -> "UmapJob":
+        self._t0 = time.perf_counter()
+        self.state = "running"
+        self._progress("starting", 0.0)
+        if self._X.shape[0] < 4:  # too few points for a neighbour graph: PCA says all there is
+            full = np.full((self.n, 2), np.nan, np.float32)
+            full[self.mask] = pca_2d(self._X, np.ones(self._X.shape[0], bool)) if len(self._X) else full[self.mask]
+            self._finish("done", coords=full[self.mask])
+            return self
+        if self.worker is None:
+            self.worker = shared_worker()
+        self.worker.submit(self)
+        return self
+
+    def cancel(self) -> None:
+        """Stop the work now: the worker process is terminated and a fresh one warmed."""
+        if self.finished:
+            return
+        self._finish("cancelled")
+        if self.worker is not None and self.worker._job is self:
+            self.worker.terminate(restart=True)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._done.wait(timeout)
+
+    def result(self) -> np.ndarray:
+        """(n, 2) float32 aligned to the input rows. Stores into the cache (once) if one was given."""
+        if self.state != "done":
+            raise RuntimeError(self.error or f"the UMAP job is {self.state}")
+        if self.cache is not None and self.arrays is not None and not self._cached:
+            self.cache.put(self.method, self.arrays, self.cache_params(), self._coords)
+            self._cached = True
+        return self._coords
+
+    def run(self, timeout: float | None = None) -> np.ndarray:
+        """Start, wait and return result(): for a caller already on a background thread
+        (with a cache, that thread must own the store; else call result() on the owner)."""
+        if self.state == "pending":
+            self.start()
+        if not self.wait(timeout):
+            raise TimeoutError(f"UMAP did not finish within {timeout} s")
+        return self.result()
+
+    def cache_params(self) -> dict:
+        return umap_params(self.params)
+
+    # called from the listener thread
+    def _progress(self, stage: str, fraction: float) -> None:
+        if STAGES.index(stage) < STAGES.index(self.stage):
+            return  # umap's log order varies by path; the bar only moves forward
+        self.stage, self.fraction = stage, fraction
+        _call(self.on_progress, stage, fraction)
+
+    def _finish(self, state: str, coords=None, error: str | None = None) -> None:
+        if self.finished:
+            return
+        if coords is not None:
+            full = np.full((self.n, 2), np.nan, np.float32)
+            full[self.mask] = coords
+            self._coords = full
+        self.state, self.error = state, error
+        self.elapsed = time.perf_counter() - (self._t0 or time.perf_counter())
+        self._done.set()
+        if state == "done":
+            self._progress("done", 1.0)
+        _call(self.on_done, self)
+
+
+def _call(callback, *args) -> None:
+    """Run a caller's callback on the listener thread without letting its error kill the thread."""
+    if callback is None:
+        return
+    try:
+        callback(*args)
+    except Exception:  # noqa: BLE001
+        traceback.print_exc()

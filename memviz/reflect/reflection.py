@@ -1,0 +1,318 @@
+"""Seed 000's reflection, previewed: recent memories -> salient questions -> evidence per
+question -> insights citing their evidence -> Proposals the user accepts or rejects.
+
+`Reflector.propose()` only reads the store and talks to the LLM; `Reflector.accept()` writes
+the accepted proposals (kind 'reflection', importance >= 8, source_ids = cited evidence,
+attributes.questions_addressed), embedded with the store's model, in ONE transaction.
+Both take a progress callback `progress(done, total, message)` and a CancelToken, so a Qt
+panel only has to run them on a worker thread and show the plain objects they return.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+
+from ..embed import LOCAL_DIM, LOCAL_MODEL, EmbedderUnavailable, EmbeddingError, embedder_for
+from ..store.errors import ReadOnlyError
+from ..store.records import new_id
+from .cancel import CancelToken, check
+from .errors import BadOutput, LLMRefusal, LLMTruncated, ReflectError
+from .evidence import Retriever, default_retriever
+from .prompts import INSIGHTS_SCHEMA, QUESTIONS_SCHEMA, insights_messages, questions_messages
+from .validate import clean_text, parse_insights, parse_questions
+
+MIN_IMPORTANCE = 8.0
+DEFAULT_THRESHOLD = 100.0
+THRESHOLD_META_KEY = "reflection_threshold"  # memviz_meta: the user's threshold for this store
+ACTOR = "memviz reflect"
+
+
+@dataclass
+class ReflectionConfig:
+    recent: int = 100                 # how many recent memories the questions are drawn from
+    questions: int = 3
+    evidence: int = 10                # retrieved per question
+    insights_per_question: int = 1    # seed 000: one insight per question
+    importance: float = MIN_IMPORTANCE
+    statement_chars: int = 400        # each memory is shortened to this in prompts
+    max_insight_chars: int = 1000
+
+    def __post_init__(self):
+        for name in ("recent", "questions", "evidence", "insights_per_question"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"{name} must be at least 1")
+        if not MIN_IMPORTANCE <= float(self.importance) <= 10:
+            raise ValueError(f"a reflection's importance must be between {MIN_IMPORTANCE:g} and 10")
+
+
+@dataclass
+class Evidence:
+    id: str
+    content: str
+    kind: str
+    importance: float
+    event_time: float
+
+
+@dataclass
+class Proposal:
+    question: str
+    content: str                      # plain text; the user may edit it before accepting
+    cited_ids: list[str]              # validated: all among `evidence`
+    evidence: list[Evidence]          # everything the model was shown for the question, in order
+    dropped_citations: list[str] = field(default_factory=list)
+    importance: float = MIN_IMPORTANCE
+    decision: bool | None = None      # None: undecided
+    written_id: str | None = None
+    id: str = field(default_factory=new_id)  # the row's id once written (known ahead for undo stacks)
+
+    def accept(self) -> None:
+        self.decision = True
+
+    def reject(self) -> None:
+        self.decision = False
+
+    @property
+    def cited(self) -> list[Evidence]:
+        return [e for e in self.evidence if e.id in self.cited_ids]
+
+
+@dataclass
+class ReflectionRun:
+    id: str
+    agent: str
+    model: str
+    started_at: float
+    recent_ids: list[str] = field(default_factory=list)
+    questions: list[str] = field(default_factory=list)
+    proposals: list[Proposal] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # what was dropped or skipped, and why
+
+
+@dataclass
+class AcceptResult:
+    ids: list[str]
+    problems: list[str]
+
+
+@dataclass
+class ImportanceStatus:
+    agent: str
+    accumulated: float      # importance of live non-reflection memories recorded since the last reflection
+    count: int
+    threshold: float
+    since: float | None     # created_at of the last reflection (None: never)
+
+    @property
+    def crossed(self) -> bool:
+        return self.accumulated >= self.threshold
+
+
+def store_agents(store) -> list[str]:
+    """Agents with live memories."""
+    return sorted(a for a, (live, _) in store.counts()["by_agent"].items() if live)
+
+
+def resolve_agent(store, agent: str | None) -> str:
+    agents = store_agents(store)
+    if agent is None:
+        if len(agents) > 1:
+            raise ValueError("this store holds several agents (" + ", ".join(a or "''" for a in agents) +
+                             "); choose one")
+        return agents[0] if agents else ""
+    if agent not in agents:
+        raise ValueError(f"no live memories of agent {agent!r} in this store"
+                         + (f" (agents: {', '.join(a or repr(a) for a in agents)})" if agents else ""))
+    return agent
+
+
+def importance_status(store, agent: str | None = None, threshold: float | None = None) -> ImportanceStatus:
+    """Seed 000's trigger: importance accumulated since the last reflection vs the threshold."""
+    agent = resolve_agent(store, agent)
+    if threshold is None:
+        threshold = float(store.meta(THRESHOLD_META_KEY, DEFAULT_THRESHOLD))
+    since = store.conn.execute("SELECT max(created_at) FROM memories WHERE kind='reflection' AND agent=?",
+                               (agent,)).fetchone()[0]
+    total, n = store.conn.execute(
+        "SELECT coalesce(sum(importance), 0), count(*) FROM memories WHERE valid_until IS NULL AND agent=? "
+        "AND kind != 'reflection' AND (?2 IS NULL OR created_at > ?2)", (agent, since)).fetchone()
+    return ImportanceStatus(agent, float(total), int(n), float(threshold), since)
+
+
+class _Progress:
+    def __init__(self, fn, total):
+        self.fn, self.total, self.done = fn, total, 0
+
+    def __call__(self, message: str, advance: int = 1):
+        if self.fn is not None:
+            self.fn(self.done, self.total, message)
+        self.done += advance
+
+
+class Reflector:
+    def __init__(self, store, llm, *, agent: str | None = None, config: ReflectionConfig | None = None,
+                 retriever: Retriever | None = None, embedder=None):
+        """`llm` is an LLMClient; `retriever(question, k) -> ids` defaults to the retrieval
+        engine; `embedder` defaults to the store's own embedding model."""
+        self.store = store
+        self.llm = llm
+        self.config = config or ReflectionConfig()
+        self.agent = resolve_agent(store, agent)
+        self._retriever = retriever
+        self._embedder = embedder
+
+    @property
+    def retriever(self) -> Retriever:
+        if self._retriever is None:
+            self._retriever = default_retriever(self.store, agent=self.agent)
+        return self._retriever
+
+    # ------------------------------------------------------------------ propose
+    def propose(self, *, progress=None, cancel: CancelToken | None = None) -> ReflectionRun:
+        """Ask the LLM; write nothing. Raises LLMError (with a message for the user) when the
+        questions cannot be had or the server fails; a bad reply for one question only skips
+        that question and is listed in `run.problems`."""
+        cfg = self.config
+        run = ReflectionRun(new_id(), self.agent, self.llm.settings.chat_model, time.time())
+        step = _Progress(progress, 2 + 2 * cfg.questions)
+        step("Reading recent memories")
+        recent = self._recent(cfg.recent)
+        if not recent:
+            raise ReflectError(f"Agent {self.agent!r} has no live memories to reflect on.")
+        run.recent_ids = [e.id for e in recent]
+        check(cancel)
+        step(f"Asking {run.model} for questions about {len(recent)} recent memories")
+        value = self.llm.chat_json(
+            questions_messages([e.content for e in recent], cfg.questions, agent=self.agent or None,
+                               max_chars=cfg.statement_chars),
+            QUESTIONS_SCHEMA, "questions", cancel=cancel)
+        run.questions, problems = parse_questions(value, cfg.questions)
+        run.problems += problems
+        step.total = 2 + 2 * len(run.questions)
+        for qi, question in enumerate(run.questions, 1):
+            check(cancel)
+            step(f"Retrieving evidence for question {qi} of {len(run.questions)}")
+            # a few more than needed: ids the store retired since the retriever's snapshot are dropped
+            evidence = self._evidence(self.retriever(question, cfg.evidence + 5), cfg.evidence)
+            check(cancel)
+            if not evidence:
+                run.problems.append(f"question {qi}: no evidence was found; skipped")
+                step("", 1)
+                continue
+            step(f"Asking for insights on question {qi} of {len(run.questions)}")
+            try:
+                value = self.llm.chat_json(
+                    insights_messages(question, [e.content for e in evidence], cfg.insights_per_question,
+                                      agent=self.agent or None, max_chars=cfg.statement_chars),
+                    INSIGHTS_SCHEMA, "insights", cancel=cancel)
+                insights, problems = parse_insights(value, [e.id for e in evidence], cfg.insights_per_question,
+                                                    max_chars=cfg.max_insight_chars)
+            except (BadOutput, LLMTruncated, LLMRefusal) as e:  # this question's reply only: go on
+                run.problems.append(f"question {qi}: {e} Skipped.")
+                continue
+            run.problems += [f"question {qi}: {p}" for p in problems]
+            for ins in insights:
+                run.proposals.append(Proposal(question, ins.text, ins.cited_ids, evidence, ins.dropped,
+                                              float(cfg.importance)))
+        check(cancel)
+        if progress is not None:
+            progress(step.total, step.total, f"{len(run.proposals)} reflection(s) proposed")
+        return run
+
+    def _recent(self, n: int) -> list[Evidence]:
+        ids = [r[0] for r in self.store.conn.execute(
+            "SELECT id FROM memories WHERE valid_until IS NULL AND agent = ? "
+            "ORDER BY event_time DESC, rowid DESC LIMIT ?", (self.agent, int(n)))]
+        rows = {r["id"]: r for r in self.store.get_many(ids)}
+        return [_evidence(rows[i]) for i in reversed(ids) if i in rows]  # oldest first, as they happened
+
+    def _evidence(self, ids, k: int) -> list[Evidence]:
+        ids = list(dict.fromkeys(str(i) for i in ids))
+        rows = {r["id"]: r for r in self.store.get_many(ids)}
+        out = [_evidence(rows[i]) for i in ids
+               if i in rows and rows[i]["valid_until"] is None and rows[i]["agent"] == self.agent]
+        return out[:k]
+
+    # ------------------------------------------------------------------ accept
+    def accept(self, run: ReflectionRun, proposals=None, *, cancel: CancelToken | None = None) -> AcceptResult:
+        """Write the accepted proposals (default: those with decision True) in one transaction.
+        Citations of memories that vanished meanwhile are dropped (a proposal left with none is
+        not written); returns the new ids and the problems met."""
+        if self.store.read_only:
+            raise ReadOnlyError(f"{self.store.path} is open read-only: {self.store.read_only_reason}")
+        if proposals is None:
+            chosen = [p for p in run.proposals if p.decision]
+        else:
+            chosen = list(proposals)
+            for p in chosen:
+                p.accept()
+        chosen = [p for p in chosen if p.written_id is None]
+        problems: list[str] = []
+        existing = {r["id"] for r in self.store.get_many({i for p in chosen for i in p.cited_ids})}
+        keep: list[tuple[Proposal, str, list[str]]] = []
+        for p in chosen:
+            text, cut = clean_text(p.content, self.config.max_insight_chars)
+            label = f"reflection {text[:40]!r}"
+            if not text:
+                problems.append(f"a reflection with no text was not written (question {p.question!r})")
+                continue
+            if cut:
+                problems.append(f"{label} was shortened to {self.config.max_insight_chars} characters")
+            sources = [i for i in p.cited_ids if i in existing]
+            if len(sources) < len(p.cited_ids):
+                problems.append(f"{label}: {len(p.cited_ids) - len(sources)} cited memories are no longer in the store")
+            if not sources:
+                problems.append(f"{label} was not written: none of its evidence is left")
+                continue
+            keep.append((p, text, sources))
+        if not keep:
+            return AcceptResult([], problems)
+        check(cancel)
+        vectors, model, why = self._embed([t for _, t, _ in keep])
+        if why:
+            problems.append(f"written without embeddings ({why}); they are marked needs_embedding")
+        check(cancel)
+        now = time.time()
+        records = []
+        for n, (p, text, sources) in enumerate(keep):
+            attrs = {"questions_addressed": [p.question],
+                     "reflection": {"run": run.id, "model": run.model, "evidence_offered": [e.id for e in p.evidence]}}
+            if vectors is None:
+                attrs["needs_embedding"] = True
+            records.append(dict(id=p.id, kind="reflection", agent=run.agent, content=text,
+                                importance=min(10.0, max(MIN_IMPORTANCE, float(p.importance))),
+                                source_ids=sources, attributes=attrs, event_time=now, created_at=now,
+                                embedding=None if vectors is None else vectors[n],
+                                embedding_model=model if vectors is not None else None))
+        ids = self.store.insert_memories(records, actor=ACTOR, note=f"reflection run {run.id} ({run.model})")
+        for (p, _, _), i in zip(keep, ids):
+            p.written_id = i
+        return AcceptResult(ids, problems)
+
+    def _embed(self, texts):
+        """(vectors, model, None) or (None, None, why-not)."""
+        try:
+            emb = self._embedder = self._embedder or self._store_embedder()  # resolved once per Reflector
+            if emb is None:
+                return None, None, "the store has no embeddings and no embedding model is set"
+            return emb.embed(texts), emb.model, None
+        except (EmbedderUnavailable, EmbeddingError) as e:
+            return None, None, str(e)
+
+    def _store_embedder(self):
+        model, dim = self.store.main_model()
+        settings = self.llm.settings
+        if model is None:
+            model = settings.embedding_model
+            if not model:
+                return None
+            dim = LOCAL_DIM if model == LOCAL_MODEL else None
+        kwargs = {}
+        if model != LOCAL_MODEL and not os.environ.get("MEMVIZ_EMBED_BASE_URL"):
+            kwargs = {"base_url": settings.base_url, "api_key": settings.resolve_api_key()[0]}
+        return embedder_for(model, dim, **kwargs)
+
+
+def _evidence(row) -> Evidence:
+    return Evidence(row["id"], row["content"], row["kind"], float(row["importance"]), float(row["event_time"]))

@@ -1,0 +1,568 @@
+"""Text material of the simulation sample: five islanders planning a lighthouse festival.
+
+Characters follow seed 001's character definition (identity, background, communication,
+decision style, traits, skills, values); topics carry the vocabulary their dialogue
+templates draw from, so the embedding map clusters by topic and speaker.
+"""
+
+SCENARIO = {
+    "title": "The Saltmarsh Lighthouse Festival",
+    "summary": ("Five residents of Saltmarsh Island have nine days to restore the old north-point lighthouse "
+                "enough to hold the island's first festival in twenty years, with little money and a storm coming."),
+}
+
+CHARACTERS = {
+    "Alex": {
+        "full": "Alex Moreno",
+        "identity": [
+            "You are Alex Moreno, a pragmatic project manager who chairs the Saltmarsh festival committee.",
+            "You are the organiser everyone turns to when a plan needs dates, owners and a budget.",
+        ],
+        "background": [
+            "You grew up on the mainland in a port city and spent twelve years running ferry logistics for a shipping company.",
+            "After a burnout you moved to Saltmarsh Island three years ago, rented the old harbour-master's cottage and promised yourself a slower life.",
+            "You volunteered to chair the festival committee because nobody else would, and you have quietly regretted it twice a week since.",
+            "Your father was a mechanic who never finished a repair late; you inherited his pocket watch and his habit of checking it.",
+        ],
+        "communication": [
+            "You speak in short, structured sentences and like to number the options before anyone argues about them.",
+            "You open hard conversations with 'Let's be practical' and close them by naming who does what by when.",
+        ],
+        "decision": [
+            "You decide by weighing cost, deadline and risk, and you will call a vote rather than let a discussion drift.",
+            "You prefer consensus, but you commit to a decision once it is made and expect others to do the same.",
+        ],
+        "traits": ["organised", "impatient with vagueness", "loyal to the people who show up", "dry sense of humour",
+                   "privately anxious about failing in public"],
+        "skills": ["budgeting on a shoestring", "scheduling volunteers", "negotiating with suppliers and officials",
+                   "reading shipping timetables and tide charts"],
+        "values": ["reliability", "fairness in how work is shared", "finishing what you start"],
+        "archetype": "the pragmatic organiser",
+        "observable": "checks an old pocket watch and writes every decision on a clipboard",
+        "openers": ["Let's be practical:", "Okay, point one:", "Quick reality check:", "To keep us on schedule,"],
+    },
+    "Jordan": {
+        "full": "Jordan Reyes",
+        "identity": [
+            "You are Jordan Reyes, the chef who runs the Harbour Café and loves Italian food more than anything.",
+            "You are the warm, loud heart of the island's kitchen; people come to the café as much for you as for the food.",
+        ],
+        "background": [
+            "You trained in Bologna for two years under a chef who threw pans, and came home with a love of fresh pasta and slow sauces.",
+            "You took over the Harbour Café from your aunt Rosa when her hands got too stiff to knead dough.",
+            "The café nearly closed during the long winter four years ago; the islanders kept it alive by eating there every night.",
+        ],
+        "communication": [
+            "You talk with your hands, exaggerate for effect and turn every problem into a story about food.",
+            "You start sentences with 'Honestly,' and end arguments by offering someone something to eat.",
+        ],
+        "decision": [
+            "You decide with your gut and your nose: if it feels right and smells right, you do it.",
+            "You hate spreadsheets and will agree to almost anything if it means the festival has a proper kitchen.",
+        ],
+        "traits": ["generous", "theatrical", "quick-tempered but quick to forgive", "sentimental about family recipes"],
+        "skills": ["cooking for two hundred people from one kitchen", "fresh pasta and wood-fired bread",
+                   "charming suppliers into discounts", "keeping volunteers fed and cheerful"],
+        "values": ["hospitality", "loyalty to the island", "food made with care"],
+        "archetype": "the generous chef",
+        "observable": "always smells faintly of garlic and basil and carries a tasting spoon in an apron pocket",
+        "openers": ["Honestly,", "Listen, listen,", "Okay, hear me out:", "Mamma mia,"],
+    },
+    "Priya": {
+        "full": "Priya Natarajan",
+        "identity": [
+            "You are Priya Natarajan, a marine biologist who runs the small reef survey station on the east shore.",
+            "You are the island's scientist, careful and curious, and the only one who reads the weather models properly.",
+        ],
+        "background": [
+            "You did your doctorate on coral bleaching in the Andaman Sea and came to Saltmarsh on a three-year grant to monitor the reef.",
+            "The grant ends next spring; you have not decided whether to renew it or leave, and the festival is a welcome distraction.",
+            "You grew up in Chennai watching fishing boats from your grandmother's balcony, which is where your love of the sea began.",
+        ],
+        "communication": [
+            "You speak precisely, cite numbers and qualify claims with how sure you are.",
+            "You ask clarifying questions before you agree, and you say 'The data says' more often than you notice.",
+        ],
+        "decision": [
+            "You decide from evidence: you want measurements, a margin of error and a fallback plan.",
+            "You will change your mind quickly when new data arrives, which others sometimes mistake for indecision.",
+        ],
+        "traits": ["meticulous", "curious", "reserved with strangers", "fiercely protective of the reef"],
+        "skills": ["reading weather and tide models", "underwater surveying", "writing grant applications",
+                   "explaining science to children"],
+        "values": ["truthfulness", "care for the reef and the sea", "doing things properly"],
+        "archetype": "the careful scientist",
+        "observable": "keeps a waterproof notebook and checks the barometer at the station twice a day",
+        "openers": ["The data says", "If I'm reading the numbers right,", "Careful here:", "To be precise,"],
+    },
+    "Sam": {
+        "full": "Sam Okafor",
+        "identity": [
+            "You are Sam Okafor, a retired fisherman and the grandson of the last lighthouse keeper of Saltmarsh.",
+            "You are the island's memory: you know every rock, every storm and every story worth telling twice.",
+        ],
+        "background": [
+            "You fished the north banks for forty years on your boat, the Marguerite, named after your late wife.",
+            "Your grandfather Ezekiel kept the north-point lighthouse until it was automated and then abandoned in 1987.",
+            "As a boy you polished the brass lamp every Sunday and slept in the keeper's room during storms.",
+            "You lost two friends in the storm of 1994 and have never trusted a calm sea since.",
+        ],
+        "communication": [
+            "You speak slowly, answer questions with stories and let silences sit until others fill them.",
+            "You begin with 'Back in my day' or 'My grandfather used to say' and rarely raise your voice.",
+        ],
+        "decision": [
+            "You decide by tradition and by what the old people would have done, but you listen longer than anyone.",
+            "You rarely say no outright; you tell a story that makes the answer obvious.",
+        ],
+        "traits": ["patient", "stubborn about tradition", "gentle", "superstitious about the sea"],
+        "skills": ["reading the sky and the sea", "boat handling in rough water", "repairing old machinery",
+                   "storytelling"],
+        "values": ["tradition", "respect for the sea", "keeping promises to the dead"],
+        "archetype": "the keeper of stories",
+        "observable": "wears his grandfather's keeper cap and whittles driftwood while others talk",
+        "openers": ["Back in my day,", "My grandfather used to say", "Now, slowly:", "The sea taught me this:"],
+    },
+    "Mei": {
+        "full": "Mei Tanaka",
+        "identity": [
+            "You are Mei Tanaka, a young software developer who works remotely and is the festival committee's treasurer.",
+            "You are the newest islander, quick and ambitious, building a festival app nobody asked for but everyone will use.",
+        ],
+        "background": [
+            "You moved to Saltmarsh eight months ago for cheap rent and fast satellite internet, and to get away from a startup that folded.",
+            "You grew up in Osaka and Vancouver, speak three languages and have never lived anywhere longer than four years.",
+            "You agreed to be treasurer because you were the only one who could open the committee's spreadsheet.",
+        ],
+        "communication": [
+            "You talk fast, use tech metaphors and send follow-up messages with links before the meeting has ended.",
+            "You say 'Quick thought:' before long thoughts and admit mistakes openly.",
+        ],
+        "decision": [
+            "You decide by prototyping: build a small version, test it, then argue about the big one.",
+            "You are comfortable with risk and get frustrated when the committee wants certainty before acting.",
+        ],
+        "traits": ["energetic", "ambitious", "a little impatient with tradition", "honest to a fault"],
+        "skills": ["building mobile apps", "spreadsheets and bookkeeping", "online fundraising",
+                   "setting up sound and lighting rigs"],
+        "values": ["transparency", "making things accessible to everyone", "learning by doing"],
+        "archetype": "the ambitious newcomer",
+        "observable": "carries two phones and a battery pack and is always testing something on one of them",
+        "openers": ["Quick thought:", "Okay so,", "Real talk:", "Small update:"],
+    },
+}
+
+CANONICAL_QUERIES = {
+    "identity": ["who am I?", "what is my identity?", "describe myself"],
+    "background": ["what is my background?", "what is my history?"],
+    "communication": ["how do I communicate?", "how do I speak?", "what is my communication style?"],
+    "decision_style": ["how do I make decisions?", "what is my decision style?"],
+    "traits": ["what are my traits?", "describe my personality"],
+    "skills": ["what am I good at?", "what are my skills?"],
+    "values": ["what do I value?", "what are my principles?"],
+    "location": ["where am I?", "what is the location?", "describe the scene"],
+    "atmosphere": ["what's the atmosphere?", "what's the mood?", "describe the atmosphere"],
+    "time": ["what time is it?", "when is this happening?"],
+    "context": ["what is happening?", "what's the situation?"],
+}
+
+# How each pair sees each other (the knower's view of the other), for character_knowledge.
+RELATIONS = {
+    ("Alex", "Jordan"): "Jordan feeds you lunch most days and argues with every budget line you write.",
+    ("Jordan", "Alex"): "Alex is a good friend under all the clipboards; you have been trying to get Alex to relax for three years.",
+    ("Alex", "Priya"): "Priya is your most reliable ally on the committee; you trust her forecasts more than your own plans.",
+    ("Priya", "Alex"): "Alex asks you for numbers and actually uses them, which you respect.",
+    ("Alex", "Sam"): "Sam knows the lighthouse better than anyone but will not be hurried, which tests your patience.",
+    ("Sam", "Alex"): "Alex is a mainlander still learning that the sea keeps its own schedule.",
+    ("Alex", "Mei"): "Mei is fast and capable with money and apps, but you worry she promises more than she can deliver.",
+    ("Mei", "Alex"): "Alex gave you the treasurer job and checks your spreadsheet every evening, which is kind and annoying.",
+    ("Jordan", "Priya"): "Priya orders the same risotto every Friday and once saved your walk-in fridge during a power cut.",
+    ("Priya", "Jordan"): "Jordan is loud and generous; the café is where you go when the station feels too quiet.",
+    ("Jordan", "Sam"): "Sam supplied the café with fish for twenty years and still brings you the first mackerel of the season.",
+    ("Sam", "Jordan"): "Jordan is Rosa's nephew and cooks like her, which is the highest praise you know.",
+    ("Jordan", "Mei"): "Mei keeps trying to put your menu in an app; you keep feeding her until she forgets.",
+    ("Mei", "Jordan"): "Jordan adopted you on your first week on the island and has fed you ever since.",
+    ("Priya", "Sam"): "Sam's memory of old storms matches your records better than some instruments do.",
+    ("Sam", "Priya"): "Priya reads the sea with machines; you read it with your knees, and you usually agree.",
+    ("Priya", "Mei"): "Mei helped you automate the reef data uploads; you are teaching her to snorkel in return.",
+    ("Mei", "Priya"): "Priya is the person on the island you most want to impress, and the hardest to.",
+    ("Sam", "Mei"): "Mei is young and in a hurry; you see a lot of your younger self in her, which worries you.",
+    ("Mei", "Sam"): "Sam's stories would make an amazing audio tour in the festival app, if he would let you record him.",
+}
+
+LOCATIONS = {
+    "Village Hall": {
+        "location": "The Village Hall: a long timber room with a stage, folding chairs, a tea urn and a noticeboard covered in festival flyers.",
+        "atmosphere": "The hall smells of old varnish and strong tea; meetings here start polite and end loud.",
+    },
+    "North Point Lighthouse": {
+        "location": "The North Point Lighthouse: a white stone tower on a granite headland, its lantern room dark since 1987 and its iron gallery flaking with rust.",
+        "atmosphere": "Wind whistles through broken panes; the place feels solemn, a little eerie, and full of gulls.",
+    },
+    "Harbour Café": {
+        "location": "The Harbour Café: Jordan's small restaurant on the quay, six tables, a wood-fired oven and a window over the fishing boats.",
+        "atmosphere": "Warm, noisy and fragrant with garlic and bread; arguments here soften over a second plate.",
+    },
+    "Reef Station": {
+        "location": "The Reef Station: Priya's research hut on the east shore with tanks, dive gear, a barometer and a wall of tide charts.",
+        "atmosphere": "Quiet and clinical, with the hum of aquarium pumps and the smell of salt and neoprene.",
+    },
+    "Market Square": {
+        "location": "The Market Square: a cobbled square by the church with the old well, space for twenty stalls and a small bandstand.",
+        "atmosphere": "Busy and bright; people stop to chat, children chase pigeons and everyone has an opinion about the stalls.",
+    },
+    "The Marguerite": {
+        "location": "The Marguerite: Sam's old blue fishing boat moored at the end of the pier, with a wheelhouse that fits three people if they like each other.",
+        "atmosphere": "The boat creaks and rocks gently; talk here is slow, private and honest.",
+    },
+}
+
+# Nine simulated days: (context, times of day with the locations used, topic weights)
+DAYS = [
+    ("Day 1: the festival committee meets for the first time to split the work; the festival is nine days away.",
+     ["Village Hall", "Harbour Café", "Village Hall", "Harbour Café"],
+     {"budget": 3, "lighthouse": 3, "menu": 2, "stalls": 2, "ferry": 1, "app": 1}),
+    ("Day 2: the committee inspects the north-point lighthouse and discovers how much repair it needs.",
+     ["North Point Lighthouse", "North Point Lighthouse", "Harbour Café", "The Marguerite"],
+     {"lighthouse": 6, "legends": 2, "budget": 2, "stalls": 1}),
+    ("Day 3: a storm warning arrives and Priya's survey shows bleaching on the north reef.",
+     ["Reef Station", "Harbour Café", "Reef Station", "Village Hall"],
+     {"storm": 5, "reef": 5, "lighthouse": 1, "ferry": 2}),
+    ("Day 4: the budget does not add up; Mei and Alex draft an emergency grant application.",
+     ["Village Hall", "Harbour Café", "Village Hall", "The Marguerite"],
+     {"budget": 6, "app": 2, "council": 2, "lighthouse": 1}),
+    ("Day 5: menu tasting at the Harbour Café, and a first rehearsal for the music stage.",
+     ["Harbour Café", "Harbour Café", "Market Square", "Harbour Café"],
+     {"menu": 6, "stalls": 3, "budget": 1, "legends": 1}),
+    ("Day 6: the storm hits; everyone shelters at the café and Sam tells the old stories.",
+     ["Harbour Café", "Harbour Café", "The Marguerite", "Harbour Café"],
+     {"storm": 5, "legends": 5, "lighthouse": 1, "menu": 1}),
+    ("Day 7: the island council votes on funding the lighthouse repairs.",
+     ["Village Hall", "Village Hall", "Harbour Café", "North Point Lighthouse"],
+     {"council": 6, "budget": 3, "lighthouse": 3}),
+    ("Day 8: stalls go up in the market square and the festival app breaks on launch.",
+     ["Market Square", "Market Square", "Reef Station", "Harbour Café"],
+     {"app": 5, "stalls": 5, "ferry": 2, "menu": 1}),
+    ("Day 9: festival day; the ferry brings visitors and the lighthouse is lit for the first time since 1987.",
+     ["Market Square", "North Point Lighthouse", "Market Square", "North Point Lighthouse"],
+     {"stalls": 3, "lighthouse": 3, "ferry": 3, "menu": 2, "legends": 2, "reef": 1}),
+]
+DAY_TIMES = [(8, 30, "early morning, grey light over the harbour"), (11, 45, "late morning, gulls loud over the quay"),
+             (16, 10, "late afternoon, low sun on the water"), (20, 15, "evening, lamps lit along the pier")]
+
+# Who cares most about which topic (speaker weights per topic).
+TOPIC_SPEAKERS = {
+    "lighthouse": {"Sam": 4, "Alex": 3, "Mei": 1, "Priya": 1, "Jordan": 1},
+    "menu": {"Jordan": 5, "Mei": 2, "Alex": 2, "Sam": 1, "Priya": 1},
+    "reef": {"Priya": 5, "Sam": 2, "Mei": 1, "Alex": 1, "Jordan": 1},
+    "budget": {"Alex": 4, "Mei": 4, "Jordan": 1, "Priya": 1, "Sam": 1},
+    "storm": {"Priya": 4, "Sam": 3, "Alex": 2, "Jordan": 1, "Mei": 1},
+    "legends": {"Sam": 6, "Mei": 2, "Jordan": 1, "Priya": 1, "Alex": 1},
+    "app": {"Mei": 6, "Alex": 2, "Jordan": 1, "Priya": 1, "Sam": 1},
+    "council": {"Alex": 4, "Sam": 2, "Mei": 2, "Priya": 2, "Jordan": 1},
+    "ferry": {"Alex": 4, "Sam": 2, "Priya": 1, "Mei": 1, "Jordan": 1},
+    "stalls": {"Mei": 3, "Jordan": 2, "Alex": 2, "Sam": 1, "Priya": 1},
+}
+TOPIC_IMPORTANCE = {"lighthouse": 5, "menu": 3, "reef": 5, "budget": 5, "storm": 6, "legends": 3, "app": 4,
+                    "council": 6, "ferry": 3, "stalls": 3}
+
+# Per topic: `say` templates (topic-specific lines), `noun` (what generic lines talk about), slot vocabularies.
+TOPICS = {
+    "lighthouse": {
+        "noun": ["lantern room", "spiral staircase", "brass lamp", "iron gallery", "fog bell", "lens mechanism",
+                 "keeper's door", "tower roof"],
+        "say": [
+            "The {noun} needs {repair} before anyone climbs up there on festival night.",
+            "I checked the {noun} this morning and it's {condition}.",
+            "If we replace the {noun}, that's another {money} we haven't got.",
+            "Can someone help me carry {material} up the tower tomorrow?",
+            "My grandfather kept that lamp burning through {storm_name}; we owe it a proper light.",
+            "We could light the tower with {light_option} instead of restoring the original lamp.",
+            "The {noun} is the first thing visitors will see from the ferry, so it has to look right.",
+            "I counted {count} broken panes in the lantern room; the wind goes straight through.",
+        ],
+        "repair": ["fresh paint", "new rivets", "a proper weld", "resealing", "a structural survey", "rust treatment",
+                   "new hinges", "a full clean"],
+        "condition": ["worse than I feared", "salvageable with a weekend's work", "rusted through at the joints",
+                      "surprisingly solid", "held together by paint and habit", "dangerous in a high wind"],
+        "money": ["four hundred", "eight hundred", "twelve hundred", "two thousand", "three hundred and fifty"],
+        "material": ["the scaffold poles", "two tins of marine paint", "the new glass panes", "the welding kit",
+                     "a box of brass fittings", "the generator"],
+        "storm_name": ["the storm of 1953", "the winter of 1962", "the great gale of 1979", "three nights of fog in 1971"],
+        "light_option": ["LED floodlights", "solar lanterns", "a rented stage light", "hundreds of candles in jars"],
+        "count": ["six", "nine", "eleven", "fourteen", "seventeen"],
+    },
+    "menu": {
+        "noun": ["fresh pasta", "seafood risotto", "wood-fired bread", "lemon tart", "grilled mackerel",
+                 "tiramisu", "vegetarian lasagne", "fish stew"],
+        "say": [
+            "For the festival I want to serve {noun} with {ingredient}; trust me on this.",
+            "We need at least {count} kilos of {ingredient} if we're feeding two hundred people.",
+            "The {noun} tasting went {tasting}; I'm changing the {ingredient}.",
+            "My aunt Rosa's recipe for {noun} has never failed at a party.",
+            "Can we afford {ingredient} from the mainland, or do we use what Sam catches?",
+            "People will queue for {noun} if we serve it hot from the oven at sunset.",
+            "I'm worried about the kitchen: one oven, {count} dishes and a queue down the quay.",
+            "Let's keep a {diet} option next to the {noun} so nobody goes hungry.",
+        ],
+        "ingredient": ["saffron", "fresh basil", "local mussels", "San Marzano tomatoes", "Parmigiano", "wild fennel",
+                       "lemons from the church garden", "the morning's mackerel"],
+        "tasting": ["brilliantly", "badly, honestly", "better than I hoped", "fine but boring", "like a dream"],
+        "count": ["twelve", "twenty", "thirty", "forty", "fifteen"],
+        "diet": ["vegan", "gluten-free", "child-friendly", "vegetarian"],
+    },
+    "reef": {
+        "noun": ["north reef", "coral transects", "tide pools", "water temperature", "kelp beds", "seagrass meadow",
+                 "bleaching survey", "fish counts"],
+        "say": [
+            "The {noun} readings show {finding} since last month.",
+            "Bleaching on the north reef is up to {percent} percent on my transects.",
+            "If festival boats anchor over the {noun} they'll wreck years of growth.",
+            "I'd like a reef stall at the festival so children can look at {creature} under a microscope.",
+            "Water temperature hit {temp} degrees yesterday; that's the warmest I've recorded here.",
+            "The old fishermen say the {creature} used to be everywhere; my data agrees with them.",
+            "We should mark a no-anchor zone over the {noun} with buoys before the visitors come.",
+        ],
+        "finding": ["a worrying rise in temperature", "early signs of bleaching", "a recovery on the southern side",
+                    "fewer juvenile fish", "more algae than I'd like", "a stable pattern, for once"],
+        "percent": ["twelve", "eighteen", "twenty-three", "thirty", "nine"],
+        "creature": ["sea urchins", "juvenile wrasse", "brittle stars", "plankton", "seahorses", "hermit crabs"],
+        "temp": ["nineteen point four", "twenty point one", "twenty-one", "eighteen point eight"],
+    },
+    "budget": {
+        "noun": ["budget", "grant application", "spreadsheet", "ticket income", "sponsorship", "contingency fund",
+                 "supplier invoices", "donation jar"],
+        "say": [
+            "The {noun} is {shortfall} short, and that's before the lighthouse repairs.",
+            "If we charge {price} per ticket and sell {count} tickets, we break even.",
+            "I've put every receipt in the {noun}; nothing goes unrecorded.",
+            "The emergency grant needs a letter from the council by {deadline}.",
+            "Could {sponsor} sponsor the music stage in exchange for a banner?",
+            "We're spending {share} of the money on food and almost nothing on safety.",
+            "Let's cut the {cut} and keep the lighthouse lighting.",
+            "I'd rather be honest with the island about the {noun} than promise what we can't pay for.",
+        ],
+        "shortfall": ["nine hundred", "about fifteen hundred", "two thousand three hundred", "six hundred and forty"],
+        "price": ["five", "eight", "ten", "twelve"],
+        "count": ["two hundred", "three hundred", "four hundred and fifty", "a hundred and eighty"],
+        "deadline": ["Thursday noon", "Friday's ferry", "the end of the week", "Wednesday evening"],
+        "sponsor": ["the ferry company", "the mainland brewery", "the fish cooperative", "the island pharmacy"],
+        "share": ["half", "two thirds", "forty percent", "most"],
+        "cut": ["fireworks", "printed posters", "second music stage", "hired marquee", "souvenir mugs"],
+    },
+    "storm": {
+        "noun": ["storm", "forecast", "barometer", "swell", "gale warning", "high tide", "wind", "sandbags"],
+        "say": [
+            "The forecast says gusts of {wind} knots by {when}.",
+            "The barometer dropped {drop} millibars overnight; that's a real storm, not a squall.",
+            "We need to lash down {item} before the {noun} arrives.",
+            "Back in 1994 a sky like this one took two boats; nobody goes out tomorrow.",
+            "If the ferry cancels because of the {noun}, the suppliers won't get here.",
+            "Let's move everything from the market square into the café until the {noun} passes.",
+            "High tide and the {noun} together could flood the quay around {when}.",
+        ],
+        "wind": ["forty", "fifty-five", "sixty", "forty-five"],
+        "when": ["midnight", "dawn on Thursday", "tomorrow afternoon", "the early hours"],
+        "drop": ["twelve", "eighteen", "twenty-two", "nine"],
+        "item": ["the scaffolding at the lighthouse", "the marquee poles", "the boats on the slipway",
+                 "the café's outdoor tables", "the reef buoys"],
+    },
+    "legends": {
+        "noun": ["keeper's ghost", "drowned bell", "lantern legend", "selkie story", "wreck of the Isolde",
+                 "old songs", "keeper's logbook", "the grey lady"],
+        "say": [
+            "My grandfather swore he heard the {noun} on nights when the fog came in.",
+            "The story of the {noun} is older than the church; my grandmother told it in {language}.",
+            "They say whoever lights the lamp on the {day} night is protected at sea for a year.",
+            "The {noun} is in Ezekiel's logbook, written in his own hand in {year}.",
+            "Children used to leave {offering} at the lighthouse door for the keeper's ghost.",
+            "I could tell the {noun} at the festival if someone gives me a chair and a quiet corner.",
+            "Every family on the island has a version of the {noun}, and every version is true.",
+        ],
+        "language": ["the old island dialect", "Gaelic", "a whisper", "verse"],
+        "day": ["midsummer", "first festival", "longest", "stormiest"],
+        "year": ["1931", "1946", "1952", "1968", "1979"],
+        "offering": ["shells", "a lump of sugar", "a candle stub", "a coin with a hole in it"],
+    },
+    "app": {
+        "noun": ["festival app", "map screen", "ticket scanner", "push notifications", "audio tour", "schedule page",
+                 "payment link", "offline mode"],
+        "say": [
+            "The {noun} is {status}; I pushed a fix at {time_said}.",
+            "Can I record Sam's stories for an audio tour in the {noun}?",
+            "The satellite link drops every {minutes} minutes, so the {noun} needs to work offline.",
+            "{count} people downloaded the app already, mostly from the mainland.",
+            "The bug was in the {noun}: it showed the ferry times in the wrong time zone.",
+            "If the {noun} crashes on festival day we fall back to paper tickets and a cash box.",
+            "I'm adding a page for the reef stall and the lighthouse history to the {noun}.",
+        ],
+        "status": ["live", "half broken", "crashing on older phones", "waiting for review", "finally stable"],
+        "time_said": ["two in the morning", "breakfast", "lunchtime", "half past six"],
+        "minutes": ["ten", "twenty", "forty", "five"],
+        "count": ["Forty", "Seventy-three", "A hundred and twelve", "Two hundred"],
+    },
+    "council": {
+        "noun": ["council vote", "funding motion", "lighthouse motion", "council meeting", "insurance question",
+                 "heritage listing", "public comments", "councillor Hughes"],
+        "say": [
+            "The {noun} is at {time_said}; we need {votes} votes to pass the funding.",
+            "Councillor Hughes will vote against anything that costs more than {money}.",
+            "If the lighthouse gets a heritage listing, the council has to help pay for it.",
+            "I'll speak at the council meeting about safety; someone else should speak about history.",
+            "The insurance question could sink the whole motion if we don't answer it first.",
+            "We won the vote {result}; the repairs are funded.",
+            "The council wants a written plan for the {noun} by tomorrow morning.",
+        ],
+        "time_said": ["six o'clock", "seven sharp", "after the ferry", "noon"],
+        "votes": ["four", "five of seven", "a simple majority of"],
+        "money": ["a thousand", "five hundred", "fifteen hundred"],
+        "result": ["five to two", "four to three", "by one vote", "unanimously in the end"],
+    },
+    "ferry": {
+        "noun": ["ferry timetable", "morning ferry", "supply boat", "visitor numbers", "landing stage", "harbour berth",
+                 "return crossing", "car deck"],
+        "say": [
+            "The {noun} arrives at {time_said}, so the suppliers will land by {later}.",
+            "If {count} visitors come on the ferry, the quay will be packed.",
+            "I asked the ferry company for an extra crossing on festival night; they want {money}.",
+            "The {noun} skips Saltmarsh when the swell is over two metres.",
+            "We should meet every ferry with a volunteer and a map.",
+            "The last {noun} leaves at {time_said}; visitors must not miss it.",
+        ],
+        "time_said": ["seven forty", "nine fifteen", "half past ten", "twenty to six", "ten past eight"],
+        "later": ["eleven", "noon", "half past ten", "one o'clock"],
+        "count": ["two hundred", "three hundred", "a hundred and fifty", "four hundred"],
+        "money": ["six hundred", "nine hundred", "a thousand", "four hundred and fifty"],
+    },
+    "stalls": {
+        "noun": ["stall layout", "music stage", "bandstand", "craft stalls", "raffle", "lantern parade", "face painting",
+                 "first-aid tent"],
+        "say": [
+            "We have {count} stalls booked; the {noun} goes by the old well.",
+            "The fiddle band wants the {noun} at {time_said} and won't play in the rain.",
+            "Let's put the reef stall next to the {noun} so the children find it.",
+            "The {noun} needs power from the church, and the extension cable won't reach.",
+            "Mrs Abernethy is selling {craft} again and wants the corner spot.",
+            "The lantern parade should start at the square and end at the lighthouse.",
+            "We still need volunteers for the {noun} from {time_said} onwards.",
+        ],
+        "count": ["eighteen", "twenty-two", "fourteen", "twenty-six"],
+        "time_said": ["three", "sunset", "half past seven", "nine"],
+        "craft": ["knitted hats", "driftwood mirrors", "jam and chutney", "painted pebbles", "sea-glass jewellery"],
+    },
+}
+
+# Generic dialogue acts that work for any topic (they refer to the topic's nouns).
+GENERIC = [
+    "I agree with {other} about the {noun}; let's not overthink it.",
+    "I'm not convinced, {other}. The {noun} worries me more than you think.",
+    "{other}, what would it take to get the {noun} sorted by {deadline}?",
+    "Can we write down who is responsible for the {noun}?",
+    "Let's decide about the {noun} tonight and stop going round in circles.",
+    "I'll take the {noun} if someone else handles the rest.",
+    "Does anyone actually know how long the {noun} will take?",
+    "That's a fair point about the {noun}, {other}.",
+]
+DEADLINES = ["tomorrow", "Friday", "the end of the week", "festival morning", "Wednesday"]
+
+OBSERVATIONS = {
+    "lighthouse": ["{who} noticed rust flakes falling from the {noun} when the wind gusted.",
+                   "{who} saw gulls nesting inside the lantern room of the lighthouse.",
+                   "{who} found Ezekiel's initials carved on the {noun}."],
+    "menu": ["{who} smelled bread baking in the Harbour Café oven before dawn.",
+             "{who} watched Jordan taste the {noun} three times and frown."],
+    "reef": ["{who} noticed the tide pools near the north point were unusually warm.",
+             "{who} saw pale patches of bleached coral on the {noun} from the boat."],
+    "budget": ["{who} saw the donation jar on the café counter was nearly empty.",
+               "{who} noticed Mei had colour-coded the {noun} in red and green."],
+    "storm": ["{who} saw the barometer at the reef station falling fast.",
+              "{who} watched the swell break over the harbour wall."],
+    "legends": ["{who} noticed Sam's hands shaking a little as he told the {noun}.",
+                "{who} heard a bell-like sound from the sea during the fog."],
+    "app": ["{who} saw three visitors on the quay staring at the broken {noun}.",
+            "{who} noticed Mei's laptop screen full of red error messages."],
+    "council": ["{who} saw councillor Hughes whispering before the {noun}.",
+                "{who} noticed the public gallery was full for the {noun}."],
+    "ferry": ["{who} watched the morning ferry turn back at the harbour mouth.",
+              "{who} counted the visitors stepping off the {noun}."],
+    "stalls": ["{who} saw children painting lanterns for the lantern parade.",
+               "{who} noticed the {noun} was still missing its canopy."],
+}
+ACTIONS = {
+    "propose": "{who} proposed that the committee {proposal}.",
+    "vote_yes": "{who} voted in favour of the proposal to {proposal}.",
+    "vote_no": "{who} voted against the proposal to {proposal}.",
+    "move": "{who} walked from the {origin} to the {destination}.",
+}
+PROPOSALS = {
+    "lighthouse": ["repaint the lighthouse gallery before the festival", "light the lighthouse with solar lanterns"],
+    "menu": ["serve fresh pasta and fish stew as the festival menu", "buy saffron from the mainland for the risotto"],
+    "reef": ["mark a no-anchor zone over the north reef", "run a reef stall for children"],
+    "budget": ["cut the fireworks to pay for lighthouse repairs", "charge eight pounds per festival ticket"],
+    "storm": ["postpone the stall setup until the storm passes", "move all equipment into the café"],
+    "legends": ["hold a storytelling hour at the lighthouse", "print the keeper's logbook stories in the programme"],
+    "app": ["fall back to paper tickets if the app fails", "record an audio tour of Sam's stories"],
+    "council": ["ask the council for a heritage listing", "send Alex to speak at the council meeting"],
+    "ferry": ["request an extra ferry crossing on festival night", "meet every ferry with a volunteer"],
+    "stalls": ["end the lantern parade at the lighthouse", "put the reef stall beside the bandstand"],
+}
+
+# Level-1 reflections: what a listener learns about a topic and about its most frequent speaker.
+INSIGHTS = {
+    "lighthouse": ["the lighthouse matters to {top} for reasons that have little to do with the festival",
+                   "restoring the lighthouse will take more money and hands than the committee has admitted",
+                   "{top} sees the lighthouse repairs as a promise to the island's past"],
+    "menu": ["{top} measures the festival's success by whether everyone is fed well",
+             "the menu is where {top} feels most in control, so criticism of it lands hard",
+             "food is how {top} shows care, and the committee relaxes when it eats together"],
+    "reef": ["{top} is quietly frightened for the reef and wants the festival to help rather than harm it",
+             "the bleaching data makes the reef a real cost of bringing visitors to the island",
+             "{top} trusts measurements over stories but finds they often agree about the reef"],
+    "budget": ["the budget is the constraint everyone avoids talking about until {top} forces it",
+               "{top} treats transparency about money as a matter of honour",
+               "the festival cannot pay for both the lighthouse and the extras; something has to go"],
+    "storm": ["{top} reads the storm as a real danger and will not be talked out of caution",
+              "the storm reminds the older islanders of losses they have never stopped grieving",
+              "the storm showed who stays calm under pressure: {top} did"],
+    "legends": ["{top}'s stories are the island's shared memory, and the festival should honour them",
+                "the legends give the lighthouse a meaning that no budget line captures",
+                "{top} uses stories to say things that are hard to say directly"],
+    "app": ["{top} wants to prove something through the festival app, and its failures sting",
+            "the app only helps if it works without the island's unreliable internet",
+            "{top} moves fast and fixes things publicly, which earns trust over time"],
+    "council": ["the council vote turned on safety and heritage, not on cost",
+                "{top} is at their best in front of the council, with a plan in hand",
+                "winning the vote needed every committee member to speak from their own strength"],
+    "ferry": ["the ferry timetable quietly controls the whole festival day",
+              "{top} plans around the ferry the way others plan around the weather"],
+    "stalls": ["the market square layout decides whether the festival feels crowded or joyful",
+               "{top} cares about every stallholder feeling included"],
+}
+QUESTIONS = {
+    "lighthouse": ["Why does the lighthouse matter so much to {top}?", "Can the lighthouse be made safe in time?"],
+    "menu": ["What does {top} need from the festival?", "Is the festival menu realistic?"],
+    "reef": ["Will the festival harm the reef?", "What worries {top} about the reef?"],
+    "budget": ["Can the committee afford the festival?", "Who is keeping the budget honest?"],
+    "storm": ["How dangerous is the storm?", "Who can be relied on in a crisis?"],
+    "legends": ["What do the island's stories mean to {top}?", "How should the festival honour the past?"],
+    "app": ["What is {top} trying to prove?", "Will the festival app work on the day?"],
+    "council": ["Why did the council vote the way it did?", "Who persuaded the council?"],
+    "ferry": ["How will visitors get to the island and home again?"],
+    "stalls": ["How should the market square be laid out?", "Who feels left out of the festival?"],
+}
+# Level-2 and level-3 patterns across several reflections.
+PATTERNS = [
+    "Looking back over days {first} to {last}, {me} sees that {theme_a} and {theme_b} keep pulling the committee in different directions.",
+    "Across days {first} to {last}, {me} notices that every argument about {theme_a} is really an argument about {theme_b}.",
+    "Over these days {me} has learned that {theme_a} only works when {theme_b} is settled first.",
+    "Days {first} to {last} taught {me} that the committee trusts {people} most when {theme_a} is at stake.",
+]
+THEMES = {
+    "lighthouse": "the lighthouse", "menu": "the food", "reef": "the reef", "budget": "money",
+    "storm": "the weather", "legends": "the island's stories", "app": "the app", "council": "the council",
+    "ferry": "the ferry", "stalls": "the square",
+}
+LESSONS = [
+    "In the end {me} believes the festival was about {theme_a}, {theme_b} and the people who kept showing up, more than about any single plan.",
+    "What {me} takes from these nine days is that {people} can be trusted with almost anything, and that {theme_a} matters more than anyone admitted on day one.",
+]

@@ -1,0 +1,110 @@
+"""UMAP in the worker process. Slow: each fresh worker imports umap (and compiles, the first
+time; later runs load numba's cache, kept in pytest's cache folder rather than the user's)."""
+import os
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+from memviz.layout import LayoutCache, UmapJob, UmapWorker, umap_params
+from test_layout_cache import clustered, insert
+
+pytestmark = pytest.mark.slow
+WAIT = 300
+
+
+@pytest.fixture(scope="module")
+def worker(request):
+    w = UmapWorker(numba_dir=request.config.cache.mkdir("memviz-numba")).start()
+    yield w
+    w.close()
+
+
+def agreement(coords, labels, k=5):
+    d = np.linalg.norm(coords[:, None] - coords[None], axis=2)
+    np.fill_diagonal(d, np.inf)
+    nn = np.argsort(d, axis=1)[:, :k]
+    return (labels[nn] == labels[:, None]).mean()
+
+
+def test_job_returns_coords_aligned_to_rows_deterministically_and_caches(store, worker):
+    vecs, labels = clustered(300, seed=5)
+    insert(store, vecs[:150])
+    store.insert_memories([dict(id="no-vector", kind="fact", content="never embedded")])
+    insert(store, vecs[150:], start=150)
+    a = store.arrays()
+    cache = LayoutCache(store)
+    seen, done = [], threading.Event()
+    job = UmapJob(a, {"n_epochs": 60}, worker=worker, cache=cache,
+                  on_progress=lambda s, f: seen.append(s), on_done=lambda j: done.set()).start()
+    assert job.wait(WAIT), "the UMAP job did not finish"
+    assert done.is_set() and job.state == "done", job.error
+    coords = job.result()
+    assert coords.shape == (301, 2) and coords.dtype == np.float32
+    assert np.isnan(coords[a.index_of("no-vector")]).all()
+    has = a.has_embedding
+    assert np.isfinite(coords[has]).all()
+    row_labels = np.array([labels[int(i[1:])] for i in a.ids[has]])
+    assert agreement(coords[has], row_labels) > 0.9       # clusters stay together
+    stages = list(dict.fromkeys(seen))
+    assert stages[0] == "starting" and stages[-1] == "done" and "neighbours" in stages and "epochs" in stages
+    assert "umap" not in sys.modules and "numba" not in sys.modules  # this process never paid for them
+
+    again = UmapJob(a, {"n_epochs": 60}, worker=worker).run(timeout=WAIT)  # blocking form
+    assert np.array_equal(again, coords, equal_nan=True)
+    assert np.array_equal(cache.get("umap", a, umap_params()), coords, equal_nan=True)
+    assert cache.get("umap", a, umap_params({"n_neighbors": 30})) is None
+    other_seed = UmapJob(a, {"n_epochs": 60, "seed": 7}, worker=worker).start()
+    assert other_seed.wait(WAIT) and not np.allclose(other_seed.result()[has], coords[has])
+
+
+def _wait_for(cond, timeout=WAIT):
+    ev = threading.Event()
+    for _ in range(int(timeout * 10)):
+        if cond():
+            return True
+        ev.wait(0.1)
+    return False
+
+
+def test_cancel_stops_the_worker_process_and_the_next_job_still_runs(worker):
+    x, _ = clustered(2000, seed=6)
+    job = UmapJob(x, {"n_epochs": 200_000}, worker=worker).start()
+    assert _wait_for(lambda: job.stage == "epochs"), f"never reached the epochs: {job.state} {job.error}"
+    pid = worker.pid
+    job.cancel()
+    assert job.state == "cancelled" and job.finished
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # terminated and reaped, not left computing
+    with pytest.raises(RuntimeError, match="cancelled"):
+        job.result()
+    small, _ = clustered(100, seed=7)
+    nxt = UmapJob(small, {"n_epochs": 30}, worker=worker).start()
+    assert nxt.wait(WAIT) and nxt.state == "done", nxt.error
+    assert worker.pid != pid and job.state == "cancelled"
+
+
+def test_a_new_job_makes_the_running_one_stale(worker):
+    x, _ = clustered(2000, seed=8)
+    old = UmapJob(x, {"n_epochs": 200_000}, worker=worker).start()
+    assert _wait_for(lambda: old.stage in ("graph", "init", "epochs"))
+    new = UmapJob(clustered(80, seed=9)[0], {"n_epochs": 30}, worker=worker).start()
+    assert old.state == "cancelled"
+    assert new.wait(WAIT) and new.state == "done", new.error
+
+
+def test_bad_parameters_fail_the_job_with_a_message_and_the_worker_lives_on(worker):
+    x, _ = clustered(100, seed=10)
+    bad = UmapJob(x, {"metric": "no-such-metric", "n_epochs": 20}, worker=worker).start()
+    assert bad.wait(WAIT) and bad.state == "failed"
+    assert "no-such-metric" in bad.error or "metric" in bad.error.lower()
+    pid = worker.pid
+    ok = UmapJob(x, {"n_epochs": 20}, worker=worker).start()
+    assert ok.wait(WAIT) and ok.state == "done" and worker.pid == pid
+
+
+def test_too_few_points_need_no_worker():
+    job = UmapJob(np.eye(3, 8, dtype=np.float32), worker=None).start()
+    assert job.state == "done" and job.worker is None
+    assert job.result().shape == (3, 2)

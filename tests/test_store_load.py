@@ -1,0 +1,72 @@
+"""The one-scan `Store.arrays()` and the batch-insert fast paths (bench/store.py measures them)."""
+import numpy as np
+import pytest
+
+import memviz.store as ms
+
+from conftest import unit_vectors
+
+
+def _recs(n, model, dim, start=0, scale=1.0, seed=0):
+    vecs = unit_vectors(n, dim, seed) * scale
+    return [{"id": f"{model}-{start + i}", "kind": "episode", "content": f"memory {start + i}", "event_time": 1000 + i,
+             "embedding": vecs[i], "embedding_model": model} for i in range(n)]
+
+
+def test_arrays_pick_the_most_used_model_or_the_one_asked_for(store):
+    store.insert_memories(_recs(3, "small", 4) + _recs(5, "big", 8, scale=3.0))
+    store.insert_memories([{"id": "plain", "kind": "fact", "content": "no vector"}])
+    a = store.arrays()
+    assert a.embedding_model == "big" and a.embedding.shape == (9, 8)
+    assert a.has_embedding.tolist() == [False] * 3 + [True] * 5 + [False]
+    np.testing.assert_allclose(np.linalg.norm(a.embedding[a.has_embedding], axis=1), 1.0, atol=1e-6)
+    assert not a.embedding[~a.has_embedding].any()
+    s = store.arrays("small")
+    assert s.embedding_model == "small" and s.embedding.shape == (9, 4) and s.has_embedding.sum() == 3
+    np.testing.assert_allclose(s.embedding[:3], unit_vectors(3, 4, 0), atol=1e-6)
+    none = store.arrays("missing")
+    assert none.embedding.shape == (9, 0) and not none.has_embedding.any()
+    assert (store.main_model()[0], store.main_model()[1]) == (a.embedding_model, a.dim)
+
+
+def test_arrays_of_an_empty_store(store):
+    a = store.arrays()
+    assert len(a) == 0 and a.embedding_model is None and a.embedding.shape == (0, 0)
+
+
+def test_text_columns_decode_in_bulk_and_flag_bad_utf8(store):
+    store.insert_memories(_recs(4, "m", 4))
+    with store.transaction() as c:
+        c.execute("UPDATE memories SET agent = CAST(X'61FF62' AS TEXT) WHERE id = 'm-1'")
+        c.execute("UPDATE memories SET kind = 'ep' || char(0) || 'x' WHERE id = 'm-2'")  # a NUL inside text
+    a = store.arrays()
+    assert a.bad_text.tolist() == [False, True, False, False]
+    assert a.agent[1] == "a\ufffdb" and a.kind[2] == "ep\x00x" and a.ids.tolist() == [f"m-{i}" for i in range(4)]
+
+
+def test_batches_check_the_dimension_already_used_by_a_model(store):
+    store.insert_memories(_recs(3, "m", 4))
+    with pytest.raises(ms.ValidationError, match="4"):
+        store.insert_memories(_recs(2, "m", 6, start=10))
+    store.insert_memories(_recs(2, "other", 6, start=10))  # a new model may use another dimension
+    assert {(m, d) for m, d, _ in store.embedding_models()} == {("m", 4), ("other", 6)}
+
+
+def test_float32_and_list_vectors_store_the_same_bytes(store):
+    v = unit_vectors(1, 8, 3)[0]
+    store.insert_memories([{"id": "a", "kind": "fact", "content": "x", "embedding": v, "embedding_model": "m"},
+                           {"id": "b", "kind": "fact", "content": "y", "embedding": v.tolist(), "embedding_model": "m"}])
+    blobs = [b for (b,) in store.conn.execute("SELECT embedding FROM memories ORDER BY id")]
+    assert blobs[0] == blobs[1] == v.astype("<f4").tobytes()
+    with pytest.raises(ms.ValidationError, match="NaN"):
+        store.insert_memories([{"kind": "fact", "content": "z", "embedding": np.full(8, np.nan, np.float32),
+                                "embedding_model": "m"}])
+
+
+def test_empty_json_values_are_stored_canonically_and_checked(store):
+    store.insert_memories([{"id": "e", "kind": "fact", "content": "x", "tags": (), "source_ids": [], "attributes": {}}])
+    assert store.conn.execute("SELECT source_ids, entity_ids, tags, attributes FROM memories").fetchone() == ("[]", "[]", "[]", "{}")
+    with pytest.raises(ms.ValidationError, match="list"):
+        store.insert_memories([{"kind": "fact", "content": "x", "tags": {}}])
+    with pytest.raises(ms.ValidationError, match="object"):
+        store.insert_memories([{"kind": "fact", "content": "x", "attributes": []}])
