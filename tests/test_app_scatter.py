@@ -72,7 +72,7 @@ def test_map_and_timeline_draw_100k_points():
         class FakeStore:  # only what the two panels read: they never touch the database here
             path = "mem"
         data = StoreData(store=FakeStore(), arrays=a, previews=np.array(["text"] * n, dtype=object),
-                         provenance=Provenance(), counts={}, kinds=["episode", "fact", "reflection", "preference"],
+                         provenance_=Provenance(), counts={}, kinds=["episode", "fact", "reflection", "preference"],
                          agents=["a"])
         st = AppState(); wk = Workers()
         m = MapPanel(st, wk); m.auto_umap = False; t = TimelinePanel(st)

@@ -81,7 +81,7 @@ class DetailPanel(QWidget):
     def __init__(self, state: AppState, parent=None) -> None:
         super().__init__(parent)
         self.state = state
-        self.links = Links(None)
+        self._links: Links | None = None
         self.shown_id: str | None = None
         self.title = _plain_label()
         f = self.title.font()
@@ -122,8 +122,14 @@ class DetailPanel(QWidget):
         self._clear()
 
     def _on_data(self, data) -> None:
-        self.links = Links(data)
+        self._links = None  # built on first use: reading provenance is not on the open path
         self.shown_id = None
+
+    @property
+    def links(self) -> Links:
+        if self._links is None:
+            self._links = Links(self.state.data)
+        return self._links
 
     def _on_selection(self, rows, current, source) -> None:
         data = self.state.data

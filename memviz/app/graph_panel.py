@@ -213,6 +213,7 @@ class GraphPanel(ScatterPanel):
         self.vb.sigRangeChanged.connect(lambda *a: self.hot_fade.isVisible() and self.hot_fade.setRect(self.vb.viewRect()))
         self._shown = np.zeros(0, bool)
         self._relabel = QTimer(self, singleShot=True, interval=120, timeout=self._draw_hot)
+        self._graph_timer = QTimer(self, singleShot=True, interval=150, timeout=self._start_graph_job)
         self.vb.sigRangeChanged.connect(lambda *a: self._relabel.start())
         self.graph: Graph | None = None
         self.hot: set[int] = set()
@@ -230,8 +231,13 @@ class GraphPanel(ScatterPanel):
             self._graph_ready(data, build_graph(data))
             return
         self.info.setText("building the graph…")
-        self.workers.submit("graph", lambda ticket: build_graph(data),
-                            on_done=lambda g: self._graph_ready(data, g),
+        self._graph_timer.start()  # once the window has painted the other panels (the job competes for the GIL)
+
+    def _start_graph_job(self) -> None:
+        data = self.state.data
+        if data is None:
+            return
+        self.workers.submit("graph", lambda ticket: build_graph(data), on_done=lambda g: self._graph_ready(data, g),
                             on_error=lambda e: self.info.setText(f"graph layout failed: {e}"))
 
     def _graph_ready(self, data, g: Graph) -> None:

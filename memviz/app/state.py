@@ -6,6 +6,7 @@ reload, so the selection is kept by id when the arrays are re-read.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -51,7 +52,7 @@ class StoreData:
     store: Store
     arrays: MemoryArrays
     previews: np.ndarray             # object: first PREVIEW_CHARS characters of each content, one line
-    provenance: Provenance
+    provenance_: Provenance | None   # read on first use (the graph job, or the detail panel)
     counts: dict
     kinds: list[str] = field(default_factory=list)   # distinct kinds, most frequent first
     agents: list[str] = field(default_factory=list)
@@ -59,10 +60,19 @@ class StoreData:
     agent_codes: np.ndarray | None = None
 
     def __post_init__(self) -> None:
+        self._lock = threading.Lock()
         if self.kind_codes is None:
             self.kind_codes = category_codes(self.arrays.kind, self.kinds)
         if self.agent_codes is None:
             self.agent_codes = category_codes(self.arrays.agent, self.agents)
+
+    @property
+    def provenance(self) -> Provenance:
+        """Source and supersede links; read from the store once, by whichever thread asks first."""
+        with self._lock:
+            if self.provenance_ is None:
+                self.provenance_ = self.store.provenance()
+            return self.provenance_
 
     @property
     def model(self) -> tuple[str | None, int]:
@@ -80,8 +90,8 @@ class StoreData:
 
 
 def load_store_data(store: Store) -> StoreData:
-    """Read everything the window shows; safe to run off the GUI thread (one apsw connection,
-    used by one thread at a time: the caller does not touch the store meanwhile)."""
+    """Read what the window shows first; safe to run off the GUI thread. Counts come from the
+    arrays (no second scan); provenance is read later, on first use."""
     arrays = store.arrays()
     previews = np.empty(len(arrays), dtype=object)
     pos = {int(r): i for i, r in enumerate(arrays.rowid)}
@@ -90,13 +100,29 @@ def load_store_data(store: Store) -> StoreData:
         i = pos.get(rowid)
         if i is not None:
             text = bytes(raw).decode("utf-8", errors="replace") if raw is not None else ""
-            previews[i] = " ".join(text.split())
+            previews[i] = text.replace("\r", " ").replace("\n", " ").replace("\t", " ")
     previews[np.equal(previews, None)] = ""
-    counts = store.counts()
+    counts = counts_of(arrays)
     kinds = sorted(counts["by_kind"], key=lambda k: -sum(counts["by_kind"][k]))
     agents = sorted(counts["by_agent"], key=lambda a: -sum(counts["by_agent"][a]))
-    return StoreData(store=store, arrays=arrays, previews=previews, provenance=store.provenance(),
+    return StoreData(store=store, arrays=arrays, previews=previews, provenance_=None,
                      counts=counts, kinds=kinds, agents=agents)
+
+
+def counts_of(arrays: MemoryArrays) -> dict:
+    """Store.counts()'s figures from the arrays: totals, and [live, retired] per kind and agent."""
+    live = arrays.live
+    out = {"total": len(arrays), "live": int(live.sum()), "retired": int((~live).sum()), "by_kind": {},
+           "by_agent": {}}
+    for key, col in (("by_kind", arrays.kind), ("by_agent", arrays.agent)):
+        if not len(col):
+            continue
+        names, inverse = np.unique(col.astype(str), return_inverse=True)
+        inverse = inverse.ravel()
+        n_live = np.bincount(inverse[live], minlength=len(names))
+        n_all = np.bincount(inverse, minlength=len(names))
+        out[key] = {str(n): [int(a), int(t - a)] for n, a, t in zip(names, n_live, n_all)}
+    return out
 
 
 class AppState:

@@ -26,7 +26,7 @@ from memviz.store import iso
 
 from .detail_panel import DetailPanel
 from .graph_panel import GraphPanel
-from .map_panel import MapPanel
+from .map_panel import MapPanel, layout_api
 from .query_panel import QueryPanel
 from .state import AppState, StoreData, load_store_data
 from .table_panel import TablePanel
@@ -262,6 +262,7 @@ class MainWindow(QMainWindow):
         t0 = time.perf_counter()
 
         def job(ticket):
+            layout_api()  # import memviz.layout (scipy) here, not on the GUI thread when the map asks
             store = ms.open(path, read_only=read_only)
             try:
                 ticket.check()
