@@ -4,6 +4,7 @@ superseded them, layered (evidence below, reflections above by depth).
 Only memories that take part in a link are drawn. Selecting a memory highlights its
 ancestors (what it rests on) and descendants (what rests on it); focus mode shows only that
 neighbourhood. Links to ids that do not exist are drawn red to a red cross.
+The layout is memviz.layout.graph_layout's, computed as a background job.
 """
 from __future__ import annotations
 
@@ -52,116 +53,37 @@ class Graph:
 
 
 def build_graph(data: StoreData) -> Graph:
-    """Layered layout: memviz.layout.graph_layout when available, else the small one below."""
-    try:
-        from memviz.layout import graph_layout  # noqa: PLC0415 - the layout helper's module, when merged
-    except ImportError:
-        graph_layout = None
-    if graph_layout is not None:
-        g = _from_layout(graph_layout(data.provenance, data.arrays), data)
-        if g is not None:
-            return g
-    return _layered(data)
+    """The layered layout of memviz.layout.graph_layout, as the panel draws it."""
+    from memviz.layout import graph_layout  # noqa: PLC0415 - scipy loads off the GUI thread (graph job)
+    return _from_layout(graph_layout(data.provenance, data.arrays), data)
 
 
-def _from_layout(gl, data: StoreData) -> Graph | None:
+def _from_layout(gl, data: StoreData) -> Graph:
     """Adapt memviz.layout's GraphLayout (x, y, level aligned to the arrays' rows; edges as
     [lower, upper] rows with edge_kind; broken as (row, missing id, kind)) to the panel's Graph."""
-    try:
-        level = np.asarray(gl.level)
-        rows = np.flatnonzero(level >= 0).astype(np.int64)
-        node = np.full(len(level), -1, np.int64)
-        node[rows] = np.arange(len(rows))
-        x, y, lv = list(np.asarray(gl.x, float)[rows]), list(np.asarray(gl.y, float)[rows]), list(level[rows])
-        edges = np.asarray(gl.edges, np.int64).reshape(-1, 2)
-        kind = np.asarray(getattr(gl, "edge_kind", np.zeros(len(edges))), np.int64)
-        pairs = np.c_[node[edges[:, 1]], node[edges[:, 0]]]  # (upper, lower): (derived, source) / (new, old)
-        ok = (pairs >= 0).all(axis=1)
-        src, sup = pairs[ok & (kind == 0)], pairs[ok & (kind != 0)]
-        rows_l = list(rows)
-        broken, missing = [], {}
-        for k, (frm, mid, _what) in enumerate(gl.broken):
-            i = int(node[int(frm)])
-            if i < 0:
-                continue
-            j = len(rows_l)
-            rows_l.append(-1), x.append(x[i] + 0.15 * (k % 3 - 1)), y.append(y[i] - 0.5), lv.append(lv[i])
-            broken.append((i, j))
-            missing[j] = str(mid)
-        return Graph(np.array(rows_l, np.int64), np.array(x, float), np.array(y, float), np.array(lv, np.int64),
-                     src, sup, np.array(broken, np.int64).reshape(-1, 2), missing)
-    except (AttributeError, TypeError, ValueError, IndexError):
-        return None
-
-
-def _layered(data: StoreData) -> Graph:
-    """Level = longest chain of sources below a memory; order within a level by the mean
-    position of its sources (one barycentre sweep upward) — readable at a few thousand nodes."""
-    a, prov = data.arrays, data.provenance
-    src_of = defaultdict(list)
-    for d, s in prov.sources:
-        src_of[d].append(s)
-    ids = set(src_of) | {s for _, s in prov.sources} | {x for p in prov.supersedes for x in p} | \
-        {f for f, _, _ in prov.dangling}
-    older = {new: old for new, old in prov.supersedes}
-    level: dict[str, int] = {}
-
-    def lev(mid: str) -> int:  # iterative longest-path, cycle-safe
-        stack, onstack = [mid], set()
-        while stack:
-            m = stack[-1]
-            if m in level:
-                stack.pop()
-                continue
-            deps = [s for s in src_of.get(m, []) if s not in level and s not in onstack]
-            if m in older and older[m] not in level and older[m] not in onstack:
-                deps.append(older[m])
-            if deps and m not in onstack:
-                onstack.add(m)
-                stack.extend(deps)
-                continue
-            below = [level.get(s, 0) + 1 for s in src_of.get(m, [])]
-            level[m] = max(below + [level.get(older[m], 0) if m in older else 0])
-            onstack.discard(m)
-            stack.pop()
-        return level[mid]
-
-    node_ids = sorted((i for i in ids if a.index_of(i) is not None), key=lambda i: a.event_time[a.index_of(i)])
-    for i in node_ids:
-        lev(i)
-    by_level = defaultdict(list)
-    for i in node_ids:
-        by_level[level[i]].append(i)
-    xpos: dict[str, float] = {}
-    for L in sorted(by_level):
-        members = by_level[L]
-        if L > 0:  # barycentre of the sources already placed
-            def bary(m):
-                xs = [xpos[s] for s in src_of.get(m, []) + ([older[m]] if m in older else []) if s in xpos]
-                return sum(xs) / len(xs) if xs else 0.0
-            members.sort(key=bary)
-        width = max(len(v) for v in by_level.values())
-        step = width / max(len(members), 1)
-        for k, m in enumerate(members):
-            xpos[m] = (k + 0.5) * step
-    node = {m: k for k, m in enumerate(node_ids)}
-    rows = [a.index_of(m) for m in node_ids]
-    xs = [xpos[m] for m in node_ids]
-    ys = [float(level[m]) for m in node_ids]
-    lv = [level[m] for m in node_ids]
-    src = [(node[d], node[s]) for d, s in prov.sources if d in node and s in node]
-    sup = [(node[n], node[o]) for n, o in prov.supersedes if n in node and o in node]
+    level = np.asarray(gl.level)
+    rows = np.flatnonzero(level >= 0).astype(np.int64)
+    node = np.full(len(level), -1, np.int64)
+    node[rows] = np.arange(len(rows))
+    x, y, lv = list(np.asarray(gl.x, float)[rows]), list(np.asarray(gl.y, float)[rows]), list(level[rows])
+    edges = np.asarray(gl.edges, np.int64).reshape(-1, 2)
+    from memviz.layout.graph import DERIVED  # noqa: PLC0415
+    derived = np.asarray(gl.edge_kind) == DERIVED
+    pairs = np.c_[node[edges[:, 1]], node[edges[:, 0]]]  # (upper, lower): (derived, source) / (new, old)
+    ok = (pairs >= 0).all(axis=1)
+    src, sup = pairs[ok & derived], pairs[ok & ~derived]
+    rows_l = list(rows)
     broken, missing = [], {}
-    for frm, mid, _what in prov.dangling:
-        if frm in node:
-            j = len(rows)
-            rows.append(-1), xs.append(xpos[frm] + 0.15 * (len(broken) % 3 - 1)), ys.append(level[frm] - 0.5)
-            lv.append(level[frm])
-            broken.append((node[frm], j))
-            missing[j] = mid
-    return Graph(np.array(rows, np.int64), np.array(xs), np.array(ys), np.array(lv, np.int64),
-                 np.array(src, np.int64).reshape(-1, 2), np.array(sup, np.int64).reshape(-1, 2),
-                 np.array(broken, np.int64).reshape(-1, 2), missing)
+    for k, (frm, mid, _what) in enumerate(gl.broken):
+        i = int(node[int(frm)])
+        if i < 0:
+            continue
+        j = len(rows_l)
+        rows_l.append(-1), x.append(x[i] + 0.15 * (k % 3 - 1)), y.append(y[i] - 0.5), lv.append(lv[i])
+        broken.append((i, j))
+        missing[j] = str(mid)
+    return Graph(np.array(rows_l, np.int64), np.array(x, float), np.array(y, float), np.array(lv, np.int64),
+                 src, sup, np.array(broken, np.int64).reshape(-1, 2), missing)
 
 
 def _neighbourhood(g: Graph, start: np.ndarray) -> tuple[set, set]:

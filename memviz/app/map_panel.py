@@ -25,33 +25,10 @@ COLOR_BY = ["kind", "agent", "importance", "age", "score"]
 UMAP_MIN_POINTS = 20
 
 
-def pca_coords(embedding: np.ndarray) -> np.ndarray:
-    """(n, 2) PCA of the rows: memviz.layout.pca_2d when available, else a numpy stopgap."""
-    try:
-        from memviz.layout import pca_2d  # noqa: PLC0415
-    except ImportError:
-        pca_2d = None
-    if pca_2d is not None:
-        return np.asarray(pca_2d(embedding, np.ones(len(embedding), bool)), np.float32)
-    x = np.asarray(embedding, np.float32)
-    if len(x) < 2:
-        return np.zeros((len(x), 2), np.float32)
-    # the axes are fitted on at most 20k rows (plenty for two components); every row is projected
-    fit = x if len(x) <= 20000 else x[np.random.default_rng(0).choice(len(x), 20000, replace=False)]
-    mean = fit.mean(axis=0)
-    c = fit - mean
-    vals, vecs = np.linalg.eigh(c.T @ c)
-    comp = vecs[:, np.argsort(vals)[::-1][:2]]
-    return ((x @ comp) - (mean @ comp)).astype(np.float32)
-
-
 def layout_api():
-    """The memviz.layout module (LayoutCache, UmapJob, umap_params, warm_up), or None without it."""
-    try:
-        import memviz.layout as layout  # noqa: PLC0415
-    except ImportError:
-        return None
-    return layout if hasattr(layout, "UmapJob") else None
+    """The memviz.layout module (imported on first use: it brings scipy)."""
+    import memviz.layout as layout  # noqa: PLC0415
+    return layout
 
 
 class MapPanel(ScatterPanel):
@@ -125,15 +102,12 @@ class MapPanel(ScatterPanel):
                 self._set_coords(coords, "UMAP (cached)")
                 return
             has = a.has_embedding
-            coords[has] = pca_coords(a.embedding if has.all() else a.embedding[has])  # no 100 MB copy
+            coords[:] = layout_api().pca_2d(a.embedding, has)
         self._set_coords(coords, "PCA")
-        api = layout_api()
         n_emb = int(a.has_embedding.sum())
-        self.umap_button.setEnabled(api is not None and n_emb >= UMAP_MIN_POINTS)
-        if api is not None and n_emb >= UMAP_MIN_POINTS:
-            api.warm_up(n_emb)  # start the worker process compiling now, not when UMAP is asked for
-        self.umap_button.setToolTip("Compute a UMAP layout in the background" if api
-                                    else "UMAP needs the memviz.layout package")
+        self.umap_button.setEnabled(n_emb >= UMAP_MIN_POINTS)
+        if n_emb >= UMAP_MIN_POINTS:
+            layout_api().warm_up(n_emb)  # the worker process compiles now, not when UMAP is asked for
         if self.auto_umap and self.umap_button.isEnabled():
             self.start_umap()
 
@@ -145,8 +119,6 @@ class MapPanel(ScatterPanel):
 
     def _cached_umap(self, data: StoreData):
         api = layout_api()
-        if api is None:
-            return None
         try:
             got = api.LayoutCache(data.store).get("umap", data.arrays, api.umap_params())
         except Exception:  # noqa: BLE001 - a bad cache is recomputed, never fatal
@@ -157,7 +129,7 @@ class MapPanel(ScatterPanel):
         """UMAP in memviz.layout's warm worker process (numba never compiles in this process);
         the GUI keeps the PCA map until the result arrives, then swaps it in and caches it."""
         data, api = self.state.data, layout_api()
-        if data is None or api is None:
+        if data is None:
             return
         arrays = data.arrays
 
