@@ -1,7 +1,8 @@
-"""Drawing many points does not crash, and the app survives the binding's refcount leaks.
+"""Drawing many points does not crash, and the installed Qt binding does not leak references.
 
-These run in a subprocess: the failure they guard against is the interpreter aborting
-("none_dealloc" / "bool_dealloc"), which would take pytest down with it."""
+PySide6 6.12.0 on CPython 3.11 takes a reference from None/True on every signal, which
+aborts the interpreter ("none_dealloc" / "bool_dealloc"); pyproject.toml pins below it.
+The drawing tests run in a subprocess, since that failure would take pytest down with it."""
 from __future__ import annotations
 
 import os
@@ -20,9 +21,28 @@ def run_script(code: str, timeout: int = 240) -> subprocess.CompletedProcess:
                           timeout=timeout, cwd=ROOT)
 
 
+def test_binding_keeps_singleton_references():
+    from PySide6.QtCore import QCoreApplication, QObject, Signal
+
+    app = QCoreApplication.instance() or QCoreApplication([])  # noqa: F841
+
+    class Probe(QObject):
+        ping = Signal()
+
+    p = Probe()
+    p.ping.connect(lambda: None)
+    p.objectNameChanged.connect(lambda _n: None)
+    before = sys.getrefcount(None), sys.getrefcount(True)
+    for i in range(200):
+        p.ping.emit()
+        p.setObjectName(f"p{i}")
+    assert (sys.getrefcount(None), sys.getrefcount(True)) == pytest.approx(before, abs=20), \
+        "this PySide6 leaks references to None/True (6.12.0 does): pin a working version"
+
+
 def test_many_signals_and_uncached_symbols_do_not_abort():
     # 20k C++ signals into Python slots and 20k emits, then symbols drawn one by one without
-    # pyqtgraph's cache: each of these alone aborted CPython 3.11 + PySide6 6.12.0 before the guard.
+    # pyqtgraph's cache: each of these alone aborted CPython 3.11 + PySide6 6.12.0.
     out = run_script("""
         import sys, numpy as np
         import memviz.app
