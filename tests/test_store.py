@@ -163,3 +163,15 @@ def test_open_migrates_an_older_native_store(store_path, monkeypatch):
     assert ran and s.report.version == extra.version
     assert json.loads(json.dumps([r[0] for r in s.conn.execute("SELECT version FROM memviz_migrations")])) == [1, extra.version]
     s.close()
+
+
+def test_embeddings_without_vector_index_are_noted(store_path):
+    s = ms.create(str(store_path))
+    s.insert_memories(_records(2))
+    with s.transaction() as c:  # an agent writing a new dimension through plain SQL
+        c.execute("INSERT INTO memories(id, kind, content, event_time, created_at, embedding, embedding_model) "
+                  "VALUES ('x', 'episode', 'e', 1, 1, ?, 'other')", (np.ones(4, np.float32).tobytes(),))
+    s.close()
+    s = ms.open(str(store_path))
+    assert s.vector_index_notes() == ["1 embeddings of 4 dimensions have no vector index yet (one is made on the next edit)"]
+    s.close()

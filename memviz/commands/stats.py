@@ -18,7 +18,7 @@ def collect(store, integrity: bool = True) -> dict:
         "path": store.path,
         "schema_version": store.report.version if store.report else None,
         "read_only": store.read_only_reason,
-        "notes": store.notes,
+        "notes": store.vector_index_notes(),
         "counts": store.counts(),
         "time_span": [iso(first), iso(last)] if first is not None else None,
         "embedding_models": [{"model": m, "dim": d, "count": n} for m, d, n in store.embedding_models()],

@@ -48,12 +48,11 @@ class Store:
     """Use `memviz.store.open(path)` or `memviz.store.create(path)` rather than this constructor."""
 
     def __init__(self, path: str, conn: apsw.Connection, *, read_only_reason: str | None = None,
-                 report: schema.SchemaReport | None = None, notes: list[str] | None = None):
+                 report: schema.SchemaReport | None = None):
         self.path = path
         self.conn = conn
         self.read_only_reason = read_only_reason
         self.report = report
-        self.notes = notes or []
         self._lock = threading.RLock()  # one writer per Store
 
     # ----------------------------------------------------------------- basics
@@ -112,6 +111,16 @@ class Store:
             "SELECT embedding_model, length(embedding) / 4, count(*) FROM memories "
             "WHERE embedding IS NOT NULL GROUP BY 1, 2 ORDER BY 3 DESC, 1").fetchall()
         return [(m or "", int(d), int(n)) for m, d, n in rows]
+
+    def vector_index_notes(self) -> list[str]:
+        """Embeddings whose dimension has no vec0 table yet (an agent wrote them with plain SQL).
+        Not checked on open: it reads every row, and one is made on the next edit anyway."""
+        have = set(self.report.vec_tables) if self.report else set()
+        by_dim: dict[int, int] = {}
+        for _, d, n in self.embedding_models():
+            by_dim[d] = by_dim.get(d, 0) + n
+        return [f"{n} embeddings of {d} dimensions have no vector index yet (one is made on the next edit)"
+                for d, n in sorted(by_dim.items()) if d not in have]
 
     def main_model(self) -> tuple[str | None, int]:
         models = self.embedding_models()
@@ -459,7 +468,7 @@ def open_store(path: str, *, read_only: bool = False) -> Store:
     check_header(path)
     conn = connect(path, readonly=True)
     try:
-        reasons, notes, report = _check(conn, path)
+        reasons, report = _check(conn, path)
     except BaseException:
         conn.close()
         raise
@@ -471,17 +480,17 @@ def open_store(path: str, *, read_only: bool = False) -> Store:
     elif not os.access(folder, os.W_OK):
         reasons.insert(0, "its folder is not writable")
     if reasons:
-        return Store(path, conn, read_only_reason="; ".join(reasons), report=report, notes=notes)
+        return Store(path, conn, read_only_reason="; ".join(reasons), report=report)
     conn.close()
     conn = connect(path)
     if report.version < schema.SCHEMA_VERSION:
         schema.migrate(conn)
         report = schema.inspect(conn)
-    return Store(path, conn, report=report, notes=notes)
+    return Store(path, conn, report=report)
 
 
-def _check(conn, path) -> tuple[list[str], list[str], schema.SchemaReport]:
-    reasons, notes = [], []
+def _check(conn, path) -> tuple[list[str], schema.SchemaReport]:
+    reasons = []
     try:
         bad = [r[0] for r in conn.execute("PRAGMA quick_check(20)") if r[0] != "ok"]
     except (apsw.CorruptError, apsw.NotADBError) as e:
@@ -505,14 +514,4 @@ def _check(conn, path) -> tuple[list[str], list[str], schema.SchemaReport]:
         shown = "; ".join(f"{t} {n}: {sql}" for t, n, sql in report.foreign_objects)
         reasons.append("it holds triggers or views memviz did not make, which would run on every edit: " + shown)
     reasons.extend(report.problems)
-    try:
-        by_dim = {}
-        for m, d, n in conn.execute("SELECT embedding_model, length(embedding) / 4, count(*) FROM memories "
-                                    "WHERE embedding IS NOT NULL GROUP BY 1, 2"):
-            by_dim[d] = by_dim.get(d, 0) + n
-        for d, n in sorted(by_dim.items()):
-            if d not in report.vec_tables:
-                notes.append(f"{n} embeddings of {d} dimensions have no vector index yet (one is made on the next edit)")
-    except apsw.Error as e:
-        raise CorruptStoreError(f"{path} is damaged: reading its memories failed ({e}).") from None
-    return reasons, notes, report
+    return reasons, report
