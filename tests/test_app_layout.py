@@ -4,8 +4,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-pytest.importorskip("pytestqt")
-pytest.importorskip("memviz.layout")
 
 from PySide6.QtCore import QSettings  # noqa: E402
 from test_app_support import build_store  # noqa: E402

@@ -7,8 +7,6 @@ import json
 import numpy as np
 import pytest
 
-pytest.importorskip("pytestqt")
-pytest.importorskip("memviz.retrieval")
 
 from PySide6.QtCore import QSettings  # noqa: E402
 from test_app_support import build_store  # noqa: E402
