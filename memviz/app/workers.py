@@ -61,17 +61,23 @@ class _Runnable(QRunnable):
 
     def run(self) -> None:
         if self.ticket.cancelled:  # superseded while queued: never start stale work
-            self.relay.done.emit(self.ticket, Cancelled(self.ticket.name))
+            self._send("done", Cancelled(self.ticket.name))
             return
         try:
             result = self.fn(self.ticket)
         except Cancelled as e:
-            self.relay.done.emit(self.ticket, e)
+            self._send("done", e)
         except Exception as e:  # noqa: BLE001 - reported to the GUI thread
             e.__traceback_text__ = traceback.format_exc()
-            self.relay.error.emit(self.ticket, e)
+            self._send("error", e)
         else:
-            self.relay.done.emit(self.ticket, result)
+            self._send("done", result)
+
+    def _send(self, signal: str, payload) -> None:
+        try:
+            getattr(self.relay, signal).emit(self.ticket, payload)
+        except RuntimeError:
+            pass  # the window closed while the job ran: nobody is left to tell
 
 
 class Workers(QObject):
