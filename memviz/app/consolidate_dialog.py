@@ -30,13 +30,27 @@ def _item(text, data=None, align=None) -> QTableWidgetItem:
     return it
 
 
+def _id_item(mid: str) -> QTableWidgetItem:
+    it = _item(mid[:12] + ("…" if len(mid) > 12 else ""), mid)
+    it.setToolTip(mid)
+    return it
+
+
+def _fit(t: QTableWidget) -> None:
+    """Columns to their contents, except the last (content), which takes the remaining width."""
+    for c in range(t.columnCount() - 1):
+        t.resizeColumnToContents(c)
+
+
 def _table(headers) -> QTableWidget:
     t = QTableWidget(0, len(headers))
     t.setHorizontalHeaderLabels(headers)
     t.verticalHeader().hide()
     t.setSelectionBehavior(QAbstractItemView.SelectRows)
     t.setEditTriggers(QAbstractItemView.NoEditTriggers)
-    t.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+    t.setWordWrap(False)
+    t.verticalHeader().setDefaultSectionSize(t.fontMetrics().height() + 6)
+    t.horizontalHeader().setSectionResizeMode(QHeaderView.Interactive)
     t.horizontalHeader().setStretchLastSection(True)
     return t
 
@@ -58,7 +72,7 @@ class ConsolidateDialog(QDialog):
         self.summary = QLabel("Working out what decay would change …")
         self.summary.setTextFormat(Qt.PlainText)
         self.summary.setWordWrap(True)
-        self.decay = _table(["id", "kind", "agent", "days", "confidence before → after"])
+        self.decay = _table(["id", "kind", "agent", "days since use", "confidence before → after", "content"])
         self.prune = _table(["soft-delete", "id", "kind", "agent", "confidence", "content"])
         self.prune.itemChanged.connect(self._ticked)
         for t in (self.decay, self.prune):
@@ -107,12 +121,16 @@ class ConsolidateDialog(QDialog):
 
     def show_plan(self, plan) -> None:
         self.plan = plan
+        data = self.window.state.data
+        num = Qt.AlignRight | Qt.AlignVCenter
         self.decay.setRowCount(len(plan.decay))
         for r, d in enumerate(plan.decay):
-            num = Qt.AlignRight | Qt.AlignVCenter
-            for c, it in enumerate((_item(d.id, d.id), _item(d.kind), _item(d.agent), _item(f"{d.days:.1f}", align=num),
-                                    _item(f"{d.before:.3f} → {d.after:.3f}", align=num))):
+            row = data.arrays.index_of(d.id) if data is not None else None
+            preview = data.previews[row] if row is not None else ""
+            for c, it in enumerate((_id_item(d.id), _item(d.kind), _item(d.agent), _item(f"{d.days:.1f}", align=num),
+                                    _item(f"{d.before:.3g} → {d.after:.3g}", align=num), _item(preview))):
                 self.decay.setItem(r, c, it)
+        _fit(self.decay)
         self.prune.blockSignals(True)
         self.prune.setRowCount(len(plan.prune))
         for r, p in enumerate(plan.prune):
@@ -122,11 +140,12 @@ class ConsolidateDialog(QDialog):
             box.setData(Qt.UserRole, p.id)
             self.prune.setItem(r, 0, box)
             content = " ".join(p.content.split())
-            for c, it in enumerate((_item(p.id, p.id), _item(p.kind), _item(p.agent),
-                                    _item(f"{p.confidence:.3f}", align=Qt.AlignRight | Qt.AlignVCenter),
+            for c, it in enumerate((_id_item(p.id), _item(p.kind), _item(p.agent),
+                                    _item(f"{p.confidence:.3g}", align=num),
                                     _item(content[:200])), 1):
                 self.prune.setItem(r, c, it)
             self.prune.item(r, 5).setToolTip(p.content[:2000])
+        _fit(self.prune)
         self.prune.blockSignals(False)
         self._update_summary()
 

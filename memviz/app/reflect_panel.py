@@ -228,8 +228,10 @@ class ProposalCard(QGroupBox):
             it.setData(Qt.UserRole, e.id)
             it.setToolTip(e.content)
             self.evidence.addItem(it)
-        rows = max(1, min(len(proposal.cited), 4))
-        self.evidence.setFixedHeight(self.evidence.sizeHintForRow(0) * rows + 6)
+        self.evidence.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)  # long texts elide; tooltip has all
+        self.evidence.setTextElideMode(Qt.ElideRight)
+        rows = max(1, min(len(proposal.cited), 5))
+        self.evidence.setFixedHeight(self.evidence.sizeHintForRow(0) * rows + 2 * self.evidence.frameWidth() + 4)
         self.evidence.itemClicked.connect(lambda it: select_ids([it.data(Qt.UserRole)]))
         ev_label = QLabel(f"Evidence cited ({len(proposal.cited)} of {len(proposal.evidence)} offered):")
         if proposal.dropped_citations:
@@ -346,8 +348,9 @@ class ReflectDialog(QDialog):
         self.propose_button.setEnabled(not on)
         self.cancel_button.setVisible(on)
         self.progress.setVisible(on)
-        self.write_button.setEnabled(not on and self.run is not None and any(c.accept_box.isChecked()
-                                                                            for c in self.cards))
+        n = sum(c.accept_box.isChecked() and c.accept_box.isEnabled() for c in self.cards)
+        self.write_button.setText(f"Write {n} accepted" if n else "Write accepted")
+        self.write_button.setEnabled(not on and self.run is not None and n > 0)
 
     def _clear(self) -> None:
         for c in self.cards:
