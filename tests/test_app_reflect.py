@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+import keyring
+import keyring.backend
+import keyring.backends.fail
 import pytest
 
 pytest.importorskip("pytestqt")
@@ -211,3 +214,86 @@ def test_llm_settings_dialog_saves_public_settings_and_tests(qtbot, win, fake_op
     assert s.base_url == fake_openai.base_url and s.chat_model == "fake-chat"
     saved = json.loads(win.settings.value(QSETTINGS_KEY))
     assert "api_key" not in saved
+
+
+def test_threshold_from_the_dialog_is_saved_in_the_store(qtbot, win):
+    dlg = open_dialog(qtbot, win)
+    assert dlg.threshold.value() == 100
+    dlg.threshold.setValue(40)
+    dlg.threshold.editingFinished.emit()
+    assert win.state.data.store.meta("reflection_threshold") == 40
+    assert win.reflect_tools.meter.bar.text().endswith("/ 40")
+
+
+def test_bad_output_shows_error(qtbot, win, fake_openai):
+    use_server(win, fake_openai)
+    dlg = open_dialog(qtbot, win)
+    fake_openai.push(reply_text("Sure! Here are some questions: what, why"),
+                     reply_text("Still not JSON, sorry"), reply_text("nope"))
+    qtbot.mouseClick(dlg.propose_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: dlg.propose_button.isEnabled(), timeout=20000)
+    assert "Nothing was written" in dlg.message.text() and not dlg.cards and reflections(win) == {}
+
+
+def test_read_only_store_disables_writes(qtbot, tmp_path, store_file):
+    w = MainWindow(QSettings(str(tmp_path / "ro.ini"), QSettings.IniFormat))
+    w.map.auto_umap = False
+    qtbot.addWidget(w)
+    with qtbot.waitSignal(w.opened, timeout=20000):
+        w.open_path(store_file, read_only=True)
+    assert not w.reflect_action.isEnabled() and not w.reflect_tools.consolidate_action.isEnabled()
+
+
+class MemoryKeyring(keyring.backend.KeyringBackend):
+    """A real keyring backend that keeps passwords in a dict (no OS keyring on CI machines)."""
+
+    priority = 1
+
+    def __init__(self):
+        super().__init__()
+        self.passwords = {}
+
+    def get_password(self, service, username):
+        return self.passwords.get((service, username))
+
+    def set_password(self, service, username, password):
+        self.passwords[(service, username)] = password
+
+    def delete_password(self, service, username):
+        self.passwords.pop((service, username), None)
+
+
+def test_api_key_goes_to_the_keyring_only(qtbot, win, tmp_path):
+    previous = keyring.get_keyring()
+    ring = MemoryKeyring()
+    keyring.set_keyring(ring)
+    try:
+        dlg = win.reflect_tools.open_settings()
+        dlg.base_url.setText("https://llm.example.com/v1")
+        dlg.chat_model.setEditText("some-model")
+        dlg.api_key.setText("sk-secret-123")
+        dlg.buttons.button(dlg.buttons.StandardButton.Save).click()
+        assert not dlg.isVisible()
+        assert ring.passwords == {("memviz-llm", "https://llm.example.com/v1"): "sk-secret-123"}
+        win.settings.sync()
+        assert "sk-secret-123" not in (tmp_path / "settings.ini").read_text()
+        assert load_llm_settings(win.settings).resolve_api_key() == ("sk-secret-123", "the OS keyring")
+        with open(win.state.data.store.path, "rb") as f:
+            assert b"sk-secret-123" not in f.read()
+    finally:
+        keyring.set_keyring(previous)
+
+
+def test_no_keyring_keeps_the_dialog_open_with_a_message(qtbot, win):
+    previous = keyring.get_keyring()
+    keyring.set_keyring(keyring.backends.fail.Keyring())
+    try:
+        dlg = win.reflect_tools.open_settings()
+        dlg.base_url.setText("https://llm.example.com/v1")
+        dlg.api_key.setText("sk-secret-123")
+        dlg.buttons.button(dlg.buttons.StandardButton.Save).click()
+        assert dlg.isVisible() and "keyring" in dlg.result_label.text()
+        assert dlg.api_key.text() == "sk-secret-123"  # nothing typed is lost
+        assert win.settings.value(QSETTINGS_KEY) is None
+    finally:
+        keyring.set_keyring(previous)

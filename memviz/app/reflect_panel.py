@@ -19,6 +19,7 @@ from memviz.reflect import (
     CancelToken, LLMClient, ReflectError, ReflectionConfig, Reflector, engine_retriever, importance_status,
 )
 from memviz.reflect.actions import AcceptReflections
+from memviz.reflect.reflection import DEFAULT_THRESHOLD, THRESHOLD_META_KEY
 from memviz.store.errors import StoreError
 
 from .llm_settings import LLMSettingsDialog, load_llm_settings
@@ -133,6 +134,21 @@ class ReflectTools:
             except (ValueError, StoreError):
                 st = None  # an agent with no live memories: nothing to show
         self.meter.show_status(st)
+
+    def threshold(self) -> float:
+        store = self.store
+        return DEFAULT_THRESHOLD if store is None else float(store.meta(THRESHOLD_META_KEY, DEFAULT_THRESHOLD))
+
+    def set_threshold(self, value: float) -> None:
+        """The store's own reflection threshold (memviz_meta), shared with `memviz reflect`."""
+        store = self.store
+        if store is None or float(value) == self.threshold():
+            return
+        try:
+            store.set_meta(THRESHOLD_META_KEY, float(value))
+        except StoreError as e:
+            self.window.show_error("Threshold not saved", str(e))
+        self.refresh_meter()
 
     # ------------------------------------------------------------ writes
     def perform(self, action) -> bool:
@@ -263,6 +279,10 @@ class ReflectDialog(QDialog):
         self.agent = QComboBox()
         self.questions = QSpinBox(minimum=1, maximum=10, value=3)
         self.evidence_k = QSpinBox(minimum=1, maximum=50, value=10)
+        self.threshold = QSpinBox(minimum=1, maximum=1_000_000, value=int(DEFAULT_THRESHOLD))
+        self.threshold.setToolTip("Suggest reflecting once the importance recorded since the last reflection "
+                                  "reaches this (saved in the store)")
+        self.threshold.editingFinished.connect(lambda: tools.set_threshold(self.threshold.value()))
         self.llm_label = QLabel()
         self.llm_label.setTextFormat(Qt.PlainText)
         settings_btn = QPushButton("LLM settings…")
@@ -303,6 +323,8 @@ class ReflectDialog(QDialog):
         top.addWidget(self.questions)
         top.addWidget(QLabel("Evidence per question"))
         top.addWidget(self.evidence_k)
+        top.addWidget(QLabel("Suggest at"))
+        top.addWidget(self.threshold)
         llm = QHBoxLayout()
         llm.addWidget(self.llm_label, 1)
         llm.addWidget(settings_btn)
@@ -339,6 +361,9 @@ class ReflectDialog(QDialog):
             self.agent.addItem(a or "(no agent)", a)
         if current in agents:
             self.agent.setCurrentIndex(agents.index(current))
+        self.threshold.setValue(int(round(self.tools.threshold())))
+        store = self.tools.store
+        self.threshold.setEnabled(store is not None and not store.read_only)
 
     def _say(self, text: str, error: bool = False) -> None:
         self.message.setText(text)
