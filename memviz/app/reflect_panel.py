@@ -93,10 +93,12 @@ class ReflectTools:
         self.consolidate_action.setToolTip("Apply decay and soft-delete what fell below the confidence floor")
         self.llm_action = w.tools_menu.addAction("&LLM settings…", self.open_settings)
         self.meter = ImportanceMeter(w.reflect_action)
+        self.meter_agent: str | None = None
         w.statusBar().addPermanentWidget(self.meter)
         self.meter.hide()
         w.state.data_changed.connect(self._on_data)
-        w.state.selection_changed.connect(lambda *a: self.refresh_meter())
+        # a full scan of the agent's rows: re-read when the data or the current agent changes, not per click
+        w.state.selection_changed.connect(lambda *a: self.current_agent() != self.meter_agent and self.refresh_meter())
         self._on_data(w.state.data)
 
     # ------------------------------------------------------------ store
@@ -127,6 +129,7 @@ class ReflectTools:
 
     def refresh_meter(self) -> None:
         store, agent = self.store, self.current_agent()
+        self.meter_agent = agent
         st = None
         if store is not None and agent is not None:
             try:
