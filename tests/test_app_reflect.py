@@ -9,8 +9,6 @@ import keyring.backend
 import keyring.backends.fail
 import pytest
 
-pytest.importorskip("pytestqt")
-
 from fake_openai import fake_openai, reply_error, reply_json, reply_text, slow  # noqa: E402,F401
 from PySide6.QtCore import QSettings, Qt  # noqa: E402
 from test_app_support import T0, build_store  # noqa: E402
