@@ -28,6 +28,7 @@ from .detail_panel import DetailPanel
 from .graph_panel import GraphPanel
 from .map_panel import MapPanel, layout_api
 from .query_panel import QueryPanel
+from .reflect_panel import install_reflect
 from .state import AppState, StoreData, load_store_data
 from .table_panel import TablePanel
 from .timeline import TimelinePanel
@@ -77,6 +78,7 @@ class MainWindow(QMainWindow):
         self._default_state = self.saveState(SETTINGS_VERSION)
         self._build_menus()
         self._build_status()
+        install_reflect(self)  # Tools ▸ Reflect…, Consolidate…, LLM settings…, importance meter
         self.state.data_changed.connect(self._update_status)
         self.state.selection_changed.connect(lambda *a: self._update_status())
         self.state.time_filter_changed.connect(lambda *a: self._update_status())

@@ -1,0 +1,485 @@
+"""Tools ▸ Reflect…: propose reflections with the LLM on a worker, review, write the accepted.
+
+`install_reflect(window)` wires Reflect…, Consolidate…, LLM settings… and the importance meter
+into the main window and returns the ReflectTools that own them. Writes go through
+memviz.edits.History (busy-agent retries) wrapped in an ActionCommand on the window's
+undo stack, so Ctrl+Z retires written reflections / puts consolidated values back.
+"""
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QUndoCommand
+from PySide6.QtWidgets import (
+    QCheckBox, QComboBox, QDialog, QFrame, QGroupBox, QHBoxLayout, QLabel, QListWidget, QListWidgetItem,
+    QProgressBar, QPushButton, QScrollArea, QSpinBox, QToolButton, QVBoxLayout, QWidget,
+)
+
+from memviz.edits import EditKept, History
+from memviz.reflect import (
+    CancelToken, LLMClient, ReflectError, ReflectionConfig, Reflector, engine_retriever, importance_status,
+)
+from memviz.reflect.actions import AcceptReflections
+from memviz.reflect.reflection import DEFAULT_THRESHOLD, THRESHOLD_META_KEY
+from memviz.store.errors import StoreError
+
+from .llm_settings import LLMSettingsDialog, load_llm_settings
+
+
+class ActionCommand(QUndoCommand):
+    """A memviz.edits Action already performed through `tools.history`; undo/redo replay it there.
+    Failures (the agent busy, the row changed since) are shown, never raised into Qt."""
+
+    def __init__(self, tools: "ReflectTools", action) -> None:
+        super().__init__(action.label)
+        self.tools, self.action = tools, action
+        self._pushed = False
+
+    def redo(self) -> None:
+        if not self._pushed:  # push() calls redo(): the action was performed just before
+            self._pushed = True
+            return
+        self.tools.replay(self.tools.history.redo)
+
+    def undo(self) -> None:
+        self.tools.replay(self.tools.history.undo)
+
+
+class ImportanceMeter(QWidget):
+    """Status-bar meter: importance accumulated since the last reflection vs the threshold."""
+
+    def __init__(self, reflect_action, parent=None) -> None:
+        super().__init__(parent)
+        self.bar = QProgressBar(maximumWidth=150, minimum=0, maximum=1000)
+        self.bar.setTextVisible(True)
+        self.suggest = QToolButton()
+        self.suggest.setDefaultAction(reflect_action)
+        self.suggest.setText("Reflect now?")
+        self.suggest.setToolButtonStyle(Qt.ToolButtonTextOnly)
+        self.suggest.hide()
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(self.bar)
+        lay.addWidget(self.suggest)
+        self.status = None
+
+    def show_status(self, st) -> None:
+        self.status = st
+        if st is None:
+            self.hide()
+            return
+        frac = st.accumulated / st.threshold if st.threshold > 0 else 1.0
+        self.bar.setValue(int(min(frac, 1.0) * 1000))
+        self.bar.setFormat(f"{st.accumulated:g} / {st.threshold:g}")
+        who = f" of {st.agent}" if st.agent else ""
+        self.setToolTip(f"Importance of {st.count} memories{who} recorded since the last reflection: "
+                        f"{st.accumulated:g} (reflect at {st.threshold:g})")
+        self.suggest.setVisible(st.crossed)
+        self.show()
+
+
+class ReflectTools:
+    """Owns the reflect/consolidate UI of one window and the edit History of its open store."""
+
+    def __init__(self, window) -> None:
+        self.window = window
+        self.history: History | None = None
+        self.dialog: ReflectDialog | None = None
+        self.consolidate_dialog = None
+        self.settings_dialog: LLMSettingsDialog | None = None
+        w = window
+        w.reflect_action.setToolTip("Propose reflections with the LLM, review them, write the accepted")
+        w.reflect_action.triggered.connect(self.open_reflect)
+        self.consolidate_action = w.tools_menu.addAction("&Consolidate…", self.open_consolidate)
+        self.consolidate_action.setToolTip("Apply decay and soft-delete what fell below the confidence floor")
+        self.llm_action = w.tools_menu.addAction("&LLM settings…", self.open_settings)
+        self.meter = ImportanceMeter(w.reflect_action)
+        self.meter_agent: str | None = None
+        w.statusBar().addPermanentWidget(self.meter)
+        self.meter.hide()
+        w.state.data_changed.connect(self._on_data)
+        # a full scan of the agent's rows: re-read when the data or the current agent changes, not per click
+        w.state.selection_changed.connect(lambda *a: self.current_agent() != self.meter_agent and self.refresh_meter())
+        self._on_data(w.state.data)
+
+    # ------------------------------------------------------------ store
+    @property
+    def store(self):
+        return None if self.window.state.data is None else self.window.state.data.store
+
+    def _on_data(self, data) -> None:
+        store = self.store
+        if store is None or self.history is None or self.history.store is not store:
+            if self.history is not None:
+                self.window.undo_stack.clear()  # commands of a closed store cannot be replayed
+            self.history = History(store) if store is not None else None
+        writable = store is not None and not store.read_only
+        tip = "" if writable else " (the store is not open for writing)"
+        self.window.reflect_action.setEnabled(writable)
+        self.consolidate_action.setEnabled(writable)
+        self.window.reflect_action.setStatusTip("Reflect with the LLM" + tip)
+        self.refresh_meter()
+
+    def current_agent(self) -> str | None:
+        """The agent of the current memory, else the one with the most memories."""
+        data = self.window.state.data
+        if data is None or not data.agents:
+            return None
+        cur = self.window.state.current
+        return str(data.arrays.agent[cur]) if cur is not None else data.agents[0]
+
+    def refresh_meter(self) -> None:
+        store, agent = self.store, self.current_agent()
+        self.meter_agent = agent
+        st = None
+        if store is not None and agent is not None:
+            try:
+                st = importance_status(store, agent)
+            except (ValueError, StoreError):
+                st = None  # an agent with no live memories: nothing to show
+        self.meter.show_status(st)
+
+    def threshold(self) -> float:
+        store = self.store
+        return DEFAULT_THRESHOLD if store is None else float(store.meta(THRESHOLD_META_KEY, DEFAULT_THRESHOLD))
+
+    def set_threshold(self, value: float) -> None:
+        """The store's own reflection threshold (memviz_meta), shared with `memviz reflect`."""
+        store = self.store
+        if store is None or float(value) == self.threshold():
+            return
+        try:
+            store.set_meta(THRESHOLD_META_KEY, float(value))
+        except StoreError as e:
+            self.window.show_error("Threshold not saved", str(e))
+        self.refresh_meter()
+
+    # ------------------------------------------------------------ writes
+    def perform(self, action) -> bool:
+        """Write `action` through the History and push it on the undo stack; errors are shown."""
+        try:
+            out = self.history.perform(action)
+        except EditKept as e:
+            self.history.discard_pending()
+            self.window.show_error("Not written", f"{e}\n\nNothing was written; try again in a moment.")
+            return False
+        except (StoreError, ReflectError) as e:
+            self.window.show_error("Not written", str(e))
+            return False
+        self.window.undo_stack.push(ActionCommand(self, action))
+        self._after(out)
+        return True
+
+    def replay(self, step) -> None:
+        try:
+            out = step()
+        except EditKept as e:
+            self.history.discard_pending()
+            self.window.show_error("Undo/redo not done", str(e))
+            return
+        except StoreError as e:
+            self.window.show_error("Undo/redo not done", str(e))
+            return
+        if out is not None:
+            self._after(out)
+
+    def _after(self, out) -> None:
+        """Show the outcome and reload the store, then select what changed."""
+        msg = out.text + (f" — {out.warning}" if out.warning else "")
+        self.window.statusBar().showMessage(msg, 10000)
+        ids = list(out.ids)
+
+        def select_once(data) -> None:
+            self.window.state.data_changed.disconnect(select_once)
+            if data is not None:
+                self.window.state.select_ids(ids, source=self)
+
+        self.window.state.data_changed.connect(select_once)
+        self.window.reload()
+
+    # ------------------------------------------------------------ dialogs
+    def open_reflect(self) -> None:
+        if self.dialog is None:
+            self.dialog = ReflectDialog(self)
+        self.dialog.set_agents()
+        self.dialog.show()
+        self.dialog.raise_()
+
+    def open_consolidate(self) -> None:
+        from .consolidate_dialog import ConsolidateDialog  # noqa: PLC0415
+        if self.store is None:
+            return
+        if self.consolidate_dialog is not None:
+            self.consolidate_dialog.close()
+        self.consolidate_dialog = ConsolidateDialog(self)
+        self.consolidate_dialog.show()
+        self.consolidate_dialog.make_plan()
+
+    def open_settings(self) -> LLMSettingsDialog:
+        self.settings_dialog = LLMSettingsDialog(self.window.settings, self.window.workers, self.window)
+        self.settings_dialog.open()
+        return self.settings_dialog
+
+
+class ProposalCard(QGroupBox):
+    """One proposed reflection: accept box, question, text (plain), cited evidence (clickable)."""
+
+    def __init__(self, n: int, proposal, select_ids) -> None:
+        super().__init__(f"Proposal {n}")
+        self.proposal = proposal
+        self.accept_box = QCheckBox("Accept")
+        self.accept_box.setChecked(bool(proposal.decision))
+        self.accept_box.toggled.connect(lambda on: proposal.accept() if on else proposal.reject())
+        question = QLabel(f"Question: {proposal.question}")
+        question.setTextFormat(Qt.PlainText)
+        question.setWordWrap(True)
+        question.setStyleSheet("color: #555; font-style: italic;")
+        self.text = QLabel(proposal.content)
+        self.text.setTextFormat(Qt.PlainText)  # LLM output is untrusted: never rich text
+        self.text.setWordWrap(True)
+        self.text.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        f = self.text.font()
+        f.setPointSizeF(f.pointSizeF() * 1.1)
+        self.text.setFont(f)
+        self.evidence = QListWidget()
+        self.evidence.setToolTip("Click a memory to select it in the other panels")
+        for e in proposal.cited:
+            it = QListWidgetItem(f"{e.id[:12]}  [{e.kind}, importance {e.importance:g}]  {e.content}")
+            it.setData(Qt.UserRole, e.id)
+            it.setToolTip(e.content)
+            self.evidence.addItem(it)
+        self.evidence.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)  # long texts elide; tooltip has all
+        self.evidence.setTextElideMode(Qt.ElideRight)
+        rows = max(1, min(len(proposal.cited), 5))
+        self.evidence.setFixedHeight(self.evidence.sizeHintForRow(0) * rows + 2 * self.evidence.frameWidth() + 4)
+        self.evidence.itemClicked.connect(lambda it: select_ids([it.data(Qt.UserRole)]))
+        ev_label = QLabel(f"Evidence cited ({len(proposal.cited)} of {len(proposal.evidence)} offered):")
+        if proposal.dropped_citations:
+            ev_label.setText(ev_label.text()[:-1] + f"; {len(proposal.dropped_citations)} unknown ids dropped:")
+        top = QHBoxLayout()
+        top.addWidget(self.text, 1)
+        top.addWidget(self.accept_box, 0, Qt.AlignTop)
+        lay = QVBoxLayout(self)
+        lay.addWidget(question)
+        lay.addLayout(top)
+        lay.addWidget(ev_label)
+        lay.addWidget(self.evidence)
+
+
+class ReflectDialog(QDialog):
+    """Non-modal: Propose (worker, progress, Cancel) -> cards -> Write accepted (undoable)."""
+
+    JOB = "reflect"
+
+    def __init__(self, tools: ReflectTools) -> None:
+        super().__init__(tools.window)
+        self.tools, self.window = tools, tools.window
+        self.setWindowTitle("Reflect")
+        self.run = None
+        self.reflector = None
+        self.token: CancelToken | None = None
+        self.cards: list[ProposalCard] = []
+
+        self.agent = QComboBox()
+        self.questions = QSpinBox(minimum=1, maximum=10, value=3)
+        self.evidence_k = QSpinBox(minimum=1, maximum=50, value=10)
+        self.threshold = QSpinBox(minimum=1, maximum=1_000_000, value=int(DEFAULT_THRESHOLD))
+        self.threshold.setToolTip("Suggest reflecting once the importance recorded since the last reflection "
+                                  "reaches this (saved in the store)")
+        self.threshold.editingFinished.connect(lambda: tools.set_threshold(self.threshold.value()))
+        self.llm_label = QLabel()
+        self.llm_label.setTextFormat(Qt.PlainText)
+        settings_btn = QPushButton("LLM settings…")
+        settings_btn.clicked.connect(lambda: tools.open_settings().finished.connect(lambda *_: self._show_llm()))
+        self.propose_button = QPushButton("Propose reflections")
+        self.propose_button.setDefault(True)
+        self.propose_button.clicked.connect(self.propose)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.clicked.connect(self.cancel)
+        self.cancel_button.hide()
+        self.progress = QProgressBar(maximum=1000)
+        self.progress.hide()
+        self.message = QLabel()
+        self.message.setTextFormat(Qt.PlainText)
+        self.message.setWordWrap(True)
+        self.problems = QLabel()
+        self.problems.setTextFormat(Qt.PlainText)
+        self.problems.setWordWrap(True)
+        self.problems.setStyleSheet("color: #8a5a00;")
+        self.problems.hide()
+        self.cards_box = QWidget()
+        self.cards_layout = QVBoxLayout(self.cards_box)
+        self.cards_layout.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.NoFrame)
+        scroll.setWidget(self.cards_box)
+        self.write_button = QPushButton("Write accepted")
+        self.write_button.setEnabled(False)
+        self.write_button.clicked.connect(self.write)
+        close = QPushButton("Close")
+        close.clicked.connect(self.close)
+
+        top = QHBoxLayout()
+        top.addWidget(QLabel("Agent"))
+        top.addWidget(self.agent, 1)
+        top.addWidget(QLabel("Questions"))
+        top.addWidget(self.questions)
+        top.addWidget(QLabel("Evidence per question"))
+        top.addWidget(self.evidence_k)
+        top.addWidget(QLabel("Suggest at"))
+        top.addWidget(self.threshold)
+        llm = QHBoxLayout()
+        llm.addWidget(self.llm_label, 1)
+        llm.addWidget(settings_btn)
+        run = QHBoxLayout()
+        run.addWidget(self.propose_button)
+        run.addWidget(self.progress, 1)
+        run.addWidget(self.cancel_button)
+        bottom = QHBoxLayout()
+        bottom.addStretch(1)
+        bottom.addWidget(self.write_button)
+        bottom.addWidget(close)
+        lay = QVBoxLayout(self)
+        lay.addLayout(top)
+        lay.addLayout(llm)
+        lay.addLayout(run)
+        lay.addWidget(self.message)
+        lay.addWidget(self.problems)
+        lay.addWidget(scroll, 1)
+        lay.addLayout(bottom)
+        self.resize(760, 640)
+        self.window.workers.finished.connect(self._job_ended)
+        self._show_llm()
+
+    def _show_llm(self) -> None:
+        s = load_llm_settings(self.window.settings)
+        self.llm_label.setText(f"LLM: {s.chat_model} at {s.base_url}")
+
+    def set_agents(self) -> None:
+        data = self.window.state.data
+        agents = list(data.agents) if data is not None else []
+        current = self.tools.current_agent()
+        self.agent.clear()
+        for a in agents:
+            self.agent.addItem(a or "(no agent)", a)
+        if current in agents:
+            self.agent.setCurrentIndex(agents.index(current))
+        self.threshold.setValue(int(round(self.tools.threshold())))
+        store = self.tools.store
+        self.threshold.setEnabled(store is not None and not store.read_only)
+
+    def _say(self, text: str, error: bool = False) -> None:
+        self.message.setText(text)
+        self.message.setStyleSheet("color: #b00; font-weight: bold;" if error else "")
+
+    def _busy(self, on: bool) -> None:
+        self.propose_button.setEnabled(not on)
+        self.cancel_button.setVisible(on)
+        self.progress.setVisible(on)
+        n = sum(c.accept_box.isChecked() and c.accept_box.isEnabled() for c in self.cards)
+        self.write_button.setText(f"Write {n} accepted" if n else "Write accepted")
+        self.write_button.setEnabled(not on and self.run is not None and n > 0)
+
+    def _clear(self) -> None:
+        for c in self.cards:
+            c.setParent(None)
+            c.deleteLater()
+        self.cards = []
+        self.run = None
+        self.problems.hide()
+
+    # ------------------------------------------------------------ propose
+    def propose(self) -> None:
+        store = self.tools.store
+        if store is None:
+            return
+        self._clear()
+        try:
+            llm = LLMClient(load_llm_settings(self.window.settings))
+        except ReflectError as e:
+            self._say(str(e), error=True)
+            return
+        agent = self.agent.currentData()
+        config = ReflectionConfig(questions=self.questions.value(), evidence=self.evidence_k.value())
+        params = self.window.query.params() if self.window.query.api is not None else None
+        self.token = token = CancelToken()
+
+        def job(ticket):
+            ticket.cancel_hook = token.cancel
+            reflector = Reflector(store, llm, agent=agent, config=config,
+                                  retriever=engine_retriever(store, agent=agent, params=params))
+            run = reflector.propose(progress=lambda d, t, m: ticket.progress(d / max(t, 1), m), cancel=token)
+            return reflector, run
+
+        self.progress.setRange(0, 0)
+        self._busy(True)
+        self._say(f"Asking {llm.settings.chat_model} …")
+        self.window.workers.submit(self.JOB, job, on_done=self._proposed, on_error=self._failed,
+                                   on_progress=self._progress)
+
+    def _progress(self, fraction: float, text: str) -> None:
+        self.progress.setRange(0, 1000)
+        self.progress.setValue(int(fraction * 1000))
+        self._say(text)
+
+    def cancel(self) -> None:
+        self.window.workers.cancel(self.JOB)
+
+    def _job_ended(self, name: str) -> None:
+        if name == self.JOB and self.token is not None and self.token.cancelled:
+            self.token = None
+            self._busy(False)
+            self._say("Cancelled; nothing was written.")
+
+    def _failed(self, err: Exception) -> None:
+        self.token = None
+        self._busy(False)
+        text = str(err) if isinstance(err, (ReflectError, StoreError, ValueError)) else \
+            f"Unexpected error: {type(err).__name__}: {err}"
+        self._say(f"{text}\nNothing was written.", error=True)
+
+    def _proposed(self, out) -> None:
+        self.token = None
+        self.reflector, self.run = out
+        run = self.run
+        for n, p in enumerate(run.proposals, 1):
+            card = ProposalCard(n, p, lambda ids: self.window.state.select_ids(ids, source=self))
+            card.accept_box.toggled.connect(lambda *_: self._busy(False))
+            self.cards.append(card)
+            self.cards_layout.insertWidget(self.cards_layout.count() - 1, card)
+        if run.problems:
+            self.problems.setText("Notes: " + "; ".join(run.problems))
+            self.problems.show()
+        self._busy(False)
+        n = len(run.proposals)
+        self._say(f"{n} reflection{'s' if n != 1 else ''} proposed by {run.model} for {run.agent or 'the agent'} "
+                  "— tick the ones to keep, then Write accepted." if n else
+                  "The LLM proposed no usable reflection; nothing was written.", error=not n)
+
+    # ------------------------------------------------------------ write
+    def write(self) -> None:
+        if self.run is None:
+            return
+        for c in self.cards:
+            (c.proposal.accept if c.accept_box.isChecked() else c.proposal.reject)()
+        try:
+            action = AcceptReflections(self.reflector, self.run)
+        except StoreError as e:
+            self._say(str(e), error=True)
+            return
+        if self.tools.perform(action):
+            done = [c for c in self.cards if c.proposal.written_id]
+            for c in self.cards:
+                c.accept_box.setEnabled(False)
+                if c.proposal.written_id:
+                    c.setTitle(c.title() + " — written")
+            self.write_button.setEnabled(False)
+            self._say(f"Wrote {len(done)} reflection{'s' if len(done) != 1 else ''} (Edit ▸ Undo retires them).")
+
+
+def install_reflect(window) -> ReflectTools:
+    window.reflect_tools = ReflectTools(window)
+    return window.reflect_tools
+
+
+__all__ = ["install_reflect", "ReflectTools", "ReflectDialog", "ProposalCard", "ImportanceMeter", "ActionCommand"]
