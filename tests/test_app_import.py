@@ -62,6 +62,8 @@ def test_real_persona_imported_and_opened(qtbot, win, tmp_path):
     assert total > 912 and done == total                    # embedding + writing, to the end
     assert dlg.bar.value() == dlg.bar.maximum()
     assert "Imported 912 of 912 memories" in dlg.message.text()
+    dlg.source.editingFinished.emit()   # what the source field sends when it loses focus (disabled by Import)
+    assert dlg.output.text() == str(out) and dlg.source.text() == str(REAL_PERSONA)  # still as chosen
     assert "filling-string" in dlg.details.toPlainText() and "node_881" in dlg.details.toPlainText()
     data = win.state.data
     assert data.store.path == str(out) and data.n == 912

@@ -73,6 +73,7 @@ class ImportDialog(QDialog):
         self.confirm_box: QMessageBox | None = None
         self._ticket = None
         self._output_edited = False
+        self._source_set: str | None = None
         self._build()
         self._progressed.connect(self._on_progress)
         self._job_ended.connect(self._on_ended)
@@ -85,7 +86,9 @@ class ImportDialog(QDialog):
         self.format.addItems(list(FORMATS))
         self.source = QLineEdit()
         self.source.setPlaceholderText("a Generative Agents folder, stream.jsonl, or a .jsonl dump")
-        self.source.editingFinished.connect(lambda: self.set_source(self.source.text(), typed=True))
+        # editingFinished also fires when the field merely loses focus (e.g. disabled by Import):
+        # only a changed text is a new source, else a chosen output would be reset to the default
+        self.source.editingFinished.connect(self._source_typed)
         src_folder = QPushButton("Folder…", clicked=self._choose_folder)
         src_file = QPushButton("File…", clicked=self._choose_file)
         self.output = QLineEdit()
@@ -153,12 +156,18 @@ class ImportDialog(QDialog):
     def running(self) -> bool:
         return self._ticket is not None
 
+    def _source_typed(self) -> None:
+        text = self.source.text().strip()
+        if text and os.path.abspath(os.path.expanduser(text)) != self._source_set:
+            self.set_source(text, typed=True)
+
     def set_source(self, path: str, typed: bool = False) -> None:
         """Fill in the source, the format it looks like, and (unless the user chose one) the output."""
         path = path.strip()
         if not path:
             return
         path = os.path.abspath(os.path.expanduser(path))
+        self._source_set = path
         self.source.setText(path)
         fmt = detect_format(path)
         if fmt:
