@@ -64,7 +64,7 @@ def test_real_persona_imported_and_opened(qtbot, win, tmp_path):
     assert "Imported 912 of 912 memories" in dlg.message.text()
     dlg.source.editingFinished.emit()   # what the source field sends when it loses focus (disabled by Import)
     assert dlg.output.text() == str(out) and dlg.source.text() == str(REAL_PERSONA)  # still as chosen
-    assert "filling-string" in dlg.details.toPlainText() and "node_881" in dlg.details.toPlainText()
+    assert "  node_881: filling is one id given as a string" in dlg.details.toPlainText()
     data = win.state.data
     assert data.store.path == str(out) and data.n == 912
     assert win.status_counts.text().startswith("912 memories")
@@ -86,7 +86,9 @@ def test_malformed_jsonl_lines_are_listed_and_the_rest_imported(qtbot, win, tmp_
     with qtbot.waitSignal(win.opened, timeout=60000):
         assert run_import(qtbot, dlg) == "done"
     text = dlg.details.toPlainText()
-    assert "malformed-json" in text and "line 2" in text and "line 5" in text
+    assert "Skipped (not imported): 2" in text
+    bad = [ln.strip() for ln in text.splitlines() if "[malformed-json]" in ln]
+    assert [ln.split(":")[0] for ln in bad] == ["line 2", "line 5"]
     assert "Imported 4 of" in dlg.message.text() and "2 skipped" in dlg.message.text()
     assert sorted(win.state.data.arrays.ids) == ["m0", "m2", "m3", "m5"]
 

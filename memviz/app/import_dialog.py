@@ -25,7 +25,7 @@ JOB = "import"
 IMPORT_SUFFIXES = (".json", ".jsonl", ".ndjson")
 #: folder names inside a GA persona: the store is named after the persona above them
 _GA_INNER = {"associative_memory", "bootstrap_memory", "nodes.json"}
-REPORT_LIMIT = 50   # examples shown per kind of problem
+REPORT_LIMIT = 200  # items listed per section of the report (the counts are always exact)
 
 
 def is_import_source(path: str) -> bool:
@@ -273,7 +273,7 @@ class ImportDialog(QDialog):
             self._say(f"Imported {payload.imported:,} of {payload.read:,} memories"
                       + (f" ({problems:,} skipped, see below)" if problems else "")
                       + f" into {payload.output}. Opening it in the window.")
-            self.details.setPlainText("\n".join(payload.summary(limit=REPORT_LIMIT)))
+            self.details.setPlainText(report_text(payload))
             self._output_edited = False   # a new import from here gets a fresh default name
             self.window_.open_path(payload.output)
             self.imported.emit(payload)
@@ -298,6 +298,26 @@ class ImportDialog(QDialog):
         """Closing the dialog cancels a running import (it then finishes in the background)."""
         self.cancel()
         super().reject()
+
+
+def report_text(report) -> str:
+    """The import report with one line per skipped or noted item (ImportReport.summary() packs
+    them into one line per kind, which suits a terminal, not a scrolling text box)."""
+    lines = report.summary()[:1]
+    if report.agents:
+        lines.append("agents: " + ", ".join(a or "(none)" for a in report.agents))
+    emb = report.embedding
+    if emb.get("model"):
+        lines.append(f"embeddings: {emb['count']} x {emb['dim']}-d {emb['model']} ({emb['origin']})")
+    for title, issues in (("Skipped (not imported)", report.skipped), ("Kept with a note", report.quirks)):
+        if issues:
+            lines += ["", f"{title}: {len(issues)}"]
+            lines += [f"  {i.where}: {i.message}  [{i.code}]" for i in issues[:REPORT_LIMIT]]
+            if len(issues) > REPORT_LIMIT:
+                lines.append(f"  … and {len(issues) - REPORT_LIMIT} more")
+    if report.warnings:
+        lines += ["", "Warnings:"] + [f"  {w}" for w in report.warnings]
+    return "\n".join(lines)
 
 
 def _row(*widgets) -> QWidget:
