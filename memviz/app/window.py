@@ -26,6 +26,7 @@ from memviz.store import iso
 
 from .detail_panel import DetailPanel
 from .graph_panel import GraphPanel
+from .import_dialog import is_import_source, show_import_dialog
 from .map_panel import MapPanel, layout_api
 from .query_panel import QueryPanel
 from .reflect_panel import install_reflect
@@ -123,6 +124,7 @@ class MainWindow(QMainWindow):
         self.recent_menu = file.addMenu("Open &Recent")
         self.recent_menu.aboutToShow.connect(self._fill_recent)
         file.addAction("Open the &sample store", self.open_sample)
+        file.addAction("&Import…", lambda: show_import_dialog(self)).setShortcut(QKeySequence("Ctrl+I"))
         self.reload_action = file.addAction("Re&load", self.reload)
         self.reload_action.setShortcut(QKeySequence.Refresh)
         file.addSeparator()
@@ -345,7 +347,10 @@ class MainWindow(QMainWindow):
         files = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
         if files:
             event.acceptProposedAction()
-            self.open_path(files[0])
+            if is_import_source(files[0]):  # a folder or a JSON(L) dump: import it first
+                show_import_dialog(self, files[0])
+            else:
+                self.open_path(files[0])
 
     # ------------------------------------------------------------ actions
     def find(self) -> None:
