@@ -184,3 +184,16 @@ def test_default_output_names_the_persona_and_avoids_existing_files(tmp_path):
     assert default_output(str(mem)) == str(tmp_path / "Klaus.db")
     (tmp_path / "Klaus.db").touch()
     assert default_output(str(tmp_path / "Klaus")) == str(tmp_path / "Klaus-2.db")
+
+
+@needs_real
+def test_imported_ga_store_starts_with_the_ga_preset(qtbot, tmp_path):
+    from memviz.importers import import_source
+    out = tmp_path / "isabella.db"
+    import_source("generative-agents", str(REAL_PERSONA / "bootstrap_memory"), str(out))
+    win = MainWindow(QSettings(str(tmp_path / "s.ini"), QSettings.IniFormat))
+    qtbot.addWidget(win)
+    win.map.auto_umap = False
+    with qtbot.waitSignal(win.opened, timeout=60000):
+        win.open_path(str(out))
+    assert win.query.preset.currentText() == "generative-agents"

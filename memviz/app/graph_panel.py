@@ -298,7 +298,9 @@ class GraphPanel(ScatterPanel):
             half = (len(text) * 3.6 + 6) * pw  # half the label's width in view units (about 7 px a character)
             lo, hi = g.x[i] - half, g.x[i] + half
             for side in ("above", "below"):
-                row = taken.setdefault((float(g.y[i]), side), [])
+                # "above" anchors the text under the node on screen, "below" over it: the band under
+                # level L is the band over level L-1, so both sides of neighbouring levels share it
+                row = taken.setdefault(round(float(g.y[i]) + (-0.5 if side == "above" else 0.5), 3), [])
                 if all(hi < a or lo > b for a, b in row):
                     row.append((lo, hi))
                     break

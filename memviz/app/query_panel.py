@@ -408,6 +408,9 @@ class QueryPanel(QWidget):
             combo.addItem("all")
             combo.addItems([i or "(none)" for i in items])
             combo.blockSignals(False)
+        if data is not None and self.api is not None and data.store.meta("ga_weights"):
+            # an imported Generative Agents store: start with the retrieval its agents used
+            self.preset.setCurrentText("generative-agents")
         if data is not None:
             lo, hi = data.store.time_span()
             if hi is not None:
