@@ -25,6 +25,7 @@ import memviz.store as ms
 from memviz.store import iso
 
 from .detail_panel import DetailPanel
+from .edit_actions import install_edit_actions
 from .graph_panel import GraphPanel
 from .map_panel import MapPanel, layout_api
 from .query_panel import QueryPanel
@@ -77,6 +78,7 @@ class MainWindow(QMainWindow):
         self._default_state = self.saveState(SETTINGS_VERSION)
         self._build_menus()
         self._build_status()
+        self.edits = install_edit_actions(self)  # edit actions, undo, retired dock, external-change refresh
         self.state.data_changed.connect(self._update_status)
         self.state.selection_changed.connect(lambda *a: self._update_status())
         self.state.time_filter_changed.connect(lambda *a: self._update_status())
