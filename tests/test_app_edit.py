@@ -164,7 +164,7 @@ def test_conflict_when_the_row_changed_behind_the_window(qtbot, win, db):
     assert isinstance(dlg, ConflictDialog)
     cells = {dlg.table.topLevelItem(i).text(0): (dlg.table.topLevelItem(i).text(1), dlg.table.topLevelItem(i).text(2))
              for i in range(dlg.table.topLevelItemCount())}
-    assert cells["importance"][1] == "1.0" and cells["importance"][0] != "1.0"  # both versions shown
+    assert cells["importance"] == ("5", "1") and cells["protected"] == ("no", "no")  # both versions shown
     assert row(win, "ep05")["protected"] is False  # nothing written yet
     dlg.mine_button.click()
     settle(qtbot, win)

@@ -129,11 +129,10 @@ class EditController(QObject):
             return
         try:
             change = self.watcher.poll()
-        except (apsw.ThreadingViolationError, apsw.BusyError, StoreError):
-            return  # the connection is in use by a background job, or the file is locked: next tick
+        except (apsw.Error, StoreError):
+            return  # in use by a background job, locked, or closed with the window: try at the next tick
         if change is not None:
-            self.window.statusBar().showMessage(
-                f"The store was changed by another process ({len(change.new_ids)} new); reloaded", 4000)
+            self.window.statusBar().showMessage("The store was changed by another process; reloaded", 4000)
             self.window.reload()
 
     # ------------------------------------------------------------ enabling
@@ -232,9 +231,12 @@ class EditController(QObject):
         return [i for i in ids if self.applicable(key, [i])]
 
     def _field_action(self, cls, key, ids, **kw):
-        ids = self._targets(key, ids)
-        if ids:
-            self.perform(cls(ids, shown_rows=self.shown_rows(ids), **kw))
+        targets = self._targets(key, ids)
+        if not targets:
+            self.window.statusBar().showMessage(f"Nothing to change: {cls.verb.lower()} does not apply to "
+                                                f"the chosen memor{'y' if len(ids) == 1 else 'ies'}", 6000)
+            return
+        self.perform(cls(targets, shown_rows=self.shown_rows(targets), **kw))
 
     def _confirm(self, ids):
         self._field_action(Confirm, "confirm", ids)

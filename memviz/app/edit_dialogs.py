@@ -29,6 +29,10 @@ def plain_label(text: str = "", *, wrap: bool = True) -> QLabel:
 def _show(value, field: str) -> str:
     if field == "valid_until":
         return "current" if value is None else f"retired {iso(value)} UTC"
+    if field == "protected":
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.4g}"
     if isinstance(value, (list, dict)):
         return json.dumps(value, ensure_ascii=False)
     return "" if value is None else str(value)
@@ -92,9 +96,14 @@ class ConflictDialog(QDialog):
         lay.addWidget(plain_label(f"{error}\nYour edit: {description}. Nothing has been written yet."))
         self.table = QTreeWidget(headerLabels=["field", "as you saw it", "now in the store"], rootIsDecorated=False)
         self.table.setWordWrap(True)
+        self.table.setSelectionMode(QTreeWidget.NoSelection)
+        self.table.setFocusPolicy(Qt.NoFocus)
         expected, current = dict(error.expected or {}), dict(error.current or {})
-        for f in [f for f in SHOWN_FIELDS if f in expected or f in current]:
-            mine, now = _show(expected.get(f), f), _show(current.get(f), f)
+        fields = [f for f in SHOWN_FIELDS if f in expected] + [f for f in SHOWN_FIELDS if f in current and
+                                                                 f not in expected]
+        for f in fields:
+            # a field the window did not guard has no "as you saw it" value
+            mine, now = (_show(expected[f], f) if f in expected else "—"), _show(current.get(f), f)
             item = QTreeWidgetItem([f, mine, now])
             if f in expected and mine != now:
                 for c in range(3):
