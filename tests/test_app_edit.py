@@ -194,7 +194,7 @@ def test_conflicting_correction_keeps_the_users_text(qtbot, win, db):
 
 def test_busy_agent_edit_is_kept_then_retried(qtbot, win, db):
     ctl = win.edits
-    win.state.data.store.conn.set_busy_timeout(50)
+    win.edits.store.conn.set_busy_timeout(50)
     agent = connect(db)
     agent.execute("BEGIN IMMEDIATE")
     try:
@@ -219,7 +219,7 @@ def test_busy_agent_edit_is_kept_then_retried(qtbot, win, db):
 
 def test_busy_edit_discarded_only_when_asked(qtbot, win, db):
     ctl = win.edits
-    win.state.data.store.conn.set_busy_timeout(50)
+    win.edits.store.conn.set_busy_timeout(50)
     agent = connect(db)
     agent.execute("BEGIN IMMEDIATE")
     menu_action(win, ["ep07"], "confirm").trigger()
@@ -256,3 +256,56 @@ def test_read_only_store_disables_edits(qtbot, tmp_path, db):
     assert "read-only" in win.statusBar().currentMessage()
     assert row(win, "ep01")["valid_until"] is None
     assert not win.edits.retired.restore_button.isEnabled()
+
+
+def test_undo_while_the_agent_is_busy_is_kept_and_the_stack_follows(qtbot, win, db):
+    ctl = win.edits
+    menu_action(win, ["ep08"], "confirm").trigger()
+    settle(qtbot, win)
+    ctl.store.conn.set_busy_timeout(50)
+    agent = connect(db)
+    agent.execute("BEGIN IMMEDIATE")
+    try:
+        win.undo_action.trigger()
+        assert isinstance(ctl.dialog, BusyDialog) and row(win, "ep08")["protected"] is True
+        # the undo is queued, not done: the Qt stack goes back to match History
+        qtbot.waitUntil(lambda: win.undo_stack.index() == 1 and win.undo_action.isEnabled(), timeout=2000)
+        agent.execute("ROLLBACK")
+        ctl.dialog.retry_button.click()
+    finally:
+        agent.close()
+    settle(qtbot, win)
+    assert row(win, "ep08")["protected"] is False
+    qtbot.waitUntil(lambda: win.undo_stack.index() == 0 and win.redo_action.isEnabled(), timeout=2000)
+
+
+def test_quick_successive_edits_during_the_reload_are_all_written(qtbot, win):
+    ids = ["ep00", "ep09", "ep10", "ep11"]
+    for mid in ids:  # no waiting: each refresh is still loading when the next edit comes
+        win.state.select_ids([mid])
+        win.edits.actions["delete"].trigger()
+    qtbot.waitUntil(lambda: all(row(win, i)["valid_until"] is not None for i in ids), timeout=5000)
+    settle(qtbot, win)
+    qtbot.waitUntil(lambda: win.undo_stack.count() == 4, timeout=2000)
+    assert all(not win.state.data.arrays.live[win.state.data.arrays.index_of(i)] for i in ids)
+
+
+def test_correct_when_the_model_is_unavailable_warns_and_marks_the_row(qtbot, tmp_path):
+    from conftest import unit_vectors
+    path = str(tmp_path / "remote.db")
+    with ms.create(path) as s:
+        s.insert_memories([{"id": f"r{i}", "kind": "fact", "content": f"remote fact {i}", "embedding": v,
+                            "embedding_model": "remote-embedder-x"} for i, v in enumerate(unit_vectors(4, 8))])
+    win = open_window(qtbot, tmp_path, path)
+    ctl = win.edits
+    win.state.select_ids(["r1"])
+    menu_action(win, ["r1"], "correct").trigger()
+    dlg = ctl.dialog
+    assert dlg.warning.isVisible() and "needing an embedding" in dlg.warning.text()
+    dlg.new_text.setPlainText("remote fact one, corrected")
+    dlg.accept()
+    assert "no embedding" in ctl.dialog.windowTitle().lower()  # told again once written
+    settle(qtbot, win)
+    new = row(win, win.state.selected_ids[0])
+    assert new["content"] == "remote fact one, corrected" and new["embedding"] is None
+    assert new["attributes"].get("needs_embedding") is True

@@ -20,10 +20,11 @@ from __future__ import annotations
 import math
 
 import apsw
-from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence, QUndoCommand
 from PySide6.QtWidgets import QDockWidget, QMessageBox
 
+import memviz.store as ms
 from memviz.edits import (
     ChangeWatcher, Confirm, Correct, EditKept, History, Restore, SetImportance, SetTags, SoftDelete, Unprotect,
 )
@@ -73,6 +74,8 @@ class EditController(QObject):
         super().__init__(window)
         self.window, self.state = window, window.state
         self.history: History | None = None
+        self._main = None              # the window's Store
+        self._edit_store = None        # our own connection to it (the same object when read-only)
         self.watcher: ChangeWatcher | None = None
         self.dialog = None             # the dialog shown last (tests drive it; kept so it is not collected)
         self._embedders: dict = {}     # (model, dim) -> Embedder or the EmbedderUnavailable message
@@ -94,22 +97,28 @@ class EditController(QObject):
         window.add_context_provider(self.context_actions)
         self.state.data_changed.connect(self._on_data)
         self.state.selection_changed.connect(lambda *a: self.update_enabled())
+        window.installEventFilter(self)
         self.update_enabled()
 
     # ------------------------------------------------------------ store lifecycle
     @property
     def store(self):
-        return None if self.state.data is None else self.state.data.store
+        """The connection edits (and the controller's own reads) use: a second connection to the
+        window's store, so a write never meets a background job reading on the window's one."""
+        return self._edit_store
 
     def _on_data(self, data) -> None:
-        store = self.store
-        if store is None or self.history is None or self.history.store is not store:
-            self.history = None if store is None else History(store, attempts=1)
+        main = None if data is None else data.store
+        if main is not self._main:
+            self._close_edit_store()
+            self._main = main
+            self._edit_store = main if main is None or main.read_only else self._open_second(main)
+            self.history = None if main is None else History(self._edit_store, attempts=1)
             if self.history is not None:
                 self.history.listeners.append(lambda h: self._sync_later())
-            self.watcher = None if store is None else ChangeWatcher(store)
+            self.watcher = None if main is None else ChangeWatcher(main)
             self._rebuild_stack()
-            if store is None:
+            if main is None:
                 self.watch_timer.stop()
             else:
                 self.watch_timer.start()
@@ -117,6 +126,24 @@ class EditController(QObject):
             ids, self._select_after = self._select_after, None
             QTimer.singleShot(0, lambda: self.state.select_ids(ids))
         self.update_enabled()
+
+    @staticmethod
+    def _open_second(main):
+        try:
+            return ms.open(main.path)
+        except StoreError:
+            return main  # e.g. the file went away: edits then fail with the store's own message
+
+    def _close_edit_store(self) -> None:
+        if self._edit_store is not None and self._edit_store is not self._main:
+            self._edit_store.close()
+        self._edit_store = None
+
+    def eventFilter(self, obj, event) -> bool:
+        if obj is self.window and event.type() == QEvent.Close:
+            self.watch_timer.stop()
+            self._close_edit_store()
+        return False
 
     def refresh(self, select: list[str] | None = None) -> None:
         """Reload the panels after a write; select `select` (else keep the selection)."""
@@ -137,7 +164,7 @@ class EditController(QObject):
 
     # ------------------------------------------------------------ enabling
     def read_only_reason(self) -> str | None:
-        store = self.store
+        store = self._main
         if store is None:
             return "no store is open"
         return f"read-only: {store.read_only_reason}" if store.read_only else None
@@ -350,13 +377,22 @@ class EditController(QObject):
             self._open(box)
         self.window.statusBar().showMessage(msg, 8000)
         live = [i for i in out.ids if self._is_live_after(i)]
+        self._rebaseline_watcher()
         self.refresh(select=(live or out.ids) if out.ids else None)
         self.edited.emit(out)
+
+    def _rebaseline_watcher(self) -> None:
+        """Our own commit (on the second connection) is not a change by another process: the
+        reload that follows it covers anything the agent wrote meanwhile."""
+        try:
+            self.watcher = ChangeWatcher(self._main)
+        except (apsw.Error, StoreError):
+            pass  # the window's connection is busy in a job: one extra reload at worst
 
     def _is_live_after(self, mid: str) -> bool:
         try:
             row = self.store.get(mid)
-        except (apsw.ThreadingViolationError, StoreError):
+        except StoreError:
             return True
         return row is not None and row["valid_until"] is None
 

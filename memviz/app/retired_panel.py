@@ -54,7 +54,8 @@ class RetiredPanel(QWidget):
         data = self.state.data
         keep = set(self.chosen_ids())
         self.tree.clear()
-        self.items = [] if data is None else retired(data.store, limit=LIMIT)
+        store = self.controller.store
+        self.items = [] if data is None or store is None else retired(store, limit=LIMIT)
         total = 0 if data is None else data.counts["retired"]
         self.count.setText(f"{total:,} retired memories" + (f" (newest {LIMIT:,} shown)" if total > LIMIT else ""))
         self.tree.blockSignals(True)
