@@ -124,7 +124,7 @@ class EditController(QObject):
                 self.watch_timer.start()
         if self._select_after is not None:
             ids, self._select_after = self._select_after, None
-            QTimer.singleShot(0, lambda: self.state.select_ids(ids))
+            QTimer.singleShot(0, self, lambda: self.state.select_ids(ids))
         self.update_enabled()
 
     @staticmethod
@@ -281,7 +281,8 @@ class EditController(QObject):
         a = self.state.data.arrays
         r = a.index_of(ids[0])
         dlg = ImportanceDialog(float(a.importance[r]) if r is not None else 5.0, len(ids), self.window)
-        dlg.accepted.connect(lambda: self.perform(SetImportance(ids, dlg.spin.value(), shown_rows=self.shown_rows(ids))))
+        dlg.accepted.connect(lambda: self.perform(
+            SetImportance(ids, dlg.spin.value(), shown_rows=self.shown_rows(ids))))
         self._open(dlg)
 
     def _tags(self, ids):
@@ -452,7 +453,7 @@ class EditController(QObject):
     # ------------------------------------------------------------ the Qt undo stack as a mirror of History
     def _sync_later(self) -> None:
         # History changes while QUndoStack is inside undo()/redo(); rebuild once it has moved its index
-        QTimer.singleShot(0, self._rebuild_stack)
+        QTimer.singleShot(0, self, self._rebuild_stack)
 
     def _rebuild_stack(self) -> None:
         stack = self.window.undo_stack
@@ -460,8 +461,8 @@ class EditController(QObject):
         done = h.done if h else []
         undone = list(reversed(h.undone)) if h else []
         want = done + undone
-        if [c is a for c, a in zip(self._mirror, want)] == [True] * len(want) and len(self._mirror) == len(want) \
-                and stack.count() == len(want) and stack.index() == len(done):
+        same = len(self._mirror) == len(want) and all(c is a for c, a in zip(self._mirror, want))
+        if same and stack.count() == len(want) and stack.index() == len(done):
             return
         self._mirroring = True
         try:

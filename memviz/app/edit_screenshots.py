@@ -69,7 +69,8 @@ def main(argv=None) -> int:
     menu.close()
 
     ctl.run("correct", [ALLERGY])
-    ctl.dialog.new_text.setPlainText("Lina is allergic to peanuts and tree nuts; always check restaurant menus for her.")
+    ctl.dialog.new_text.setPlainText(
+        "Lina is allergic to peanuts and tree nuts; always check restaurant menus for her.")
     shot("edit-correct.png")
     ctl.dialog.accept()
     settle()
