@@ -119,6 +119,8 @@ def test_keyboard_shortcuts_act_on_the_selection(qtbot, win):
     assert row(win, "ep03")["valid_until"] is not None
     assert not win.edits.actions["delete"].isEnabled() and win.edits.actions["restore"].isEnabled()
     assert "ep03" in [m.id for m in win.edits.retired.items]
+    # the window's selection is marked in the retired list, so Restore acts on it
+    assert win.edits.retired.chosen_ids() == ["ep03"] and win.edits.retired.restore_button.isEnabled()
     win.edits.retired.tree.clearSelection()
     item = next(win.edits.retired.tree.topLevelItem(i) for i in range(win.edits.retired.tree.topLevelItemCount())
                 if win.edits.retired.tree.topLevelItem(i).text(3) == "ep03")

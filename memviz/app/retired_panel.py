@@ -48,11 +48,24 @@ class RetiredPanel(QWidget):
         lay.addWidget(self.tree, 1)
         self.context_requested.connect(lambda ids, pos: controller.window.show_context_menu(ids, pos))
         state.data_changed.connect(lambda _d: self.refresh())
+        state.selection_changed.connect(self._on_selection)
         self.refresh()
+
+    def _on_selection(self, rows, current, source) -> None:
+        """Mark the retired memories among the window's selection (so Restore acts on them)."""
+        if source is self:
+            return
+        chosen = set(self.state.selected_ids)
+        self.tree.blockSignals(True)
+        for i in range(self.tree.topLevelItemCount()):
+            item = self.tree.topLevelItem(i)
+            item.setSelected(item.data(0, Qt.UserRole) in chosen)
+        self.tree.blockSignals(False)
+        self._update_button()
 
     def refresh(self) -> None:
         data = self.state.data
-        keep = set(self.chosen_ids())
+        keep = set(self.state.selected_ids)
         self.tree.clear()
         store = self.controller.store
         self.items = [] if data is None or store is None else retired(store, limit=LIMIT)
