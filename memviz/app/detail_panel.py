@@ -169,7 +169,7 @@ class DetailPanel(QWidget):
         for h in store.history(mid):
             change = h["after"] if h["action"] != "insert" else {}
             before = h["before"] or {}
-            parts = [f"{k}: {_short(before.get(k))} → {_short(v)}" for k, v in (change or {}).items()]
+            parts = [f"{k}: {_change(k, before.get(k))} → {_change(k, v)}" for k, v in (change or {}).items()]
             self.history.addTopLevelItem(QTreeWidgetItem(
                 [iso(h["at"]), h["action"], h["actor"] or "", "; ".join(parts) + (f"  ({h['note']})" if h["note"] else "")]))
 
@@ -208,6 +208,11 @@ class DetailPanel(QWidget):
         mid = item.data(0, Qt.UserRole)
         if mid and mid != self.shown_id:
             self.state.select_ids([mid], source=None)
+
+
+def _change(field: str, v) -> str:
+    """One side of an audited change; times as UTC dates (an undo of a delete reads as such)."""
+    return iso(v) if field in _TIME_FIELDS and isinstance(v, (int, float)) else _short(v)
 
 
 def _short(v) -> str:

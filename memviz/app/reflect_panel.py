@@ -1,20 +1,18 @@
 """Tools ▸ Reflect…: propose reflections with the LLM on a worker, review, write the accepted.
 
 `install_reflect(window)` wires Reflect…, Consolidate…, LLM settings… and the importance meter
-into the main window and returns the ReflectTools that own them. Writes go through
-memviz.edits.History (busy-agent retries) wrapped in an ActionCommand on the window's
-undo stack, so Ctrl+Z retires written reflections / puts consolidated values back.
+into the main window and returns the ReflectTools that own them. Writes go through the
+window's edit controller (`window.edits.perform`: the one History and undo stack of the
+window), so Ctrl+Z retires written reflections / puts consolidated values back.
 """
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QUndoCommand
 from PySide6.QtWidgets import (
     QCheckBox, QComboBox, QDialog, QFrame, QGroupBox, QHBoxLayout, QLabel, QListWidget, QListWidgetItem,
     QProgressBar, QPushButton, QScrollArea, QSpinBox, QToolButton, QVBoxLayout, QWidget,
 )
 
-from memviz.edits import EditKept, History
 from memviz.reflect import (
     CancelToken, LLMClient, ReflectError, ReflectionConfig, Reflector, engine_retriever, importance_status,
 )
@@ -23,25 +21,6 @@ from memviz.reflect.reflection import DEFAULT_THRESHOLD, THRESHOLD_META_KEY
 from memviz.store.errors import StoreError
 
 from .llm_settings import LLMSettingsDialog, load_llm_settings
-
-
-class ActionCommand(QUndoCommand):
-    """A memviz.edits Action already performed through `tools.history`; undo/redo replay it there.
-    Failures (the agent busy, the row changed since) are shown, never raised into Qt."""
-
-    def __init__(self, tools: "ReflectTools", action) -> None:
-        super().__init__(action.label)
-        self.tools, self.action = tools, action
-        self._pushed = False
-
-    def redo(self) -> None:
-        if not self._pushed:  # push() calls redo(): the action was performed just before
-            self._pushed = True
-            return
-        self.tools.replay(self.tools.history.redo)
-
-    def undo(self) -> None:
-        self.tools.replay(self.tools.history.undo)
 
 
 class ImportanceMeter(QWidget):
@@ -78,11 +57,10 @@ class ImportanceMeter(QWidget):
 
 
 class ReflectTools:
-    """Owns the reflect/consolidate UI of one window and the edit History of its open store."""
+    """Owns the reflect/consolidate UI of one window."""
 
     def __init__(self, window) -> None:
         self.window = window
-        self.history: History | None = None
         self.dialog: ReflectDialog | None = None
         self.consolidate_dialog = None
         self.settings_dialog: LLMSettingsDialog | None = None
@@ -108,10 +86,6 @@ class ReflectTools:
 
     def _on_data(self, data) -> None:
         store = self.store
-        if store is None or self.history is None or self.history.store is not store:
-            if self.history is not None:
-                self.window.undo_stack.clear()  # commands of a closed store cannot be replayed
-            self.history = History(store) if store is not None else None
         writable = store is not None and not store.read_only
         tip = "" if writable else " (the store is not open for writing)"
         self.window.reflect_action.setEnabled(writable)
@@ -155,46 +129,9 @@ class ReflectTools:
 
     # ------------------------------------------------------------ writes
     def perform(self, action) -> bool:
-        """Write `action` through the History and push it on the undo stack; errors are shown."""
-        try:
-            out = self.history.perform(action)
-        except EditKept as e:
-            self.history.discard_pending()
-            self.window.show_error("Not written", f"{e}\n\nNothing was written; try again in a moment.")
-            return False
-        except (StoreError, ReflectError) as e:
-            self.window.show_error("Not written", str(e))
-            return False
-        self.window.undo_stack.push(ActionCommand(self, action))
-        self._after(out)
-        return True
-
-    def replay(self, step) -> None:
-        try:
-            out = step()
-        except EditKept as e:
-            self.history.discard_pending()
-            self.window.show_error("Undo/redo not done", str(e))
-            return
-        except StoreError as e:
-            self.window.show_error("Undo/redo not done", str(e))
-            return
-        if out is not None:
-            self._after(out)
-
-    def _after(self, out) -> None:
-        """Show the outcome and reload the store, then select what changed."""
-        msg = out.text + (f" — {out.warning}" if out.warning else "")
-        self.window.statusBar().showMessage(msg, 10000)
-        ids = list(out.ids)
-
-        def select_once(data) -> None:
-            self.window.state.data_changed.disconnect(select_once)
-            if data is not None:
-                self.window.state.select_ids(ids, source=self)
-
-        self.window.state.data_changed.connect(select_once)
-        self.window.reload()
+        """Write `action` through the window's edit controller (undoable, busy retries, errors
+        shown, reload selecting what changed); True when it was written."""
+        return self.window.edits.perform(action) is not None
 
     # ------------------------------------------------------------ dialogs
     def open_reflect(self) -> None:
@@ -482,4 +419,4 @@ def install_reflect(window) -> ReflectTools:
     return window.reflect_tools
 
 
-__all__ = ["install_reflect", "ReflectTools", "ReflectDialog", "ProposalCard", "ImportanceMeter", "ActionCommand"]
+__all__ = ["install_reflect", "ReflectTools", "ReflectDialog", "ProposalCard", "ImportanceMeter"]

@@ -25,6 +25,7 @@ import memviz.store as ms
 from memviz.store import iso
 
 from .detail_panel import DetailPanel
+from .edit_actions import install_edit_actions
 from .graph_panel import GraphPanel
 from .import_dialog import is_import_source, show_import_dialog
 from .map_panel import MapPanel, layout_api
@@ -79,6 +80,7 @@ class MainWindow(QMainWindow):
         self._default_state = self.saveState(SETTINGS_VERSION)
         self._build_menus()
         self._build_status()
+        self.edits = install_edit_actions(self)  # edit actions, undo, retired dock, external-change refresh
         install_reflect(self)  # Tools ▸ Reflect…, Consolidate…, LLM settings…, importance meter
         self.state.data_changed.connect(self._update_status)
         self.state.selection_changed.connect(lambda *a: self._update_status())

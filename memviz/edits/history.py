@@ -50,6 +50,11 @@ class History:
     def done(self) -> list[Action]:
         return list(self._undo)
 
+    @property
+    def undone(self) -> list[Action]:
+        """Undone actions, the next one to redo last."""
+        return list(self._redo)
+
     # ----------------------------------------------------------- steps
     def perform(self, action: Action) -> Outcome:
         """Write a new edit (after any still queued); raises EditKept when it had to be queued."""

@@ -35,7 +35,7 @@ class AcceptReflections(Action):
         return f"Reflect ({_n(len(self.ids), 'reflection')})"
 
     def _do(self, store) -> Outcome:
-        res = self.reflector.accept(self.run, self.proposals)
+        res = self.reflector.accept(self.run, self.proposals, store=store)
         self.written = res.ids
         return Outcome(f"Wrote {_n(len(res.ids), 'reflection')}", list(res.ids),
                        warning="; ".join(res.problems) or None)

@@ -235,12 +235,15 @@ class Reflector:
         return out[:k]
 
     # ------------------------------------------------------------------ accept
-    def accept(self, run: ReflectionRun, proposals=None, *, cancel: CancelToken | None = None) -> AcceptResult:
+    def accept(self, run: ReflectionRun, proposals=None, *, cancel: CancelToken | None = None,
+               store=None) -> AcceptResult:
         """Write the accepted proposals (default: those with decision True) in one transaction.
         Citations of memories that vanished meanwhile are dropped (a proposal left with none is
-        not written); returns the new ids and the problems met."""
-        if self.store.read_only:
-            raise ReadOnlyError(f"{self.store.path} is open read-only: {self.store.read_only_reason}")
+        not written); returns the new ids and the problems met. `store` is the connection to write
+        through (default: the Reflector's own), e.g. the editing History's."""
+        store = self.store if store is None else store
+        if store.read_only:
+            raise ReadOnlyError(f"{store.path} is open read-only: {store.read_only_reason}")
         if proposals is None:
             chosen = [p for p in run.proposals if p.decision]
         else:
@@ -249,7 +252,7 @@ class Reflector:
                 p.accept()
         chosen = [p for p in chosen if p.written_id is None]
         problems: list[str] = []
-        existing = {r["id"] for r in self.store.get_many({i for p in chosen for i in p.cited_ids})}
+        existing = {r["id"] for r in store.get_many({i for p in chosen for i in p.cited_ids})}
         keep: list[tuple[Proposal, str, list[str]]] = []
         for p in chosen:
             text, cut = clean_text(p.content, self.config.max_insight_chars)
@@ -285,7 +288,7 @@ class Reflector:
                                 source_ids=sources, attributes=attrs, event_time=now, created_at=now,
                                 embedding=None if vectors is None else vectors[n],
                                 embedding_model=model if vectors is not None else None))
-        ids = self.store.insert_memories(records, actor=ACTOR, note=f"reflection run {run.id} ({run.model})")
+        ids = store.insert_memories(records, actor=ACTOR, note=f"reflection run {run.id} ({run.model})")
         for (p, _, _), i in zip(keep, ids):
             p.written_id = i
         return AcceptResult(ids, problems)

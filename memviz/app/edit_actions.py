@@ -1,0 +1,504 @@
+"""The bridge from the window to memviz.edits: menus, shortcuts, undo, dialogs, live refresh.
+
+`install_edit_actions(window)` adds Correct…, Confirm/Protect, Unprotect, Soft-delete,
+Restore, Set importance… and Edit tags… to every panel's context menu (through
+`window.add_context_provider`), to the Edit menu and the toolbar (acting on the selection).
+
+One `memviz.edits.History` per open store does every write. The window's QUndoStack mirrors
+it: each done or undone action is one QUndoCommand whose undo()/redo() call History.undo()
+/ redo(), so Ctrl+Z / Ctrl+Shift+Z work from every panel. History can refuse or defer a
+step (busy agent, conflict); after any change of the History the stack is rebuilt from it
+when the two differ, so they never drift apart.
+
+Edits are guarded by the row as the window showed it (the loaded arrays): a row the agent
+changed since raises the conflict dialog. A ChangeWatcher polled every 500 ms reloads the
+panels when another process commits, keeping the selection. A read-only store disables
+every edit action, with the reason in the tooltip and the status bar.
+"""
+from __future__ import annotations
+
+import math
+
+import apsw
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence, QUndoCommand
+from PySide6.QtWidgets import QDockWidget, QMessageBox
+
+import memviz.store as ms
+from memviz.edits import (
+    ChangeWatcher, Confirm, Correct, EditKept, History, Restore, SetImportance, SetTags, SoftDelete, Unprotect,
+)
+from memviz.embed import EmbedderUnavailable, default_embedder, embedder_for
+from memviz.embed import LOCAL_MODEL
+from memviz.store.errors import ConflictError, ReadOnlyError, StoreError
+
+from .edit_dialogs import BusyDialog, ConflictDialog, CorrectDialog, ImportanceDialog, TagsDialog
+
+POLL_MS = 500          # external-change check; panels refresh within a second of the agent's write
+STORE_IN_USE_MS = 100  # a background job (reload) holds the connection: try the write again this much later
+
+# (key, menu text, shortcut, status tip)
+ACTIONS = (
+    ("correct", "&Correct…", "F2", "Correct the text: a new memory supersedes this one"),
+    ("confirm", "Confirm / &Protect", "Ctrl+Shift+P", "Protect: never decayed, pruned or superseded by automation"),
+    ("unprotect", "&Unprotect", "Ctrl+Shift+U", "Let the memory decay again"),
+    ("delete", "Soft-&delete", "Delete", "Retire the memory (valid_until = now); it stays in the retired list"),
+    ("restore", "&Restore", "Ctrl+Shift+R", "Make a retired memory current again"),
+    ("importance", "Set &importance…", "Ctrl+Shift+I", "Change the importance (0-10)"),
+    ("tags", "Edit &tags…", "Ctrl+Shift+T", "Replace, add or remove tags"),
+)
+
+
+class EditCommand(QUndoCommand):
+    """One History action on the Qt undo stack; undo()/redo() are History's own steps."""
+
+    def __init__(self, controller: "EditController", action) -> None:
+        super().__init__(action.label)
+        self.controller, self.action = controller, action
+
+    def undo(self) -> None:
+        if not self.controller._mirroring:
+            self.controller._step("undo")
+
+    def redo(self) -> None:
+        if not self.controller._mirroring:
+            self.controller._step("redo")
+
+
+class EditController(QObject):
+    """edited(outcome): a step was written (do, undo or redo)."""
+
+    edited = Signal(object)
+
+    def __init__(self, window) -> None:
+        super().__init__(window)
+        self.window, self.state = window, window.state
+        self.history: History | None = None
+        self._main = None              # the window's Store
+        self._edit_store = None        # our own connection to it (the same object when read-only)
+        self.watcher: ChangeWatcher | None = None
+        self.dialog = None             # the dialog shown last (tests drive it; kept so it is not collected)
+        self._embedders: dict = {}     # (model, dim) -> Embedder or the EmbedderUnavailable message
+        self._mirror: list = []        # History actions the undo stack holds, in stack order
+        self._mirroring = False
+        self._select_after: list[str] | None = None
+        self._retry_timer = QTimer(self, singleShot=True, interval=STORE_IN_USE_MS, timeout=self._retry_in_use)
+        self._pending_step = None      # a step deferred because a background job held the connection
+        self.actions: dict[str, QAction] = {}
+        for key, text, shortcut, tip in ACTIONS:
+            act = QAction(text, window)
+            act.setShortcut(QKeySequence(shortcut))
+            act.setShortcutContext(Qt.WindowShortcut)
+            act.setStatusTip(tip)
+            act.setToolTip(f"{tip} ({shortcut})")
+            act.triggered.connect(lambda _=False, k=key: self.run(k, self.state.selected_ids))
+            self.actions[key] = act
+        self.watch_timer = QTimer(self, interval=POLL_MS, timeout=self.poll)
+        window.add_context_provider(self.context_actions)
+        self.state.data_changed.connect(self._on_data)
+        self.state.selection_changed.connect(lambda *a: self.update_enabled())
+        window.installEventFilter(self)
+        self.update_enabled()
+
+    # ------------------------------------------------------------ store lifecycle
+    @property
+    def store(self):
+        """The connection edits (and the controller's own reads) use: a second connection to the
+        window's store, so a write never meets a background job reading on the window's one."""
+        return self._edit_store
+
+    def _on_data(self, data) -> None:
+        main = None if data is None else data.store
+        if main is not self._main:
+            self._close_edit_store()
+            self._main = main
+            self._edit_store = main if main is None or main.read_only else self._open_second(main)
+            self.history = None if main is None else History(self._edit_store, attempts=1)
+            if self.history is not None:
+                self.history.listeners.append(lambda h: self._sync_later())
+            self.watcher = None if main is None else ChangeWatcher(main)
+            self._rebuild_stack()
+            if main is None:
+                self.watch_timer.stop()
+            else:
+                self.watch_timer.start()
+        if self._select_after is not None:
+            ids, self._select_after = self._select_after, None
+            QTimer.singleShot(0, self, lambda: self.state.select_ids(ids))
+        self.update_enabled()
+
+    @staticmethod
+    def _open_second(main):
+        try:
+            return ms.open(main.path)
+        except StoreError:
+            return main  # e.g. the file went away: edits then fail with the store's own message
+
+    def _close_edit_store(self) -> None:
+        if self._edit_store is not None and self._edit_store is not self._main:
+            self._edit_store.close()
+        self._edit_store = None
+
+    def eventFilter(self, obj, event) -> bool:
+        if obj is self.window and event.type() == QEvent.Close:
+            self.watch_timer.stop()
+            self._close_edit_store()
+        return False
+
+    def refresh(self, select: list[str] | None = None) -> None:
+        """Reload the panels after a write; select `select` (else keep the selection)."""
+        self._select_after = select
+        self.window.reload()
+
+    def poll(self) -> None:
+        """Another process committed: reload (the selection is kept by id)."""
+        if self.watcher is None or self.window.workers.running("reload") or self.window.workers.running("open"):
+            return
+        try:
+            change = self.watcher.poll()
+        except (apsw.Error, StoreError):
+            return  # in use by a background job, locked, or closed with the window: try at the next tick
+        if change is not None:
+            self.window.statusBar().showMessage("The store was changed by another process; reloaded", 4000)
+            self.window.reload()
+
+    # ------------------------------------------------------------ enabling
+    def read_only_reason(self) -> str | None:
+        store = self._main
+        if store is None:
+            return "no store is open"
+        return f"read-only: {store.read_only_reason}" if store.read_only else None
+
+    def applicable(self, key: str, ids: list[str]) -> bool:
+        """Whether `key` makes sense for `ids` as loaded (cheap: the arrays only)."""
+        data = self.state.data
+        if data is None or not ids:
+            return False
+        rows = data.rows_of(ids)
+        if not len(rows):
+            return False
+        a = data.arrays
+        live, prot = a.live[rows], a.protected[rows].astype(bool)
+        return {
+            "correct": len(ids) == 1 and bool(live.all()),
+            "confirm": bool((~prot | (a.decay_rate[rows] != 0)).any()),
+            "unprotect": bool(prot.any()),
+            "delete": bool(live.any()),
+            "restore": bool((~live).any()),
+            "importance": True,
+            "tags": True,
+        }[key]
+
+    def update_enabled(self) -> None:
+        why = self.read_only_reason()
+        ids = self.state.selected_ids
+        for key, text, shortcut, tip in ACTIONS:
+            act = self.actions[key]
+            if why:
+                act.setEnabled(False)
+                act.setToolTip(f"{text.replace('&', '').rstrip('…')}: not available — {why}")
+            else:
+                act.setEnabled(self.applicable(key, ids))
+                act.setToolTip(f"{tip} ({shortcut})")
+
+    def context_actions(self, ids: list[str]) -> list[QAction]:
+        """The context-menu entries for `ids` (fresh QActions owned by the menu's lifetime)."""
+        why = self.read_only_reason()
+        if self.state.data is None or not ids:
+            return []
+        out = []
+        for key, text, shortcut, tip in ACTIONS:
+            act = QAction(text, self.window)
+            act.setShortcut(QKeySequence(shortcut))  # shown in the menu; the window's action handles the key
+            act.setObjectName(f"edit_{key}")
+            act.setStatusTip(tip)
+            if why:
+                act.setEnabled(False)
+                act.setToolTip(why)
+                act.setStatusTip(f"Editing is off: {why}")
+            else:
+                act.setEnabled(self.applicable(key, ids))
+            act.triggered.connect(lambda _=False, k=key, i=list(ids): self.run(k, i))
+            out.append(act)
+        return out
+
+    # ------------------------------------------------------------ running an action
+    def shown_rows(self, ids: list[str]) -> dict[str, dict]:
+        """The fields of each row as the panels show them (the loaded arrays): the conflict guard."""
+        data = self.state.data
+        a, out = data.arrays, {}
+        for mid in ids:
+            r = a.index_of(mid)
+            if r is None:
+                continue
+            snap = {"importance": float(a.importance[r]), "decay_rate": float(a.decay_rate[r]),
+                    "protected": bool(a.protected[r]),
+                    "valid_until": None if math.isnan(a.valid_until[r]) else int(a.valid_until[r])}
+            if not math.isnan(a.confidence[r]):
+                snap["confidence"] = float(a.confidence[r])
+            out[mid] = snap
+        return out
+
+    def run(self, key: str, ids: list[str]) -> None:
+        why = self.read_only_reason()
+        if why:
+            self.window.statusBar().showMessage(f"Not edited: {why}", 8000)
+            return
+        ids = [i for i in ids if i]
+        if not ids:
+            self.window.statusBar().showMessage("Select a memory first", 4000)
+            return
+        try:
+            getattr(self, f"_{key}")(ids)
+        except StoreError as e:
+            self._error(e)
+
+    def _targets(self, key: str, ids: list[str]) -> list[str]:
+        """The ids the action changes (e.g. soft-delete skips already retired memories)."""
+        return [i for i in ids if self.applicable(key, [i])]
+
+    def _field_action(self, cls, key, ids, **kw):
+        targets = self._targets(key, ids)
+        if not targets:
+            self.window.statusBar().showMessage(f"Nothing to change: {cls.verb.lower()} does not apply to "
+                                                f"the chosen memor{'y' if len(ids) == 1 else 'ies'}", 6000)
+            return
+        self.perform(cls(targets, shown_rows=self.shown_rows(targets), **kw))
+
+    def _confirm(self, ids):
+        self._field_action(Confirm, "confirm", ids)
+
+    def _unprotect(self, ids):
+        self._field_action(Unprotect, "unprotect", ids)
+
+    def _delete(self, ids):
+        self._field_action(SoftDelete, "delete", ids)
+
+    def _restore(self, ids):
+        self._field_action(Restore, "restore", ids)
+
+    def _importance(self, ids):
+        a = self.state.data.arrays
+        r = a.index_of(ids[0])
+        dlg = ImportanceDialog(float(a.importance[r]) if r is not None else 5.0, len(ids), self.window)
+        dlg.accepted.connect(lambda: self.perform(
+            SetImportance(ids, dlg.spin.value(), shown_rows=self.shown_rows(ids))))
+        self._open(dlg)
+
+    def _tags(self, ids):
+        tags = self.store.get(ids[0])["tags"] if len(ids) == 1 else None
+        dlg = TagsDialog([str(t) for t in tags] if tags is not None else None, len(ids), self.window)
+
+        def done():
+            if dlg.single:
+                self.perform(SetTags(ids, dlg.tags.text(), shown_rows=self.shown_rows(ids)))
+            else:
+                self.perform(SetTags(ids, add=dlg.add.text(), remove=dlg.remove.text(),
+                                     shown_rows=self.shown_rows(ids)))
+        dlg.accepted.connect(done)
+        self._open(dlg)
+
+    def _correct(self, ids, text: str | None = None, row: dict | None = None):
+        if not self.applicable("correct", ids[:1]) or len(ids) != 1:
+            self.window.statusBar().showMessage("Correct works on one current memory", 5000)
+            return
+        row = row or self.store.get(ids[0])
+        emb, why = self.embedder()
+        warning = None if emb is not None else (
+            f"The store's embedding model cannot be used here ({why}). The corrected memory will be marked as "
+            "needing an embedding; semantic search will not find it until it is embedded.")
+        dlg = CorrectDialog(row, self.window, text=text, warning=warning)
+
+        def done():
+            shown = {**self.shown_rows(ids)[ids[0]], "content": row["content"]}
+            self.perform(Correct(ids[0], dlg.text(), embedder=emb, shown_rows={ids[0]: shown}))
+        dlg.accepted.connect(done)
+        self._open(dlg)
+
+    def embedder(self):
+        """(Embedder, None) for the store's model, or (None, why it is unavailable). Cached per model."""
+        model, dim = self.state.data.model
+        if model is None:
+            model, dim = LOCAL_MODEL, 256  # an empty store: the local model starts it
+        key = (model, dim)
+        if key not in self._embedders:
+            try:
+                self._embedders[key] = default_embedder() if model == LOCAL_MODEL else embedder_for(model, dim)
+            except EmbedderUnavailable as e:
+                self._embedders[key] = str(e)
+        got = self._embedders[key]
+        return (None, got) if isinstance(got, str) else (got, None)
+
+    # ------------------------------------------------------------ History steps
+    def perform(self, action):
+        """Write a new edit through the History (also the entry point for other features' actions,
+        e.g. reflection and consolidation). Returns its Outcome, or None when it was not written
+        (busy: kept for retry; conflict or error: shown)."""
+        return self._guarded(lambda: self.history.perform(action), action=action)
+
+    def undo(self) -> None:
+        self.window.undo_stack.undo()
+
+    def redo(self) -> None:
+        self.window.undo_stack.redo()
+
+    def _step(self, kind: str) -> None:
+        self._guarded(self.history.undo if kind == "undo" else self.history.redo)
+
+    def _retry_in_use(self) -> None:
+        if self.history is not None and len(self.history.pending):
+            self._guarded(self.history.retry)
+
+    def _guarded(self, fn, action=None):
+        if self.history is None:
+            return
+        try:
+            out = fn()
+        except apsw.ThreadingViolationError:
+            # a background job (reload) is reading on this connection; the step stays queued in History
+            self._retry_timer.start()
+            return
+        except EditKept as e:
+            self._busy(e)
+            return
+        except ConflictError as e:
+            self._conflict(e)
+            return
+        except StoreError as e:
+            self._error(e)
+            return
+        if out is not None:
+            self._written(out)
+        return out
+
+    def _written(self, out) -> None:
+        msg = out.text
+        if out.warning:
+            msg += " — " + out.warning
+            box = QMessageBox(QMessageBox.Warning, "No embedding for the corrected memory", out.warning,
+                              QMessageBox.Ok, self.window)
+            box.setTextFormat(Qt.PlainText)
+            self._open(box)
+        self.window.statusBar().showMessage(msg, 8000)
+        live = [i for i in out.ids if self._is_live_after(i)]
+        self._rebaseline_watcher()
+        self.refresh(select=(live or out.ids) if out.ids else None)
+        self.edited.emit(out)
+
+    def _rebaseline_watcher(self) -> None:
+        """Our own commit (on the second connection) is not a change by another process: the
+        reload that follows it covers anything the agent wrote meanwhile."""
+        try:
+            self.watcher = ChangeWatcher(self._main)
+        except (apsw.Error, StoreError):
+            pass  # the window's connection is busy in a job: one extra reload at worst
+
+    def _is_live_after(self, mid: str) -> bool:
+        try:
+            row = self.store.get(mid)
+        except StoreError:
+            return True
+        return row is not None and row["valid_until"] is None
+
+    # ------------------------------------------------------------ dialogs for refusals
+    def _open(self, dlg) -> None:
+        self.dialog = dlg
+        dlg.setWindowModality(Qt.WindowModal)
+        dlg.open()
+
+    def _error(self, e: Exception) -> None:
+        if isinstance(e, ReadOnlyError):
+            self.window.statusBar().showMessage(str(e), 8000)
+        box = QMessageBox(QMessageBox.Warning, "Edit not written", str(e), QMessageBox.Ok, self.window)
+        box.setTextFormat(Qt.PlainText)
+        self._open(box)
+        self.window.statusBar().showMessage(f"Not edited: {e}", 8000)
+
+    def _busy(self, e: EditKept) -> None:
+        dlg = BusyDialog(str(e), self.window)
+        self.window.statusBar().showMessage("The agent is busy; your edit is kept", 8000)
+
+        def answered():
+            if dlg.clickedButton() is dlg.discard_button:
+                dropped = self.history.discard_pending()
+                self.window.statusBar().showMessage(
+                    f"Discarded {len(dropped)} waiting edit{'s' if len(dropped) != 1 else ''}", 6000)
+            else:
+                self._guarded(self.history.retry)
+        dlg.finished.connect(lambda _r: answered())
+        self._open(dlg)
+
+    def _conflict(self, e: ConflictError) -> None:
+        action = getattr(e, "action", None)
+        step = getattr(e, "step", "do")
+        if action is None or step != "do":
+            # an undo/redo over a row the agent changed: it is not forced; both versions are in the message
+            self._error(e)
+            return
+        is_correct = isinstance(action, Correct)
+        dlg = ConflictDialog(e, action.label, self.window, can_edit_again=is_correct)
+
+        def answered():
+            if dlg.choice == ConflictDialog.MINE:
+                self.perform(action.retarget(self.store.get(action.ids[0]) if len(action.ids) == 1
+                                             else {r["id"]: r for r in self.store.get_many(action.ids)}))
+            elif dlg.choice == ConflictDialog.EDIT_AGAIN:
+                self._correct(action.ids, text=action.content)
+            else:
+                if is_correct:  # the user's text is not lost: it stays on the clipboard
+                    QGuiApplication.clipboard().setText(action.content)
+                self.window.statusBar().showMessage(
+                    "Kept the current version" + (" (your text is on the clipboard)" if is_correct else ""), 8000)
+                self.refresh()
+        dlg.finished.connect(lambda _r: answered())
+        self._open(dlg)
+
+    # ------------------------------------------------------------ the Qt undo stack as a mirror of History
+    def _sync_later(self) -> None:
+        # History changes while QUndoStack is inside undo()/redo(); rebuild once it has moved its index
+        QTimer.singleShot(0, self, self._rebuild_stack)
+
+    def _rebuild_stack(self) -> None:
+        stack = self.window.undo_stack
+        h = self.history
+        done = h.done if h else []
+        undone = list(reversed(h.undone)) if h else []
+        want = done + undone
+        same = len(self._mirror) == len(want) and all(c is a for c, a in zip(self._mirror, want))
+        if same and stack.count() == len(want) and stack.index() == len(done):
+            return
+        self._mirroring = True
+        try:
+            stack.clear()
+            for a in want:
+                stack.push(EditCommand(self, a))
+            stack.setIndex(len(done))
+        finally:
+            self._mirroring = False
+        self._mirror = want
+
+
+def install_edit_actions(window) -> EditController:
+    """Create the controller, put its actions in the Edit menu and the toolbar, add the retired dock."""
+    from .retired_panel import RetiredPanel  # noqa: PLC0415
+
+    ctl = EditController(window)
+    menus = {a.text().replace("&", ""): a.menu() for a in window.menuBar().actions() if a.menu()}
+    menu = menus["Edit"]
+    menu.addSeparator()
+    for act in ctl.actions.values():
+        menu.addAction(act)
+    window.toolbar.addSeparator()
+    for key in ("correct", "confirm", "delete", "restore"):
+        window.toolbar.addAction(ctl.actions[key])
+    ctl.retired = RetiredPanel(window.state, ctl)
+    dock = QDockWidget("Retired", window)
+    dock.setObjectName("dock_retired")
+    dock.setWidget(ctl.retired)
+    window.addDockWidget(Qt.BottomDockWidgetArea, dock)
+    window.tabifyDockWidget(window.docks["table"], dock)
+    window.docks["table"].raise_()
+    window.docks["retired"] = dock
+    view = menus["View"]
+    view.insertAction(view.actions()[len(window.docks) - 1], dock.toggleViewAction())
+    return ctl

@@ -1,0 +1,181 @@
+"""Dialogs of the edit actions: correct, conflict, busy, importance and tags.
+
+All are opened with `open()` (window-modal, never a nested event loop), so the window and
+the tests keep running while one is up; the caller connects `finished`/`accepted`.
+Memory text is shown in plain-text widgets only: agent content is never read as HTML.
+"""
+from __future__ import annotations
+
+import json
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout, QLabel, QLineEdit, QMessageBox, QPlainTextEdit,
+    QPushButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
+)
+
+from memviz.edits.actions import SHOWN_FIELDS
+from memviz.store import iso
+
+
+def plain_label(text: str = "", *, wrap: bool = True) -> QLabel:
+    label = QLabel(text)
+    label.setTextFormat(Qt.PlainText)
+    label.setWordWrap(wrap)
+    label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+    return label
+
+
+def _show(value, field: str) -> str:
+    if field == "valid_until":
+        return "current" if value is None else f"retired {iso(value)} UTC"
+    if field == "protected":
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, ensure_ascii=False)
+    return "" if value is None else str(value)
+
+
+class CorrectDialog(QDialog):
+    """The old text (plain, read-only) above the new text (editable, starts as the old one)."""
+
+    def __init__(self, row: dict, parent=None, *, text: str | None = None, warning: str | None = None) -> None:
+        super().__init__(parent)
+        self.row = row
+        self.setWindowTitle(f"Correct memory {row['id']}")
+        self.setObjectName("correct_dialog")
+        lay = QVBoxLayout(self)
+        lay.addWidget(plain_label(f"{row['kind']} · {row['agent'] or '(no agent)'} · importance {row['importance']:g}"
+                                  f" · {row['id']}"))
+        lay.addWidget(plain_label("Current text (kept, retired once the correction is written):"))
+        self.old_text = QPlainTextEdit(readOnly=True)
+        self.old_text.setPlainText(row["content"])
+        self.old_text.setStyleSheet("QPlainTextEdit { background: #f3f3f3; color: #555; }")
+        lay.addWidget(self.old_text, 1)
+        lay.addWidget(plain_label("Corrected text (a new memory superseding the old one):"))
+        self.new_text = QPlainTextEdit()
+        self.new_text.setPlainText(row["content"] if text is None else text)
+        lay.addWidget(self.new_text, 2)
+        self.warning = plain_label(warning or "")
+        self.warning.setStyleSheet("color: #a05a00;")
+        self.warning.setVisible(bool(warning))
+        lay.addWidget(self.warning)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
+        self.buttons.button(QDialogButtonBox.Ok).setText("Correct")
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        lay.addWidget(self.buttons)
+        self.new_text.textChanged.connect(self._check)
+        self._check()
+        self.resize(620, 460)
+        self.new_text.setFocus()
+
+    def text(self) -> str:
+        return self.new_text.toPlainText()
+
+    def _check(self) -> None:
+        t = self.text().strip()
+        self.buttons.button(QDialogButtonBox.Ok).setEnabled(bool(t) and t != self.row["content"].strip())
+
+
+class ConflictDialog(QDialog):
+    """Both versions side by side; the user keeps theirs (the edit applied to the row as it is
+    now), takes the current version (the edit is dropped, its text stays on the clipboard for a
+    correction) or edits the correction again against the current text. Result: `choice`."""
+
+    MINE, CURRENT, EDIT_AGAIN = "mine", "current", "edit"
+
+    def __init__(self, error, description: str, parent=None, *, can_edit_again: bool = False) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("The memory changed since it was shown")
+        self.setObjectName("conflict_dialog")
+        self.choice: str | None = None
+        lay = QVBoxLayout(self)
+        lay.addWidget(plain_label(f"{error}\nYour edit: {description}. Nothing has been written yet."))
+        self.table = QTreeWidget(headerLabels=["field", "as you saw it", "now in the store"], rootIsDecorated=False)
+        self.table.setWordWrap(True)
+        self.table.setSelectionMode(QTreeWidget.NoSelection)
+        self.table.setFocusPolicy(Qt.NoFocus)
+        expected, current = dict(error.expected or {}), dict(error.current or {})
+        fields = [f for f in SHOWN_FIELDS if f in expected] + [f for f in SHOWN_FIELDS if f in current and
+                                                                 f not in expected]
+        for f in fields:
+            # a field the window did not guard has no "as you saw it" value
+            mine, now = (_show(expected[f], f) if f in expected else "—"), _show(current.get(f), f)
+            item = QTreeWidgetItem([f, mine, now])
+            if f in expected and mine != now:
+                for c in range(3):
+                    fnt = item.font(c)
+                    fnt.setBold(True)
+                    item.setFont(c, fnt)
+                item.setForeground(2, Qt.darkRed)
+            self.table.addTopLevelItem(item)
+        self.table.setColumnWidth(0, 110)
+        self.table.setColumnWidth(1, 260)
+        lay.addWidget(self.table, 1)
+        box = QDialogButtonBox()
+        self.mine_button = box.addButton("Apply my edit to the current version", QDialogButtonBox.AcceptRole)
+        self.current_button = box.addButton("Keep the current version", QDialogButtonBox.RejectRole)
+        self.edit_button = None
+        if can_edit_again:
+            self.edit_button = box.addButton("Edit my correction again…", QDialogButtonBox.ActionRole)
+            self.edit_button.clicked.connect(lambda: self._choose(self.EDIT_AGAIN))
+        self.mine_button.clicked.connect(lambda: self._choose(self.MINE))
+        self.current_button.clicked.connect(lambda: self._choose(self.CURRENT))
+        lay.addWidget(box)
+        self.resize(720, 380)
+
+    def _choose(self, choice: str) -> None:
+        self.choice = choice
+        self.accept() if choice != self.CURRENT else self.reject()
+
+
+class BusyDialog(QMessageBox):
+    """"The agent is busy; your edit is kept, retry?" — Retry or Discard (explicit)."""
+
+    def __init__(self, message: str, parent=None) -> None:
+        super().__init__(QMessageBox.Warning, "The agent is busy", message, QMessageBox.NoButton, parent)
+        self.setObjectName("busy_dialog")
+        self.setTextFormat(Qt.PlainText)
+        self.setInformativeText("Your edit is kept. Retry now, or discard the waiting edits.")
+        self.retry_button: QPushButton = self.addButton("Retry", QMessageBox.AcceptRole)
+        self.discard_button: QPushButton = self.addButton("Discard", QMessageBox.DestructiveRole)
+        self.setDefaultButton(self.retry_button)
+
+
+class ImportanceDialog(QDialog):
+    def __init__(self, value: float, n: int, parent=None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Set importance")
+        lay = QFormLayout(self)
+        self.spin = QDoubleSpinBox(minimum=0, maximum=10, decimals=1, singleStep=0.5, value=value)
+        lay.addRow(f"Importance of {n} memor{'y' if n == 1 else 'ies'} (0-10):", self.spin)
+        box = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
+        box.accepted.connect(self.accept)
+        box.rejected.connect(self.reject)
+        lay.addRow(box)
+
+
+class TagsDialog(QDialog):
+    """Replace the tags of one memory, or add / remove tags on several."""
+
+    def __init__(self, tags: list[str] | None, n: int, parent=None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Edit tags")
+        self.single = tags is not None
+        lay = QFormLayout(self)
+        self.tags = QLineEdit(", ".join(tags or []))
+        self.add = QLineEdit()
+        self.remove = QLineEdit()
+        if self.single:
+            lay.addRow("Tags (comma separated):", self.tags)
+        else:
+            lay.addRow(plain_label(f"{n} memories selected"))
+            lay.addRow("Add tags:", self.add)
+            lay.addRow("Remove tags:", self.remove)
+        box = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
+        box.accepted.connect(self.accept)
+        box.rejected.connect(self.reject)
+        lay.addRow(box)
