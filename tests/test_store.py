@@ -64,12 +64,13 @@ def test_fts_and_vectors_follow_inserts_updates(store):
 
 def test_supersede_is_one_audited_transaction(store):
     old, = store.insert_memories([dict(kind="fact", content="Alice lives in Paris", agent="a",
-                                       source_ids=["x"], tags=["home"])])
+                                       source_ids=["x"], tags=["home"], event_time=1_700_000_000)])
     new = store.supersede(old, "Alice lives in Lyon", when=1_800_000_000)
     o, n = store.get(old), store.get(new)
     assert o["valid_until"] == 1_800_000_000
     assert n["attributes"]["supersedes"] == old and n["attributes"]["needs_embedding"] is True
     assert n["embedding"] is None and n["kind"] == "fact" and n["tags"] == ["home"] and n["source_ids"] == ["x"]
+    assert n["event_time"] == 1_700_000_000 and n["created_at"] == 1_800_000_000
     assert [h["action"] for h in store.history(old)] == ["insert", "supersede"]
     assert store.provenance().supersedes == [(new, old)]
     with pytest.raises(ms.ConflictError):

@@ -343,7 +343,8 @@ class Store:
                   when=None, new_id_: str | None = None, expected: dict | None = None,
                   actor: str = "memviz", note: str | None = None) -> str:
         """Seed 002 `correct_fact`: the old row gets valid_until, a new row carries the new text,
-        `attributes.supersedes` and the old kind/agent/sources. Without an embedding the new row is
+        `attributes.supersedes` and the old kind/agent/sources/event time (it restates the same
+        event; `created_at` is the correction's time). Without an embedding the new row is
         marked `attributes.needs_embedding` (never given the old text's vector). Returns the new id."""
         when = to_epoch(when) if when is not None else int(time.time())
         nid = new_id_ or new_id()
@@ -360,7 +361,7 @@ class Store:
                 attrs["needs_embedding"] = True
             new = {k: cur[k] for k in ("agent", "kind", "importance", "confidence", "decay_rate", "protected",
                                        "source_ids", "entity_ids", "tags")}
-            new.update(id=nid, content=new_content, attributes=attrs, event_time=when, created_at=when,
+            new.update(id=nid, content=new_content, attributes=attrs, event_time=cur["event_time"], created_at=when,
                        embedding=embedding, embedding_model=embedding_model if embedding is not None else None)
             dim = self.model_dim(embedding_model) if embedding is not None else None
             row = normalize(new, model_dims={embedding_model: dim} if dim else {}, now=when)
