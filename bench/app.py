@@ -77,16 +77,12 @@ def main(argv=None) -> int:
 
     from PySide6.QtCore import QPointF, QSettings  # noqa: PLC0415
 
-    from memviz.app.main import make_app  # noqa: PLC0415
+    from memviz.app.main import make_app, process_until  # noqa: PLC0415
     app = make_app()
     from memviz.app.window import MainWindow  # noqa: PLC0415
 
     def wait(cond, timeout=120.0):
-        end = time.perf_counter() + timeout
-        while not cond() and time.perf_counter() < end:
-            app.processEvents()
-            time.sleep(0.0005)
-        return cond()
+        return process_until(cond, timeout, poll=0.0005)
 
     rows = []  # (measure, n, median ms, note)
     settings = QSettings(os.path.join(folder, "bench-settings.ini"), QSettings.IniFormat)

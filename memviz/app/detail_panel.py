@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
-import numpy as np
 from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtWidgets import (
     QLabel, QPlainTextEdit, QSplitter, QTabWidget, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget,

@@ -11,7 +11,6 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 
 ALLERGY = "2bd8145952a1a97f1c13f92fc6525f03"   # "Lina is allergic to peanuts; ..." (protected fact)
 JAPANESE = "949f2bf8a5a215fa125f3ca96add5fd3"  # "Tom Novak loves Japanese food." (preference)
@@ -26,16 +25,11 @@ def main(argv=None) -> int:
 
     import memviz.store as ms  # noqa: PLC0415
 
-    from .main import bundled_sample, make_app  # noqa: PLC0415
-    app = make_app()
+    from .main import bundled_sample, make_app, process_until  # noqa: PLC0415
+    app = make_app()  # noqa: F841 - the reference keeps the QApplication alive
     from .window import MainWindow  # noqa: PLC0415 - after the QApplication exists
 
-    def wait(cond, timeout=60.0):
-        end = time.perf_counter() + timeout
-        while not cond() and time.perf_counter() < end:
-            app.processEvents()
-            time.sleep(0.01)
-        return cond()
+    wait = process_until
 
     def settle(seconds=1.0):
         wait(lambda: not win.workers.running("reload"))

@@ -50,6 +50,20 @@ def make_app(argv=()):
     return app
 
 
+def process_until(cond, timeout: float = 60.0, poll: float = 0.01) -> bool:
+    """Run the event loop until cond() is true or `timeout` seconds pass (scripts: screenshots,
+    benchmarks); returns cond()."""
+    import time  # noqa: PLC0415
+
+    from PySide6.QtWidgets import QApplication  # noqa: PLC0415
+
+    end = time.perf_counter() + timeout
+    while not cond() and time.perf_counter() < end:
+        QApplication.processEvents()
+        time.sleep(poll)
+    return cond()
+
+
 def run(argv) -> int:
     args = parse_args(list(argv))
     app = make_app()

@@ -8,7 +8,6 @@ memories, and its top-k are ringed.
 """
 from __future__ import annotations
 
-import time
 
 import numpy as np
 import pyqtgraph as pg

@@ -12,7 +12,6 @@ import argparse
 import os
 import sys
 import tempfile
-import time
 
 
 def main(argv=None) -> int:
@@ -29,16 +28,11 @@ def main(argv=None) -> int:
 
     from PySide6.QtCore import QSettings  # noqa: PLC0415
 
-    from .main import make_app  # noqa: PLC0415
-    app = make_app()
+    from .main import make_app, process_until  # noqa: PLC0415
+    app = make_app()  # noqa: F841 - the reference keeps the QApplication alive
     from .window import MainWindow  # noqa: PLC0415
 
-    def wait(cond, timeout=60.0):
-        end = time.perf_counter() + timeout
-        while not cond() and time.perf_counter() < end:
-            app.processEvents()
-            time.sleep(0.01)
-        return cond()
+    wait = process_until
 
     settings = QSettings(os.path.join(tempfile.mkdtemp(), "shots.ini"), QSettings.IniFormat)
     win = MainWindow(settings)

@@ -8,7 +8,6 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QColor
 
-from .state import category_codes  # noqa: F401 - re-exported for the panels
 
 KIND_COLORS = {
     "episode": "#4C78A8", "fact": "#F58518", "preference": "#54A24B", "reflection": "#B279A2",

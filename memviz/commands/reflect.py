@@ -11,7 +11,7 @@ import sys
 from ..reflect import (
     LLMClient, LLMSettings, ReflectError, ReflectionConfig, Reflector, importance_status, test_connection,
 )
-from ..reflect.evidence import default_retriever, engine_available
+from ..reflect.evidence import default_retriever
 from ..reflect.validate import clean_text, shorten
 from ..store import iso, open_store
 
@@ -85,9 +85,6 @@ def _reflect(args, store, settings, config) -> int:
         return 0
     if not args.dry_run and store.read_only:
         return _fail(f"{store.path} is open read-only ({store.read_only_reason}); use --dry-run to preview")
-    if not engine_available():
-        print("note: the retrieval engine is not in this build; evidence is ranked by cosine similarity only",
-              file=sys.stderr)
     retriever = default_retriever(store, agent=st.agent, preset=args.preset)
     reflector = Reflector(store, LLMClient(settings), agent=st.agent, config=config, retriever=retriever)
     run_ = reflector.propose(progress=_progress)

@@ -16,17 +16,8 @@ Retriever = Callable[[str, int], list]
 _VEC_K_MAX = 4096  # sqlite-vec's limit for k
 
 
-def engine_available() -> bool:
-    try:
-        from memviz.retrieval import Engine, preset_params  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def default_retriever(store, *, agent: str | None = None, params=None, preset: str = "dual-memory") -> Retriever:
-    if not engine_available():  # the engine is not in this build: cosine kNN instead
-        return vector_retriever(store, agent=agent)
+    """Evidence the way the user's retrieval ranks it: the engine."""
     return engine_retriever(store, agent=agent, params=params, preset=preset)
 
 
