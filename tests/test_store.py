@@ -125,19 +125,26 @@ def test_read_only_open_refuses_writes_and_leaves_file(store_path):
     assert store_path.read_bytes() == before
 
 
-def test_unwritable_folder_opens_read_only(tmp_path):
-    if os.geteuid() == 0:
-        pytest.skip("root ignores file permissions")
+def test_unwritable_folder_opens_read_only(tmp_path, monkeypatch):
     p = tmp_path / "ro" / "m.db"
     p.parent.mkdir()
     ms.create(str(p)).close()
-    p.parent.chmod(0o555)
+    before = p.read_bytes()
+    if os.geteuid() == 0:  # root writes anywhere: have the OS answer as it would for a user
+        real_access = os.access
+        monkeypatch.setattr(os, "access", lambda path, mode: False if (mode == os.W_OK and os.fspath(path) == str(p.parent))
+                            else real_access(path, mode))
+    else:
+        p.parent.chmod(0o555)
     try:
         s = ms.open(str(p))
         assert s.read_only and "folder is not writable" in s.read_only_reason
+        with pytest.raises(ms.ReadOnlyError, match="folder is not writable"):
+            s.insert_memories([dict(kind="fact", content="x")])
         s.close()
     finally:
         p.parent.chmod(0o755)
+    assert p.read_bytes() == before
 
 
 def test_extension_loading_is_switched_off_after_connect(store_path):
