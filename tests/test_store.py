@@ -183,3 +183,13 @@ def test_embeddings_without_vector_index_are_noted(store_path):
     s = ms.open(str(store_path))
     assert s.vector_index_notes() == ["1 embeddings of 4 dimensions have no vector index yet (one is made on the next edit)"]
     s.close()
+
+
+def test_reopen_gives_a_second_connection_that_sees_writes(store):
+    other = store.reopen()
+    try:
+        assert other.conn is not store.conn and other.report is store.report and not other.read_only
+        mid, = other.insert_memories([dict(kind="fact", content="from the second connection")])
+        assert store.get(mid)["content"] == "from the second connection"
+    finally:
+        other.close()

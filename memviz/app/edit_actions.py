@@ -24,7 +24,6 @@ from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence, QUndoCommand
 from PySide6.QtWidgets import QDockWidget, QMessageBox
 
-import memviz.store as ms
 from memviz.edits import (
     ChangeWatcher, Confirm, Correct, EditKept, History, Restore, SetImportance, SetTags, SoftDelete, Unprotect,
 )
@@ -130,8 +129,8 @@ class EditController(QObject):
     @staticmethod
     def _open_second(main):
         try:
-            return ms.open(main.path)
-        except StoreError:
+            return main.reopen()
+        except (StoreError, apsw.Error):
             return main  # e.g. the file went away: edits then fail with the store's own message
 
     def _close_edit_store(self) -> None:

@@ -1,7 +1,9 @@
 """The "Retired" dock: superseded and soft-deleted memories with when and why, and Restore.
 
 The list is `memviz.edits.retired(store)`, read again whenever the store data is reloaded
-(an edit, an undo, the agent's write). Clicking a row selects that memory everywhere.
+(an edit, an undo, the agent's write) — while the dock is shown; a hidden dock (tabbed behind
+the table) only notes that it is stale, since reading it scans the audit log and provenance.
+Clicking a row selects that memory everywhere.
 """
 from __future__ import annotations
 
@@ -25,6 +27,8 @@ class RetiredPanel(QWidget):
         super().__init__(parent)
         self.state, self.controller = state, controller
         self.items: list = []
+        self._item_of: dict[str, QTreeWidgetItem] = {}
+        self._stale = True
         self.count = QLabel()
         self.count.setTextFormat(Qt.PlainText)
         self.restore_button = QPushButton("Restore")
@@ -47,26 +51,39 @@ class RetiredPanel(QWidget):
         lay.addLayout(top)
         lay.addWidget(self.tree, 1)
         self.context_requested.connect(lambda ids, pos: controller.window.show_context_menu(ids, pos))
-        state.data_changed.connect(lambda _d: self.refresh())
+        state.data_changed.connect(lambda _d: self._data_changed())
         state.selection_changed.connect(self._on_selection)
-        self.refresh()
+        self._data_changed()
+
+    def _data_changed(self) -> None:
+        self._stale = True
+        if self.isVisible():
+            self.refresh()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self._stale:
+            self.refresh()
 
     def _on_selection(self, rows, current, source) -> None:
         """Mark the retired memories among the window's selection (so Restore acts on them)."""
         if source is self:
             return
-        chosen = set(self.state.selected_ids)
         self.tree.blockSignals(True)
-        for i in range(self.tree.topLevelItemCount()):
-            item = self.tree.topLevelItem(i)
-            item.setSelected(item.data(0, Qt.UserRole) in chosen)
+        self.tree.clearSelection()
+        for mid in self.state.selected_ids:  # only the selection's own rows: no pass over the whole list
+            item = self._item_of.get(mid)
+            if item is not None:
+                item.setSelected(True)
         self.tree.blockSignals(False)
         self._update_button()
 
     def refresh(self) -> None:
+        self._stale = False
         data = self.state.data
         keep = set(self.state.selected_ids)
         self.tree.clear()
+        self._item_of = {}
         store = self.controller.store
         self.items = [] if data is None or store is None else retired(store, limit=LIMIT)
         total = 0 if data is None else data.counts["retired"]
@@ -77,6 +94,7 @@ class RetiredPanel(QWidget):
             item = QTreeWidgetItem([iso(m.retired_at), m.why + (f" — {m.note}" if m.note else ""), m.kind, m.id,
                                     text[:300]])
             item.setData(0, Qt.UserRole, m.id)
+            self._item_of[m.id] = item
             item.setToolTip(4, text[:2000])
             item.setToolTip(1, m.why)
             self.tree.addTopLevelItem(item)

@@ -115,6 +115,9 @@ def store_agents(store) -> list[str]:
 
 
 def resolve_agent(store, agent: str | None) -> str:
+    if agent is not None and store.conn.execute(  # the common case, by index: no scan of every row
+            "SELECT 1 FROM memories WHERE agent = ? AND valid_until IS NULL LIMIT 1", (agent,)).fetchone():
+        return agent
     agents = store_agents(store)
     if agent is None:
         if len(agents) > 1:

@@ -63,6 +63,12 @@ class Store:
     def close(self) -> None:
         self.conn.close()
 
+    def reopen(self) -> "Store":
+        """Another connection to the same store (a writer beside a thread reading on this one).
+        The checks made when this one was opened still hold, so they are not repeated."""
+        return Store(self.path, connect(self.path, readonly=self.read_only), read_only_reason=self.read_only_reason,
+                     report=self.report)
+
     def __enter__(self):
         return self
 
