@@ -118,7 +118,9 @@ def test_keyboard_shortcuts_act_on_the_selection(qtbot, win):
     settle(qtbot, win)
     assert row(win, "ep03")["valid_until"] is not None
     assert not win.edits.actions["delete"].isEnabled() and win.edits.actions["restore"].isEnabled()
-    assert "ep03" in [m.id for m in win.edits.retired.items]
+    assert not win.edits.retired.items  # tabbed behind the table: not read while hidden
+    win.docks["retired"].raise_()  # read when it comes into view
+    qtbot.waitUntil(lambda: "ep03" in [m.id for m in win.edits.retired.items], timeout=5000)
     # the window's selection is marked in the retired list, so Restore acts on it
     assert win.edits.retired.chosen_ids() == ["ep03"] and win.edits.retired.restore_button.isEnabled()
     win.edits.retired.tree.clearSelection()
@@ -150,7 +152,8 @@ def test_correct_with_the_real_local_embedder(qtbot, win):
     assert rec["embedding_model"] == LOCAL_MODEL
     hits = win.state.data.store.vec_search(default_embedder().embed_one(new), 1)
     assert hits[0][0] == new_id
-    assert "fact0" in [m.id for m in ctl.retired.items]
+    win.docks["retired"].raise_()
+    qtbot.waitUntil(lambda: "fact0" in [m.id for m in ctl.retired.items], timeout=5000)
     win.undo_action.trigger()
     settle(qtbot, win)
     assert row(win, "fact0")["valid_until"] is None and row(win, new_id)["valid_until"] is not None

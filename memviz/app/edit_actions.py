@@ -494,6 +494,7 @@ def install_edit_actions(window) -> EditController:
     dock = QDockWidget("Retired", window)
     dock.setObjectName("dock_retired")
     dock.setWidget(ctl.retired)
+    dock.visibilityChanged.connect(ctl.retired.set_shown)
     window.addDockWidget(Qt.BottomDockWidgetArea, dock)
     window.tabifyDockWidget(window.docks["table"], dock)
     window.docks["table"].raise_()

@@ -29,6 +29,7 @@ class RetiredPanel(QWidget):
         self.items: list = []
         self._item_of: dict[str, QTreeWidgetItem] = {}
         self._stale = True
+        self._shown = False  # the dock's visibility (a tab behind the table is not shown)
         self.count = QLabel()
         self.count.setTextFormat(Qt.PlainText)
         self.restore_button = QPushButton("Restore")
@@ -57,12 +58,13 @@ class RetiredPanel(QWidget):
 
     def _data_changed(self) -> None:
         self._stale = True
-        if self.isVisible():
+        if self._shown:
             self.refresh()
 
-    def showEvent(self, event) -> None:
-        super().showEvent(event)
-        if self._stale:
+    def set_shown(self, shown: bool) -> None:
+        """Connected to the dock's visibilityChanged: a stale list is read when it comes into view."""
+        self._shown = shown
+        if shown and self._stale:
             self.refresh()
 
     def _on_selection(self, rows, current, source) -> None:
