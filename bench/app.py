@@ -1,9 +1,9 @@
 """Benchmark of the window on a large store: `python bench/app.py [--n 100000] [--repeat 15]`.
 
 Measures, offscreen: launch → interactive (window shown, store loaded, PCA map drawn),
-selection propagation, slider move → results table repainted (needs memviz.retrieval),
-map pan/zoom frame, table sort/search, and reopen with the cached UMAP (needs
-memviz.layout; the first UMAP's cost is printed too). Prints a table of medians.
+selection propagation, slider move → results table repainted,
+map pan/zoom frame, table sort/search, and reopen with the cached UMAP (with --umap the
+first UMAP's cost is printed too). Prints a table of medians.
 The store is generated once (random unit vectors labelled with the local model, so text
 queries embed for real) and kept under $TMPDIR/memviz-bench/.
 """
@@ -161,60 +161,53 @@ def main(argv=None) -> int:
 
     # --- slider -> results repainted
     q = win.query
-    if q.api is not None:
-        got = []
-        q.ranked.connect(lambda r, s: got.append(r))
-        q.text.setText("coffee with alice in lisbon")
+    got = []
+    q.ranked.connect(lambda r, s: got.append(r))
+    q.text.setText("coffee with alice in lisbon")
+    t = time.perf_counter()
+    q.run_query()
+    wait(lambda: got)
+    rows.append(("first query (embed + all components)", n, median_ms([time.perf_counter() - t]), ""))
+    slider, overlay = [], []
+    for i in range(args.repeat):
+        got.clear()
         t = time.perf_counter()
-        q.run_query()
+        q.alpha.slider.setValue((q.alpha.slider.value() + 37) % q.alpha.slider.maximum())
+        q._score_timer.stop()  # measure the work, not the 20 ms debounce
+        q.rescore()
         wait(lambda: got)
-        rows.append(("first query (embed + all components)", n, median_ms([time.perf_counter() - t]), ""))
-        slider, overlay = [], []
-        for i in range(args.repeat):
-            got.clear()
-            t = time.perf_counter()
-            q.alpha.slider.setValue((q.alpha.slider.value() + 37) % q.alpha.slider.maximum())
-            q._score_timer.stop()  # measure the work, not the 20 ms debounce
-            q.rescore()
-            wait(lambda: got)
-            q.view.viewport().repaint()
-            slider.append(time.perf_counter() - t)
-            t = time.perf_counter()
-            win.map._result_timer.stop()
-            win.map._apply_result()
-            win.map.plot.viewport().repaint()
-            overlay.append(time.perf_counter() - t)
-            wait(lambda: False, 0.1)  # the throttled map update of a real drag happens here
-        rows.append(("slider move → results table repainted", n, median_ms(slider), "≤ 50 wanted"))
-        rows.append(("  then map top-k/marker update + repaint", n, median_ms(overlay), "throttled to ~12/s"))
-    else:
-        rows.append(("slider move → results table repainted", n, "n/a", "memviz.retrieval not installed"))
+        q.view.viewport().repaint()
+        slider.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        win.map._result_timer.stop()
+        win.map._apply_result()
+        win.map.plot.viewport().repaint()
+        overlay.append(time.perf_counter() - t)
+        wait(lambda: False, 0.1)  # the throttled map update of a real drag happens here
+    rows.append(("slider move → results table repainted", n, median_ms(slider), "≤ 50 wanted"))
+    rows.append(("  then map top-k/marker update + repaint", n, median_ms(overlay), "throttled to ~12/s"))
 
     # --- UMAP: first computation and reopen with the cache
-    from memviz.app.map_panel import layout_api  # noqa: PLC0415
-    if layout_api() is not None and args.umap:
+    if args.umap:
         t = time.perf_counter()
         win.map.start_umap()
         wait(lambda: win.map.method.startswith("UMAP"), timeout=3600)
         rows.append(("first UMAP (background, incl. worker start)", n, median_ms([time.perf_counter() - t]), ""))
-    if layout_api() is not None:
-        reopen = []
-        for _ in range(3):
-            t = time.perf_counter()
-            w2 = MainWindow(settings)
-            w2.map.auto_umap = False
-            w2.show()
-            done = []
-            w2.opened.connect(done.append)
-            w2.open_path(path)
-            wait(lambda: done)
-            w2.repaint()
-            reopen.append(time.perf_counter() - t)
-            cached = w2.map.method
-            w2.close()
-        rows.append((f"reopen (map: {cached})", n, median_ms(reopen), "≤ 2000 wanted"))
-    else:
-        rows.append(("reopen with cached UMAP", n, "n/a", "memviz.layout not installed"))
+    reopen = []
+    for _ in range(3):
+        t = time.perf_counter()
+        w2 = MainWindow(settings)
+        w2.map.auto_umap = False
+        w2.show()
+        done = []
+        w2.opened.connect(done.append)
+        w2.open_path(path)
+        wait(lambda: done)
+        w2.repaint()
+        reopen.append(time.perf_counter() - t)
+        cached = w2.map.method
+        w2.close()
+    rows.append((f"reopen (map: {cached})", n, median_ms(reopen), "≤ 2000 wanted"))
     win.close()
 
     width = max(len(r[0]) for r in rows)

@@ -52,11 +52,7 @@ def main(argv=None) -> int:
 
 
 def open_window(argv) -> int:
-    try:
-        from .app.main import run  # noqa: PLC0415 - Qt loads only for the window
-    except ImportError:
-        print("memviz: the window is not built yet; use `memviz stats DB` or `memviz --help`.", file=sys.stderr)
-        return 2
+    from .app.main import run  # noqa: PLC0415 - Qt loads only for the window
     return run(argv)
 
 

@@ -21,6 +21,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout, QWidget,
 )
 
+from memviz.retrieval import PRESETS, Engine, preset_params
+
 from .state import AppState, StoreData
 from .workers import Workers
 
@@ -30,15 +32,6 @@ RESULT_COLUMNS = ["rank", "Δ", "score", "why (weighted components)", "kind", "c
 WEIGHT_MAX = 5.0      # slider range of α, β, γ
 SLIDER_STEPS = 500
 DEBOUNCE_MS = 20      # coalesce slider moves; the engine lane drops stale settings anyway
-
-
-def retrieval_api():
-    """(Engine, Params, PRESETS, preset_params) from memviz.retrieval, or None if absent."""
-    try:
-        from memviz.retrieval import PRESETS, Engine, Params, preset_params  # noqa: PLC0415
-    except ImportError:
-        return None
-    return Engine, Params, PRESETS, preset_params
 
 
 def component_color(name: str, i: int) -> QColor:
@@ -215,7 +208,6 @@ class QueryPanel(QWidget):
     def __init__(self, state: AppState, workers: Workers, parent=None) -> None:
         super().__init__(parent)
         self.state, self.workers = state, workers
-        self.api = retrieval_api()
         self.engine = None
         self.engine_for: StoreData | None = None
         self.query_key = None           # what the engine's cached query is (text / like id)
@@ -332,22 +324,17 @@ class QueryPanel(QWidget):
         state.data_changed.connect(self._on_data)
         state.time_filter_changed.connect(lambda _r: self._params_edited())
         state.selection_changed.connect(lambda rows, cur, src: self.like_button.setEnabled(
-            self.api is not None and cur is not None))
-        if self.api is None:
-            self.setEnabled(False)
-            self.message.setText("The retrieval engine (memviz.retrieval) is not installed.")
-        else:
-            self._fill_presets()
+            cur is not None))
+        self._fill_presets()
 
     # ------------------------------------------------------------ widgets <-> Params
     def _fill_presets(self) -> None:
-        presets = self.api[2]
         self.preset.blockSignals(True)
-        for name, desc in presets.items():
+        for name, desc in PRESETS.items():
             self.preset.addItem(name)
             self.preset.setItemData(self.preset.count() - 1, str(desc), Qt.ToolTipRole)
         self.preset.blockSignals(False)
-        self._load_params(self.api[3](self.preset.currentText()))
+        self._load_params(preset_params(self.preset.currentText()))
 
     def _load_params(self, p) -> None:
         self._loading = True
@@ -366,7 +353,6 @@ class QueryPanel(QWidget):
 
     def params(self):
         """The Params the widgets describe now."""
-        _e, _p, _presets, preset_params = self.api
         base = preset_params(self.preset.currentText())
         as_of = None
         if self.as_of_on.isChecked():
@@ -388,11 +374,11 @@ class QueryPanel(QWidget):
         self._params_edited()
 
     def _preset_chosen(self) -> None:
-        self._load_params(self.api[3](self.preset.currentText()))
+        self._load_params(preset_params(self.preset.currentText()))
         self._params_edited()
 
     def _params_edited(self, *_):
-        if not self._loading and self.api is not None:
+        if not self._loading:
             self._score_timer.start()
 
     # ------------------------------------------------------------ store
@@ -408,7 +394,7 @@ class QueryPanel(QWidget):
             combo.addItem("all")
             combo.addItems([i or "(none)" for i in items])
             combo.blockSignals(False)
-        if data is not None and self.api is not None and data.store.meta("ga_weights"):
+        if data is not None and data.store.meta("ga_weights"):
             # an imported Generative Agents store: start with the retrieval its agents used
             self.preset.setCurrentText("generative-agents")
         if data is not None:
@@ -420,7 +406,7 @@ class QueryPanel(QWidget):
     def _engine(self, data: StoreData):
         """The engine for this store (made on the engine thread, once per open)."""
         if self.engine is None or self.engine_for is not data:
-            self.engine = self.api[0](data.store, data.arrays)
+            self.engine = Engine(data.store, data.arrays)
             self.engine_for = data
         return self.engine
 
@@ -440,7 +426,7 @@ class QueryPanel(QWidget):
 
     def _submit_query(self, key) -> None:
         data = self.state.data
-        if data is None or self.api is None:
+        if data is None:
             return
         self._text_timer.stop()
         self._score_timer.stop()  # this job scores the current setting itself
@@ -480,7 +466,7 @@ class QueryPanel(QWidget):
     def rescore(self) -> None:
         """Re-rank the current query with the widgets' setting (the slider path)."""
         data = self.state.data
-        if data is None or self.query_key is None or self.api is None:
+        if data is None or self.query_key is None:
             return
         params = self.params()
         eng = self.engine

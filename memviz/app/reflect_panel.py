@@ -338,7 +338,7 @@ class ReflectDialog(QDialog):
             return
         agent = self.agent.currentData()
         config = ReflectionConfig(questions=self.questions.value(), evidence=self.evidence_k.value())
-        params = self.window.query.params() if self.window.query.api is not None else None
+        params = self.window.query.params()
         self.token = token = CancelToken()
 
         def job(ticket):

@@ -56,7 +56,7 @@ def main(argv=None) -> int:
         real = g.rows >= 0
         if real.any():
             target = data.arrays.ids[g.rows[real][int(g.level[real].argmax())]]
-    if win.query.api is not None and args.query:
+    if args.query:
         win.query.text.setText(args.query)
         got = []
         win.query.ranked.connect(lambda r, s: got.append(r))

@@ -371,7 +371,7 @@ class MainWindow(QMainWindow):
         n = len(ids)
         menu.addAction(f"Copy id{'s' if n > 1 else ''}", self.copy_ids).setEnabled(n > 0)
         q = menu.addAction("Query by this memory", self.query.query_selected)
-        q.setEnabled(n >= 1 and self.query.api is not None)
+        q.setEnabled(n >= 1)
         for fn in self.context_providers:
             actions = fn(list(ids))
             if actions:
