@@ -67,7 +67,7 @@ def test_select_in_table_selects_everywhere(qtbot, win):
     assert win.detail.content.toPlainText() == "Alice needs meals planned around a peanut allergy."
     for panel in (win.timeline, win.map):
         pts = panel.point_of_rows([target])
-        ox, oy = panel.overlay.getData()
+        ox, oy = panel.overlay.get_data()
         assert len(ox) == 1 and ox[0] == pytest.approx(panel.x[pts[0]]) and oy[0] == pytest.approx(panel.y[pts[0]])
     # the graph highlights refl0 with its ancestors (fact0, ep00, ep01) and descendant (refl2)
     g = win.graph.graph
@@ -219,7 +219,7 @@ def test_points_in_polygon_matches_brute_force():
 def test_map_colourings(qtbot, win):
     for by in ("kind", "agent", "importance", "age", "score"):
         win.map.color_by.setCurrentText(by)
-        assert win.map.points.count == len(win.map.rows)
+        assert len(win.map.points) == len(win.map.rows)
     win.map.color_by.setCurrentText("importance")
     imp = win.state.data.arrays.importance[win.map.rows]
     codes, brushes = win.map.point_colours(win.map.rows)

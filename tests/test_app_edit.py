@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from PySide6.QtCore import QSettings  # noqa: E402
+from PySide6.QtCore import QItemSelectionModel, QSettings  # noqa: E402
 from test_app_support import build_store  # noqa: E402
 
 import memviz.store as ms  # noqa: E402
@@ -123,14 +123,18 @@ def test_keyboard_shortcuts_act_on_the_selection(qtbot, win):
     qtbot.waitUntil(lambda: "ep03" in [m.id for m in win.edits.retired.items], timeout=5000)
     # the window's selection is marked in the retired list, so Restore acts on it
     assert win.edits.retired.chosen_ids() == ["ep03"] and win.edits.retired.restore_button.isEnabled()
-    win.edits.retired.tree.clearSelection()
-    item = next(win.edits.retired.tree.topLevelItem(i) for i in range(win.edits.retired.tree.topLevelItemCount())
-                if win.edits.retired.tree.topLevelItem(i).text(3) == "ep03")
-    assert item.text(1) == "deleted"
-    item.setSelected(True)
+    panel = win.edits.retired
+    panel.tree.clearSelection()
+    assert not panel.restore_button.isEnabled()
+    r = panel.row_of("ep03")
+    assert panel.model.index(r, 3).data() == "ep03" and panel.model.index(r, 1).data() == "deleted"
+    panel.tree.selectionModel().select(panel.model.index(r, 0), QItemSelectionModel.Select | QItemSelectionModel.Rows)
+    assert panel.chosen_ids() == ["ep03"] and win.state.selected_ids == ["ep03"]
     win.edits.retired.restore_button.click()
     settle(qtbot, win)
-    assert row(win, "ep03")["valid_until"] is None and "ep03" not in [m.id for m in win.edits.retired.items]
+    assert row(win, "ep03")["valid_until"] is None
+    qtbot.waitUntil(lambda: not win.workers.running("retired")  # the list is re-read in the background
+                    and "ep03" not in [m.id for m in win.edits.retired.items], timeout=5000)
 
 
 def test_correct_with_the_real_local_embedder(qtbot, win):

@@ -125,12 +125,12 @@ def test_query_by_selected_memory_and_map_marker(qtbot, win, engine):
     assert shown_ids(win) == list(engine.score(win.query.params()).ids)
     res = win.query.results.result
     qtbot.waitUntil(lambda: not win.map._result_timer.isActive(), timeout=5000)
-    tx, _ = win.map.topk.getData()
+    tx, _ = win.map.topk.get_data()
     assert len(tx) == int(win.state.data.arrays.has_embedding[np.asarray(res.rows)].sum())
-    mx, my = win.map.marker.getData()
+    mx, my = win.map.marker.get_data()
     assert len(mx) == 1 and np.isfinite(mx[0]) and np.isfinite(my[0])
     win.map.color_by.setCurrentText("score")
-    assert win.map.points.count == len(win.map.rows)
+    assert len(win.map.points) == len(win.map.rows)
 
 
 def test_time_filter_reaches_the_query(qtbot, win, engine):

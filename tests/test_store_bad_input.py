@@ -202,3 +202,35 @@ def test_empty_sqlite_database(tmp_path, unchanged):
     c.close()
     with pytest.raises(ms.NotAStoreError):
         ms.open(unchanged(p))
+
+
+@pytest.mark.parametrize("read", [None, lambda s: s.arrays()], ids=["open", "open_and_read"])
+def test_damaged_index_opens_read_only_whether_checked_first_or_alongside(tmp_path, unchanged, read):
+    # quick_check finds the broken index page; the table itself still reads. open_and_read runs
+    # the check beside the read and must end in the same place as checking first.
+    p = filled(tmp_path / "i.db")
+    conn = apsw.Connection(str(p))
+    root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name='idx_memories_event_time'").fetchone()[0]
+    conn.close()
+    data = bytearray(p.read_bytes())
+    off = (root - 1) * 4096
+    for i in range(off, off + 12):  # the index page's b-tree header
+        data[i] ^= 0xFF
+    p.write_bytes(bytes(data))
+    store, arrays = ms.open_and_read(unchanged(p), read)
+    try:
+        assert store.read_only and "quick_check found damage" in store.read_only_reason
+        assert arrays is None if read is None else len(arrays) == 60
+        with pytest.raises(ms.ReadOnlyError):
+            store.set_valid_until("m-any", 1.0)
+    finally:
+        store.close()
+
+
+def test_open_and_read_returns_the_read_and_a_writable_store(tmp_path):
+    p = filled(tmp_path / "ok.db")
+    store, arrays = ms.open_and_read(str(p), lambda s: s.arrays(preview=12))
+    with store:
+        assert not store.read_only and len(arrays) == 60
+        assert arrays.preview[0] == "memory 0 wor"
+        store.set_valid_until(arrays.ids[0], 1.0)  # writable once the check has answered

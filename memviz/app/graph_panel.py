@@ -18,7 +18,8 @@ from PySide6.QtGui import QColor, QPen
 from PySide6.QtWidgets import QCheckBox, QGraphicsRectItem, QLabel, QSizePolicy, QToolButton
 
 from . import style
-from .plotbase import ScatterPanel, StyledScatter
+from .plotbase import ScatterPanel
+from .points_item import PointsItem
 from .state import AppState, StoreData
 
 
@@ -124,7 +125,9 @@ class GraphPanel(ScatterPanel):
             it.setZValue(-10 + z if it is not self.hot_edges else 4)
             self.plot.addItem(it)
         self.labels: list[pg.TextItem] = []
-        self.hot_points = StyledScatter(self.plot, z=5)
+        self.hot_points = PointsItem()
+        self.hot_points.setZValue(5)
+        self.plot.addItem(self.hot_points)
         # a translucent veil between the base layer and the highlighted neighbourhood
         self.hot_fade = QGraphicsRectItem()
         self.hot_fade.setBrush(QColor(255, 255, 255, 150))
@@ -220,7 +223,7 @@ class GraphPanel(ScatterPanel):
         self.set_points(g.x[nodes], g.y[nodes], rows)
         styles.append({"brush": pg.mkBrush(style.BROKEN), "pen": pg.mkPen(style.BROKEN), "symbol": "x"})
         sizes = np.r_[style.importance_sizes(data.arrays.importance[rows], 6, 16), np.full(len(missing), 9.0)]
-        self.points.set(np.r_[g.x[nodes], g.x[missing]], np.r_[g.y[nodes], g.y[missing]],
+        self.points.set_data(np.r_[g.x[nodes], g.x[missing]], np.r_[g.y[nodes], g.y[missing]],
                         np.r_[codes, np.full(len(missing), len(styles) - 1)], styles, size=sizes)
 
         def seg(edges, keep_hot=None):
@@ -265,7 +268,7 @@ class GraphPanel(ScatterPanel):
         ring = pg.mkPen(230, 120, 0, 255, width=2)
         for st in styles:
             st["pen"] = ring
-        self.hot_points.set(g.x[nodes], g.y[nodes], codes, styles,
+        self.hot_points.set_data(g.x[nodes], g.y[nodes], codes, styles,
                             size=style.importance_sizes(data.arrays.importance[rows], 6, 16) + 2)
         edges = np.vstack([g.source_edges, g.supersede_edges])
         ok = hot[edges[:, 0]] & hot[edges[:, 1]] if len(edges) else np.zeros(0, bool)

@@ -1,6 +1,6 @@
 """Map: a 2-D projection of the embeddings, PCA at once, UMAP swapped in when computed.
 
-Every embedded memory is one point (no sampling): one ScatterPlotItem fed numpy arrays,
+Every embedded memory is one point (no sampling): one PointsItem fed numpy arrays,
 colours from a few shared brushes. UMAP runs as a background job with progress and
 cancel; finished layouts are cached in the store (memviz.layout) so a reopen is instant.
 The current query is drawn as a marker at the similarity-weighted centre of its nearest
@@ -16,7 +16,8 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QButtonGroup, QComboBox, QLabel, QSizePolicy, QToolButton
 
 from . import style
-from .plotbase import ScatterPanel, scatter_item
+from .plotbase import ScatterPanel
+from .points_item import PointsItem
 from .state import AppState, StoreData
 from .workers import Workers
 
@@ -66,9 +67,9 @@ class MapPanel(ScatterPanel):
             self.toolbar.addWidget(b)
         self.toolbar.addWidget(self.umap_button)
         self.toolbar.addWidget(self.method_label, 1)
-        self.topk = scatter_item()
+        self.topk = PointsItem()
         self.topk.setZValue(8)
-        self.marker = scatter_item()
+        self.marker = PointsItem()
         self.marker.setZValue(12)
         self.plot.addItem(self.topk)
         self.plot.addItem(self.marker)
@@ -92,19 +93,12 @@ class MapPanel(ScatterPanel):
         if data is None:
             self.redraw(fit=True)
             return
-        a = data.arrays
-        coords = np.full((data.n, 2), np.nan, np.float32)
-        if a.has_embedding.any():
-            cached = self._cached_umap(data)
-            if cached is not None:
-                coords[:] = cached
-                self._set_coords(coords, "UMAP (cached)")
-                return
-            has = a.has_embedding
-            coords[:] = layout_api().pca_2d(a.embedding, has)
-        self._set_coords(coords, "PCA")
-        n_emb = int(a.has_embedding.sum())
+        coords, method = data.map_start
+        self._set_coords(coords.copy(), method)
+        n_emb = int(data.arrays.has_embedding.sum())
         self.umap_button.setEnabled(n_emb >= UMAP_MIN_POINTS)
+        if method.startswith("UMAP"):
+            return
         if n_emb >= UMAP_MIN_POINTS:
             layout_api().warm_up(n_emb)  # the worker process compiles now, not when UMAP is asked for
         if self.auto_umap and self.umap_button.isEnabled():
@@ -115,14 +109,6 @@ class MapPanel(ScatterPanel):
         self.method_label.setText(f"  {method}")
         self.redraw(fit=True)
         self.layout_changed.emit(method)
-
-    def _cached_umap(self, data: StoreData):
-        api = layout_api()
-        try:
-            got = api.LayoutCache(data.store).get("umap", data.arrays, api.umap_params())
-        except Exception:  # noqa: BLE001 - a bad cache is recomputed, never fatal
-            return None
-        return None if got is None else np.asarray(got, np.float32)
 
     def start_umap(self) -> None:
         """UMAP in memviz.layout's warm worker process (numba never compiles in this process);
@@ -178,7 +164,7 @@ class MapPanel(ScatterPanel):
         self.set_points(self.coords[rows, 0], self.coords[rows, 1], rows)
         codes, brushes = self.point_colours(rows)
         retired = ~np.isnan(data.arrays.valid_until[rows])
-        self.points.set(self.x, self.y, codes, [{"brush": b, "pen": None} for b in brushes],
+        self.points.set_data(self.x, self.y, codes, [{"brush": b, "pen": None} for b in brushes],
                         size=np.where(retired, 4.0, 6.0))
         if fit and len(rows):
             self.vb.autoRange(padding=0.03)
@@ -227,19 +213,19 @@ class MapPanel(ScatterPanel):
     def _draw_result(self) -> None:
         result, data = self.state.result, self.state.data
         if result is None or data is None or self.coords is None or not len(result.rows):
-            self.topk.setData(x=[], y=[])
-            self.marker.setData(x=[], y=[])
+            self.topk.clear()
+            self.marker.clear()
             return
         rows = np.asarray(result.rows, np.int64)
         rows = rows[np.isfinite(self.coords[rows, 0])]
-        self.topk.setData(x=self.coords[rows, 0], y=self.coords[rows, 1], size=13, symbol="o",
-                          pen=pg.mkPen(style.QUERY, width=2), brush=None)
+        self.topk.set_data(self.coords[rows, 0], self.coords[rows, 1], size=13,
+                           styles=[{"pen": pg.mkPen(style.QUERY, width=2), "brush": None}])
         at = self.query_position()
         if at is None:
-            self.marker.setData(x=[], y=[])
+            self.marker.clear()
         else:
-            self.marker.setData(x=[at[0]], y=[at[1]], size=20, symbol="star",
-                                pen=pg.mkPen("k", width=1), brush=pg.mkBrush(QColor(style.QUERY)))
+            self.marker.set_data([at[0]], [at[1]], size=20, styles=[{"symbol": "star", "pen": pg.mkPen("k", width=1),
+                                                                   "brush": pg.mkBrush(QColor(style.QUERY))}])
 
     def query_position(self):
         """Where the query sits on the map: similarity-weighted centre of its 5 nearest memories

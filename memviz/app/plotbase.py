@@ -1,11 +1,10 @@
-"""What the three plot panels share: a pyqtgraph scatter of memories with picking, a plain-text
+"""What the three plot panels share: the memories as one PointsItem with picking, a plain-text
 hover label, a selection overlay, drag tools (rectangle, lasso, x-range) and export.
 
-Scatter items always use pxMode with the symbol cache (useCache=True): drawing symbols one
-by one without it has crashed PySide6 6.12 + pyqtgraph 0.14, and the cache is what keeps
-100k points fast (one drawPixmapFragments call). For the same reason exports never use
-pyqtgraph's exporters (which switch the cache off): PNG is a grab of the widget, SVG is
-the widget rendered onto a QSvgGenerator.
+Markers are PointsItems (points_item.py: numpy in, one drawPixmapFragments call out), never
+pyqtgraph ScatterPlotItems, whose per-point Python work costs 0.4 s at 100k points. Exports
+never use pyqtgraph's exporters: PNG is a grab of the widget, SVG is the widget rendered
+onto a QSvgGenerator (where PointsItem draws vector symbols).
 """
 from __future__ import annotations
 
@@ -16,14 +15,10 @@ from PySide6.QtGui import QColor, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QGraphicsPathItem, QHBoxLayout, QVBoxLayout, QWidget
 
 from . import style
+from .points_item import PointsItem
 from .state import AppState
 
 PICK_PIXELS = 8
-
-
-def scatter_item(**kw) -> pg.ScatterPlotItem:
-    """A ScatterPlotItem configured the one safe, fast way (see the module docstring)."""
-    return pg.ScatterPlotItem(pxMode=True, useCache=True, antialias=True, **kw)
 
 
 def points_in_polygon(x: np.ndarray, y: np.ndarray, poly: np.ndarray) -> np.ndarray:
@@ -45,51 +40,6 @@ def points_in_polygon(x: np.ndarray, y: np.ndarray, poly: np.ndarray) -> np.ndar
             hit ^= crosses & (px < xint)
     inside[cand] = hit
     return inside
-
-
-class StyledScatter:
-    """Points drawn as one ScatterPlotItem per style (brush, pen, symbol). Each item then
-    gets plain numpy x/y/size arrays and one shared brush: pyqtgraph does no per-point
-    style work, which is what keeps setData and painting fast at 100k points."""
-
-    def __init__(self, plot: pg.PlotWidget, z: float = 0.0) -> None:
-        self.plot, self.z = plot, z
-        self.items: list[pg.ScatterPlotItem] = []
-
-    def set(self, x: np.ndarray, y: np.ndarray, codes: np.ndarray, styles: list[dict], size=6.0) -> None:
-        """Point i is drawn with styles[codes[i]] (dict of brush / pen / symbol)."""
-        codes = np.asarray(codes, np.int64)
-        order = np.argsort(codes, kind="stable")
-        bounds = np.searchsorted(codes[order], np.arange(len(styles) + 1))
-        used = 0
-        for c, st in enumerate(styles):
-            idx = order[bounds[c]:bounds[c + 1]]
-            if not len(idx):
-                continue
-            item = self._item(used)
-            sz = size[idx] if isinstance(size, np.ndarray) else size
-            item.setData(x=x[idx], y=y[idx], size=sz, symbol=st.get("symbol", "o"), pen=st.get("pen"),
-                         brush=st.get("brush"))
-            item.setZValue(self.z + st.get("z", 0))
-            item.show()
-            used += 1
-        for item in self.items[used:]:
-            item.setData(x=[], y=[])
-            item.hide()
-
-    def clear(self) -> None:
-        self.set(np.zeros(0), np.zeros(0), np.zeros(0, np.int64), [])
-
-    def _item(self, k: int) -> pg.ScatterPlotItem:
-        while len(self.items) <= k:
-            it = scatter_item()
-            self.plot.addItem(it)
-            self.items.append(it)
-        return self.items[k]
-
-    @property
-    def count(self) -> int:
-        return sum(len(it.data) for it in self.items if it.isVisible())
 
 
 class ToolViewBox(pg.ViewBox):
@@ -150,8 +100,9 @@ class ScatterPanel(QWidget):
         self.plot.showGrid(x=True, y=True, alpha=0.15)
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()
-        self.points = StyledScatter(self.plot)
-        self.overlay = scatter_item()
+        self.points = PointsItem()
+        self.plot.addItem(self.points)
+        self.overlay = PointsItem()
         self.overlay.setZValue(10)
         self.plot.addItem(self.overlay)
         self.hover = pg.TextItem(anchor=(0, 1), color=(20, 20, 20), fill=pg.mkBrush(255, 255, 225, 235),
@@ -267,11 +218,8 @@ class ScatterPanel(QWidget):
 
     def draw_selection(self) -> None:
         pts = self.point_of_rows(self.state.selection) if len(self.rows) else np.zeros(0, np.int64)
-        if not len(pts):
-            self.overlay.setData(x=[], y=[])
-            return
-        self.overlay.setData(x=self.x[pts], y=self.y[pts], size=self.overlay_size(), symbol="o",
-                             pen=self._sel_pen, brush=None)
+        self.overlay.set_data(self.x[pts], self.y[pts], styles=[{"pen": self._sel_pen, "brush": None}],
+                              size=self.overlay_size())
 
     def overlay_size(self) -> float:
         return 14.0

@@ -1,16 +1,15 @@
 """The "Retired" dock: superseded and soft-deleted memories with when and why, and Restore.
 
 The list is `memviz.edits.retired(store)`, read again whenever the store data is reloaded
-(an edit, an undo, the agent's write) — while the dock is shown; a hidden dock (tabbed behind
-the table) only notes that it is stale, since reading it scans the audit log and provenance.
-Clicking a row selects that memory everywhere.
+(an edit, an undo, the agent's write) — in the background, while the dock is shown; a hidden
+dock (tabbed behind the table) only notes that it is stale.
+Clicking a row selects that memory everywhere. A model over the list, so thousands of rows
+cost nothing until they are scrolled into view.
 """
 from __future__ import annotations
 
-from PySide6.QtCore import QPoint, Qt, Signal
-from PySide6.QtWidgets import (
-    QAbstractItemView, QHBoxLayout, QLabel, QPushButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget,
-)
+from PySide6.QtCore import QAbstractTableModel, QItemSelection, QItemSelectionModel, QModelIndex, QPoint, Qt, Signal
+from PySide6.QtWidgets import QAbstractItemView, QHBoxLayout, QLabel, QPushButton, QTreeView, QVBoxLayout, QWidget
 
 from memviz.edits import retired
 from memviz.store import iso
@@ -20,14 +19,54 @@ from .state import AppState
 LIMIT = 5000  # newest first; the count label says when there are more
 
 
+class RetiredModel(QAbstractTableModel):
+    HEADERS = ["retired (UTC)", "why", "kind", "id", "content"]
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.items: list = []
+
+    def set_items(self, items: list) -> None:
+        self.beginResetModel()
+        self.items = items
+        self.endResetModel()
+
+    def rowCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.items)
+
+    def columnCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.HEADERS)
+
+    def headerData(self, section, orientation, role=Qt.DisplayRole):
+        if orientation == Qt.Horizontal and role == Qt.DisplayRole:
+            return self.HEADERS[section]
+        return None
+
+    def data(self, index, role=Qt.DisplayRole):
+        m = self.items[index.row()]
+        col = index.column()
+        if role == Qt.UserRole:
+            return m.id
+        if role == Qt.DisplayRole:
+            if col == 0:
+                return iso(m.retired_at)
+            if col == 1:
+                return m.why + (f" — {m.note}" if m.note else "")
+            if col == 4:
+                return m.content.replace("\n", " ")[:300]
+            return m.kind if col == 2 else m.id
+        if role == Qt.ToolTipRole and col in (1, 4):
+            return m.why if col == 1 else m.content[:2000]
+        return None
+
+
 class RetiredPanel(QWidget):
     context_requested = Signal(list, QPoint)
 
     def __init__(self, state: AppState, controller, parent=None) -> None:
         super().__init__(parent)
         self.state, self.controller = state, controller
-        self.items: list = []
-        self._item_of: dict[str, QTreeWidgetItem] = {}
+        self._row_of: dict[str, int] = {}
         self._stale = True
         self._shown = False  # the dock's visibility (a tab behind the table is not shown)
         self.count = QLabel()
@@ -38,12 +77,14 @@ class RetiredPanel(QWidget):
         top = QHBoxLayout()
         top.addWidget(self.count, 1)
         top.addWidget(self.restore_button)
-        self.tree = QTreeWidget(headerLabels=["retired (UTC)", "why", "kind", "id", "content"], rootIsDecorated=False)
+        self.model = RetiredModel(self)
+        self.tree = QTreeView(rootIsDecorated=False, uniformRowHeights=True, allColumnsShowFocus=True)
+        self.tree.setModel(self.model)
         self.tree.setSelectionMode(QAbstractItemView.ExtendedSelection)
-        self.tree.setUniformRowHeights(True)
+        self.tree.setSelectionBehavior(QAbstractItemView.SelectRows)
         for col, w in enumerate((140, 300, 90, 150)):
             self.tree.setColumnWidth(col, w)
-        self.tree.itemSelectionChanged.connect(self._chosen)
+        self.tree.selectionModel().selectionChanged.connect(lambda *_a: self._chosen())
         self.tree.setContextMenuPolicy(Qt.CustomContextMenu)
         self.tree.customContextMenuRequested.connect(
             lambda pos: self.context_requested.emit(self.chosen_ids(), self.tree.viewport().mapToGlobal(pos)))
@@ -67,45 +108,54 @@ class RetiredPanel(QWidget):
         if shown and self._stale:
             self.refresh()
 
+    @property
+    def items(self) -> list:
+        return self.model.items
+
+    def row_of(self, memory_id: str) -> int | None:
+        return self._row_of.get(memory_id)
+
     def _on_selection(self, rows, current, source) -> None:
         """Mark the retired memories among the window's selection (so Restore acts on them)."""
         if source is self:
             return
-        self.tree.blockSignals(True)
-        self.tree.clearSelection()
-        for mid in self.state.selected_ids:  # only the selection's own rows: no pass over the whole list
-            item = self._item_of.get(mid)
-            if item is not None:
-                item.setSelected(True)
-        self.tree.blockSignals(False)
+        self._mark(self.state.selected_ids)
+
+    def _mark(self, ids) -> None:
+        """Select these ids' rows in the list (only the selection's own rows: no pass over the list)."""
+        sel = QItemSelection()
+        last = self.model.columnCount() - 1
+        for mid in ids:
+            r = self._row_of.get(mid)
+            if r is not None:
+                sel.select(self.model.index(r, 0), self.model.index(r, last))
+        sm = self.tree.selectionModel()
+        sm.blockSignals(True)
+        sm.select(sel, QItemSelectionModel.ClearAndSelect)
+        sm.blockSignals(False)
+        self.tree.viewport().update()
         self._update_button()
 
     def refresh(self) -> None:
+        """Read the list in the background (it scans the audit log and the supersede links)."""
         self._stale = False
+        data, store = self.state.data, self.controller.store
+        if data is None or store is None:
+            self._fill([])
+            return
+        self.controller.window.workers.submit("retired", lambda _t: retired(store, limit=LIMIT), on_done=self._fill,
+                                              on_error=lambda e: self.count.setText(f"Could not read: {e}"))
+
+    def _fill(self, items: list) -> None:
         data = self.state.data
-        keep = set(self.state.selected_ids)
-        self.tree.clear()
-        self._item_of = {}
-        store = self.controller.store
-        self.items = [] if data is None or store is None else retired(store, limit=LIMIT)
+        self.model.set_items(items)
+        self._row_of = {m.id: r for r, m in enumerate(items)}
         total = 0 if data is None else data.counts["retired"]
         self.count.setText(f"{total:,} retired memories" + (f" (newest {LIMIT:,} shown)" if total > LIMIT else ""))
-        self.tree.blockSignals(True)
-        for m in self.items:
-            text = m.content.replace("\n", " ")
-            item = QTreeWidgetItem([iso(m.retired_at), m.why + (f" — {m.note}" if m.note else ""), m.kind, m.id,
-                                    text[:300]])
-            item.setData(0, Qt.UserRole, m.id)
-            self._item_of[m.id] = item
-            item.setToolTip(4, text[:2000])
-            item.setToolTip(1, m.why)
-            self.tree.addTopLevelItem(item)
-            item.setSelected(m.id in keep)
-        self.tree.blockSignals(False)
-        self._update_button()
+        self._mark(self.state.selected_ids)
 
     def chosen_ids(self) -> list[str]:
-        return [i.data(0, Qt.UserRole) for i in self.tree.selectedItems()]
+        return [i.data(Qt.UserRole) for i in self.tree.selectionModel().selectedRows(0)]
 
     def _chosen(self) -> None:
         ids = self.chosen_ids()

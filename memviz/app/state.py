@@ -58,6 +58,7 @@ class StoreData:
     agents: list[str] = field(default_factory=list)
     kind_codes: np.ndarray | None = None  # int: index into kinds, per row
     agent_codes: np.ndarray | None = None
+    map_start_: tuple | None = None       # (coords, method): memviz.layout.first_map, read on first use
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -75,6 +76,15 @@ class StoreData:
             return self.provenance_
 
     @property
+    def map_start(self) -> tuple[np.ndarray, str]:
+        """What the map shows at once (cached UMAP or PCA); load_store_data computes it off the GUI thread."""
+        with self._lock:
+            if self.map_start_ is None:
+                from memviz.layout import first_map  # noqa: PLC0415
+                self.map_start_ = first_map(self.store, self.arrays)
+            return self.map_start_
+
+    @property
     def model(self) -> tuple[str | None, int]:
         """(embedding model, dimension) of the arrays' matrix."""
         a = self.arrays
@@ -90,23 +100,17 @@ class StoreData:
 
 
 def load_store_data(store: Store) -> StoreData:
-    """Read what the window shows first; safe to run off the GUI thread. Counts come from the
-    arrays (no second scan); provenance is read later, on first use."""
-    arrays = store.arrays()
-    previews = np.empty(len(arrays), dtype=object)
-    pos = {int(r): i for i, r in enumerate(arrays.rowid)}
-    sql = f"SELECT rowid, CAST(substr(content, 1, {PREVIEW_CHARS}) AS BLOB) FROM memories"
-    for rowid, raw in store.conn.execute(sql):
-        i = pos.get(rowid)
-        if i is not None:
-            text = bytes(raw).decode("utf-8", errors="replace") if raw is not None else ""
-            previews[i] = text.replace("\r", " ").replace("\n", " ").replace("\t", " ")
-    previews[np.equal(previews, None)] = ""
+    """Read what the window shows first; safe to run off the GUI thread. One scan of the store
+    (previews included); counts come from the arrays; provenance is read later, on first use."""
+    arrays = store.arrays(preview=PREVIEW_CHARS)
+    previews = arrays.preview
     counts = counts_of(arrays)
     kinds = sorted(counts["by_kind"], key=lambda k: -sum(counts["by_kind"][k]))
     agents = sorted(counts["by_agent"], key=lambda a: -sum(counts["by_agent"][a]))
-    return StoreData(store=store, arrays=arrays, previews=previews, provenance_=None,
+    data = StoreData(store=store, arrays=arrays, previews=previews, provenance_=None,
                      counts=counts, kinds=kinds, agents=agents)
+    data.map_start  # noqa: B018 - computed here, in the loading thread
+    return data
 
 
 def counts_of(arrays: MemoryArrays) -> dict:

@@ -67,7 +67,7 @@ def importance_sizes(importance: np.ndarray, small: float = 4.0, large: float = 
 
 
 def kind_styles(data, rows: np.ndarray, dim: np.ndarray | None = None) -> tuple[np.ndarray, list[dict]]:
-    """(codes, styles) for StyledScatter: colour by kind; retired rows hollow and faded; `dim`
+    """(codes, styles) for a PointsItem: colour by kind; retired rows hollow and faded; `dim`
     rows (a bool mask over `rows`) pale."""
     a = data.arrays
     k = len(data.kinds) + 1

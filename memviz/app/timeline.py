@@ -74,7 +74,7 @@ class TimelinePanel(ScatterPanel):
         y = lane[rows] + jitter * 0.7
         self.set_points(x, y, rows)
         codes, styles = style.kind_styles(data, rows)
-        self.points.set(self.x, self.y, codes, styles, size=style.importance_sizes(a.importance[rows]))
+        self.points.set_data(self.x, self.y, codes, styles, size=style.importance_sizes(a.importance[rows]))
         left = self.plot.getAxis("left")
         left.setTicks([[(i, n or "(none)") for i, n in enumerate(names)]])
         left.setWidth(min(160, 12 + 7 * max((len(n) for n in names), default=4)))

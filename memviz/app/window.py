@@ -28,7 +28,7 @@ from .detail_panel import DetailPanel
 from .edit_actions import install_edit_actions
 from .graph_panel import GraphPanel
 from .import_dialog import is_import_source, show_import_dialog
-from .map_panel import MapPanel, layout_api
+from .map_panel import MapPanel
 from .query_panel import QueryPanel
 from .reflect_panel import install_reflect
 from .state import AppState, StoreData, load_store_data
@@ -268,14 +268,13 @@ class MainWindow(QMainWindow):
         t0 = time.perf_counter()
 
         def job(ticket):
-            layout_api()  # import memviz.layout (scipy) here, not on the GUI thread when the map asks
-            store = ms.open(path, read_only=read_only)
+            store, data = ms.open_and_read(path, load_store_data, read_only=read_only)
             try:
                 ticket.check()
-                return load_store_data(store)
             except BaseException:
                 store.close()
                 raise
+            return data
 
         def done(data: StoreData) -> None:
             old = self.state.data

@@ -48,7 +48,7 @@ def retired(store, limit: int | None = None) -> list[RetiredMemory]:
         "SELECT memory_id, max(id), action, at, actor, note FROM memviz_audit "
         "WHERE json_valid(after) AND json_type(after, '$.valid_until') IN ('integer', 'real') GROUP BY memory_id")}
     superseded_by = {}
-    for new, old in store.provenance().supersedes:
+    for new, old in store.supersede_links():
         superseded_by.setdefault(old, []).append(new)
     out = []
     for rid, content, kind, agent, until in rows:

@@ -3,13 +3,13 @@ from .arrays import MemoryArrays
 from .errors import (
     BusyError, ConflictError, CorruptStoreError, NotAStoreError, ReadOnlyError, StoreError, ValidationError,
 )
-from .store import Provenance, Store, create, open_store
+from .store import Provenance, Store, create, open_and_read, open_store
 from .times import iso, parse_time, to_epoch
 
 open = open_store  # noqa: A001 - `memviz.store.open(path)` reads best
 
 __all__ = [
-    "MemoryArrays", "Provenance", "Store", "create", "open", "open_store", "iso", "parse_time", "to_epoch",
+    "MemoryArrays", "Provenance", "Store", "create", "open", "open_and_read", "open_store", "iso", "parse_time", "to_epoch",
     "StoreError", "NotAStoreError", "CorruptStoreError", "ReadOnlyError", "ValidationError", "BusyError",
     "ConflictError",
 ]

@@ -18,7 +18,7 @@ SELECT rowid, CAST(id AS BLOB), CAST(kind AS BLOB), CAST(agent AS BLOB),
        AND CASE WHEN entity_ids = '[]' THEN 1 ELSE json_valid(entity_ids) END
        AND CASE WHEN tags = '[]' THEN 1 ELSE json_valid(tags) END
        AND CASE WHEN attributes = '{}' THEN 1 ELSE json_valid(attributes) END,  -- CASE skips parsing the usual empties
-       CAST(embedding_model AS BLOB)
+       CAST(embedding_model AS BLOB){preview}
 FROM memories ORDER BY rowid
 """
 
@@ -45,6 +45,7 @@ class MemoryArrays:
     embedding_model: str | None
     bad_json: np.ndarray       # bool: a JSON column of the row is malformed
     bad_text: np.ndarray       # bool: id/kind/agent held invalid UTF-8
+    preview: np.ndarray | None = None  # object: the start of each content on one line (when asked for)
     _index: dict | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
@@ -64,12 +65,14 @@ class MemoryArrays:
         return self._index.get(memory_id)
 
 
-def load_arrays(conn, model: str | None = None, dim: int | None = None) -> MemoryArrays:
+def load_arrays(conn, model: str | None = None, dim: int | None = None, preview: int = 0) -> MemoryArrays:
     """All memories in one scan. `model` None = the most used (model, dim), as
-    `Store.main_model()`; `dim` None = the most used dimension of `model`."""
-    rows = conn.execute(_SQL).fetchall()
+    `Store.main_model()`; `dim` None = the most used dimension of `model`. `preview` > 0 also
+    reads the first `preview` characters of each content (newlines and tabs made spaces)."""
+    sql = _SQL.replace("{preview}", f", CAST(substr(content, 1, {int(preview)}) AS BLOB)" if preview > 0 else "")
+    rows = conn.execute(sql).fetchall()
     n = len(rows)
-    cols = list(zip(*rows)) if rows else [()] * 16
+    cols = list(zip(*rows)) if rows else [()] * 17
     blobs, models = cols[13], [b"" if m is None else m for m in cols[15]]  # model names as bytes
     key, dim = _pick_model(blobs, models, None if model is None else model.encode("utf-8", "surrogatepass"), dim)
     model = None if key is None else decode_text(key)[0]
@@ -111,6 +114,7 @@ def load_arrays(conn, model: str | None = None, dim: int | None = None) -> Memor
         embedding_model=model,
         bad_json=~np.nan_to_num(num(cols[14])).astype(bool),
         bad_text=b1 | b2 | b3,
+        preview=_one_line(cols[16]) if preview > 0 else None,
     )
 
 
@@ -143,6 +147,17 @@ def _texts(col) -> tuple[np.ndarray, np.ndarray]:
     for i, raw in enumerate(col):
         out[i], bad[i] = decode_text(raw)
     return out, bad
+
+
+def _one_line(col) -> np.ndarray:
+    """Decoded texts with CR, LF and tab as spaces (done once on the joined column, not per row)."""
+    out = np.empty(len(col), dtype=object)
+    joined = b"\x00".join(b"" if raw is None else raw for raw in col).decode("utf-8", errors="replace")
+    parts = joined.replace("\r", " ").replace("\n", " ").replace("\t", " ").split("\x00")
+    if len(parts) != len(col):  # a content holding NUL characters: decode row by row
+        parts = [decode_text(raw)[0].replace("\r", " ").replace("\n", " ").replace("\t", " ") for raw in col]
+    out[:] = parts
+    return out
 
 
 def _normalize_rows(emb: np.ndarray, rows: np.ndarray) -> None:

@@ -1,0 +1,189 @@
+"""PointsItem: many markers drawn straight from numpy arrays.
+
+pyqtgraph's ScatterPlotItem keeps a record per point and, on every setData, builds a style
+key per point in Python (about 2 µs each): 0.4 s for the timeline and map of a 100k store.
+Here a point is only (x, y, code). Each distinct (symbol, size, pen, brush) is rendered once
+into a small atlas; painting maps the visible points to device pixels with numpy and hands
+them to one QPainter.drawPixmapFragments call. No per-point Python work anywhere.
+
+Paint devices that are not pixels (SVG export, printing) get real vector symbols instead.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from pyqtgraph.graphicsItems.ScatterPlotItem import drawSymbol, renderSymbol
+from PySide6.QtCore import QRectF
+from PySide6.QtGui import QImage, QPainter, QPaintEngine, QPixmap
+from shiboken6 import wrapInstance
+
+_VECTOR_ENGINES = {QPaintEngine.Type.SVG, QPaintEngine.Type.Pdf, QPaintEngine.Type.Picture}
+_SIZE_STEP = 0.5  # sizes are rounded to this many pixels: a handful of atlas entries
+
+
+class PointsItem(pg.GraphicsObject):
+    """Markers at (x, y); point i is drawn with styles[codes[i]] at size[i] pixels.
+
+    A style is a dict with "brush", "pen" (None = no outline), "symbol" (default "o") and
+    "z" (points of a lower z are drawn first)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._x = self._y = np.zeros(0)
+        self._given = (self._x, self._y)
+        self._entry = np.zeros(0, np.int64)       # per point: index into the atlas entries
+        self._entries: list[tuple] = []           # (symbol, size, pen, brush) per atlas entry
+        self._entry_z: list[float] = []
+        self._atlas: QPixmap | None = None
+        self._rects = np.zeros((0, 4))            # per entry: left, top, width, height in the atlas
+        self._dpr = 0.0
+        self._bounds: tuple | None = None         # (xmin, xmax, ymin, ymax) of the finite points
+        self._max_px = 0.0
+
+    # ------------------------------------------------------------ data
+    def set_data(self, x, y, codes=None, styles=None, size=6.0) -> None:
+        x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+        n = len(x)
+        styles = styles or [{"brush": pg.mkBrush("k"), "pen": None}]
+        codes = np.zeros(n, np.int64) if codes is None else np.asarray(codes, np.int64)
+        sizes = np.broadcast_to(np.asarray(size, np.float64), (n,))
+        steps = np.round(sizes / _SIZE_STEP).astype(np.int64)
+        z = np.array([st.get("z", 0) for st in styles], np.float64)
+        # draw order: by style z (stable, so equal z keeps the caller's order)
+        order = np.argsort(z[codes], kind="stable") if n and np.ptp(z) else np.arange(n)
+        n_steps = int(steps.max(initial=0)) + 1
+        key = codes[order] * n_steps + steps[order]
+        uniq, entry = np.unique(key, return_inverse=True)
+        self._entries, self._entry_z = [], []
+        for k in uniq.tolist():
+            st = styles[k // n_steps]
+            pen = st.get("pen")
+            self._entries.append((st.get("symbol", "o"), (k % n_steps) * _SIZE_STEP,
+                                  pg.mkPen(None) if pen is None else pg.mkPen(pen), pg.mkBrush(st.get("brush"))))
+            self._entry_z.append(st.get("z", 0))
+        self._given = (x, y)
+        self._x, self._y, self._entry = x[order], y[order], entry.ravel().astype(np.int64)
+        self._atlas = None
+        self._max_px = max((e[1] + e[2].widthF() for e in self._entries), default=0.0)
+        ok = np.isfinite(self._x) & np.isfinite(self._y)
+        self._bounds = (self._x[ok].min(), self._x[ok].max(), self._y[ok].min(), self._y[ok].max()) if ok.any() \
+            else None
+        self.prepareGeometryChange()
+        self.informViewBoundsChanged()
+        self.update()
+
+    def get_data(self) -> tuple[np.ndarray, np.ndarray]:
+        """x and y as given to set_data (in that order)."""
+        return self._given
+
+    def clear(self) -> None:
+        self.set_data(np.zeros(0), np.zeros(0))
+
+    def __len__(self) -> int:
+        return len(self._x)
+
+    # ------------------------------------------------------------ what the ViewBox asks
+    def dataBounds(self, ax, frac=1.0, orthoRange=None):
+        if self._bounds is None:
+            return (None, None)
+        if orthoRange is None:
+            return self._bounds[2 * ax:2 * ax + 2]
+        d, other = (self._x, self._y) if ax == 0 else (self._y, self._x)
+        d = d[(other >= orthoRange[0]) & (other <= orthoRange[1]) & np.isfinite(d)]
+        return (None, None) if not len(d) else (d.min(), d.max())
+
+    def pixelPadding(self) -> float:
+        return self._max_px * 0.7072
+
+    def boundingRect(self) -> QRectF:
+        if self._bounds is None:
+            return QRectF()
+        x0, x1, y0, y1 = self._bounds
+        px, py = self.pixelVectors()
+        pad = self.pixelPadding()
+        try:
+            px = 0.0 if px is None else px.length() * pad
+            py = 0.0 if py is None else py.length() * pad
+        except OverflowError:
+            px = py = 0.0
+        return QRectF(x0 - px, y0 - py, x1 - x0 + 2 * px, y1 - y0 + 2 * py)
+
+    def viewTransformChanged(self) -> None:
+        self.prepareGeometryChange()  # the padding is in pixels, so the rect follows the zoom
+        super().viewTransformChanged()
+
+    # ------------------------------------------------------------ drawing
+    def _build_atlas(self, dpr: float) -> None:
+        """Every entry rendered once, side by side in one pixmap."""
+        images = [renderSymbol(sym, size, pen, brush, dpr=dpr) for sym, size, pen, brush in self._entries]
+        width = sum(im.width() for im in images)
+        height = max((im.height() for im in images), default=1)
+        atlas = QImage(max(width, 1), height, QImage.Format.Format_ARGB32_Premultiplied)
+        atlas.fill(0)
+        rects, left = [], 0
+        p = QPainter(atlas)
+        for im in images:
+            im.setDevicePixelRatio(1.0)
+            p.drawImage(left, 0, im)
+            rects.append((left, 0, im.width(), im.height()))
+            left += im.width()
+        p.end()
+        self._atlas = QPixmap.fromImage(atlas)
+        self._rects = np.array(rects, np.float64).reshape(-1, 4)
+        self._dpr = dpr
+
+    def _visible(self) -> np.ndarray:
+        """Indices of the points whose marker can touch the view."""
+        vr = self.viewRect()
+        if vr is None:
+            return np.flatnonzero(np.isfinite(self._x) & np.isfinite(self._y))
+        px, py = self.pixelVectors()
+        pad_x = 0.0 if px is None else px.length() * self._max_px
+        pad_y = 0.0 if py is None else py.length() * self._max_px
+        x, y = self._x, self._y
+        return np.flatnonzero((x >= vr.left() - pad_x) & (x <= vr.right() + pad_x)
+                              & (y >= vr.top() - pad_y) & (y <= vr.bottom() + pad_y))
+
+    def paint(self, p: QPainter, option, widget=None) -> None:
+        if not len(self._x) or not self._entries:
+            return
+        vis = self._visible()
+        if not len(vis):
+            return
+        t = p.transform()
+        dx = t.m11() * self._x[vis] + t.m21() * self._y[vis] + t.dx()
+        dy = t.m12() * self._x[vis] + t.m22() * self._y[vis] + t.dy()
+        np.clip(dx, -2.0 ** 30, 2.0 ** 30, out=dx)  # Qt misbehaves on huge coordinates
+        np.clip(dy, -2.0 ** 30, 2.0 ** 30, out=dy)
+        engine = p.paintEngine()
+        p.save()
+        p.resetTransform()
+        try:
+            if engine is not None and engine.type() in _VECTOR_ENGINES:
+                self._paint_vector(p, dx, dy, self._entry[vis])
+                return
+            dpr = widget.devicePixelRatioF() if widget is not None else p.device().devicePixelRatioF()
+            if self._atlas is None or dpr != self._dpr:
+                self._build_atlas(dpr)
+            frags = np.empty((len(vis), 10), np.float64)  # QPainter::PixmapFragment, field by field
+            frags[:, 0], frags[:, 1] = dx, dy             # centre of the target
+            frags[:, 2:6] = self._rects[self._entry[vis]]  # source rect in the atlas
+            frags[:, 6:8] = 1.0 / dpr                      # scale
+            frags[:, 8], frags[:, 9] = 0.0, 1.0            # rotation, opacity
+            first = wrapInstance(frags.ctypes.data, QPainter.PixmapFragment)
+            p.drawPixmapFragments(first, len(frags), self._atlas)
+        finally:
+            p.restore()
+
+    def _paint_vector(self, p: QPainter, dx, dy, entry) -> None:
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        for e in sorted(range(len(self._entries)), key=self._entry_z.__getitem__):
+            sym, size, pen, brush = self._entries[e]
+            for x, y in zip(dx[entry == e].tolist(), dy[entry == e].tolist()):
+                p.resetTransform()
+                p.translate(x, y)
+                drawSymbol(p, sym, size, pen, brush)
+
+    # ------------------------------------------------------------ for tests and exports
+    def atlas_entries(self) -> int:
+        return len(self._entries)

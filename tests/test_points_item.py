@@ -1,0 +1,111 @@
+"""PointsItem: markers land where the data says, in z order, with few pre-rendered symbols, and
+as vector shapes in an SVG export."""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import numpy as np  # noqa: E402
+import pyqtgraph as pg  # noqa: E402
+import pytest  # noqa: E402
+from PySide6.QtCore import QRect  # noqa: E402
+from PySide6.QtGui import QColor, QPainter  # noqa: E402
+
+from memviz.app.points_item import PointsItem  # noqa: E402
+
+RED, BLUE, GREEN = (220, 20, 20), (20, 40, 220), (20, 160, 40)
+
+
+@pytest.fixture
+def plot(qtbot):
+    w = pg.PlotWidget()
+    w.setBackground("w")
+    w.hideAxis("left")
+    w.hideAxis("bottom")
+    w.resize(400, 300)
+    qtbot.addWidget(w)
+    w.show()
+    qtbot.waitExposed(w)
+    return w
+
+
+def pixel_at(plot, item, x, y):
+    """Colour of the grabbed widget at data point (x, y)."""
+    img = plot.grab().toImage()
+    scene = plot.plotItem.vb.mapViewToScene(pg.Point(x, y))
+    pos = plot.mapFromScene(scene)
+    c = QColor(img.pixel(pos.x(), pos.y()))
+    return c.red(), c.green(), c.blue()
+
+
+def close(a, b, tol=40):
+    return all(abs(p - q) <= tol for p, q in zip(a, b))
+
+
+def test_markers_are_drawn_at_their_data_positions_in_their_colours(plot):
+    item = PointsItem()
+    plot.addItem(item)
+    styles = [{"brush": pg.mkBrush(*c), "pen": None} for c in (RED, BLUE, GREEN)]
+    item.set_data([1.0, 5.0, 9.0], [1.0, 5.0, 2.0], codes=[0, 1, 2], styles=styles, size=14)
+    plot.plotItem.vb.setRange(xRange=(0, 10), yRange=(0, 6), padding=0)
+    assert close(pixel_at(plot, item, 1, 1), RED)
+    assert close(pixel_at(plot, item, 5, 5), BLUE)
+    assert close(pixel_at(plot, item, 9, 2), GREEN)
+    assert close(pixel_at(plot, item, 3, 3), (255, 255, 255), tol=5)  # nothing between them
+    # panning moves the markers with the data
+    plot.plotItem.vb.setRange(xRange=(4, 14), yRange=(0, 6), padding=0)
+    assert close(pixel_at(plot, item, 5, 5), BLUE) and close(pixel_at(plot, item, 9, 2), GREEN)
+
+
+def test_higher_z_style_is_drawn_on_top_whatever_the_order_given(plot):
+    item = PointsItem()
+    plot.addItem(item)
+    styles = [{"brush": pg.mkBrush(*RED), "pen": None, "z": 1}, {"brush": pg.mkBrush(*BLUE), "pen": None, "z": 0}]
+    item.set_data([5.0, 5.0], [3.0, 3.0], codes=[0, 1], styles=styles, size=16)  # red given first, z above
+    plot.plotItem.vb.setRange(xRange=(0, 10), yRange=(0, 6), padding=0)
+    assert close(pixel_at(plot, item, 5, 3), RED)
+    x, y = item.get_data()
+    assert list(x) == [5.0, 5.0] and list(y) == [3.0, 3.0]
+
+
+def test_auto_range_covers_every_point_and_ignores_nan(plot):
+    item = PointsItem()
+    plot.addItem(item)
+    item.set_data([-3.0, np.nan, 40.0], [2.0, 7.0, -8.0], size=6)
+    assert item.dataBounds(0) == (-3.0, 40.0) and item.dataBounds(1) == (-8.0, 2.0)
+    plot.plotItem.vb.autoRange()
+    (x0, x1), (y0, y1) = plot.plotItem.vb.viewRange()
+    assert x0 <= -3 and x1 >= 40 and y0 <= -8 and y1 >= 2
+    item.clear()
+    assert len(item) == 0 and item.dataBounds(0) == (None, None)
+
+
+def test_many_points_share_a_handful_of_symbols():
+    rng = np.random.default_rng(0)
+    n = 100_000
+    item = PointsItem()
+    styles = [{"brush": pg.mkBrush(c), "pen": None} for c in ("r", "g", "b", "k")]
+    sizes = 4 + 2 * rng.integers(0, 6, n)  # six sizes
+    item.set_data(rng.random(n), rng.random(n), codes=rng.integers(0, 4, n), styles=styles, size=sizes)
+    assert len(item) == n and item.atlas_entries() == 4 * 6
+
+
+def test_svg_export_draws_vector_symbols(plot, tmp_path):
+    from PySide6.QtSvg import QSvgGenerator
+
+    item = PointsItem()
+    plot.addItem(item)
+    item.set_data(np.arange(30.0), np.arange(30.0) % 7, styles=[{"brush": pg.mkBrush(*RED), "pen": None}], size=9)
+    plot.plotItem.vb.autoRange()
+    path = str(tmp_path / "p.svg")
+    gen = QSvgGenerator()
+    gen.setFileName(path)
+    gen.setSize(plot.size())
+    gen.setViewBox(QRect(0, 0, plot.width(), plot.height()))
+    p = QPainter(gen)
+    plot.render(p)
+    p.end()
+    svg = open(path).read()
+    assert "<image" not in svg  # not pixmaps
+    assert svg.count("<path") >= 30 and "#dc1414" in svg.lower()
