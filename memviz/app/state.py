@@ -17,14 +17,19 @@ from memviz.store import MemoryArrays, Provenance, Store
 PREVIEW_CHARS = 240
 
 
+def factorize(values) -> tuple[list[str], np.ndarray]:
+    """Distinct values (in order of first appearance) and each row's index into them: one dict
+    pass, several times faster than np.unique's sort of 100k strings."""
+    index: dict = {}
+    codes = np.fromiter((index.setdefault(v, len(index)) for v in values), np.int64, count=len(values))
+    return [str(v) for v in index], codes
+
+
 def category_codes(values: np.ndarray, names: list[str]) -> np.ndarray:
-    """Integer code of each value in `names` (unknown values get len(names)); one pass over the
-    distinct values, not over the rows."""
-    if not len(values):
-        return np.zeros(0, np.int64)
-    uniq, inverse = np.unique(np.asarray(values, dtype=object).astype(str), return_inverse=True)
+    """Integer code of each value in `names` (unknown values get len(names))."""
+    seen, codes = factorize(values)
     lookup = {n: i for i, n in enumerate(names)}
-    return np.array([lookup.get(u, len(names)) for u in uniq], np.int64)[inverse.ravel()]
+    return np.array([lookup.get(u, len(names)) for u in seen], np.int64)[codes] if len(codes) else codes
 
 
 class Callbacks:
@@ -99,10 +104,11 @@ class StoreData:
         return np.array([i for i in idx if i is not None], dtype=np.int64)
 
 
-def load_store_data(store: Store) -> StoreData:
+def load_store_data(store: Store, snapshot: bool = False) -> StoreData:
     """Read what the window shows first; safe to run off the GUI thread. One scan of the store
-    (previews included); counts come from the arrays; provenance is read later, on first use."""
-    arrays = store.arrays(preview=PREVIEW_CHARS)
+    (previews included), or its snapshot when opening (`snapshot`); counts come from the arrays;
+    provenance is read later, on first use."""
+    arrays = store.arrays(preview=PREVIEW_CHARS, snapshot=snapshot)
     previews = arrays.preview
     counts = counts_of(arrays)
     kinds = sorted(counts["by_kind"], key=lambda k: -sum(counts["by_kind"][k]))
@@ -113,6 +119,11 @@ def load_store_data(store: Store) -> StoreData:
     return data
 
 
+def open_store_data(store: Store) -> StoreData:
+    """load_store_data for opening a store: a large unchanged store comes from its snapshot."""
+    return load_store_data(store, snapshot=True)
+
+
 def counts_of(arrays: MemoryArrays) -> dict:
     """Store.counts()'s figures from the arrays: totals, and [live, retired] per kind and agent."""
     live = arrays.live
@@ -121,11 +132,10 @@ def counts_of(arrays: MemoryArrays) -> dict:
     for key, col in (("by_kind", arrays.kind), ("by_agent", arrays.agent)):
         if not len(col):
             continue
-        names, inverse = np.unique(col.astype(str), return_inverse=True)
-        inverse = inverse.ravel()
-        n_live = np.bincount(inverse[live], minlength=len(names))
-        n_all = np.bincount(inverse, minlength=len(names))
-        out[key] = {str(n): [int(a), int(t - a)] for n, a, t in zip(names, n_live, n_all)}
+        names, codes = factorize(col)
+        n_live = np.bincount(codes[live], minlength=len(names))
+        n_all = np.bincount(codes, minlength=len(names))
+        out[key] = {n: [int(a), int(t - a)] for n, a, t in sorted(zip(names, n_live, n_all))}
     return out
 
 

@@ -11,6 +11,7 @@ import csv
 import json
 import os
 import time
+from concurrent.futures import Future
 from typing import Callable
 
 import numpy as np
@@ -31,7 +32,7 @@ from .import_dialog import is_import_source, show_import_dialog
 from .map_panel import MapPanel
 from .query_panel import QueryPanel
 from .reflect_panel import install_reflect
-from .state import AppState, StoreData, load_store_data
+from .state import AppState, StoreData, load_store_data, open_store_data
 from .table_panel import TablePanel
 from .timeline import TimelinePanel
 from .workers import Workers
@@ -261,14 +262,18 @@ class MainWindow(QMainWindow):
         if path:
             self.open_path(path)
 
-    def open_path(self, path: str, read_only: bool = False) -> None:
+    def open_path(self, path: str, read_only: bool = False, prefetched: Future | None = None) -> None:
         """Open a store in the background; the current one stays until the new one is ready.
-        Failures (not a store, damaged, missing) are shown in a message box; nothing is lost."""
+        Failures (not a store, damaged, missing) are shown in a message box; nothing is lost.
+        `prefetched`: a Future of open_and_read(path, open_store_data) already under way."""
         path = os.path.abspath(os.fspath(path))
         t0 = time.perf_counter()
 
         def job(ticket):
-            store, data = ms.open_and_read(path, load_store_data, read_only=read_only)
+            if prefetched is not None:
+                store, data = prefetched.result()
+            else:
+                store, data = ms.open_and_read(path, open_store_data, read_only=read_only)
             try:
                 ticket.check()
             except BaseException:

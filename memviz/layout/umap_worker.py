@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..userdirs import user_cache_dir
 from .pca import embedded_rows, pca_2d
 
 DEFAULT_PARAMS = {"n_neighbors": 15, "min_dist": 0.1, "metric": "cosine", "seed": 42}
@@ -45,19 +46,6 @@ def umap_params(params: dict | None = None) -> dict:
     """The full UMAP parameters a layout is cached under: LayoutCache.get("umap", arrays, umap_params())."""
     full = {**DEFAULT_PARAMS, **(params or {})}
     return {k: full[k] for k in LAYOUT_KEYS}
-
-
-def user_cache_dir() -> Path:
-    """memviz's per-user cache folder (MEMVIZ_CACHE_DIR overrides)."""
-    if os.environ.get("MEMVIZ_CACHE_DIR"):
-        return Path(os.environ["MEMVIZ_CACHE_DIR"])
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Caches"
-    else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "memviz"
 
 
 def numba_cache_dir() -> Path:

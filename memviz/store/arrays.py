@@ -1,7 +1,6 @@
 """All memories as columnar numpy arrays: what the retrieval engine and the panels read."""
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,7 +17,8 @@ SELECT rowid, CAST(id AS BLOB), CAST(kind AS BLOB), CAST(agent AS BLOB),
        AND CASE WHEN entity_ids = '[]' THEN 1 ELSE json_valid(entity_ids) END
        AND CASE WHEN tags = '[]' THEN 1 ELSE json_valid(tags) END
        AND CASE WHEN attributes = '{}' THEN 1 ELSE json_valid(attributes) END,  -- CASE skips parsing the usual empties
-       CAST(embedding_model AS BLOB){preview}
+       CAST(coalesce(embedding_model, '') AS BLOB), CASE WHEN typeof(embedding) = 'blob' THEN length(embedding) END
+       {preview}
 FROM memories ORDER BY rowid
 """
 
@@ -72,10 +72,7 @@ def load_arrays(conn, model: str | None = None, dim: int | None = None, preview:
     sql = _SQL.replace("{preview}", f", CAST(substr(content, 1, {int(preview)}) AS BLOB)" if preview > 0 else "")
     rows = conn.execute(sql).fetchall()
     n = len(rows)
-    cols = list(zip(*rows)) if rows else [()] * 17
-    blobs, models = cols[13], [b"" if m is None else m for m in cols[15]]  # model names as bytes
-    key, dim = _pick_model(blobs, models, None if model is None else model.encode("utf-8", "surrogatepass"), dim)
-    model = None if key is None else decode_text(key)[0]
+    cols = list(zip(*rows)) if rows else [()] * 18
 
     ids, b1 = _texts(cols[1])
     kind, b2 = _texts(cols[2])
@@ -84,13 +81,20 @@ def load_arrays(conn, model: str | None = None, dim: int | None = None, preview:
     def num(col, dtype=np.float64):
         return np.array(col, dtype=dtype) if n else np.zeros(0, dtype)
 
+    # which (model, size) fills the matrix: model names as bytes (NULL = b""), blob sizes (-1 = no blob)
+    names: dict[bytes, int] = {}
+    model_code = np.fromiter((names.setdefault(m, len(names)) for m in cols[15]), np.int64, count=n)
+    size = np.nan_to_num(num(cols[16]), nan=-1).astype(np.int64)
+    key, dim = _pick_model(list(names), model_code, size,
+                           None if model is None else model.encode("utf-8", "surrogatepass"), dim)
+    model = None if key is None else decode_text(key)[0]
     nbytes = 4 * dim
-    has = np.fromiter((b is not None and m == key and len(b) == nbytes for b, m in zip(blobs, models)),
-                      dtype=bool, count=n)
+    has = (model_code == names.get(key, -1)) & (size == nbytes) & (size > 0)
     if nbytes and has.any():
         # one writable buffer, zero rows where a memory has no vector of this model: a single copy
+        blobs = cols[13]
         zero = bytes(nbytes)
-        buf = bytearray().join(b if h else zero for b, h in zip(blobs, has))
+        buf = bytearray().join(blobs if has.all() else (b if h else zero for b, h in zip(blobs, has.tolist())))
         emb = np.frombuffer(buf, dtype="<f4").reshape(n, dim)
         _normalize_rows(emb, has)
     else:
@@ -114,20 +118,25 @@ def load_arrays(conn, model: str | None = None, dim: int | None = None, preview:
         embedding_model=model,
         bad_json=~np.nan_to_num(num(cols[14])).astype(bool),
         bad_text=b1 | b2 | b3,
-        preview=_one_line(cols[16]) if preview > 0 else None,
+        preview=_one_line(cols[17]) if preview > 0 else None,
     )
 
 
-def _pick_model(blobs, models, model: bytes | None, dim) -> tuple[bytes | None, int]:
-    """The (model, dim) whose vectors fill the matrix: most rows first, then model name
-    (as `Store.embedding_models()` orders them; a missing model name counts as "")."""
+def _pick_model(names: list[bytes], model_code: np.ndarray, size: np.ndarray, model: bytes | None,
+                dim) -> tuple[bytes | None, int]:
+    """The (model, dim) whose vectors fill the matrix: most rows first, then model name, then
+    the smaller dimension (as `Store.embedding_models()` orders them; no model name counts as
+    ""). Counted with numpy over per-row codes, not a Python pass."""
     if model is not None and dim is not None:
         return model, int(dim)
-    counts = Counter((m, len(b) // 4) for b, m in zip(blobs, models) if b is not None
-                     and (model is None or m == model))
-    if not counts:
+    blob = size >= 0
+    if model is not None:
+        blob &= model_code == (names.index(model) if model in names else -1)
+    if not blob.any():
         return model, 0
-    (m, d), _ = min(counts.items(), key=lambda kv: (-kv[1], kv[0][0]))
+    pairs, counts = np.unique(model_code[blob] << 32 | size[blob] // 4, return_counts=True)
+    m, d, _ = min(((names[int(p >> 32)], int(p & 0xFFFFFFFF), int(c)) for p, c in zip(pairs, counts)),
+                  key=lambda mdc: (-mdc[2], mdc[0], mdc[1]))
     return (m if model is None else model), d
 
 

@@ -19,6 +19,7 @@ from typing import Callable, TypeVar
 import apsw
 
 from . import schema
+from . import snapshot as snapshots
 from .arrays import MemoryArrays, load_arrays
 from .connection import connect
 from .errors import (
@@ -135,11 +136,21 @@ class Store:
         models = self.embedding_models()
         return (models[0][0], models[0][1]) if models else (None, 0)
 
-    def arrays(self, model: str | None = None, preview: int = 0) -> MemoryArrays:
+    def arrays(self, model: str | None = None, preview: int = 0, snapshot: bool = False) -> MemoryArrays:
         """Every memory (live and retired) as columns; the matrix holds the vectors of `model`
         (default: the most used model); rows embedded otherwise have has_embedding False.
-        `preview` > 0 adds the first that many characters of each content, on one line."""
-        return load_arrays(self.conn, model, preview=preview)  # one scan: it picks the model and dim itself
+        `preview` > 0 adds the first that many characters of each content, on one line.
+        `snapshot`: use (and afterwards write) the on-disk snapshot of an unchanged store
+        (snapshot.py); for opening a store, not for re-reads after every edit."""
+        if not snapshot or model is not None:
+            return load_arrays(self.conn, model, preview=preview)  # one scan: it picks the model and dim
+        hit = snapshots.load(self.path, preview)
+        if hit is not None:
+            return hit
+        state = snapshots.file_state(self.path)
+        arrays = load_arrays(self.conn, None, preview=preview)
+        snapshots.save_later(self.path, state, arrays, preview)
+        return arrays
 
     def get(self, memory_id: str) -> dict | None:
         row = self.conn.execute(_SELECT_ROW + " WHERE id = ?", (memory_id,)).fetchone()

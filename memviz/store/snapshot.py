@@ -1,0 +1,160 @@
+"""A copy of a large store's arrays on local disk, so reopening it unchanged skips the scan.
+
+Reading 100k memories out of SQLite builds two million Python objects (0.8-1 s); the same
+columns come back from one flat file in a fraction of that, the embedding matrix memory-mapped
+(copy-on-write) so its pages are read when first used. A snapshot is keyed by the store's
+real path and the state of its files: inode, size and modification time (ns) of the database
+and of its -wal file. Every committed write changes one of those (a commit appends to the WAL
+or, in rollback mode, rewrites the file), so a changed store never matches; an absent and an
+empty -wal are the same state (opening and closing without writing leaves that). The state is
+taken before the scan and the snapshot is only written if it still holds after it, so a write
+during the scan cannot be saved under the old key.
+
+Snapshots live in the user cache folder, one per store path, written in a background thread to
+a temporary name and renamed into place; the KEEP most recently used are kept. Anything odd
+(missing, unreadable, another format, texts that do not split back) means "no snapshot" and a
+normal read follows: a snapshot only ever saves time, it is never trusted over the store.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import time
+
+import numpy as np
+
+from .arrays import MemoryArrays
+
+FORMAT = 1
+MIN_ROWS = 20_000   # smaller stores read in well under 0.2 s: not worth the disk
+KEEP = 4
+_NUMERIC = ("rowid", "importance", "event_time", "created_at", "last_accessed", "valid_until", "confidence",
+            "decay_rate", "access_count", "protected", "embedding", "has_embedding", "bad_json", "bad_text")
+_TEXTS = ("ids", "kind", "agent", "preview")
+
+
+def folder():
+    from memviz.userdirs import user_cache_dir  # noqa: PLC0415
+    return user_cache_dir() / "snapshots"
+
+
+def file_state(path: str) -> dict:
+    """What a commit to the store would change: identity, size and mtime of the file and its WAL."""
+    real = os.path.realpath(path)
+
+    def stat(p):
+        try:
+            st = os.stat(p)
+        except FileNotFoundError:
+            return None
+        return None if p.endswith("-wal") and st.st_size == 0 else [st.st_ino, st.st_size, st.st_mtime_ns]
+    return {"path": real, "db": stat(real), "wal": stat(real + "-wal")}
+
+
+MAGIC = b"MVZSNAP1"
+_ALIGN = 64
+
+
+def _file_for(state: dict):
+    return folder() / (hashlib.sha1(state["path"].encode("utf-8", "surrogatepass")).hexdigest()[:20] + ".snap")
+
+
+def load(path: str, preview: int) -> MemoryArrays | None:
+    """The snapshot of this store in its current state (with previews of `preview` characters), or None."""
+    state = file_state(path)
+    f = _file_for(state)
+    try:
+        with open(f, "rb") as fh:
+            if fh.read(8) != MAGIC:
+                return None
+            meta = json.loads(fh.read(int.from_bytes(fh.read(8), "little")).decode("utf-8"))
+            if meta.get("format") != FORMAT or meta.get("state") != state or meta.get("preview") != preview:
+                return None
+            n, cols = int(meta["n"]), {}
+            for name, dtype, shape, offset in meta["fields"]:
+                if name == "embedding":  # 100 MB at 100k x 256: mapped, not read
+                    cols[name] = np.memmap(f, dtype=dtype, mode="c", offset=offset, shape=tuple(shape)).view(
+                        np.ndarray) if np.prod(shape) else np.zeros(shape, dtype)
+                    continue
+                fh.seek(offset)
+                cols[name] = np.fromfile(fh, dtype=dtype, count=int(np.prod(shape))).reshape(shape)
+        os.utime(f)  # most recently used
+        texts = {k: _split(cols.pop(k), n) for k in _TEXTS if k in cols}
+        if any(t is None for t in texts.values()) or len(cols["rowid"]) != n:
+            return None
+        return MemoryArrays(**cols, ids=texts["ids"], kind=texts["kind"], agent=texts["agent"],
+                            embedding_model=meta["model"], preview=texts.get("preview"))
+    except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
+        return None
+
+
+def save_later(path: str, state: dict, arrays: MemoryArrays, preview: int) -> threading.Thread | None:
+    """Write the snapshot in a background thread if the store is big enough and still in `state`."""
+    if len(arrays) < MIN_ROWS or state["db"] is None:
+        return None
+    t = threading.Thread(target=_save, args=(path, state, arrays, preview), name="memviz-snapshot", daemon=True)
+    t.start()
+    return t
+
+
+def _save(path: str, state: dict, arrays: MemoryArrays, preview: int) -> None:
+    if file_state(path) != state:
+        return  # written to during the scan: the arrays may not match this state
+    f = _file_for(state)
+    tmp = f.with_name(f"{f.stem}.{os.getpid()}.{threading.get_ident()}.part")
+    try:
+        f.parent.mkdir(parents=True, exist_ok=True)
+        cols = {k: np.ascontiguousarray(getattr(arrays, k)) for k in _NUMERIC}
+        cols.update({k: _joined(getattr(arrays, k)) for k in _TEXTS if getattr(arrays, k) is not None})
+        fields, offset = [], 0
+        for name, a in cols.items():
+            fields.append([name, a.dtype.str, list(a.shape), offset])
+            offset += -(-a.nbytes // _ALIGN) * _ALIGN
+        meta = {"format": FORMAT, "state": state, "preview": preview, "n": len(arrays),
+                "model": arrays.embedding_model, "written": time.time(), "fields": fields}
+        # offsets are relative to the data start; make them absolute once the header size is known
+        head = json.dumps(meta).encode("utf-8")
+        start = -(-(16 + len(head) + 256) // _ALIGN) * _ALIGN
+        for fld in fields:
+            fld[3] += start
+        head = json.dumps(meta).encode("utf-8")
+        if 16 + len(head) > start:
+            raise ValueError("snapshot header outgrew its room")
+        with open(tmp, "wb") as out:
+            out.write(MAGIC + len(head).to_bytes(8, "little") + head)
+            for (name, _d, _s, at), a in zip(fields, cols.values()):
+                out.seek(at)
+                out.write(a.data)
+        os.replace(tmp, f)
+        _prune(f)
+    except (OSError, ValueError):
+        pass  # a snapshot that cannot be written only costs the next open its scan
+    finally:
+        if tmp.exists():
+            tmp.unlink(missing_ok=True)
+
+
+def _prune(keep) -> None:
+    """Keep the KEEP most recently used snapshots; drop leftovers of interrupted writes."""
+    files = sorted(folder().glob("*.snap"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in files[KEEP:]:
+        if old != keep:
+            old.unlink(missing_ok=True)
+    for part in folder().glob("*.part"):
+        if time.time() - part.stat().st_mtime > 3600:
+            part.unlink(missing_ok=True)
+
+
+def _joined(texts: np.ndarray) -> np.ndarray:
+    return np.frombuffer("\x00".join(texts.tolist()).encode("utf-8", "surrogatepass"), np.uint8)
+
+
+def _split(raw: np.ndarray, n: int) -> np.ndarray | None:
+    parts = raw.tobytes().decode("utf-8", "surrogatepass").split("\x00") if n else []
+    if len(parts) != n:
+        return None  # a text held NUL characters: the scan reads it properly instead
+    out = np.empty(n, dtype=object)
+    out[:] = parts
+    return out

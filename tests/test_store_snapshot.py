@@ -1,0 +1,139 @@
+"""Array snapshots: an unchanged store reopens from its snapshot with exactly the same arrays;
+any write, a damaged snapshot or awkward text means a normal read instead."""
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import memviz.store as ms
+from memviz.store import snapshot
+from memviz.store.arrays import load_arrays
+from memviz.store.connection import connect
+from tests.conftest import unit_vectors
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMVIZ_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(snapshot, "MIN_ROWS", 0)  # a small store stands in for a large one
+
+
+def make(path, n=50):
+    s = ms.create(str(path))
+    v = unit_vectors(n, 16)
+    recs = [dict(id=f"m{i}", kind="fact" if i % 3 else "episode", agent="a" if i % 2 else "b",
+                 content=f"line one {i}\nline two\ttabbed", importance=i % 10, event_time=1_700_000_000 + i,
+                 embedding=v[i], embedding_model="m", valid_until=5.0 if i == 7 else None) for i in range(n)]
+    recs.append(dict(id="plain", kind="note", content="no vector"))
+    s.insert_memories(recs)
+    s.close()
+    return str(path)
+
+
+def open_with_snapshot(path):
+    store = ms.open(path)
+    arrays = store.arrays(preview=20, snapshot=True)
+    for t in threading.enumerate():
+        if t.name == "memviz-snapshot":
+            t.join()
+    return store, arrays
+
+
+def assert_same(a, b):
+    for name in a.__dataclass_fields__:
+        if name.startswith("_"):
+            continue
+        x, y = getattr(a, name), getattr(b, name)
+        if isinstance(x, np.ndarray):
+            assert x.dtype == y.dtype and x.shape == y.shape, name
+            assert (np.array_equal(x, y, equal_nan=True) if x.dtype != object else list(x) == list(y)), name
+        else:
+            assert x == y, name
+
+
+def test_unchanged_store_reopens_from_its_snapshot_with_identical_arrays(tmp_path):
+    path = make(tmp_path / "s.db")
+    store, first = open_with_snapshot(path)
+    store.close()
+    assert len(list(snapshot.folder().glob("*.snap"))) == 1
+    again = snapshot.load(path, 20)
+    assert again is not None
+    store = ms.open(path)
+    assert_same(load_arrays(store.conn, preview=20), again)
+    assert_same(first, again)
+    assert again.preview[0] == "line one 0 line two " and again.embedding_model == "m"
+    assert again.has_embedding.sum() == 50 and not again.has_embedding[-1]
+    assert again.embedding.flags.writeable  # copy-on-write map: callers may scale it in place
+    assert snapshot.load(path, 40) is None  # other preview length: not this snapshot
+    store.close()
+
+
+def test_any_write_makes_the_snapshot_stale(tmp_path):
+    path = make(tmp_path / "s.db")
+    store, _ = open_with_snapshot(path)
+    store.close()
+    agent = ms.open(path)  # another writer, kept open: its commit sits in the WAL
+    agent.insert_memories([dict(id="new", kind="fact", content="added by the agent")])
+    assert snapshot.load(path, 20) is None
+    store = ms.open(path)
+    arrays = store.arrays(preview=20, snapshot=True)
+    assert "new" in set(arrays.ids)
+    store.close()
+    agent.close()  # checkpointed into the file now
+    store, arrays = open_with_snapshot(path)
+    store.close()
+    again = snapshot.load(path, 20)
+    assert again is not None and "new" in set(again.ids)
+    # an update that leaves the row count alone is a change too
+    agent = ms.open(path)
+    agent.update_fields("m3", {"importance": 9})
+    agent.close()
+    assert snapshot.load(path, 20) is None
+
+
+def test_a_write_during_the_scan_is_not_saved_under_the_old_state(tmp_path):
+    path = make(tmp_path / "s.db")
+    before = snapshot.file_state(path)
+    store = ms.open(path)
+    arrays = load_arrays(store.conn, preview=20)
+    store.update_fields("m1", {"importance": 1})
+    snapshot._save(path, before, arrays, 20)
+    assert not list(snapshot.folder().glob("*.snap"))
+    store.close()
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "empty"])
+def test_damaged_snapshot_is_ignored_and_the_store_read(tmp_path, damage):
+    path = make(tmp_path / "s.db")
+    store, _ = open_with_snapshot(path)
+    store.close()
+    f = next(snapshot.folder().glob("*.snap"))
+    raw = f.read_bytes()
+    f.write_bytes({"truncate": raw[: len(raw) // 2], "garbage": b"\x00junk" * 100, "empty": b""}[damage])
+    os.utime(f)
+    assert snapshot.load(path, 20) is None
+    store = ms.open(path)
+    assert len(store.arrays(preview=20, snapshot=True)) == 51
+    store.close()
+
+
+def test_text_with_nul_characters_falls_back_to_the_scan(tmp_path):
+    path = make(tmp_path / "s.db")
+    conn = connect(path)
+    conn.execute("UPDATE memories SET id = 'm2' || char(0) || 'x' WHERE id = 'm2'")
+    conn.close()
+    store, arrays = open_with_snapshot(path)
+    store.close()
+    assert arrays.ids[2] == "m2\x00x"
+    assert snapshot.load(path, 20) is None  # the joined ids do not split back
+
+
+def test_small_stores_get_no_snapshot(tmp_path, monkeypatch):
+    monkeypatch.setattr(snapshot, "MIN_ROWS", 1000)
+    path = make(tmp_path / "s.db")
+    store, _ = open_with_snapshot(path)
+    store.close()
+    assert not snapshot.folder().exists() or not list(snapshot.folder().glob("*.snap"))
