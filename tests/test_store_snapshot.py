@@ -19,6 +19,7 @@ from tests.conftest import unit_vectors
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("MEMVIZ_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(snapshot, "MIN_ROWS", 0)  # a small store stands in for a large one
+    monkeypatch.setattr(snapshot, "WRITE_DELAY", 0.0)
 
 
 def make(path, n=50):

@@ -23,6 +23,7 @@ from .workers import Workers
 
 COLOR_BY = ["kind", "agent", "importance", "age", "score"]
 UMAP_MIN_POINTS = 20
+UMAP_DELAY_MS = 1500
 
 
 def layout_api():
@@ -97,10 +98,15 @@ class MapPanel(ScatterPanel):
         self._set_coords(coords.copy(), method)
         n_emb = int(data.arrays.has_embedding.sum())
         self.umap_button.setEnabled(n_emb >= UMAP_MIN_POINTS)
-        if method.startswith("UMAP"):
+        if not method.startswith("UMAP") and n_emb >= UMAP_MIN_POINTS:
+            # once the store is on screen: starting the UMAP process (numba compiling for ~30 s)
+            # beside the first paint would slow the paint on a two-core machine
+            QTimer.singleShot(UMAP_DELAY_MS, lambda: self._umap_after_open(data, n_emb))
+
+    def _umap_after_open(self, data: StoreData, n_emb: int) -> None:
+        if self.state.data is not data or self.method.startswith("UMAP"):
             return
-        if n_emb >= UMAP_MIN_POINTS:
-            layout_api().warm_up(n_emb)  # the worker process compiles now, not when UMAP is asked for
+        layout_api().warm_up(n_emb)  # the worker process compiles now, not when UMAP is asked for
         if self.auto_umap and self.umap_button.isEnabled():
             self.start_umap()
 

@@ -30,6 +30,7 @@ from .arrays import MemoryArrays
 FORMAT = 1
 MIN_ROWS = 20_000   # smaller stores read in well under 0.2 s: not worth the disk
 KEEP = 4
+WRITE_DELAY = 3.0   # seconds: the write waits until the window has drawn the store it was read for
 _NUMERIC = ("rowid", "importance", "event_time", "created_at", "last_accessed", "valid_until", "confidence",
             "decay_rate", "access_count", "protected", "embedding", "has_embedding", "bad_json", "bad_text")
 _TEXTS = ("ids", "kind", "agent", "preview")
@@ -100,6 +101,7 @@ def save_later(path: str, state: dict, arrays: MemoryArrays, preview: int) -> th
 
 
 def _save(path: str, state: dict, arrays: MemoryArrays, preview: int) -> None:
+    time.sleep(WRITE_DELAY)
     if file_state(path) != state:
         return  # written to during the scan: the arrays may not match this state
     f = _file_for(state)
