@@ -283,8 +283,12 @@ def test_docks_and_geometry_are_remembered(qtbot, tmp_path, store_file):
     w2 = make_window(qtbot, tmp_path, "layout.ini")
     assert not w2.docks["graph"].isVisible() and w2.docks["map"].isVisible()
     assert w2.timeline.lanes.currentText() == "agent"
+    w2.docks["retired"].setFloating(True)
     w2.reset_layout()
     assert w2.docks["graph"].isVisible()
+    # the default layout includes the Retired dock, tabbed behind the table
+    assert not w2.docks["retired"].isFloating()
+    assert w2.docks["retired"] in w2.tabifiedDockWidgets(w2.docks["table"])
 
 
 def test_context_menu_hook(qtbot, win):

@@ -46,8 +46,8 @@ def main(argv=None) -> int:
         print("could not open", args.db, file=sys.stderr)
         return 2
     wait(lambda: win.graph.graph is not None, 60)
-    if not win.map.method.startswith("UMAP") and win.map.umap_button.isEnabled() is False and \
-            win.workers.running("umap"):
+    if not win.map.method.startswith("UMAP") and win.map.auto_umap:
+        wait(lambda: win.workers.running("umap"), 5)  # it starts once the store is on screen
         wait(lambda: win.map.method.startswith("UMAP"), args.umap_wait)
     data = win.state.data
     target = args.select

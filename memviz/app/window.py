@@ -78,11 +78,13 @@ class MainWindow(QMainWindow):
             self.docks[name] = dock
             panel.context_requested.connect(self.show_context_menu)
         self._default_layout()
-        self._default_state = self.saveState(SETTINGS_VERSION)
         self._build_menus()
         self._build_status()
         self.edits = install_edit_actions(self)  # edit actions, undo, retired dock, external-change refresh
         install_reflect(self)  # Tools ▸ Reflect…, Consolidate…, LLM settings…, importance meter
+        # taken once every dock exists (the Retired dock comes with the edit actions, tabbed
+        # behind the table): View ▸ Reset layout restores exactly this
+        self._default_state = self.saveState(SETTINGS_VERSION)
         self.state.data_changed.connect(self._update_status)
         self.state.selection_changed.connect(lambda *a: self._update_status())
         self.state.time_filter_changed.connect(lambda *a: self._update_status())
