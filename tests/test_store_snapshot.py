@@ -138,3 +138,18 @@ def test_small_stores_get_no_snapshot(tmp_path, monkeypatch):
     store, _ = open_with_snapshot(path)
     store.close()
     assert not snapshot.folder().exists() or not list(snapshot.folder().glob("*.snap"))
+
+
+def test_snapshots_are_pruned_to_the_most_recent_and_never_outlive_their_store(tmp_path, monkeypatch):
+    monkeypatch.setattr(snapshot, "KEEP", 2)
+    paths = [make(tmp_path / f"s{i}.db", n=5) for i in range(4)]
+    for p in paths[:3]:
+        store, _ = open_with_snapshot(p)
+        store.close()
+    assert len(list(snapshot.folder().glob("*.snap"))) == 2  # s0's was the least recently used
+    assert snapshot.load(paths[0], 20) is None and snapshot.load(paths[2], 20) is not None
+    os.remove(paths[2])  # the store is gone: its texts go with it at the next write
+    store, _ = open_with_snapshot(paths[3])
+    store.close()
+    kept = {snapshot._store_of(f) for f in snapshot.folder().glob("*.snap")}
+    assert os.path.realpath(paths[2]) not in kept and os.path.realpath(paths[3]) in kept

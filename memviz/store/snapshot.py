@@ -68,10 +68,8 @@ def load(path: str, preview: int) -> MemoryArrays | None:
     f = _file_for(state)
     try:
         with open(f, "rb") as fh:
-            if fh.read(8) != MAGIC:
-                return None
-            meta = json.loads(fh.read(int.from_bytes(fh.read(8), "little")).decode("utf-8"))
-            if meta.get("format") != FORMAT or meta.get("state") != state or meta.get("preview") != preview:
+            meta = _meta(fh)
+            if meta is None or meta.get("state") != state or meta.get("preview") != preview:
                 return None
             n, cols = int(meta["n"]), {}
             for name, dtype, shape, offset in meta["fields"]:
@@ -89,6 +87,24 @@ def load(path: str, preview: int) -> MemoryArrays | None:
                             embedding_model=meta["model"], preview=texts.get("preview"))
     except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
         return None
+
+
+def _meta(fh) -> dict | None:
+    """The header of a snapshot file of this format, else None."""
+    if fh.read(8) != MAGIC:
+        return None
+    meta = json.loads(fh.read(int.from_bytes(fh.read(8), "little")).decode("utf-8"))
+    return meta if isinstance(meta, dict) and meta.get("format") == FORMAT else None
+
+
+def _store_of(snap) -> str:
+    """The store a snapshot file was taken of ("" if unreadable)."""
+    try:
+        with open(snap, "rb") as fh:
+            meta = _meta(fh)
+        return meta["state"]["path"] if meta else ""
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
 
 
 def save_later(path: str, state: dict, arrays: MemoryArrays, preview: int) -> threading.Thread | None:
@@ -139,11 +155,12 @@ def _save(path: str, state: dict, arrays: MemoryArrays, preview: int) -> None:
 
 
 def _prune(keep) -> None:
-    """Keep the KEEP most recently used snapshots; drop leftovers of interrupted writes."""
+    """Keep the KEEP most recently used snapshots, none of a store that no longer exists (its
+    texts should not outlive it); drop leftovers of interrupted writes."""
     files = sorted(folder().glob("*.snap"), key=lambda p: p.stat().st_mtime, reverse=True)
-    for old in files[KEEP:]:
-        if old != keep:
-            old.unlink(missing_ok=True)
+    for k, snap in enumerate(files):
+        if snap != keep and (k >= KEEP or not os.path.exists(_store_of(snap))):
+            snap.unlink(missing_ok=True)
     for part in folder().glob("*.part"):
         if time.time() - part.stat().st_mtime > 3600:
             part.unlink(missing_ok=True)
