@@ -72,11 +72,13 @@ class ReflectTools:
         self.llm_action = w.tools_menu.addAction("&LLM settings…", self.open_settings)
         self.meter = ImportanceMeter(w.reflect_action)
         self.meter_agent: str | None = None
+        self._statuses: dict = {}  # agent -> ImportanceStatus of the data shown (two queries each)
         w.statusBar().addPermanentWidget(self.meter)
         self.meter.hide()
         w.state.data_changed.connect(self._on_data)
         # a full scan of the agent's rows: re-read when the data or the current agent changes, not per click
-        w.state.selection_changed.connect(lambda *a: self.current_agent() != self.meter_agent and self.refresh_meter())
+        w.state.selection_changed.connect(
+            lambda *a: self.current_agent() != self.meter_agent and self.refresh_meter(reread=False))
         self._on_data(w.state.data)
 
     # ------------------------------------------------------------ store
@@ -85,6 +87,7 @@ class ReflectTools:
         return None if self.window.state.data is None else self.window.state.data.store
 
     def _on_data(self, data) -> None:
+        self._statuses = {}
         store = self.store
         writable = store is not None and not store.read_only
         tip = "" if writable else " (the store is not open for writing)"
@@ -101,15 +104,18 @@ class ReflectTools:
         cur = self.window.state.current
         return str(data.arrays.agent[cur]) if cur is not None else data.agents[0]
 
-    def refresh_meter(self) -> None:
+    def refresh_meter(self, reread: bool = True) -> None:
+        """Show the current agent's status; `reread` False takes the one read earlier for this data."""
         store, agent = self.store, self.current_agent()
         self.meter_agent = agent
         st = None
         if store is not None and agent is not None:
-            try:
-                st = importance_status(store, agent)
-            except (ValueError, StoreError):
-                st = None  # an agent with no live memories: nothing to show
+            if reread or agent not in self._statuses:
+                try:
+                    self._statuses[agent] = importance_status(store, agent)
+                except (ValueError, StoreError):
+                    self._statuses[agent] = None  # an agent with no live memories: nothing to show
+            st = self._statuses[agent]
         self.meter.show_status(st)
 
     def threshold(self) -> float:
@@ -125,6 +131,7 @@ class ReflectTools:
             store.set_meta(THRESHOLD_META_KEY, float(value))
         except StoreError as e:
             self.window.show_error("Threshold not saved", str(e))
+        self._statuses = {}  # every agent's status compares with the new threshold
         self.refresh_meter()
 
     # ------------------------------------------------------------ writes
