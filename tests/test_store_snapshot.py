@@ -95,6 +95,26 @@ def test_any_write_makes_the_snapshot_stale(tmp_path):
     assert snapshot.load(path, 20) is None
 
 
+def test_a_write_hidden_from_the_clock_is_still_seen(tmp_path):
+    # a rollback-journal store on a file system whose clock did not move: same inode, same size,
+    # same mtime; SQLite's file change counter still tells
+    path = make(tmp_path / "s.db")
+    conn = connect(path)
+    conn.execute("PRAGMA journal_mode=DELETE")
+    conn.close()
+    store, _ = open_with_snapshot(path)
+    store.close()
+    before = os.stat(path)
+    assert snapshot.load(path, 20) is not None
+    agent = ms.open(path)
+    agent.update_fields("m4", {"importance": 7})
+    agent.close()
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(path)
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (before.st_ino, before.st_size, before.st_mtime_ns)
+    assert snapshot.load(path, 20) is None
+
+
 def test_a_write_during_the_scan_is_not_saved_under_the_old_state(tmp_path):
     path = make(tmp_path / "s.db")
     before = snapshot.file_state(path)

@@ -104,8 +104,8 @@ class MapPanel(ScatterPanel):
             QTimer.singleShot(UMAP_DELAY_MS, lambda: self._umap_after_open(data, n_emb))
 
     def _umap_after_open(self, data: StoreData, n_emb: int) -> None:
-        if self.state.data is not data or self.method.startswith("UMAP"):
-            return
+        if self.state.data is not data or self.method.startswith("UMAP") or not self.window().isVisible():
+            return  # another store since, UMAP already there, or the window was closed
         layout_api().warm_up(n_emb)  # the worker process compiles now, not when UMAP is asked for
         if self.auto_umap and self.umap_button.isEnabled():
             self.start_umap()

@@ -4,11 +4,12 @@ Reading 100k memories out of SQLite builds two million Python objects (0.8-1 s);
 columns come back from one flat file in a fraction of that, the embedding matrix memory-mapped
 (copy-on-write) so its pages are read when first used. A snapshot is keyed by the store's
 real path and the state of its files: inode, size and modification time (ns) of the database
-and of its -wal file. Every committed write changes one of those (a commit appends to the WAL
-or, in rollback mode, rewrites the file), so a changed store never matches; an absent and an
-empty -wal are the same state (opening and closing without writing leaves that). The state is
-taken before the scan and the snapshot is only written if it still holds after it, so a write
-during the scan cannot be saved under the old key.
+and of its -wal file, and the header fields SQLite rewrites on every commit. Every committed
+write changes some of those (a commit appends to the WAL or, in rollback mode, rewrites the file
+and bumps its change counter), so a changed store never matches, even on a file system with a
+coarse clock; an absent and an empty -wal are the same state (opening and closing without
+writing leaves that). The state is taken before the scan and the snapshot is only written if
+it still holds after it, so a write during the scan cannot be saved under the old key.
 
 Snapshots live in the user cache folder, one per store path, written in a background thread to
 a temporary name and renamed into place; the KEEP most recently used are kept. Anything odd
@@ -42,16 +43,23 @@ def folder():
 
 
 def file_state(path: str) -> dict:
-    """What a commit to the store would change: identity, size and mtime of the file and its WAL."""
+    """What a commit to the store would change: identity, size and mtime of the file and its WAL,
+    and the headers SQLite updates on commit (the file change counter of a rollback-journal
+    store; the WAL's checkpoint sequence and salts, new at every WAL reset), so a coarse
+    file-system clock cannot hide a write."""
     real = os.path.realpath(path)
 
-    def stat(p):
+    def stat(p, head: slice):
         try:
             st = os.stat(p)
+            with open(p, "rb") as fh:
+                header = fh.read(head.stop)[head]
         except FileNotFoundError:
             return None
-        return None if p.endswith("-wal") and st.st_size == 0 else [st.st_ino, st.st_size, st.st_mtime_ns]
-    return {"path": real, "db": stat(real), "wal": stat(real + "-wal")}
+        if p.endswith("-wal") and st.st_size == 0:
+            return None
+        return [st.st_ino, st.st_size, st.st_mtime_ns, header.hex()]
+    return {"path": real, "db": stat(real, slice(24, 28)), "wal": stat(real + "-wal", slice(0, 32))}
 
 
 MAGIC = b"MVZSNAP1"
