@@ -79,6 +79,8 @@ class MapPanel(ScatterPanel):
         self.coords: np.ndarray | None = None   # (n, 2) for every row; NaN where not embedded
         self._qpos = (None, None)               # (query/coords identity, marker position)
         self._result_timer = QTimer(self, singleShot=True, interval=80, timeout=self._apply_result)
+        self._umap_timer = QTimer(self, singleShot=True, interval=UMAP_DELAY_MS, timeout=self._umap_after_open)
+        self._umap_pending: tuple = (None, 0)
         self.method = ""
         self.auto_umap = True
         self.color_by.currentIndexChanged.connect(lambda: self.redraw())
@@ -101,10 +103,13 @@ class MapPanel(ScatterPanel):
         if not method.startswith("UMAP") and n_emb >= UMAP_MIN_POINTS:
             # once the store is on screen: starting the UMAP process (numba compiling for ~30 s)
             # beside the first paint would slow the paint on a two-core machine
-            QTimer.singleShot(UMAP_DELAY_MS, lambda: self._umap_after_open(data, n_emb))
+            self._umap_pending = (data, n_emb)
+            self._umap_timer.start()  # owned by the panel: it dies with it
 
-    def _umap_after_open(self, data: StoreData, n_emb: int) -> None:
-        if self.state.data is not data or self.method.startswith("UMAP") or not self.window().isVisible():
+    def _umap_after_open(self) -> None:
+        (data, n_emb), self._umap_pending = self._umap_pending, (None, 0)
+        if data is None or self.state.data is not data or self.method.startswith("UMAP") \
+                or not self.window().isVisible():
             return  # another store since, UMAP already there, or the window was closed
         layout_api().warm_up(n_emb)  # the worker process compiles now, not when UMAP is asked for
         if self.auto_umap and self.umap_button.isEnabled():
