@@ -7,7 +7,8 @@ Memories have random 256-d unit vectors (the bench measures the store, not the m
 text of realistic length (60-400 characters) drawn from the sample vocabularies. Fill is
 batched `insert_memories(..., audit=False)` (rows, FTS and vec0 via triggers). Load is
 `store.arrays()`; reopen+load adds `memviz.store.open` (header check, quick_check,
-schema recognition). Targets from issue 2: fill 100k <= 60 s, load 100k <= 1 s.
+schema recognition); "+previews" is open + the window's read (arrays with content previews)
+and "snapshot load" the same columns from the snapshot of the unchanged store. Targets from issue 2: fill 100k <= 60 s, load 100k <= 1 s.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import re
 import statistics
 import sys
 import tempfile
+import threading
 import time
 
 import numpy as np
@@ -24,11 +26,13 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import memviz.store as ms  # noqa: E402
+from memviz.store import snapshot  # noqa: E402
 from memviz.samples import assistant_text, simulation_text  # noqa: E402
 
 DIM = 256
 BATCH = 5000
 TARGETS = {"fill": 60.0, "load": 1.0}  # seconds, at 100k
+PREVIEW = 240  # the window's preview length (memviz.app.state.PREVIEW_CHARS)
 
 
 def _words() -> list[str]:
@@ -97,12 +101,28 @@ def bench(n: int, repeats: int, folder: str) -> list[tuple]:
 
     reopens = [timed(reopen) for _ in range(max(1, repeats // 2))]
     reopen_cpu = statistics.median(CPU[-len(reopens):])
+
+    # an unchanged store opened again: its arrays come from the snapshot (memviz/store/snapshot.py)
+    os.environ["MEMVIZ_CACHE_DIR"] = os.path.join(folder, "cache")
+    snapshot.WRITE_DELAY, snapshot.MIN_ROWS = 0.0, 0  # now, and at every size (the app skips < 20k)
+    with ms.open(path) as s:
+        s.arrays(preview=PREVIEW, snapshot=True)
+        for t in threading.enumerate():
+            if t.name == "memviz-snapshot":
+                t.join()
+    snaps = [timed(lambda: snapshot.load(path, PREVIEW)) for _ in range(repeats)]
+    snap_cpu = statistics.median(CPU[-repeats:])
+    assert snaps[-1][1] is not None and len(snaps[-1][1]) == n
+    scans = [timed(lambda: ms.open(path).arrays(preview=PREVIEW)) for _ in range(max(1, repeats // 2))]
+    scan_cpu = statistics.median(CPU[-len(scans):])
     size_mb = os.path.getsize(path) / 1e6
     rows = [
         (n, "create+fill", fill_s, fill_cpu, 1, n / fill_s, TARGETS["fill"] if n == 100_000 else None),
         (n, "load (arrays)", statistics.median(t for t, _ in loads), load_cpu, len(loads), None,
          TARGETS["load"] if n == 100_000 else None),
         (n, "reopen+load", statistics.median(t for t, _ in reopens), reopen_cpu, len(reopens), None, None),
+        (n, "+previews", statistics.median(t for t, _ in scans), scan_cpu, len(scans), None, None),
+        (n, "snapshot load", statistics.median(t for t, _ in snaps), snap_cpu, len(snaps), None, None),
     ]
     SIZES[n] = size_mb
     return rows

@@ -70,3 +70,38 @@ def test_empty_json_values_are_stored_canonically_and_checked(store):
         store.insert_memories([{"kind": "fact", "content": "x", "tags": {}}])
     with pytest.raises(ms.ValidationError, match="object"):
         store.insert_memories([{"kind": "fact", "content": "x", "attributes": []}])
+
+
+def test_the_in_sqlite_scan_equals_the_row_by_row_scan(store):
+    # the fast path (everything aggregated inside SQLite) and the exact one must agree on every
+    # column of an awkward store; when the fast path cannot (bad UTF-8 above) the exact one runs
+    from memviz.store import arrays as A
+
+    store.insert_memories(_recs(6, "big", 8, scale=2.0) + _recs(3, "small", 4, start=100))
+    store.insert_memories([{"id": "plain", "kind": "fact", "content": "line\nbreak\ttab " * 30},
+                           {"id": "gone", "kind": "episode", "content": "retired", "valid_until": 5.5,
+                            "importance": 2.25, "confidence": 0.123456789012345}])
+    with store.transaction() as c:
+        c.execute("UPDATE memories SET attributes = '{not json' WHERE id = 'big-1'")
+        c.execute("UPDATE memories SET importance = '7', agent = '', kind = '' WHERE id = 'big-2'")
+        c.execute("UPDATE memories SET content = 'nul' || char(0) || 'inside' WHERE id = 'big-3'")
+    fast = A._scan_in_sqlite(store.conn, 40)
+    assert fast is not None
+    a = A.load_arrays(store.conn, preview=40)
+    original = A._scan_in_sqlite
+    try:
+        A._scan_in_sqlite = lambda conn, preview: None  # force the row-by-row scan to compare with
+        b = A.load_arrays(store.conn, preview=40)
+    finally:
+        A._scan_in_sqlite = original
+    for name in a.__dataclass_fields__:
+        if name.startswith("_"):
+            continue
+        x, y = getattr(a, name), getattr(b, name)
+        if isinstance(x, np.ndarray):
+            assert x.dtype == y.dtype and x.shape == y.shape, name
+            assert (np.array_equal(x, y, equal_nan=True) if x.dtype != object else list(x) == list(y)), name
+        else:
+            assert x == y, name
+    assert a.bad_json.tolist()[1] and a.importance[2] == 7.0 and a.agent[2] == ""
+    assert a.confidence[-1] == 0.123456789012345 and a.preview[-2].startswith("line break tab") and a.embedding_model == "big" and a.has_embedding.sum() == 6

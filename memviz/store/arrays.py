@@ -1,8 +1,10 @@
 """All memories as columnar numpy arrays: what the retrieval engine and the panels read."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
+import apsw
 import numpy as np
 
 from .records import decode_text
@@ -69,57 +71,132 @@ def load_arrays(conn, model: str | None = None, dim: int | None = None, preview:
     """All memories in one scan. `model` None = the most used (model, dim), as
     `Store.main_model()`; `dim` None = the most used dimension of `model`. `preview` > 0 also
     reads the first `preview` characters of each content (newlines and tabs made spaces)."""
-    sql = _SQL.replace("{preview}", f", CAST(substr(content, 1, {int(preview)}) AS BLOB)" if preview > 0 else "")
-    rows = conn.execute(sql).fetchall()
-    n = len(rows)
-    cols = list(zip(*rows)) if rows else [()] * 18
-
-    ids, b1 = _texts(cols[1])
-    kind, b2 = _texts(cols[2])
-    agent, b3 = _texts(cols[3])
+    c = _scan_in_sqlite(conn, preview) or _scan_by_row(conn, preview)
+    n = len(c["rowid"])
 
     def num(col, dtype=np.float64):
         return np.array(col, dtype=dtype) if n else np.zeros(0, dtype)
 
     # which (model, size) fills the matrix: model names as bytes (NULL = b""), blob sizes (-1 = no blob)
     names: dict[bytes, int] = {}
-    model_code = np.fromiter((names.setdefault(m, len(names)) for m in cols[15]), np.int64, count=n)
-    size = np.nan_to_num(num(cols[16]), nan=-1).astype(np.int64)
+    model_code = np.fromiter((names.setdefault(m, len(names)) for m in c["model"]), np.int64, count=n)
+    size = np.nan_to_num(num(c["size"]), nan=-1).astype(np.int64)
     key, dim = _pick_model(list(names), model_code, size,
                            None if model is None else model.encode("utf-8", "surrogatepass"), dim)
     model = None if key is None else decode_text(key)[0]
     nbytes = 4 * dim
     has = (model_code == names.get(key, -1)) & (size == nbytes) & (size > 0)
     if nbytes and has.any():
-        # one writable buffer, zero rows where a memory has no vector of this model: a single copy
-        blobs = cols[13]
-        zero = bytes(nbytes)
-        buf = bytearray().join(blobs if has.all() else (b if h else zero for b, h in zip(blobs, has.tolist())))
-        emb = np.frombuffer(buf, dtype="<f4").reshape(n, dim)
+        emb = c["vectors"](has, size, nbytes)
         _normalize_rows(emb, has)
     else:
         emb = np.zeros((n, dim), dtype=np.float32)
     return MemoryArrays(
-        ids=ids,
-        rowid=num(cols[0], np.int64),
-        kind=kind,
-        agent=agent,
-        importance=num(cols[4]),
-        event_time=num(cols[5]),
-        created_at=num(cols[6]),
-        last_accessed=num(cols[7]),
-        valid_until=num(cols[8]),
-        confidence=num(cols[9]),
-        decay_rate=num(cols[10]),
-        access_count=np.nan_to_num(num(cols[11])).astype(np.int64),
-        protected=np.nan_to_num(num(cols[12])).astype(bool),
+        ids=c["ids"],
+        rowid=num(c["rowid"], np.int64),
+        kind=c["kind"],
+        agent=c["agent"],
+        importance=num(c["importance"]),
+        event_time=num(c["event_time"]),
+        created_at=num(c["created_at"]),
+        last_accessed=num(c["last_accessed"]),
+        valid_until=num(c["valid_until"]),
+        confidence=num(c["confidence"]),
+        decay_rate=num(c["decay_rate"]),
+        access_count=np.nan_to_num(num(c["access_count"])).astype(np.int64),
+        protected=np.nan_to_num(num(c["protected"])).astype(bool),
         embedding=emb,
         has_embedding=has,
         embedding_model=model,
-        bad_json=~np.nan_to_num(num(cols[14])).astype(bool),
-        bad_text=b1 | b2 | b3,
-        preview=_one_line(cols[17]) if preview > 0 else None,
+        bad_json=~np.nan_to_num(num(c["json_ok"])).astype(bool),
+        bad_text=c["bad_text"],
+        preview=c["preview"] if preview > 0 else None,
     )
+
+
+_NUMERIC = ("importance", "event_time", "created_at", "last_accessed", "valid_until", "confidence", "decay_rate",
+            "access_count", "protected")
+
+
+def _scan_by_row(conn, preview: int) -> dict:
+    """Every row as a tuple: exact for any content (invalid UTF-8 is replaced and flagged)."""
+    sql = _SQL.replace("{preview}", f", CAST(substr(content, 1, {int(preview)}) AS BLOB)" if preview > 0 else "")
+    rows = conn.execute(sql).fetchall()
+    cols = list(zip(*rows)) if rows else [()] * 18
+    ids, b1 = _texts(cols[1])
+    kind, b2 = _texts(cols[2])
+    agent, b3 = _texts(cols[3])
+    blobs = cols[13]
+
+    def vectors(has, size, nbytes):
+        # one writable buffer, zero rows where a memory has no vector of this model: a single copy
+        zero = bytes(nbytes)
+        buf = bytearray().join(blobs if has.all() else (b if h else zero for b, h in zip(blobs, has.tolist())))
+        return np.frombuffer(buf, dtype="<f4").reshape(len(has), nbytes // 4)
+    return {"rowid": cols[0], "ids": ids, "kind": kind, "agent": agent, "bad_text": b1 | b2 | b3,
+            **dict(zip(_NUMERIC, cols[4:13])), "json_ok": cols[14], "model": cols[15], "size": cols[16],
+            "preview": _one_line(cols[17]) if preview > 0 else None, "vectors": vectors}
+
+
+# Every column aggregated inside SQLite into one JSON array (numbers round-trip exactly) and the
+# vectors into one blob: no Python object per cell, and SQLite works with the GIL released, so
+# at launch the scan runs beside the imports of Qt. Text that is not valid UTF-8 (or a value JSON
+# cannot hold) makes it fail, and _scan_by_row reads the store instead.
+_SQL_AGG = """
+SELECT json_group_array(rowid), json_group_array(id), json_group_array(kind), json_group_array(agent),
+       json_group_array(CAST(importance AS REAL)), json_group_array(CAST(event_time AS REAL)),
+       json_group_array(CAST(created_at AS REAL)), json_group_array(CAST(last_accessed AS REAL)),
+       json_group_array(CAST(valid_until AS REAL)), json_group_array(CAST(confidence AS REAL)),
+       json_group_array(CAST(decay_rate AS REAL)), json_group_array(CAST(access_count AS INTEGER)),
+       json_group_array(CAST(protected AS INTEGER)),
+       json_group_array(CASE WHEN source_ids = '[]' THEN 1 ELSE json_valid(source_ids) END
+                        AND CASE WHEN entity_ids = '[]' THEN 1 ELSE json_valid(entity_ids) END
+                        AND CASE WHEN tags = '[]' THEN 1 ELSE json_valid(tags) END
+                        AND CASE WHEN attributes = '{}' THEN 1 ELSE json_valid(attributes) END),
+       json_group_array(coalesce(embedding_model, '')),
+       json_group_array(CASE WHEN typeof(embedding) = 'blob' THEN length(embedding) END),
+       json_group_array({preview}),
+       CAST(group_concat(CASE WHEN typeof(embedding) = 'blob' THEN embedding ELSE X'' END, X'') AS BLOB)
+FROM memories  -- a full scan of a rowid table goes in rowid order (checked on the result)
+"""
+
+
+def _scan_in_sqlite(conn, preview: int) -> dict | None:
+    text = "replace(replace(replace(substr(content, 1, {0}), char(10), ' '), char(13), ' '), char(9), ' ')"
+    try:
+        row = conn.execute(_SQL_AGG.replace("{preview}", text.format(int(preview)) if preview > 0 else "NULL")
+                           ).fetchone()
+        cols = [json.loads(x) for x in row[:17]]
+    except (apsw.Error, UnicodeError, ValueError, TypeError):
+        return None
+    rowid = np.array(cols[0], dtype=np.int64)
+    if len(rowid) > 1 and not (np.diff(rowid) > 0).all():
+        return None  # the aggregate did not see the rows in rowid order: read them one by one
+    n, joined = len(rowid), row[17] or b""
+    size = np.nan_to_num(np.array(cols[15], dtype=np.float64), nan=-1).astype(np.int64)
+    ends = np.cumsum(np.maximum(size, 0))
+    if (ends[-1] if n else 0) != len(joined):
+        return None
+
+    def vectors(has, size_, nbytes):
+        if has.all():
+            return np.frombuffer(joined, dtype="<f4").reshape(n, nbytes // 4).copy()
+        flat = np.frombuffer(joined, dtype=np.uint8)
+        out = np.zeros((n, nbytes), dtype=np.uint8)
+        rows = np.flatnonzero(has)
+        starts = ends[rows] - nbytes
+        out[rows] = flat[starts[:, None] + np.arange(nbytes)]
+        return out.view("<f4")
+
+    def texts(col):
+        out = np.empty(n, dtype=object)
+        out[:] = col
+        out[np.equal(out, None)] = ""  # NULL reads as "", as in _scan_by_row
+        return out
+    return {"rowid": rowid, "ids": texts(cols[1]), "kind": texts(cols[2]), "agent": texts(cols[3]),
+            "bad_text": np.zeros(n, bool), **dict(zip(_NUMERIC, cols[4:13])), "json_ok": cols[13],
+            "model": [m.encode("utf-8", "surrogatepass") for m in cols[14]], "size": size,
+            "preview": texts(cols[16]) if preview > 0 else None, "vectors": vectors}
 
 
 def _pick_model(names: list[bytes], model_code: np.ndarray, size: np.ndarray, model: bytes | None,

@@ -1,7 +1,7 @@
 """A copy of a large store's arrays on local disk, so reopening it unchanged skips the scan.
 
-Reading 100k memories out of SQLite builds two million Python objects (0.8-1 s); the same
-columns come back from one flat file in a fraction of that, the embedding matrix memory-mapped
+Reading 100k memories out of SQLite takes about a second (arrays.py); the same columns come
+back from one flat file in a fraction of that, the embedding matrix memory-mapped
 (copy-on-write) so its pages are read when first used. A snapshot is keyed by the store's
 real path and the state of its files: inode, size and modification time (ns) of the database
 and of its -wal file, and the header fields SQLite rewrites on every commit. Every committed
