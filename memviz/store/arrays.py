@@ -42,7 +42,8 @@ class MemoryArrays:
     decay_rate: np.ndarray
     access_count: np.ndarray   # int64
     protected: np.ndarray      # bool
-    embedding: np.ndarray      # float32 (n, dim), unit-normalised; zero rows where has_embedding is False
+    embedding: np.ndarray      # float32 (n, dim), unit-normalised; zero rows where has_embedding is False;
+                               # may be read-only (a view of what SQLite returned): copy to modify
     has_embedding: np.ndarray  # bool
     embedding_model: str | None
     bad_json: np.ndarray       # bool: a JSON column of the row is malformed
@@ -87,8 +88,7 @@ def load_arrays(conn, model: str | None = None, dim: int | None = None, preview:
     nbytes = 4 * dim
     has = (model_code == names.get(key, -1)) & (size == nbytes) & (size > 0)
     if nbytes and has.any():
-        emb = c["vectors"](has, size, nbytes)
-        _normalize_rows(emb, has)
+        emb = _normalize_rows(c["vectors"](has, size, nbytes), has)
     else:
         emb = np.zeros((n, dim), dtype=np.float32)
     return MemoryArrays(
@@ -179,8 +179,8 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
         return None
 
     def vectors(has, size_, nbytes):
-        if has.all():
-            return np.frombuffer(joined, dtype="<f4").reshape(n, nbytes // 4).copy()
+        if has.all():  # the blob itself, no copy (read-only: _normalize_rows copies if it must write)
+            return np.frombuffer(joined, dtype="<f4").reshape(n, nbytes // 4)
         flat = np.frombuffer(joined, dtype=np.uint8)
         out = np.zeros((n, nbytes), dtype=np.uint8)
         rows = np.flatnonzero(has)
@@ -246,9 +246,13 @@ def _one_line(col) -> np.ndarray:
     return out
 
 
-def _normalize_rows(emb: np.ndarray, rows: np.ndarray) -> None:
-    """Scale rows to unit length in place (most are already unit: only those that are not are touched)."""
+def _normalize_rows(emb: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (most already are: only those that are not are touched, and a
+    read-only matrix is copied only if one needs it)."""
     sq = np.einsum("ij,ij->i", emb, emb)
     fix = rows & (np.abs(sq - 1.0) > 1e-6) & (sq > 0)
     if fix.any():
+        if not emb.flags.writeable:
+            emb = emb.copy()
         emb[fix] /= np.sqrt(sq[fix])[:, None]
+    return emb
