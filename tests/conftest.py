@@ -44,3 +44,16 @@ def _find_real_persona() -> Path:
 REAL_PERSONA = _find_real_persona()
 needs_real = pytest.mark.skipif(not (REAL_PERSONA / "bootstrap_memory").is_dir(),
                                 reason="the real GA persona is not on this machine")
+
+
+def assert_same_arrays(a, b):
+    """Two MemoryArrays hold the same values, dtypes and shapes in every field."""
+    for name in a.__dataclass_fields__:
+        if name.startswith("_"):
+            continue
+        x, y = getattr(a, name), getattr(b, name)
+        if isinstance(x, np.ndarray):
+            assert x.dtype == y.dtype and x.shape == y.shape, name
+            assert (np.array_equal(x, y, equal_nan=True) if x.dtype != object else list(x) == list(y)), name
+        else:
+            assert x == y, name

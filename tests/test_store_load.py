@@ -4,7 +4,7 @@ import pytest
 
 import memviz.store as ms
 
-from conftest import unit_vectors
+from conftest import assert_same_arrays, unit_vectors
 
 
 def _recs(n, model, dim, start=0, scale=1.0, seed=0):
@@ -88,20 +88,7 @@ def test_the_in_sqlite_scan_equals_the_row_by_row_scan(store):
     fast = A._scan_in_sqlite(store.conn, 40)
     assert fast is not None
     a = A.load_arrays(store.conn, preview=40)
-    original = A._scan_in_sqlite
-    try:
-        A._scan_in_sqlite = lambda conn, preview: None  # force the row-by-row scan to compare with
-        b = A.load_arrays(store.conn, preview=40)
-    finally:
-        A._scan_in_sqlite = original
-    for name in a.__dataclass_fields__:
-        if name.startswith("_"):
-            continue
-        x, y = getattr(a, name), getattr(b, name)
-        if isinstance(x, np.ndarray):
-            assert x.dtype == y.dtype and x.shape == y.shape, name
-            assert (np.array_equal(x, y, equal_nan=True) if x.dtype != object else list(x) == list(y)), name
-        else:
-            assert x == y, name
+    assert_same_arrays(a, A.load_arrays(store.conn, preview=40, in_sqlite=False))
     assert a.bad_json.tolist()[1] and a.importance[2] == 7.0 and a.agent[2] == ""
-    assert a.confidence[-1] == 0.123456789012345 and a.preview[-2].startswith("line break tab") and a.embedding_model == "big" and a.has_embedding.sum() == 6
+    assert a.confidence[-1] == 0.123456789012345 and a.preview[-2].startswith("line break tab")
+    assert a.embedding_model == "big" and a.has_embedding.sum() == 6

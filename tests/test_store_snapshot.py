@@ -12,7 +12,7 @@ import memviz.store as ms
 from memviz.store import snapshot
 from memviz.store.arrays import load_arrays
 from memviz.store.connection import connect
-from tests.conftest import unit_vectors
+from tests.conftest import assert_same_arrays, unit_vectors
 
 
 @pytest.fixture(autouse=True)
@@ -43,18 +43,6 @@ def open_with_snapshot(path):
     return store, arrays
 
 
-def assert_same(a, b):
-    for name in a.__dataclass_fields__:
-        if name.startswith("_"):
-            continue
-        x, y = getattr(a, name), getattr(b, name)
-        if isinstance(x, np.ndarray):
-            assert x.dtype == y.dtype and x.shape == y.shape, name
-            assert (np.array_equal(x, y, equal_nan=True) if x.dtype != object else list(x) == list(y)), name
-        else:
-            assert x == y, name
-
-
 def test_unchanged_store_reopens_from_its_snapshot_with_identical_arrays(tmp_path):
     path = make(tmp_path / "s.db")
     store, first = open_with_snapshot(path)
@@ -63,8 +51,8 @@ def test_unchanged_store_reopens_from_its_snapshot_with_identical_arrays(tmp_pat
     again = snapshot.load(path, 20)
     assert again is not None
     store = ms.open(path)
-    assert_same(load_arrays(store.conn, preview=20), again)
-    assert_same(first, again)
+    assert_same_arrays(load_arrays(store.conn, preview=20), again)
+    assert_same_arrays(first, again)
     assert again.preview[0] == "line one 0 line two " and again.embedding_model == "m"
     assert again.has_embedding.sum() == 50 and not again.has_embedding[-1]
     assert again.embedding.flags.writeable  # copy-on-write map: callers may scale it in place

@@ -68,11 +68,13 @@ class MemoryArrays:
         return self._index.get(memory_id)
 
 
-def load_arrays(conn, model: str | None = None, dim: int | None = None, preview: int = 0) -> MemoryArrays:
+def load_arrays(conn, model: str | None = None, dim: int | None = None, preview: int = 0,
+                in_sqlite: bool = True) -> MemoryArrays:
     """All memories in one scan. `model` None = the most used (model, dim), as
     `Store.main_model()`; `dim` None = the most used dimension of `model`. `preview` > 0 also
-    reads the first `preview` characters of each content (newlines and tabs made spaces)."""
-    c = _scan_in_sqlite(conn, preview) or _scan_by_row(conn, preview)
+    reads the first `preview` characters of each content (newlines and tabs made spaces).
+    `in_sqlite` False skips the fast scan and reads row by row (what it falls back to)."""
+    c = (_scan_in_sqlite(conn, preview) if in_sqlite else None) or _scan_by_row(conn, preview)
     n = len(c["rowid"])
 
     def num(col, dtype=np.float64):
