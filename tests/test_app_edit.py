@@ -12,6 +12,7 @@ from PySide6.QtCore import QItemSelectionModel, QSettings  # noqa: E402
 from test_app_support import build_store  # noqa: E402
 
 import memviz.store as ms  # noqa: E402
+from memviz.edits import SetImportance  # noqa: E402
 from memviz.app.edit_dialogs import BusyDialog, ConflictDialog, CorrectDialog  # noqa: E402
 from memviz.app.window import MainWindow  # noqa: E402
 from memviz.embed import LOCAL_MODEL, default_embedder  # noqa: E402
@@ -180,6 +181,25 @@ def test_conflict_when_the_row_changed_behind_the_window(qtbot, win, db):
     r = row(win, "ep05")
     assert r["protected"] and r["importance"] == 1.0  # my edit, on the agent's version
     assert win.undo_stack.count() == 1
+
+
+def test_undo_over_the_agents_change_shows_both_versions_and_keeps_the_step(qtbot, win, db):
+    ctl = win.edits
+    win.state.select_ids(["ep05"])
+    ctl.perform(SetImportance("ep05", 9))
+    settle(qtbot, win)
+    with ms.open(db) as other:  # the agent changes the row after my edit
+        other.update_fields("ep05", {"importance": 2.0}, action="agent")
+    win.undo_action.trigger()
+    dlg = ctl.dialog
+    assert isinstance(dlg, ConflictDialog) and not dlg.mine_button.isVisible() and dlg.edit_button is None
+    cells = {dlg.table.topLevelItem(i).text(0): (dlg.table.topLevelItem(i).text(1), dlg.table.topLevelItem(i).text(2))
+             for i in range(dlg.table.topLevelItemCount())}
+    assert cells["importance"] == ("9", "2")  # what the undo expected, what the store holds
+    dlg.current_button.click()
+    settle(qtbot, win)
+    assert row(win, "ep05")["importance"] == 2.0  # not forced
+    assert win.undo_action.isEnabled() and "importance" in win.undo_action.text().lower()  # still there
 
 
 def test_conflicting_correction_keeps_the_users_text(qtbot, win, db):

@@ -430,9 +430,15 @@ class EditController(QObject):
     def _conflict(self, e: ConflictError) -> None:
         action = getattr(e, "action", None)
         step = getattr(e, "step", "do")
-        if action is None or step != "do":
-            # an undo/redo over a row the agent changed: it is not forced; both versions are in the message
+        if action is None:
             self._error(e)
+            return
+        if step != "do":
+            # an undo/redo over a row the agent changed: never forced; both versions shown, the step kept
+            dlg = ConflictDialog(e, action.label, self.window, step=step)
+            self.window.statusBar().showMessage(f"Not {step}ne: the memory changed since", 8000)
+            dlg.finished.connect(lambda _r: self.refresh())
+            self._open(dlg)
             return
         is_correct = isinstance(action, Correct)
         dlg = ConflictDialog(e, action.label, self.window, can_edit_again=is_correct)

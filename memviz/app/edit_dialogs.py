@@ -83,17 +83,24 @@ class CorrectDialog(QDialog):
 class ConflictDialog(QDialog):
     """Both versions side by side; the user keeps theirs (the edit applied to the row as it is
     now), takes the current version (the edit is dropped, its text stays on the clipboard for a
-    correction) or edits the correction again against the current text. Result: `choice`."""
+    correction) or edits the correction again against the current text. For an undo or redo
+    (`step`) only the comparison and "Keep the current version". Result: `choice`."""
 
     MINE, CURRENT, EDIT_AGAIN = "mine", "current", "edit"
 
-    def __init__(self, error, description: str, parent=None, *, can_edit_again: bool = False) -> None:
+    def __init__(self, error, description: str, parent=None, *, can_edit_again: bool = False,
+                 step: str = "do") -> None:
         super().__init__(parent)
         self.setWindowTitle("The memory changed since it was shown")
         self.setObjectName("conflict_dialog")
         self.choice: str | None = None
         lay = QVBoxLayout(self)
-        lay.addWidget(plain_label(f"{error}\nYour edit: {description}. Nothing has been written yet."))
+        if step == "do":
+            lay.addWidget(plain_label(f"{error}\nYour edit: {description}. Nothing has been written yet."))
+        else:  # an undo/redo is never forced over someone else's change: shown, and left on the stack
+            lay.addWidget(plain_label(f"{error}\nNot written: {step} of \u201c{description}\u201d, which would "
+                                      f"overwrite that change. It stays in Edit \u25b8 {step.capitalize()}; edit "
+                                      "the memory itself if your version should win."))
         self.table = QTreeWidget(headerLabels=["field", "as you saw it", "now in the store"], rootIsDecorated=False)
         self.table.setWordWrap(True)
         self.table.setSelectionMode(QTreeWidget.NoSelection)
@@ -117,6 +124,7 @@ class ConflictDialog(QDialog):
         lay.addWidget(self.table, 1)
         box = QDialogButtonBox()
         self.mine_button = box.addButton("Apply my edit to the current version", QDialogButtonBox.AcceptRole)
+        self.mine_button.setVisible(step == "do")
         self.current_button = box.addButton("Keep the current version", QDialogButtonBox.RejectRole)
         self.edit_button = None
         if can_edit_again:
