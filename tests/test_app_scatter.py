@@ -88,12 +88,11 @@ def test_map_and_timeline_draw_100k_points():
             event_time=np.sort(rng.uniform(0, 1e7, n)), created_at=np.zeros(n), last_accessed=np.full(n, np.nan),
             valid_until=vu, confidence=np.ones(n), decay_rate=np.zeros(n), access_count=np.zeros(n, np.int64),
             protected=np.zeros(n, bool), embedding=emb, has_embedding=np.ones(n, bool), embedding_model="m",
-            bad_json=np.zeros(n, bool), bad_text=np.zeros(n, bool))
+            bad_json=np.zeros(n, bool), bad_text=np.zeros(n, bool), preview=np.array(["text"] * n, dtype=object))
         class FakeStore:  # only what the two panels read: they never touch the database here
             path = "mem"
-        data = StoreData(store=FakeStore(), arrays=a, previews=np.array(["text"] * n, dtype=object),
-                         provenance_=Provenance(), counts={}, kinds=["episode", "fact", "reflection", "preference"],
-                         agents=["a"])
+        data = StoreData(store=FakeStore(), arrays=a, provenance_=Provenance(), counts={},
+                         kinds=["episode", "fact", "reflection", "preference"], agents=["a"])
         st = AppState(); wk = Workers()
         m = MapPanel(st, wk); m.auto_umap = False; t = TimelinePanel(st)
         for w in (m, t):

@@ -25,9 +25,10 @@ def factorize(values) -> tuple[list[str], np.ndarray]:
     return [str(v) for v in index], codes
 
 
-def category_codes(values: np.ndarray, names: list[str]) -> np.ndarray:
-    """Integer code of each value in `names` (unknown values get len(names))."""
-    seen, codes = factorize(values)
+def category_codes(values, names: list[str]) -> np.ndarray:
+    """Integer code of each value in `names` (unknown values get len(names)). `values` is a
+    column, or what factorize() already made of it."""
+    seen, codes = values if isinstance(values, tuple) else factorize(values)
     lookup = {n: i for i, n in enumerate(names)}
     return np.array([lookup.get(u, len(names)) for u in seen], np.int64)[codes] if len(codes) else codes
 
@@ -55,8 +56,7 @@ class StoreData:
     """What the panels read about one open store, loaded once per open/reload."""
 
     store: Store
-    arrays: MemoryArrays
-    previews: np.ndarray             # object: first PREVIEW_CHARS characters of each content, one line
+    arrays: MemoryArrays             # read with previews (arrays.preview): see `previews`
     provenance_: Provenance | None   # read on first use (the graph job, or the detail panel)
     counts: dict
     kinds: list[str] = field(default_factory=list)   # distinct kinds, most frequent first
@@ -79,6 +79,13 @@ class StoreData:
             if self.provenance_ is None:
                 self.provenance_ = self.store.provenance()
             return self.provenance_
+
+    @property
+    def previews(self) -> np.ndarray:
+        """object: the first PREVIEW_CHARS characters of each content, on one line ("" if not read)."""
+        if self.arrays.preview is None:
+            self.arrays.preview = np.full(len(self.arrays), "", dtype=object)
+        return self.arrays.preview
 
     @property
     def map_start(self) -> tuple[np.ndarray, str]:
@@ -109,12 +116,12 @@ def load_store_data(store: Store, snapshot: bool = False) -> StoreData:
     (previews included), or its snapshot when opening (`snapshot`); counts come from the arrays;
     provenance is read later, on first use."""
     arrays = store.arrays(preview=PREVIEW_CHARS, snapshot=snapshot)
-    previews = arrays.preview
-    counts = counts_of(arrays)
+    kind, agent = factorize(arrays.kind), factorize(arrays.agent)  # once each, for counts and codes
+    counts = counts_of(arrays, kind, agent)
     kinds = sorted(counts["by_kind"], key=lambda k: -sum(counts["by_kind"][k]))
     agents = sorted(counts["by_agent"], key=lambda a: -sum(counts["by_agent"][a]))
-    data = StoreData(store=store, arrays=arrays, previews=previews, provenance_=None,
-                     counts=counts, kinds=kinds, agents=agents)
+    data = StoreData(store=store, arrays=arrays, provenance_=None, counts=counts, kinds=kinds, agents=agents,
+                     kind_codes=category_codes(kind, kinds), agent_codes=category_codes(agent, agents))
     data.map_start  # noqa: B018 - computed here, in the loading thread
     return data
 
@@ -124,15 +131,16 @@ def open_store_data(store: Store) -> StoreData:
     return load_store_data(store, snapshot=True)
 
 
-def counts_of(arrays: MemoryArrays) -> dict:
-    """Store.counts()'s figures from the arrays: totals, and [live, retired] per kind and agent."""
+def counts_of(arrays: MemoryArrays, kind: tuple | None = None, agent: tuple | None = None) -> dict:
+    """Store.counts()'s figures from the arrays: totals, and [live, retired] per kind and agent
+    (`kind`/`agent`: factorize() of those columns, if already made)."""
     live = arrays.live
     out = {"total": len(arrays), "live": int(live.sum()), "retired": int((~live).sum()), "by_kind": {},
            "by_agent": {}}
-    for key, col in (("by_kind", arrays.kind), ("by_agent", arrays.agent)):
+    for key, col, done in (("by_kind", arrays.kind, kind), ("by_agent", arrays.agent, agent)):
         if not len(col):
             continue
-        names, codes = factorize(col)
+        names, codes = done or factorize(col)
         n_live = np.bincount(codes[live], minlength=len(names))
         n_all = np.bincount(codes, minlength=len(names))
         out[key] = {n: [int(a), int(t - a)] for n, a, t in sorted(zip(names, n_live, n_all))}
