@@ -10,9 +10,10 @@ import argparse
 import os
 import shutil
 import sys
-import threading
 from concurrent.futures import Future
 from pathlib import Path
+
+from memviz.background import in_thread
 
 SAMPLE_NAME = "assistant.db"
 
@@ -72,18 +73,12 @@ def process_until(cond, timeout: float = 60.0, poll: float = 0.01) -> bool:
 
 def prefetch(path: str, read_only: bool) -> Future:
     """Open and read a store in a thread (no Qt needed); the window's open job takes the result."""
-    fut: Future = Future()
+    def read():
+        from memviz.store import open_and_read  # noqa: PLC0415
 
-    def work() -> None:
-        try:
-            from memviz.store import open_and_read  # noqa: PLC0415
-
-            from .state import open_store_data  # noqa: PLC0415
-            fut.set_result(open_and_read(os.path.abspath(path), open_store_data, read_only=read_only))
-        except BaseException as e:  # noqa: BLE001 - the window shows it as any failed open
-            fut.set_exception(e)
-    threading.Thread(target=work, name="memviz-prefetch", daemon=True).start()
-    return fut
+        from .state import open_store_data  # noqa: PLC0415
+        return open_and_read(os.path.abspath(path), open_store_data, read_only=read_only)
+    return in_thread(read, "memviz-prefetch")
 
 
 def run(argv) -> int:

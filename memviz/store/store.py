@@ -18,6 +18,7 @@ from typing import Callable, TypeVar
 
 import apsw
 
+from ..background import in_thread
 from . import schema
 from . import snapshot as snapshots
 from .arrays import MemoryArrays, load_arrays
@@ -517,7 +518,7 @@ def open_and_read(path: str, read: Callable[[Store], T] | None, *, read_only: bo
             damage = _quick_check(conn, path)  # first: nothing is migrated before the check
             check = None
         else:
-            damage, check = [], _QuickCheckThread(path)
+            damage, check = [], _checked_in_thread(path)
         reasons = _reasons(report, damage)
     except BaseException:
         conn.close()
@@ -546,7 +547,7 @@ def open_and_read(path: str, read: Callable[[Store], T] | None, *, read_only: bo
         failure = e
     if check is not None:
         try:
-            damage = check.join()
+            damage = check.result()
         except BaseException:
             store.close()
             raise
@@ -562,30 +563,15 @@ def open_and_read(path: str, read: Callable[[Store], T] | None, *, read_only: bo
     return store, result
 
 
-class _QuickCheckThread:
-    """quick_check on its own read-only connection, in a thread; join() returns what _quick_check does."""
-
-    def __init__(self, path: str) -> None:
-        self.path, self._out, self._err = path, [], None
-        self._thread = threading.Thread(target=self._run, name="memviz-quick-check", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        conn = None
+def _checked_in_thread(path: str):
+    """_quick_check on its own read-only connection, in a thread: a Future of its answer."""
+    def check() -> list[str]:
+        conn = connect(path, readonly=True)
         try:
-            conn = connect(self.path, readonly=True)
-            self._out = _quick_check(conn, self.path)
-        except BaseException as e:  # noqa: BLE001 - handed to join()
-            self._err = e
+            return _quick_check(conn, path)
         finally:
-            if conn is not None:
-                conn.close()
-
-    def join(self) -> list[str]:
-        self._thread.join()
-        if self._err is not None:
-            raise self._err
-        return self._out
+            conn.close()
+    return in_thread(check, "memviz-quick-check")
 
 
 def _quick_check(conn, path) -> list[str]:
