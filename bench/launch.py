@@ -35,7 +35,7 @@ def timed(cmd: list[str], env: dict) -> float:
 
 def make_snapshot(db: str, cache_dir: str) -> None:
     code = ("import threading, memviz.store as ms; from memviz.store import snapshot; "
-            "from memviz.app.state import PREVIEW_CHARS; snapshot.WRITE_DELAY = 0; "
+            "from memviz.session.state import PREVIEW_CHARS; snapshot.WRITE_DELAY = 0; "
             f"s = ms.open({db!r}); s.arrays(preview=PREVIEW_CHARS, snapshot=True); "
             "[t.join() for t in threading.enumerate() if t.name == 'memviz-snapshot']")
     subprocess.run([sys.executable, "-c", code], env={**os.environ, "MEMVIZ_CACHE_DIR": cache_dir}, check=True)

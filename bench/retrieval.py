@@ -6,7 +6,7 @@ Stores (random unit vectors, text from a small vocabulary, inserted through the 
 under bench/out/. Prints medians of: a new query (embed + full score; 1536-d has no offline model,
 so its query is a vector and "embed" is n/a), a full score from a vector, a recombine after a
 weight change (dual-memory and generative-agents), a hybrid query (FTS5 + vector + RRF), and the
-plain per-memory Python loop (loops.py) with the speed ratio and whether the top k are identical.
+plain per-memory Python loop (reference.py) with the speed ratio and whether the top k are identical.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import memviz.store as ms  # noqa: E402
 from memviz.embed import LOCAL_MODEL, default_embedder  # noqa: E402
 from memviz.retrieval import Engine, preset_params  # noqa: E402
-from memviz.retrieval import loops  # noqa: E402
+from memviz.retrieval import reference  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
 T0 = 1_767_225_600  # 2026-01-01
@@ -118,14 +118,14 @@ def bench(n: int, dim: int, embedder) -> dict:
         row["hybrid"] = median_ms(lambda: (engine.set_query(like=next(likes)), engine.score(hyb)), reps)
 
     # the plain loop (GA, the reference style), on the same query vector
-    nodes = loops.load_nodes(store, arrays)
+    nodes = reference.load_nodes(store, arrays)
     weights = engine._ga_weights
     loop_reps = 3 if n <= 10_000 else 1
     for name, params in (("ga", gap), ("dual", dual)):
         engine.set_query(vector=qvecs[2])
         q = engine.query_vector.tolist()
         ref = []
-        t = median_ms(lambda: ref.append(loops.retrieve(nodes, q, params, now=now, ga_weights=weights)), loop_reps)
+        t = median_ms(lambda: ref.append(reference.retrieve(nodes, q, params, now=now, ga_weights=weights)), loop_reps)
         got = engine.score(params)
         row[f"loop_{name}"] = t
         row[f"same_{name}"] = got.ids == [i for i, _ in ref[-1]]
@@ -149,7 +149,7 @@ def main(argv=None) -> int:
             "loop GA", "GA x", "top-k =", "loop dual", "dual x", "top-k =")
     print("\nmedians in milliseconds (new query = embed + full score, dual-memory preset; full score = vector query "
           "+ score; recombine = score after an alpha change; hybrid = FTS5 + vector + RRF incl. query; "
-          "loop = loops.py, plain Python per memory; x = loop / engine full score)")
+          "loop = reference.py, plain Python per memory; x = loop / engine full score)")
     print(" | ".join(head))
     print(" | ".join("---" for _ in head))
     for r in rows:

@@ -32,7 +32,7 @@ from memviz.samples import assistant_text, simulation_text  # noqa: E402
 DIM = 256
 BATCH = 5000
 TARGETS = {"fill": 60.0, "load": 1.0}  # seconds, at 100k
-PREVIEW = 240  # the window's preview length (memviz.app.state.PREVIEW_CHARS)
+PREVIEW = 240  # the window's preview length (memviz.session.state.PREVIEW_CHARS)
 
 
 def _words() -> list[str]:

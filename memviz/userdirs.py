@@ -17,3 +17,16 @@ def user_cache_dir() -> Path:
     else:
         base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return base / "memviz"
+
+
+def user_data_dir() -> Path:
+    """memviz's per-user data folder (MEMVIZ_DATA_DIR overrides): the sample's private copy, imports."""
+    if os.environ.get("MEMVIZ_DATA_DIR"):
+        return Path(os.environ["MEMVIZ_DATA_DIR"])
+    if sys.platform == "win32":
+        base = Path(os.environ.get("APPDATA") or Path.home() / "AppData" / "Roaming")
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Application Support"
+    else:
+        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return base / "memviz"

@@ -13,7 +13,7 @@ from PySide6.QtCore import QItemSelectionModel, QPointF, QSettings, Qt  # noqa: 
 from test_app_support import T0, build_store  # noqa: E402
 
 import memviz.store as ms  # noqa: E402
-from memviz.app.plotbase import points_in_polygon  # noqa: E402
+from memviz.app.plots.scatter_panel import points_in_polygon  # noqa: E402
 from memviz.app.window import MainWindow  # noqa: E402
 
 

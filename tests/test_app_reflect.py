@@ -13,7 +13,7 @@ from fake_openai import fake_openai, reply_error, reply_json, reply_text, slow  
 from PySide6.QtCore import QSettings, Qt  # noqa: E402
 from test_app_support import T0, build_store  # noqa: E402
 
-from memviz.app.llm_settings import QSETTINGS_KEY, load_llm_settings, save_llm_settings  # noqa: E402
+from memviz.app.dialogs.llm_settings import QSETTINGS_KEY, load_llm_settings, save_llm_settings  # noqa: E402
 from memviz.app.window import MainWindow  # noqa: E402
 from memviz.reflect import LLMSettings, importance_status  # noqa: E402
 

@@ -15,6 +15,7 @@ from test_app_support import build_store  # noqa: E402
 
 import memviz.store as ms  # noqa: E402
 from memviz.app import main as app_main  # noqa: E402
+from memviz.samples import bundled as sample_files  # noqa: E402
 from memviz.app.window import MainWindow  # noqa: E402
 
 SAMPLES = sorted((Path(__file__).resolve().parents[1] / "sample_dbs").glob("*.db"))
@@ -59,16 +60,16 @@ def test_open_each_sample(qtbot, tmp_path, sample):
 def test_no_argument_opens_a_private_copy_of_the_sample(qtbot, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    bundled = app_main.bundled_sample()
+    bundled = sample_files.bundled_sample()
     if not bundled.exists():
         pytest.skip("sample_dbs/assistant.db is not there yet")
     before = digest(bundled)
-    copy = app_main.user_sample_copy()
+    copy = sample_files.user_sample_copy()
     assert Path(copy).is_relative_to(tmp_path / "data") and digest(copy) == before
     with ms.open(copy) as s:  # edits go to the copy only
         s.set_valid_until(s.arrays().ids[0], 1_700_000_000)
     assert digest(bundled) == before
-    assert app_main.user_sample_copy() == copy  # made once, then reused (the user's edits stay)
+    assert sample_files.user_sample_copy() == copy  # made once, then reused (the user's edits stay)
 
 
 def run_and_inspect(argv, inspect, timeout_ms=60000):

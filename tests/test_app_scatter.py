@@ -71,9 +71,9 @@ def test_map_and_timeline_draw_100k_points():
         import memviz.app
         from memviz.app.main import make_app
         app = make_app()
-        from memviz.app.state import AppState, StoreData
-        from memviz.app.map_panel import MapPanel
-        from memviz.app.timeline import TimelinePanel
+        from memviz.session.state import AppState, StoreData
+        from memviz.app.panels.map_panel import MapPanel
+        from memviz.app.panels.timeline_panel import TimelinePanel
         from memviz.app.workers import Workers
         from memviz.store.arrays import MemoryArrays
         from memviz.store import Provenance
@@ -106,7 +106,7 @@ def test_map_and_timeline_draw_100k_points():
             assert img.width() == w.plot.width()
         for name in ("kind", "importance", "age"):
             m.color_by.setCurrentText(name); m.plot.viewport().repaint()
-        from memviz.app.points_item import PointsItem
+        from memviz.app.plots.points_item import PointsItem
         items = [m.points, t.points, m.overlay, m.topk, m.marker, t.overlay]
         assert all(isinstance(it, PointsItem) for it in items)
         # a handful of pre-rendered symbols, not one per point

@@ -12,7 +12,7 @@ import pytest  # noqa: E402
 from PySide6.QtCore import QRect  # noqa: E402
 from PySide6.QtGui import QColor, QPainter  # noqa: E402
 
-from memviz.app.points_item import PointsItem  # noqa: E402
+from memviz.app.plots.points_item import PointsItem  # noqa: E402
 
 RED, BLUE, GREEN = (220, 20, 20), (20, 40, 220), (20, 160, 40)
 

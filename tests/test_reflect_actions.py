@@ -6,7 +6,7 @@ from test_reflect_flow import mem, reflector  # noqa: F401
 
 from memviz.edits import History
 from memviz.reflect import ebbinghaus, plan_consolidation
-from memviz.reflect.actions import AcceptReflections, Consolidate
+from memviz.reflect.undoable import AcceptReflections, Consolidate
 from memviz.store.errors import ValidationError
 
 

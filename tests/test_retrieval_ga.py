@@ -1,10 +1,10 @@
 """The generative-agents preset reproduces retrieve.py new_retrieve, and the vectorised engine
-agrees with the plain-loop reference (loops.py) on random stores."""
+agrees with the plain-loop reference (reference.py) on random stores."""
 import numpy as np
 import pytest
 
 from memviz.retrieval import Engine, preset_params
-from memviz.retrieval import loops
+from memviz.retrieval import reference
 
 from conftest import unit_vectors
 
@@ -157,7 +157,7 @@ def _random_store(store, n, dim, seed):
 def test_engine_matches_plain_loop(store, seed):
     V = _random_store(store, 400, 4, seed)
     e = Engine(store, now=10 ** 6)
-    nodes = loops.load_nodes(store)
+    nodes = reference.load_nodes(store)
     variants = [{}, dict(as_of=5e5), dict(agents=("a",)), dict(tags=("cat",)), dict(kinds=("fact",), k=50),
                 dict(include_retired=True, confidence_decay=True), dict(protected_only=True),
                 dict(time_range=(1e5, 8e5)), dict(alpha=0, k=60), dict(decay=1.0), dict(agent_weights=False)]
@@ -169,7 +169,7 @@ def test_engine_matches_plain_loop(store, seed):
             for extra in variants:
                 p = preset_params(name, **extra)
                 got = e.score(p)
-                want = loops.retrieve(nodes, e.query_vector.tolist(), p, now=10 ** 6, fts=fts,
+                want = reference.retrieve(nodes, e.query_vector.tolist(), p, now=10 ** 6, fts=fts,
                                       ga_weights={"a": {"recency_w": 0.7, "relevance_w": 1.3, "recency_decay": 0.99}},
                                       exclude_id=query.get("like"))
                 assert got.ids == [i for i, _ in want], (name, extra)

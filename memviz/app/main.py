@@ -8,37 +8,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 from concurrent.futures import Future
-from pathlib import Path
 
 from memviz.background import in_thread
-
-SAMPLE_NAME = "assistant.db"
-
-
-def bundled_sample() -> Path:
-    """sample_dbs/assistant.db next to the package (the repository / source install)."""
-    return Path(__file__).resolve().parents[2] / "sample_dbs" / SAMPLE_NAME
-
-
-def user_sample_copy() -> str:
-    """The user's own copy of the sample store (made on first use). Raises OSError if there is none."""
-    from PySide6.QtCore import QStandardPaths  # noqa: PLC0415
-
-    src = bundled_sample()
-    folder = Path(QStandardPaths.writableLocation(QStandardPaths.AppDataLocation)) / "samples"
-    dst = folder / SAMPLE_NAME
-    if not dst.exists():
-        if not src.exists():
-            raise OSError(f"The sample store is not installed ({src} is missing). Open a store with File ▸ Open.")
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = dst.with_suffix(".db.part")
-        shutil.copyfile(src, tmp)  # a copy of a closed file; renamed so a half copy is never opened
-        os.replace(tmp, dst)
-    return str(dst)
-
+from memviz.samples.bundled import user_sample_copy
 
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="memviz", description="Open the memviz window.")
@@ -76,7 +50,7 @@ def prefetch(path: str, read_only: bool) -> Future:
     def read():
         from memviz.store import open_and_read  # noqa: PLC0415
 
-        from .state import open_store_data  # noqa: PLC0415
+        from memviz.session.state import open_store_data  # noqa: PLC0415
         return open_and_read(os.path.abspath(path), open_store_data, read_only=read_only)
     return in_thread(read, "memviz-prefetch")
 
@@ -85,7 +59,7 @@ def run(argv) -> int:
     args = parse_args(list(argv))
     early = prefetch(args.path, args.read_only) if args.path and os.path.isfile(args.path) else None
     app = make_app()
-    from .window import MainWindow  # noqa: PLC0415 - after the QApplication exists
+    from memviz.app.window import MainWindow  # noqa: PLC0415 - after the QApplication exists
 
     win = MainWindow()
     win.show()

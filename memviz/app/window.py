@@ -23,19 +23,20 @@ from PySide6.QtWidgets import (
 )
 
 import memviz.store as ms
+from memviz.samples.bundled import user_sample_copy
 from memviz.store import iso
 
-from .detail_panel import DetailPanel
-from .edit_actions import install_edit_actions
-from .graph_panel import GraphPanel
-from .import_dialog import is_import_source, show_import_dialog
-from .map_panel import MapPanel
-from .query_panel import QueryPanel
-from .reflect_panel import install_reflect
-from .state import AppState, StoreData, load_store_data, open_store_data
-from .table_panel import TablePanel
-from .timeline import TimelinePanel
-from .workers import Workers
+from memviz.app.panels.detail_panel import DetailPanel
+from memviz.app.controllers.edit_controller import install_edit_actions
+from memviz.app.panels.graph_panel import GraphPanel
+from memviz.app.dialogs.import_dialog import is_import_source, show_import_dialog
+from memviz.app.panels.map_panel import MapPanel
+from memviz.app.panels.query_panel import QueryPanel
+from memviz.app.panels.reflect_panel import install_reflect
+from memviz.session.state import AppState, StoreData, load_store_data, open_store_data
+from memviz.app.panels.table_panel import TablePanel
+from memviz.app.panels.timeline_panel import TimelinePanel
+from memviz.app.workers import Workers
 
 MAX_RECENT = 10
 SETTINGS_VERSION = 1  # bump when the dock layout changes incompatibly (restoreState then falls back)
@@ -305,7 +306,6 @@ class MainWindow(QMainWindow):
         self.workers.submit("open", job, on_done=done, on_error=failed)
 
     def open_sample(self) -> None:
-        from .main import user_sample_copy  # noqa: PLC0415
         try:
             path = user_sample_copy()
         except OSError as e:

@@ -9,7 +9,7 @@ History (history.py) is the undo/redo stack every panel shares; Pending (pending
 edits the agent's lock held up; ChangeWatcher (watch.py) notices other processes' writes;
 retired() (retired.py) lists superseded and deleted memories with when and why.
 """
-from .actions import (
+from .commands import (
     Action, Confirm, Correct, FieldAction, Outcome, Restore, SetImportance, SetTags, SoftDelete, Unprotect,
     embed_for_store, shown,
 )

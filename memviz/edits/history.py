@@ -15,7 +15,7 @@ refresh and select. One History per open store, used from one thread.
 from __future__ import annotations
 
 from ..store.errors import BusyError, ReadOnlyError, StoreError
-from .actions import Action, Outcome
+from .commands import Action, Outcome
 from .pending import EditKept, Pending, PendingStep, with_retry
 
 

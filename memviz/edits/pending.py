@@ -25,7 +25,7 @@ class EditKept(BusyError):
 @dataclass
 class PendingStep:
     kind: str      # "do" | "undo" | "redo"
-    action: object  # an edits.actions.Action
+    action: object  # an edits.commands.Action
 
     def describe(self) -> str:
         return self.action.label if self.kind == "do" else f"{self.kind} {self.action.label}"

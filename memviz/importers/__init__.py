@@ -14,7 +14,7 @@ from __future__ import annotations
 from .ada_stream import import_ada_stream
 from .detect import detect_format
 from .generative_agents import import_generative_agents
-from .jsonl import import_jsonl
+from .record_dumps import import_jsonl
 from .pipeline import ImportCancelled, ImportFailed, ImportReport, Issue
 
 #: format name (as on the command line) -> import function(source, output, **options)

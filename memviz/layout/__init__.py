@@ -6,7 +6,7 @@ for: opening a store and drawing its map does not pay for it."""
 from .cache import CachedLayout, LayoutCache
 from .pca import pca_2d
 from .place import place_by_neighbours
-from .start import first_map
+from .first_map import first_map
 from .umap_worker import DEFAULT_PARAMS, UmapJob, UmapWorker, shared_worker, umap_params, warm_up
 
 __all__ = [

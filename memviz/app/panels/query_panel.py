@@ -23,8 +23,8 @@ from PySide6.QtWidgets import (
 
 from memviz.retrieval import PRESETS, Engine, preset_params
 
-from .state import AppState, StoreData
-from .workers import Workers
+from memviz.session.state import AppState, StoreData
+from memviz.app.workers import Workers
 
 COMPONENT_COLORS = {"relevance": "#4C78A8", "recency": "#F58518", "importance": "#54A24B"}
 OTHER_COLORS = ["#B279A2", "#72B7B2", "#EECA3B", "#9D755D"]

@@ -14,9 +14,9 @@ from PySide6.QtCore import QPoint, QPointF, QRect, Qt, Signal
 from PySide6.QtGui import QColor, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QGraphicsPathItem, QHBoxLayout, QVBoxLayout, QWidget
 
-from . import style
-from .points_item import PointsItem
-from .state import AppState
+from memviz.app.plots import style
+from memviz.app.plots.points_item import PointsItem
+from memviz.session.state import AppState
 
 PICK_PIXELS = 8
 

@@ -1,4 +1,4 @@
-"""Screenshots of the edit UI: `xvfb-run -a python -m memviz.app.edit_screenshots OUTDIR`.
+"""Screenshots of the edit UI: `xvfb-run -a python scripts/edit_screenshots.py OUTDIR`.
 
 On a private copy of sample_dbs/assistant.db: the context menu, the correct dialog, a conflict
 (the agent changes a row through its own connection) and the retired dock after a correction
@@ -25,9 +25,10 @@ def main(argv=None) -> int:
 
     import memviz.store as ms  # noqa: PLC0415
 
-    from .main import bundled_sample, make_app, process_until  # noqa: PLC0415
+    from memviz.app.main import make_app, process_until
+    from memviz.samples.bundled import bundled_sample  # noqa: PLC0415
     app = make_app()  # noqa: F841 - the reference keeps the QApplication alive
-    from .window import MainWindow  # noqa: PLC0415 - after the QApplication exists
+    from memviz.app.window import MainWindow  # noqa: PLC0415 - after the QApplication exists
 
     wait = process_until
 

@@ -1,4 +1,4 @@
-"""Screenshots of the real window: `python -m memviz.app.screenshots DB OUTDIR [--size WxH ...]`.
+"""Screenshots of the real window: `python scripts/screenshots.py DB OUTDIR [--size WxH ...]`.
 
 Opens DB read-only in a MainWindow with fresh settings, runs a query (when the retrieval
 engine is there), selects a reflection so the graph shows a neighbourhood, waits for the
@@ -15,7 +15,7 @@ import tempfile
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m memviz.app.screenshots")
+    ap = argparse.ArgumentParser(prog="python scripts/screenshots.py")
     ap.add_argument("db")
     ap.add_argument("outdir")
     ap.add_argument("--size", action="append", default=None, help="window size WxH (repeatable)")
@@ -28,9 +28,9 @@ def main(argv=None) -> int:
 
     from PySide6.QtCore import QSettings  # noqa: PLC0415
 
-    from .main import make_app, process_until  # noqa: PLC0415
+    from memviz.app.main import make_app, process_until  # noqa: PLC0415
     app = make_app()  # noqa: F841 - the reference keeps the QApplication alive
-    from .window import MainWindow  # noqa: PLC0415
+    from memviz.app.window import MainWindow  # noqa: PLC0415
 
     wait = process_until
 

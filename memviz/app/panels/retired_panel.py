@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHBoxLayout, QLabel, QPushButto
 from memviz.edits import retired
 from memviz.store import iso
 
-from .state import AppState
+from memviz.session.state import AppState
 
 LIMIT = 5000  # newest first; the count label says when there are more
 

@@ -16,11 +16,11 @@ from PySide6.QtWidgets import (
 from memviz.reflect import (
     CancelToken, LLMClient, ReflectError, ReflectionConfig, Reflector, engine_retriever, importance_status,
 )
-from memviz.reflect.actions import AcceptReflections
+from memviz.reflect.undoable import AcceptReflections
 from memviz.reflect.reflection import DEFAULT_THRESHOLD, THRESHOLD_META_KEY
 from memviz.store.errors import StoreError
 
-from .llm_settings import LLMSettingsDialog, load_llm_settings
+from memviz.app.dialogs.llm_settings import LLMSettingsDialog, load_llm_settings
 
 
 class ImportanceMeter(QWidget):
@@ -149,7 +149,7 @@ class ReflectTools:
         self.dialog.raise_()
 
     def open_consolidate(self) -> None:
-        from .consolidate_dialog import ConsolidateDialog  # noqa: PLC0415
+        from memviz.app.dialogs.consolidate_dialog import ConsolidateDialog  # noqa: PLC0415
         if self.store is None:
             return
         if self.consolidate_dialog is not None:

@@ -31,7 +31,7 @@ from memviz.embed import EmbedderUnavailable, default_embedder, embedder_for
 from memviz.embed import LOCAL_MODEL
 from memviz.store.errors import ConflictError, ReadOnlyError, StoreError
 
-from .edit_dialogs import BusyDialog, ConflictDialog, CorrectDialog, ImportanceDialog, TagsDialog
+from memviz.app.dialogs.edit_dialogs import BusyDialog, ConflictDialog, CorrectDialog, ImportanceDialog, TagsDialog
 
 POLL_MS = 500          # external-change check; panels refresh within a second of the agent's write
 STORE_IN_USE_MS = 100  # a background job (reload) holds the connection: try the write again this much later
@@ -485,7 +485,7 @@ class EditController(QObject):
 
 def install_edit_actions(window) -> EditController:
     """Create the controller, put its actions in the Edit menu and the toolbar, add the retired dock."""
-    from .retired_panel import RetiredPanel  # noqa: PLC0415
+    from memviz.app.panels.retired_panel import RetiredPanel  # noqa: PLC0415
 
     ctl = EditController(window)
     menus = {a.text().replace("&", ""): a.menu() for a in window.menuBar().actions() if a.menu()}

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (
     QPushButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
 )
 
-from memviz.edits.actions import SHOWN_FIELDS
+from memviz.edits.commands import SHOWN_FIELDS
 from memviz.store import iso
 
 

@@ -15,11 +15,11 @@ from PySide6.QtCore import QTimer, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QButtonGroup, QComboBox, QLabel, QSizePolicy, QToolButton
 
-from . import style
-from .plotbase import ScatterPanel
-from .points_item import PointsItem
-from .state import AppState, StoreData
-from .workers import Workers
+from memviz.app.plots import style
+from memviz.app.plots.scatter_panel import ScatterPanel
+from memviz.app.plots.points_item import PointsItem
+from memviz.session.state import AppState, StoreData
+from memviz.app.workers import Workers
 
 COLOR_BY = ["kind", "agent", "importance", "age", "score"]
 UMAP_MIN_POINTS = 20

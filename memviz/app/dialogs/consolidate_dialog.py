@@ -1,7 +1,7 @@
 """Tools ▸ Consolidate…: preview decay (before -> after) and the soft-delete list, untick, apply.
 
 The plan is made on a worker from the window's arrays (plan_consolidation reads only);
-Apply performs memviz.reflect.actions.Consolidate through ReflectTools (undoable). Protected
+Apply performs memviz.reflect.undoable.Consolidate through ReflectTools (undoable). Protected
 memories never appear: the plan leaves them out and says how many it left alone.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ from PySide6.QtWidgets import (
 )
 
 from memviz.reflect import plan_consolidation
-from memviz.reflect.actions import Consolidate
+from memviz.reflect.undoable import Consolidate
 from memviz.reflect.consolidation import describe
 from memviz.store.errors import StoreError
 

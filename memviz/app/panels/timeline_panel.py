@@ -12,9 +12,9 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QSizePolicy, QToolBu
 
 from memviz.store import iso
 
-from . import style
-from .plotbase import ScatterPanel
-from .state import AppState
+from memviz.app.plots import style
+from memviz.app.plots.scatter_panel import ScatterPanel
+from memviz.session.state import AppState
 
 
 class TimelinePanel(ScatterPanel):

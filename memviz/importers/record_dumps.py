@@ -22,7 +22,7 @@ from collections import Counter
 import numpy as np
 
 from ..embed import LOCAL_DIM, LOCAL_MODEL
-from .jsonlines import as_importance, as_int_if_whole, as_tags, as_time, read_objects
+from .json_reader import as_importance, as_int_if_whole, as_tags, as_time, read_objects
 from .pipeline import ImportFailed, ImportReport, Prepared, Ticker, run
 
 FORMAT = "jsonl"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from ..edits.actions import Action, Outcome
+from ..edits.commands import Action, Outcome
 from ..store.errors import ValidationError
 from .consolidation import ConsolidationPlan, apply_consolidation, describe, redo_consolidation, undo_consolidation
 from .reflection import ReflectionRun, Reflector

@@ -17,10 +17,10 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QColor, QPen
 from PySide6.QtWidgets import QCheckBox, QGraphicsRectItem, QLabel, QSizePolicy, QToolButton
 
-from . import style
-from .plotbase import ScatterPanel
-from .points_item import PointsItem
-from .state import AppState, StoreData
+from memviz.app.plots import style
+from memviz.app.plots.scatter_panel import ScatterPanel
+from memviz.app.plots.points_item import PointsItem
+from memviz.session.state import AppState, StoreData
 
 
 

@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (
 
 from memviz.store import iso
 
-from .state import AppState, StoreData
+from memviz.session.state import AppState, StoreData
 
 _TIME_FIELDS = ("event_time", "created_at", "valid_until", "last_accessed")
 _FIELDS = ("id", "agent", "kind", "importance", "event_time", "created_at", "valid_until", "confidence",

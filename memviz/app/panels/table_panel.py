@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (
 
 from memviz.store import iso
 
-from .state import AppState, StoreData
+from memviz.session.state import AppState, StoreData
 
 COLUMNS = ["kind", "agent", "importance", "event time", "content", "confidence", "accesses", "protected",
            "status", "id"]
