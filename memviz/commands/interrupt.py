@@ -1,0 +1,50 @@
+"""The Task a command hands its long job (import, reflect, consolidate): progress on stderr,
+and Ctrl-C cancels the task instead of killing the process mid-write, so the job stops at its
+next check and reports that nothing was written. A second Ctrl-C interrupts at once."""
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from contextlib import contextmanager
+from typing import Iterator
+
+from ..tasks import Task
+
+
+def _printer(one_line: bool):
+    """Progress lines: rewritten in place on a terminal (`one_line`), else one line per text."""
+    last = {"text": None}
+
+    def show(fraction: float, text: str) -> None:
+        if not text or text == last["text"]:
+            return
+        last["text"] = text
+        if one_line:
+            print(f"\r{text}\033[K", end="" if fraction < 1 else "\n", file=sys.stderr, flush=True)
+        else:
+            print(f"[{max(fraction, 0):4.0%}] {text}", file=sys.stderr, flush=True)
+    return show
+
+
+@contextmanager
+def command_task(name: str, *, show: str = "tty") -> Iterator[Task]:
+    """`show`: "tty" = progress only when stderr is a terminal (one line, rewritten),
+    "lines" = always, one line per step, "none" = never."""
+    one_line = sys.stderr.isatty()
+    shown = show == "lines" or (show == "tty" and one_line)
+    task = Task(name, on_progress=_printer(one_line and show == "tty") if shown else None)
+
+    def on_sigint(signum, frame):
+        if task.cancelled:
+            raise KeyboardInterrupt
+        print("\nmemviz: cancelling (Ctrl-C again to stop at once)…", file=sys.stderr, flush=True)
+        task.cancel()
+
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, on_sigint) if main else None
+    try:
+        yield task
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, previous)
