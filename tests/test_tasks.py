@@ -124,4 +124,4 @@ def test_command_task_prints_one_line_per_step_when_asked(capsys):
         task.progress(0.0, "Reading recent memories")
         task.progress(0.0, "Reading recent memories")   # the same text again is not repeated
         task.progress(0.5, "Asking for questions")
-    assert capsys.readouterr().err.splitlines() == ["[  0%] Reading recent memories", "[ 50%] Asking for questions"]
+    assert capsys.readouterr().err.splitlines() == ["Reading recent memories", "Asking for questions"]

@@ -4,7 +4,8 @@ A job is a function `fn(task) -> result` run on a QThreadPool; `task` is a
 `memviz.tasks.Task` (the protocol every long job of the core speaks) whose progress is
 relayed to the GUI thread. Jobs have a name: a new job of the same name cancels the previous
 one (its `task.cancelled` turns True, its cancel hooks run, and its result, if it still
-arrives, is thrown away), so only the latest query / layout / load reaches the panels. Results, errors and progress are delivered on the GUI thread.
+arrives, is thrown away), so only the latest query / layout / load reaches the panels.
+Results, errors and progress are delivered on the GUI thread.
 Lanes are separate pools: "engine" has one thread so the retrieval engine is never used
 by two threads at once; "bg" runs everything else.
 """

@@ -13,7 +13,7 @@ from ..tasks import Task
 
 
 def _printer(one_line: bool):
-    """Progress lines: rewritten in place on a terminal (`one_line`), else one line per text."""
+    """Progress texts: rewritten in place on a terminal (`one_line`), else one line per text."""
     last = {"text": None}
 
     def show(fraction: float, text: str) -> None:
@@ -23,7 +23,7 @@ def _printer(one_line: bool):
         if one_line:
             print(f"\r{text}\033[K", end="" if fraction < 1 else "\n", file=sys.stderr, flush=True)
         else:
-            print(f"[{max(fraction, 0):4.0%}] {text}", file=sys.stderr, flush=True)
+            print(text, file=sys.stderr, flush=True)
     return show
 
 

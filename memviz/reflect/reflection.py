@@ -145,13 +145,14 @@ def importance_status(store, agent: str | None = None, threshold: float | None =
 
 
 class _Progress:
-    """Reports the step about to start (done of total so far), then counts it."""
+    """Reports the step about to start ("[3/6] Retrieving …", fraction done so far), then counts it."""
 
     def __init__(self, task: Task, total: int):
         self.task, self.total, self.done = task, total, 0
 
     def __call__(self, message: str, advance: int = 1):
-        self.task.progress(self.done / max(self.total, 1), message)
+        if message:
+            self.task.progress(self.done / max(self.total, 1), f"[{self.done + 1}/{self.total}] {message}")
         self.done += advance
 
 
