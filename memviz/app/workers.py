@@ -119,11 +119,11 @@ class Workers(QObject):
     # ----------------------------------------------------------- delivery (GUI thread)
     def _current(self, task: WorkerTask):
         handlers = self._handlers.pop(task, None)
-        if handlers is None or task.cancelled or self._latest.get(task.name) is not task:
-            return None  # stale: a newer job of this name exists, or it was cancelled
-        del self._latest[task.name]
+        if self._latest.get(task.name) is not task:
+            return None  # stale: a newer job of this name exists, or Workers.cancel ended it
+        del self._latest[task.name]   # ended, even when its task was cancelled directly (task.cancel())
         self.finished.emit(task.name)
-        return handlers
+        return None if task.cancelled else handlers
 
     def _on_done(self, task: WorkerTask, result) -> None:
         handlers = self._current(task)
