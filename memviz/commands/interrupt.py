@@ -12,19 +12,27 @@ from typing import Iterator
 from ..tasks import Task
 
 
-def _printer(one_line: bool):
+class _Printer:
     """Progress texts: rewritten in place on a terminal (`one_line`), else one line per text."""
-    last = {"text": None}
 
-    def show(fraction: float, text: str) -> None:
-        if not text or text == last["text"]:
+    def __init__(self, one_line: bool) -> None:
+        self.one_line, self.last, self.open = one_line, None, False
+
+    def __call__(self, fraction: float, text: str) -> None:
+        if not text or text == self.last:
             return
-        last["text"] = text
-        if one_line:
-            print(f"\r{text}\033[K", end="" if fraction < 1 else "\n", file=sys.stderr, flush=True)
+        self.last = text
+        if self.one_line:
+            self.open = fraction < 1
+            print(f"\r{text}\033[K", end="" if self.open else "\n", file=sys.stderr, flush=True)
         else:
             print(text, file=sys.stderr, flush=True)
-    return show
+
+    def close(self) -> None:
+        """End a line left open, so what the command prints next starts on its own line."""
+        if self.open:
+            print(file=sys.stderr, flush=True)
+            self.open = False
 
 
 @contextmanager
@@ -33,7 +41,8 @@ def command_task(name: str, *, show: str = "tty") -> Iterator[Task]:
     "lines" = always, one line per step, "none" = never."""
     one_line = sys.stderr.isatty()
     shown = show == "lines" or (show == "tty" and one_line)
-    task = Task(name, on_progress=_printer(one_line and show == "tty") if shown else None)
+    printer = _Printer(one_line and show == "tty") if shown else None
+    task = Task(name, on_progress=printer)
 
     def on_sigint(signum, frame):
         if task.cancelled:
@@ -46,5 +55,7 @@ def command_task(name: str, *, show: str = "tty") -> Iterator[Task]:
     try:
         yield task
     finally:
+        if printer is not None:
+            printer.close()
         if main:
             signal.signal(signal.SIGINT, previous)
