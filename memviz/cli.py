@@ -11,6 +11,7 @@ import importlib
 import sys
 
 from .store.errors import StoreError
+from .tasks import Cancelled
 
 COMMANDS = (
     "memviz.commands.stats",
@@ -46,6 +47,9 @@ def main(argv=None) -> int:
     except USER_ERRORS as e:
         print(f"memviz: error: {e}", file=sys.stderr)
         return 2
+    except Cancelled as e:  # Ctrl-C during a long job (see commands/interrupt.py)
+        print(f"memviz: {e}", file=sys.stderr)
+        return 130
     except KeyboardInterrupt:
         print("memviz: interrupted", file=sys.stderr)
         return 130

@@ -6,7 +6,9 @@ A job receives a `Task` and calls `task.progress(fraction, text)` now and then a
 Whoever runs the job decides where progress goes (a callback: the CLI prints it, the
 window's workers relay it to the GUI thread) and who may cancel (a button, Ctrl-C, a newer
 job of the same name). `task.part(a, b)` hands a sub-step the range [a, b] of the whole, so
-nested steps report one honest fraction.
+nested steps report one honest fraction; `Steps` counts units of work (texts embedded,
+records written, LLM calls) into that fraction. A negative fraction means "not known yet"
+(a busy bar) and is passed on as -1.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import threading
 from typing import Callable
 
 ProgressFn = Callable[[float, str], None]
+UNKNOWN = -1.0
 
 
 class Cancelled(Exception):
@@ -23,8 +26,13 @@ class Cancelled(Exception):
         super().__init__(message)
 
 
+def _clamp(fraction: float) -> float:
+    fraction = float(fraction)
+    return UNKNOWN if fraction < 0 else min(1.0, fraction)
+
+
 class Task:
-    """Handed to a job: `progress(fraction, text)`, `cancelled`, `check()`, `part(a, b)`."""
+    """Handed to a job: `progress(fraction, text)`, `cancelled`, `check()`, `wait(s)`, `part(a, b)`."""
 
     def __init__(self, name: str = "", on_progress: ProgressFn | None = None) -> None:
         self.name = name
@@ -59,9 +67,14 @@ class Task:
         if self._event.is_set():
             raise Cancelled()
 
+    def wait(self, seconds: float) -> None:
+        """Sleep `seconds` (a retry's backoff) unless cancelled first; then raise Cancelled."""
+        if self._event.wait(max(0.0, float(seconds))):
+            raise Cancelled()
+
     def progress(self, fraction: float, text: str = "") -> None:
         if self._on_progress is not None and not self._event.is_set():
-            self._on_progress(min(1.0, max(0.0, float(fraction))), text)
+            self._on_progress(_clamp(fraction), text)
 
     def part(self, start: float, end: float) -> "Task":
         """A view of this task for a sub-step: its 0..1 maps onto start..end; same cancel."""
@@ -86,8 +99,32 @@ class _Part(Task):
     def check(self) -> None:
         self._parent.check()
 
+    def wait(self, seconds: float) -> None:
+        self._parent.wait(seconds)
+
     def progress(self, fraction: float, text: str = "") -> None:
-        self._parent.progress(self._start + self._span * min(1.0, max(0.0, float(fraction))), text)
+        f = _clamp(fraction)
+        self._parent.progress(UNKNOWN if f < 0 else self._start + self._span * f, text)
+
+
+class Steps:
+    """Progress counted in units of work: `advance(n)` reports done/total on the task (the
+    text says "<label> done/total" unless given) and then checks for cancel, so a job stops
+    between two units. Sub-steps share one Steps to count into the same total."""
+
+    def __init__(self, task: Task, total: int = 0, label: str = "") -> None:
+        self.task, self.done, self.total, self.label = task, 0, int(total), label
+
+    def start(self, total: int) -> None:
+        self.done, self.total = 0, int(total)
+        self.advance(0)
+
+    def advance(self, n: int = 1, text: str | None = None) -> None:
+        self.done += n
+        if text is None:
+            text = f"{self.label} {self.done:,}/{self.total:,}".strip()
+        self.task.progress(self.done / self.total if self.total else UNKNOWN, text)
+        self.task.check()
 
 
 def quiet() -> Task:

@@ -10,6 +10,7 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from conftest import REAL_PERSONA, needs_real  # noqa: E402
+from progress_log import units  # noqa: E402
 from PySide6.QtCore import QMimeData, QPoint, QSettings, Qt, QUrl  # noqa: E402
 from PySide6.QtGui import QDropEvent  # noqa: E402
 from PySide6.QtWidgets import QMessageBox  # noqa: E402
@@ -55,7 +56,7 @@ def test_real_persona_imported_and_opened(qtbot, win, tmp_path):
     out = tmp_path / "isabella.db"
     dlg.output.setText(str(out))
     seen = []
-    dlg._progressed.connect(lambda d, t: seen.append((d, t)))
+    dlg.progressed.connect(lambda f, text: seen.append(units(text)))
     with qtbot.waitSignal(win.opened, timeout=60000):
         assert run_import(qtbot, dlg) == "done"
     done, total = seen[-1]
@@ -104,8 +105,8 @@ def test_cancel_stops_the_import_and_writes_nothing(qtbot, win, tmp_path):
     outcome = []
     dlg.ended.connect(outcome.append)
     # Cancel as soon as the importer reports its total (it has read the source, embedding is ahead)
-    dlg._progressed.connect(lambda d, t: d < t and dlg.cancel_button.isEnabled()
-                            and qtbot.mouseClick(dlg.cancel_button, Qt.LeftButton))
+    dlg.progressed.connect(lambda f, text: f < 1 and dlg.cancel_button.isEnabled()
+                           and qtbot.mouseClick(dlg.cancel_button, Qt.LeftButton))
     qtbot.mouseClick(dlg.import_button, Qt.LeftButton)
     qtbot.waitUntil(lambda: bool(outcome), timeout=60000)
     assert outcome == ["cancelled"]

@@ -28,11 +28,18 @@ def test_umap_swapped_in_then_cached(qtbot, tmp_path):
     w = open_window(qtbot, tmp_path, path, auto_umap=False)
     assert w.map.method == "PCA"
     pca = w.map.coords.copy()
-    seen = []
+    seen, texts = [], []
     w.workers.activity.connect(lambda name, f, text: seen.append((name, f)) if name == "umap" else None)
+    w.workers.activity.connect(lambda name, f, text: texts.append(text) if name == "umap" and text else None)
     w.map.start_umap()
     qtbot.waitUntil(lambda: w.map.method.startswith("UMAP"), timeout=600000)
     assert seen and any(f >= 0 for _, f in seen)  # progress reached the status bar
+    # the stages the status bar showed, in order (numba's compile is "preparing", never "0%")
+    stages = [t.split(" (")[0] for t in dict.fromkeys(texts)]
+    assert stages[0] == "UMAP: preparing" and "UMAP: nearest neighbours" in stages
+    assert stages.index("UMAP: nearest neighbours") < stages.index("UMAP: optimising layout") < \
+        stages.index("UMAP: placing")
+    assert any(t.startswith("UMAP: optimising layout (epoch ") for t in texts)
     umap = w.map.coords.copy()
     has = w.state.data.arrays.has_embedding
     assert np.isfinite(umap[has]).all() and not np.allclose(umap[has], pca[has])

@@ -14,6 +14,7 @@ from memviz.cli import main as cli_main
 from memviz.embed import LOCAL_MODEL, default_embedder
 from memviz.importers import ImportFailed, import_generative_agents
 from memviz.importers.generative_agents import ADA_MODEL
+from progress_log import counting
 
 from tests.conftest import REAL_PERSONA as REAL, needs_real  # noqa: E402
 
@@ -42,7 +43,7 @@ def real_import(tmp_path_factory):
     out = tmp_path_factory.mktemp("ga") / "isabella.db"
     before = tree_digest(REAL)
     seen = []
-    report = import_generative_agents(REAL, out, progress=lambda d, t: seen.append((d, t)))
+    report = import_generative_agents(REAL, out, task=counting(seen))
     assert tree_digest(REAL) == before, "the source folder changed"
     store = ms.open(str(out))
     nodes = json.loads(REAL_NODES.read_text())

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 import memviz.store as ms
-from memviz.importers import FORMATS, ImportCancelled, ImportFailed, detect_format, import_jsonl, import_source
+from memviz.importers import FORMATS, ImportFailed, detect_format, import_jsonl, import_source
+from memviz.tasks import Cancelled, Task
+from progress_log import units
 
 
 def sha(path):
@@ -66,14 +68,16 @@ def test_cancel_mid_write_leaves_output_complete_or_absent(tmp_path, existing):
     old = sha(out) if existing else None
     state = {"calls": [], "temp_seen": False}
 
-    def progress(done, total):
+    def progress(fraction, text):
+        done, total = units(text)
         state["calls"].append((done, total))
         if done >= 500:   # one batch written: the temporary store exists beside the output
             state["temp_seen"] |= any(f.startswith(".o.db.importing-") for f in os.listdir(tmp_path))
+            task.cancel()
 
-    with pytest.raises(ImportCancelled, match="nothing was written"):
-        import_jsonl(src, out, embedding_model="m", force=existing, progress=progress,
-                     cancelled=lambda: state["calls"][-1][0] >= 500 if state["calls"] else False)
+    task = Task(on_progress=progress)
+    with pytest.raises(Cancelled, match="nothing was written"):
+        import_jsonl(src, out, embedding_model="m", force=existing, task=task)
     assert state["temp_seen"] and state["calls"][-1] == (500, 1300)
     assert sha(src) == digest
     keep = ["d.jsonl", "old.jsonl", "o.db"] if existing else ["d.jsonl"]
@@ -89,12 +93,12 @@ def test_cancel_mid_write_leaves_output_complete_or_absent(tmp_path, existing):
 def test_interrupt_from_the_progress_callback_cleans_up(tmp_path):
     src = dump(tmp_path / "d.jsonl", 700)
 
-    def progress(done, total):
-        if done >= 500:
+    def progress(fraction, text):
+        if units(text)[0] >= 500:
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        import_jsonl(src, tmp_path / "o.db", embedding_model="m", progress=progress)
+        import_jsonl(src, tmp_path / "o.db", embedding_model="m", task=Task(on_progress=progress))
     assert others(tmp_path, ["d.jsonl"]) == []
 
 
@@ -102,8 +106,15 @@ def test_cancel_while_embedding(tmp_path):
     src = tmp_path / "d.jsonl"
     src.write_text("".join(json.dumps({"id": str(i), "content": f"note {i}"}) + "\n" for i in range(600)))
     seen = []
-    with pytest.raises(ImportCancelled):
-        import_jsonl(src, tmp_path / "o.db", progress=lambda d, t: seen.append((d, t)), cancelled=lambda: len(seen) > 1)
+
+    def progress(fraction, text):
+        seen.append(units(text))
+        if len(seen) > 1:   # the old `cancelled=lambda: len(seen) > 1`
+            task.cancel()
+
+    task = Task(on_progress=progress)
+    with pytest.raises(Cancelled):
+        import_jsonl(src, tmp_path / "o.db", task=task)
     assert seen == [(0, 1200), (256, 1200)]       # stopped after the first embedding batch
     assert others(tmp_path, ["d.jsonl"]) == []
 

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from memviz.layout import LayoutCache, UmapJob, UmapWorker, umap_params
+from memviz.layout.umap_worker import STAGE_TEXT, STAGES, compiled_before, prepare_text
+from memviz.tasks import Task
 from test_layout_cache import clustered, insert
 
 pytestmark = pytest.mark.slow
@@ -19,6 +21,11 @@ def worker(request):
     w = UmapWorker(numba_dir=request.config.cache.mkdir("memviz-numba")).start()
     yield w
     w.close()
+
+
+def stage_of(text):
+    """The stage id whose user text `text` is ("UMAP: optimising layout (epoch 3/60)" -> "epochs")."""
+    return next(k for k, v in STAGE_TEXT.items() if text == v or text.startswith(v + " ("))
 
 
 def agreement(coords, labels, k=5):
@@ -36,8 +43,9 @@ def test_job_returns_coords_aligned_to_rows_deterministically_and_caches(store, 
     a = store.arrays()
     cache = LayoutCache(store)
     seen, done = [], threading.Event()
-    job = UmapJob(a, {"n_epochs": 60}, worker=worker, cache=cache,
-                  on_progress=lambda s, f: seen.append(s), on_done=lambda j: done.set()).start()
+    task = Task(on_progress=lambda f, text: seen.append(stage_of(text)))
+    job = UmapJob(a, {"n_epochs": 60}, worker=worker, cache=cache, task=task,
+                  on_done=lambda j: done.set()).start()
     assert job.wait(WAIT), "the UMAP job did not finish"
     assert done.is_set() and job.state == "done", job.error
     coords = job.result()
@@ -48,7 +56,7 @@ def test_job_returns_coords_aligned_to_rows_deterministically_and_caches(store, 
     row_labels = np.array([labels[int(i[1:])] for i in a.ids[has]])
     assert agreement(coords[has], row_labels) > 0.9       # clusters stay together
     stages = list(dict.fromkeys(seen))
-    assert stages[0] == "starting" and stages[-1] == "done" and "neighbours" in stages and "epochs" in stages
+    assert stages[0] == "preparing" and stages[-1] == "done" and "neighbours" in stages and "epochs" in stages
     assert "umap" not in sys.modules and "numba" not in sys.modules  # this process never paid for them
 
     again = UmapJob(a, {"n_epochs": 60}, worker=worker).run(timeout=WAIT)  # blocking form
@@ -108,3 +116,67 @@ def test_too_few_points_need_no_worker():
     job = UmapJob(np.eye(3, 8, dtype=np.float32), worker=None).start()
     assert job.state == "done" and job.worker is None
     assert job.result().shape == (3, 2)
+
+
+def test_stages_arrive_in_order_with_honest_texts_from_a_fresh_worker(request):
+    """A worker that has not warmed up yet: the job says it is preparing (and why) until the
+    worker is ready, then each stage of the fit, the epochs counted, then placing."""
+    w = UmapWorker(numba_dir=request.config.cache.mkdir("memviz-numba"))
+    seen = []
+    try:
+        x, _ = clustered(400, seed=11)
+        job = UmapJob(x, {"n_epochs": 50}, worker=w, task=Task(on_progress=lambda f, text: seen.append((f, text))))
+        job.start()
+        assert job.wait(WAIT) and job.state == "done", job.error
+    finally:
+        w.close()
+    texts = [t for _, t in seen]
+    assert texts[0].startswith(STAGE_TEXT["preparing"] + " (")      # why it waits: compiling or loading
+    order = [STAGES.index(stage_of(t)) for t in texts]
+    assert order == sorted(order)                                     # stages only move forward
+    shown = list(dict.fromkeys(stage_of(t) for t in texts))
+    assert shown[0] == "preparing" and shown[-3:] == ["epochs", "placing", "done"]
+    assert "neighbours" in shown
+    epochs = [t for t in texts if stage_of(t) == "epochs"]
+    assert epochs and epochs[-1] == STAGE_TEXT["epochs"] + " (epoch 50/50)"
+    known = [f for f, _ in seen if f >= 0]
+    assert seen[0][0] < 0 and known == sorted(known) and known[-1] == 1.0  # busy while preparing, then 0..1
+
+
+def test_preparing_says_whether_this_is_the_one_time_compile(tmp_path):
+    assert not compiled_before(tmp_path)
+    assert "one-time compile" in prepare_text(True)
+    (tmp_path / "umap").mkdir()
+    (tmp_path / "umap" / "layouts.optimize-1.py312.nbi").write_bytes(b"")
+    assert compiled_before(tmp_path)
+    assert "one-time" not in prepare_text(False) and "loading" in prepare_text(False)
+    assert "nearest-neighbour" in prepare_text(False, large=True)
+
+
+def test_cancel_while_the_matrix_is_being_sent_prints_nothing(request, capfd):
+    """Cancel while the sender thread is still pushing a large matrix to a worker that is busy
+    starting up: the process is killed under the send. Neither helper thread may raise
+    (BrokenPipeError, or TypeError from a connection closed under a send)."""
+    errors = []
+    old_hook = threading.excepthook
+    threading.excepthook = lambda args: errors.append((args.thread.name, args.exc_type.__name__))
+    try:
+        x = np.random.default_rng(0).normal(size=(40_000, 384)).astype(np.float32)  # 61 MB to send
+        for _ in range(3):
+            w = UmapWorker(numba_dir=request.config.cache.mkdir("memviz-numba"))
+            threads = set(threading.enumerate())
+            task = Task()
+            job = UmapJob(x, {"n_epochs": 5}, worker=w, task=task).start()
+            _wait_for(w._outbox.empty)   # the sender has taken the matrix and is pushing it
+            task.cancel()
+            assert job.state == "cancelled"
+            w.close()
+            for t in set(threading.enumerate()) - threads:
+                if t.name.startswith("memviz-umap"):
+                    t.join(30)
+                    assert not t.is_alive(), f"{t.name} did not end"
+    finally:
+        threading.excepthook = old_hook
+    assert errors == []
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "Error" not in err, err

@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 import pytest
-from fake_openai import fake_openai, reply_error, reply_json, reply_text  # noqa: F401
+from fake_openai import fake_openai, reply_error, reply_json, reply_text, slow  # noqa: F401
 from test_reflect_flow import build_store
 
 import memviz.store as ms
@@ -95,6 +95,28 @@ def test_reflect_runs_as_a_process(db, fake_openai):
     assert "[1/6] Reading recent memories" in r.stderr
     assert "INFO" not in r.stderr  # no library chatter (wordllama used to turn on INFO logging)
     assert reflections(db) == ["Bob is stressed by the deadline."]
+
+
+@pytest.mark.slow
+def test_ctrl_c_cancels_the_reflection_and_writes_nothing(db, fake_openai):
+    """Ctrl-C while the LLM is thinking: the task is cancelled, the wait ends at once, the
+    command says nothing was written and exits 130 (no traceback)."""
+    import signal
+    fake_openai.push(slow(60, GOOD[0]))
+    env = {**os.environ, "PYTHONPATH": os.getcwd() + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    p = subprocess.Popen([sys.executable, "-m", "memviz.cli", "reflect", db, "--agent", "ann", "--yes"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    lines = []
+    for line in p.stderr:   # wait until the question is being asked (the reply takes 60 s)
+        lines.append(line)
+        if "Asking fake-chat for questions" in line:
+            break
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    err = "".join(lines) + err
+    assert p.returncode == 130, err
+    assert "Cancelled; nothing was written." in err and "Traceback" not in err
+    assert reflections(db) == []
 
 
 def test_consolidate_cli(tmp_path, capsys, monkeypatch):

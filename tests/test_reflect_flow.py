@@ -8,10 +8,11 @@ from fake_openai import fake_openai, reply_error, reply_json, reply_text, slow  
 import memviz.store as ms
 from memviz.embed import LOCAL_MODEL, default_embedder
 from memviz.reflect import (
-    Cancelled, CancelToken, LLMClient, LLMHTTPError, LLMSettings, LLMTruncated, ReflectError, ReflectionConfig,
+    LLMClient, LLMHTTPError, LLMSettings, LLMTruncated, ReflectError, ReflectionConfig,
     Reflector, importance_status, vector_retriever,
 )
 from memviz.store.errors import ReadOnlyError
+from memviz.tasks import Cancelled, Task
 
 DAY = 86400
 T0 = 1_760_000_000
@@ -82,11 +83,11 @@ def test_propose_accept_some_reject_others(mem, fake_openai):
                      reply_json({"insights": [{"insight": "Ann finds calm in gardening.", "evidence": [1]}]}))
     r = reflector(mem, fake_openai)
     seen = []
-    run = r.propose(progress=lambda d, t, m: seen.append((d, t, m)))
+    run = r.propose(Task(on_progress=lambda f, m: seen.append((f, m))))
     assert [p.question for p in run.proposals] == ["How is Bob coping with the deadline?",
                                                     "What does Ann do in her garden?"]
     assert run.problems == []
-    assert seen and seen[-1][0] == seen[-1][1] and "2 reflection" in seen[-1][2]
+    assert seen and seen[-1][0] == 1.0 and "2 reflection" in seen[-1][1]
     assert rows(mem) == []  # proposing writes nothing
 
     stress, garden = run.proposals
@@ -184,17 +185,17 @@ def test_dry_run_proposes_on_a_read_only_store(tmp_path, fake_openai):
 
 
 def test_cancel_mid_way_writes_nothing_and_returns_quickly(mem, fake_openai):
-    cancel = CancelToken()
     fake_openai.push(QUESTIONS, slow(30, reply_json({"insights": []})))
 
-    def on_progress(done, total, message):
-        if message.startswith("Asking for insights"):
+    def on_progress(fraction, message):
+        if "Asking for insights" in message:   # after the step count "[5/8] "
             threading.Timer(0.2, cancel.cancel).start()
 
+    cancel = Task(on_progress=on_progress)
     import time
     t = time.monotonic()
     with pytest.raises(Cancelled):
-        reflector(mem, fake_openai, llm={"timeout": 60}).propose(progress=on_progress, cancel=cancel)
+        reflector(mem, fake_openai, llm={"timeout": 60}).propose(cancel)
     assert time.monotonic() - t < 5  # did not wait for the 30 s reply
     assert rows(mem) == []
 
@@ -204,10 +205,10 @@ def test_cancel_before_accept_writes_nothing(mem, fake_openai):
                      reply_json({"insights": [{"insight": "Bob is stressed.", "evidence": [1]}]}))
     r = reflector(mem, fake_openai, config={"questions": 1})
     run = r.propose()
-    cancel = CancelToken()
+    cancel = Task()
     cancel.cancel()
     with pytest.raises(Cancelled):
-        r.accept(run, run.proposals, cancel=cancel)
+        r.accept(run, run.proposals, task=cancel)
     assert rows(mem) == []
 
 

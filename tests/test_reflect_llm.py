@@ -12,10 +12,11 @@ from fake_openai import (  # noqa: F401
 from keyring.backend import KeyringBackend
 
 from memviz.reflect import (
-    BadOutput, Cancelled, CancelToken, LLMClient, LLMConnectionError, LLMHTTPError, LLMRefusal, LLMSettings,
+    BadOutput, LLMClient, LLMConnectionError, LLMHTTPError, LLMRefusal, LLMSettings,
     LLMTimeout, LLMTruncated, SettingsError, save_api_key, test_connection,
 )
 from memviz.reflect.prompts import QUESTIONS_SCHEMA
+from memviz.tasks import Cancelled, Task
 
 MSG = [{"role": "user", "content": "questions?"}]
 
@@ -28,8 +29,8 @@ def client(server, **kw):
     return LLMClient(LLMSettings(base_url=server.base_url, chat_model="fake-chat", **kw), retry_backoff=backoff)
 
 
-def ask(c, cancel=None):
-    return c.chat_json(MSG, QUESTIONS_SCHEMA, "questions", cancel=cancel)
+def ask(c, task=None):
+    return c.chat_json(MSG, QUESTIONS_SCHEMA, "questions", task=task)
 
 
 def test_structured_request_and_key(fake_openai):
@@ -135,7 +136,7 @@ def test_unreachable_server():
 
 def test_cancel_stops_waiting_at_once(fake_openai):
     fake_openai.push(slow(30))
-    cancel = CancelToken()
+    cancel = Task()
     threading.Timer(0.2, cancel.cancel).start()
     t = time.monotonic()
     with pytest.raises(Cancelled):
@@ -145,7 +146,7 @@ def test_cancel_stops_waiting_at_once(fake_openai):
 
 def test_cancel_during_backoff(fake_openai):
     fake_openai.push(reply_error(500), reply_json({"questions": ["never"]}))
-    cancel = CancelToken()
+    cancel = Task()
     threading.Timer(0.3, cancel.cancel).start()
     with pytest.raises(Cancelled):
         ask(client(fake_openai, retry_backoff=30), cancel)

@@ -1,50 +1,29 @@
 """Background jobs with progress and cancel whose stale results are dropped.
 
-A job is a function `fn(ticket) -> result` run on a QThreadPool. Jobs have a name: a new
-job of the same name cancels the previous one (its `ticket.cancelled` turns True and its
-result, if it still arrives, is thrown away), so only the latest query / layout / load
-reaches the panels. Results, errors and progress are delivered on the GUI thread.
+A job is a function `fn(task) -> result` run on a QThreadPool; `task` is a
+`memviz.tasks.Task` (the protocol every long job of the core speaks) whose progress is
+relayed to the GUI thread. Jobs have a name: a new job of the same name cancels the previous
+one (its `task.cancelled` turns True, its cancel hooks run, and its result, if it still
+arrives, is thrown away), so only the latest query / layout / load reaches the panels.
+Results, errors and progress are delivered on the GUI thread.
 Lanes are separate pools: "engine" has one thread so the retrieval engine is never used
 by two threads at once; "bg" runs everything else.
 """
 from __future__ import annotations
 
-import threading
 import traceback
 from typing import Callable
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
-
-class Cancelled(Exception):
-    """Raised inside a job that noticed its ticket was cancelled."""
+from memviz.tasks import Cancelled, Task
 
 
-class Ticket:
-    """Handed to a job: `progress(fraction, text)`, `cancelled`, `check()` (raises Cancelled)."""
+class WorkerTask(Task):
+    """The Task a worker job gets: its progress goes to the GUI thread through the relay."""
 
     def __init__(self, name: str, relay: "_Relay") -> None:
-        self.name = name
-        self._event = threading.Event()
-        self._relay = relay
-        self.cancel_hook: Callable[[], None] | None = None  # e.g. a UMAP job's own cancel()
-
-    @property
-    def cancelled(self) -> bool:
-        return self._event.is_set()
-
-    def cancel(self) -> None:
-        self._event.set()
-        if self.cancel_hook is not None:
-            self.cancel_hook()
-
-    def check(self) -> None:
-        if self._event.is_set():
-            raise Cancelled(self.name)
-
-    def progress(self, fraction: float, text: str = "") -> None:
-        if not self._event.is_set():
-            self._relay.progress.emit(self, float(fraction), text)
+        super().__init__(name, on_progress=lambda fraction, text: relay.progress.emit(self, fraction, text))
 
 
 class _Relay(QObject):
@@ -55,16 +34,16 @@ class _Relay(QObject):
 
 
 class _Runnable(QRunnable):
-    def __init__(self, fn, ticket: Ticket, relay: _Relay) -> None:
+    def __init__(self, fn, task: WorkerTask, relay: _Relay) -> None:
         super().__init__()
-        self.fn, self.ticket, self.relay = fn, ticket, relay
+        self.fn, self.task, self.relay = fn, task, relay
 
     def run(self) -> None:
-        if self.ticket.cancelled:  # superseded while queued: never start stale work
-            self._send("done", Cancelled(self.ticket.name))
+        if self.task.cancelled:  # superseded while queued: never start stale work
+            self._send("done", Cancelled())
             return
         try:
-            result = self.fn(self.ticket)
+            result = self.fn(self.task)
         except Cancelled as e:
             self._send("done", e)
         except Exception as e:  # noqa: BLE001 - reported to the GUI thread
@@ -75,7 +54,7 @@ class _Runnable(QRunnable):
 
     def _send(self, signal: str, payload) -> None:
         try:
-            getattr(self.relay, signal).emit(self.ticket, payload)
+            getattr(self.relay, signal).emit(self.task, payload)
         except RuntimeError:
             pass  # the window closed while the job ran: nobody is left to tell
 
@@ -97,8 +76,8 @@ class Workers(QObject):
         self._relay.error.connect(self._on_error)
         self._relay.progress.connect(self._on_progress)
         self._pools: dict[str, QThreadPool] = {}
-        self._latest: dict[str, Ticket] = {}
-        self._handlers: dict[Ticket, tuple] = {}
+        self._latest: dict[str, WorkerTask] = {}
+        self._handlers: dict[WorkerTask, tuple] = {}
 
     def pool(self, lane: str) -> QThreadPool:
         if lane not in self._pools:
@@ -107,16 +86,17 @@ class Workers(QObject):
             self._pools[lane] = p
         return self._pools[lane]
 
-    def submit(self, name: str, fn: Callable[[Ticket], object], *, on_done: Callable[[object], None],
+    def submit(self, name: str, fn: Callable[[Task], object], *, on_done: Callable[[object], None],
                on_error: Callable[[Exception], None] | None = None,
-               on_progress: Callable[[float, str], None] | None = None, lane: str = "bg") -> Ticket:
+               on_progress: Callable[[float, str], None] | None = None, lane: str = "bg") -> Task:
+        """Run `fn(task)`; `on_progress(fraction, text)` gets its progress on the GUI thread."""
         self.cancel(name)
-        ticket = Ticket(name, self._relay)
-        self._latest[name] = ticket
-        self._handlers[ticket] = (on_done, on_error, on_progress)
+        task = WorkerTask(name, self._relay)
+        self._latest[name] = task
+        self._handlers[task] = (on_done, on_error, on_progress)
         self.activity.emit(name, -1.0, "")
-        self.pool(lane).start(_Runnable(fn, ticket, self._relay))
-        return ticket
+        self.pool(lane).start(_Runnable(fn, task, self._relay))
+        return task
 
     def cancel(self, name: str) -> None:
         old = self._latest.pop(name, None)
@@ -137,21 +117,21 @@ class Workers(QObject):
         self.wait(5000)
 
     # ----------------------------------------------------------- delivery (GUI thread)
-    def _current(self, ticket: Ticket):
-        handlers = self._handlers.pop(ticket, None)
-        if handlers is None or ticket.cancelled or self._latest.get(ticket.name) is not ticket:
-            return None  # stale: a newer job of this name exists, or it was cancelled
-        del self._latest[ticket.name]
-        self.finished.emit(ticket.name)
-        return handlers
+    def _current(self, task: WorkerTask):
+        handlers = self._handlers.pop(task, None)
+        if self._latest.get(task.name) is not task:
+            return None  # stale: a newer job of this name exists, or Workers.cancel ended it
+        del self._latest[task.name]   # ended, even when its task was cancelled directly (task.cancel())
+        self.finished.emit(task.name)
+        return None if task.cancelled else handlers
 
-    def _on_done(self, ticket: Ticket, result) -> None:
-        handlers = self._current(ticket)
+    def _on_done(self, task: WorkerTask, result) -> None:
+        handlers = self._current(task)
         if handlers is not None and not isinstance(result, Cancelled):
             handlers[0](result)
 
-    def _on_error(self, ticket: Ticket, error: Exception) -> None:
-        handlers = self._current(ticket)
+    def _on_error(self, task: WorkerTask, error: Exception) -> None:
+        handlers = self._current(task)
         if handlers is None:
             return
         if handlers[1] is not None:
@@ -159,9 +139,9 @@ class Workers(QObject):
         else:
             traceback.print_exception(error)
 
-    def _on_progress(self, ticket: Ticket, fraction: float, text: str) -> None:
-        if self._latest.get(ticket.name) is ticket:
-            handlers = self._handlers.get(ticket)
+    def _on_progress(self, task: WorkerTask, fraction: float, text: str) -> None:
+        if self._latest.get(task.name) is task:
+            handlers = self._handlers.get(task)
             if handlers and handlers[2] is not None:
                 handlers[2](fraction, text)
-            self.activity.emit(ticket.name, fraction, text)
+            self.activity.emit(task.name, fraction, text)

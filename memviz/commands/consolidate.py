@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..reflect.consolidation import DECAY_KINDS, PRUNE_BELOW, apply_consolidation, describe, plan_consolidation
 from ..reflect.validate import clean_text, shorten
 from ..store import open_store, to_epoch
+from .interrupt import command_task
 
 
 def add_parser(sub):
@@ -25,7 +26,9 @@ def run(args) -> int:
     kinds = None if args.kinds.strip() == "all" else tuple(k.strip() for k in args.kinds.split(",") if k.strip())
     now = to_epoch(args.as_of) if args.as_of else None
     with open_store(args.db, read_only=args.dry_run) as store:
-        plan = plan_consolidation(store, agent=args.agent, kinds=kinds, prune_below=args.below, now=now)
+        with command_task("consolidate") as task:  # Ctrl-C cancels the preview: nothing is written
+            plan = plan_consolidation(store, agent=args.agent, kinds=kinds, prune_below=args.below, now=now,
+                                      task=task)
         plan.untick(*args.keep)
         for d in plan.decay[:20]:
             print(f"decay {d.id}: {d.before:.3f} -> {d.after:.3f} ({d.days:.1f} days)")

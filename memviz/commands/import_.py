@@ -3,6 +3,7 @@ import json
 import sys
 
 from ..importers import FORMATS, import_source
+from .interrupt import command_task
 
 
 def add_parser(sub):
@@ -23,17 +24,8 @@ def add_parser(sub):
     p.set_defaults(func=run)
 
 
-def _progress():
-    if not sys.stderr.isatty():
-        return None
-
-    def show(done, total):
-        print(f"\rimporting {done}/{total}", end="" if done < total else "\n", file=sys.stderr, flush=True)
-    return show
-
-
 def run(args) -> int:
-    options = {"force": args.force, "progress": _progress()}
+    options = {"force": args.force}
     if args.format in ("generative-agents", "jsonl"):
         options["reembed"] = args.reembed
     elif args.reembed:
@@ -42,7 +34,8 @@ def run(args) -> int:
         if args.format != "jsonl":
             raise ValueError("--embedding-model applies to the jsonl format only")
         options["embedding_model"] = args.embedding_model
-    report = import_source(args.format, args.source, args.output, **options)
+    with command_task("import") as task:  # Ctrl-C cancels: nothing is written
+        report = import_source(args.format, args.source, args.output, task=task, **options)
     if args.json:
         print(json.dumps({**report.to_meta(), "output": report.output}, indent=2, ensure_ascii=False))
     else:

@@ -14,6 +14,7 @@ from ..reflect import (
 from ..reflect.evidence import default_retriever
 from ..reflect.validate import clean_text, shorten
 from ..store import iso, open_store
+from .interrupt import command_task
 
 
 def add_parser(sub):
@@ -49,11 +50,6 @@ def _fail(msg: str) -> int:
     return 2
 
 
-def _progress(done, total, message):
-    if message:
-        print(f"[{done + 1}/{total}] {message}", file=sys.stderr, flush=True)
-
-
 def _line(text, n=160) -> str:
     return shorten(clean_text(text, 10_000)[0], n)  # memory text is data: no terminal control characters
 
@@ -87,7 +83,8 @@ def _reflect(args, store, settings, config) -> int:
         return _fail(f"{store.path} is open read-only ({store.read_only_reason}); use --dry-run to preview")
     retriever = default_retriever(store, agent=st.agent, preset=args.preset)
     reflector = Reflector(store, LLMClient(settings), agent=st.agent, config=config, retriever=retriever)
-    run_ = reflector.propose(progress=_progress)
+    with command_task("reflect", show="lines") as task:  # Ctrl-C cancels: nothing is written
+        run_ = reflector.propose(task)
     for n, p in enumerate(run_.proposals, 1):
         print(f"\n[{n}] question: {_line(p.question)}")
         print(f"    reflection: {_line(p.content, 2000)}")

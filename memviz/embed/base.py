@@ -5,6 +5,11 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
+from ..tasks import Steps, Task
+
+#: texts per provider call in embed_many (progress and cancel happen between batches)
+BATCH = 256
+
 
 class EmbedderUnavailable(Exception):
     """The model that embedded a store cannot be used here; the message says why and what to do."""
@@ -40,3 +45,16 @@ class Embedder(ABC):
 
     def embed_one(self, text: str) -> np.ndarray:
         return self.embed([text])[0]
+
+    def embed_many(self, texts, task: Task | Steps | None = None, *, batch: int = BATCH) -> np.ndarray:
+        """embed() in batches of `batch` texts: progress after each batch, and a cancel stops
+        between two batches (raises Cancelled). Pass a `Steps` to count the texts into a
+        larger job's units (an import counts texts embedded and records written)."""
+        texts = list(texts)
+        steps = task if isinstance(task, Steps) else Steps(task or Task(), len(texts), "Embedding")
+        out = np.zeros((len(texts), self.dim), np.float32)
+        for i in range(0, len(texts), batch):
+            chunk = texts[i:i + batch]
+            out[i:i + len(chunk)] = self.embed(chunk)
+            steps.advance(len(chunk))
+        return out

@@ -1,13 +1,15 @@
 """Importers: other systems' agent memory turned into a new native store. No Qt here.
 
     from memviz.importers import import_source
-    report = import_source("generative-agents", "path/to/persona", "out.db",
-                           progress=lambda done, total: ..., cancelled=lambda: False)
+    report = import_source("generative-agents", "path/to/persona", "out.db", task=task)
+
+`task` (a memviz.tasks.Task, optional) gets the progress ("Importing done/total") and may be
+cancelled.
 
 Every importer reads its source without changing it, writes a store beside the output that
 is moved into place only when complete, records its provenance in memviz_meta["import"], and
 returns an ImportReport (what was imported, skipped and fixed up). It raises ImportFailed
-(a ValueError with a message for the user) or ImportCancelled, and then nothing is written.
+(a ValueError with a message for the user) or memviz.tasks.Cancelled, and then nothing is written.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from .ada_stream import import_ada_stream
 from .detect import detect_format
 from .generative_agents import import_generative_agents
 from .record_dumps import import_jsonl
-from .pipeline import ImportCancelled, ImportFailed, ImportReport, Issue
+from .pipeline import ImportFailed, ImportReport, Issue
 
 #: format name (as on the command line) -> import function(source, output, **options)
 FORMATS = {
@@ -27,7 +29,7 @@ FORMATS = {
 
 def import_source(fmt: str, source, output, **options) -> ImportReport:
     """Import `source` in format `fmt` into a new store at `output`; options as the format's
-    function takes them (force, progress, cancelled, embedder, reembed, embedding_model)."""
+    function takes them (force, task, embedder, reembed, embedding_model)."""
     try:
         fn = FORMATS[fmt]
     except KeyError:
@@ -35,5 +37,5 @@ def import_source(fmt: str, source, output, **options) -> ImportReport:
     return fn(source, output, **options)
 
 
-__all__ = ["FORMATS", "detect_format", "ImportCancelled", "ImportFailed", "ImportReport", "Issue", "import_source",
+__all__ = ["FORMATS", "detect_format", "ImportFailed", "ImportReport", "Issue", "import_source",
            "import_generative_agents", "import_ada_stream", "import_jsonl"]

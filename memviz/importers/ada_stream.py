@@ -6,8 +6,9 @@ cycle, action, references and any other field. Content is embedded with the loca
 (the ADA preset scores relevance on embed(content))."""
 from __future__ import annotations
 
+from ..tasks import Task
 from .json_reader import as_importance, as_int_if_whole, as_tags, as_time, read_objects
-from .pipeline import ImportReport, Prepared, Ticker, run
+from .pipeline import ImportReport, Prepared, run
 
 FORMAT = "ada-stream"
 KIND_OF_TYPE = {"action": "episode", "observation": "episode", "reflection": "reflection", "decision": "fact"}
@@ -16,10 +17,10 @@ _COLUMNS = {"id", "role", "importance", "type", "tags", "timestamp", "content"}
 _VECTOR_FIELDS = ("embedding", "vector")
 
 
-def read(path: str, report: ImportReport, ticker: Ticker, *, embedder=None) -> Prepared:
+def read(path: str, report: ImportReport, task: Task, *, embedder=None) -> Prepared:
     prep = Prepared()
     dropped_vectors = 0
-    for where, e in read_objects(path, report, ticker):
+    for where, e in read_objects(path, report, task):
         content = e.get("content")
         action = e.get("action")
         if not isinstance(content, str) or not content.strip():
@@ -62,8 +63,8 @@ def read(path: str, report: ImportReport, ticker: Ticker, *, embedder=None) -> P
     return prep
 
 
-def import_ada_stream(source, output, *, force: bool = False, progress=None, cancelled=None,
+def import_ada_stream(source, output, *, force: bool = False, task=None,
                       embedder=None) -> ImportReport:
     """Import an ADA `stream.jsonl` into a new native store at `output`."""
-    return run(read, FORMAT, source, output, force=force, progress=progress, cancelled=cancelled,
+    return run(read, FORMAT, source, output, force=force, task=task,
                embedder=embedder)

@@ -27,7 +27,8 @@ from datetime import datetime, timezone
 import numpy as np
 
 from ..store.times import to_epoch
-from .pipeline import ImportFailed, ImportReport, Prepared, Ticker, run
+from ..tasks import Task
+from .pipeline import ImportFailed, ImportReport, Prepared, run
 
 FORMAT = "generative-agents"
 ADA_MODEL = "text-embedding-ada-002"
@@ -261,7 +262,7 @@ def _weights(persona: Persona, report: ImportReport) -> dict | None:
     return {k: float(v) for k, v in got.items()}
 
 
-def read(source: str, report: ImportReport, ticker: Ticker, *, embedder=None, reembed: bool = False) -> Prepared:
+def read(source: str, report: ImportReport, task: Task, *, embedder=None, reembed: bool = False) -> Prepared:
     personas = find_personas(source)
     for p in personas:
         if p.scratch_path:
@@ -293,7 +294,7 @@ def read(source: str, report: ImportReport, ticker: Ticker, *, embedder=None, re
     meta = {"ga_weights": {}, "ga_curr_time": {}, "ga_kw_strength": {}, "ga_personas": {}}
     dim = None
     for p, emb_file in zip(personas, files):
-        ticker.check()
+        task.check()
         prefix = f"{p.agent}/" if len(personas) > 1 else ""
         nodes = _load_json(os.path.join(p.memory_dir, NODES), "nodes")
         if not isinstance(nodes, dict):
@@ -326,8 +327,8 @@ def read(source: str, report: ImportReport, ticker: Ticker, *, embedder=None, re
     return prep
 
 
-def import_generative_agents(source, output, *, force: bool = False, progress=None, cancelled=None,
+def import_generative_agents(source, output, *, force: bool = False, task=None,
                              embedder=None, reembed: bool = False) -> ImportReport:
     """Import a Generative Agents persona (or a storage folder of personas) into a new native store."""
-    return run(read, FORMAT, source, output, force=force, progress=progress, cancelled=cancelled,
+    return run(read, FORMAT, source, output, force=force, task=task,
                embedder=embedder, reembed=reembed)

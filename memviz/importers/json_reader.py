@@ -7,12 +7,13 @@ import os
 from typing import Iterator
 
 from ..store.times import to_epoch
-from .pipeline import ImportFailed, ImportReport, Ticker
+from ..tasks import Task
+from .pipeline import ImportFailed, ImportReport
 
 CANCEL_EVERY = 5000
 
 
-def read_objects(path: str, report: ImportReport, ticker: Ticker, *, allow_array: bool = False
+def read_objects(path: str, report: ImportReport, task: Task, *, allow_array: bool = False
                  ) -> Iterator[tuple[str, dict]]:
     """(where, object) for every JSON object in the file, one per line ("line N"); blank lines
     are ignored, malformed or non-object lines are reported as skipped. With `allow_array`, a
@@ -28,7 +29,7 @@ def read_objects(path: str, report: ImportReport, ticker: Ticker, *, allow_array
         f.seek(0)
         for n, raw in enumerate(f, start=1):
             if n % CANCEL_EVERY == 0:
-                ticker.check()
+                task.check()
             if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
             if not raw.strip():

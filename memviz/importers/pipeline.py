@@ -1,5 +1,6 @@
 """What every importer shares: the report of skipped and fixed-up items, progress and
-cancel, local embedding, and writing the native store.
+cancel (a `memviz.tasks.Task`: progress counts texts embedded + records written, text
+"Importing done/total"; a cancel raises Cancelled), local embedding, and writing the native store.
 
 The store is built at a hidden temporary path beside the output and moved into place
 only once it is complete, so an interrupted or failed import leaves the output either
@@ -13,17 +14,13 @@ import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable
 
 import memviz
 
 from ..store import create as create_store
 from ..store.errors import StoreError, ValidationError
 from ..store.records import normalize
-
-#: Callbacks the GUI passes so an import can run off the GUI thread.
-ProgressFn = Callable[[int, int], None]   # progress(done, total)
-CancelFn = Callable[[], bool]             # cancelled() -> True to stop
+from ..tasks import Cancelled, Steps, Task, quiet
 
 EMBED_BATCH = 256
 INSERT_BATCH = 500
@@ -33,10 +30,6 @@ META_ITEMS = 500
 
 class ImportFailed(ValueError):
     """The import cannot be done; the message says why (and nothing was written)."""
-
-
-class ImportCancelled(Exception):
-    """The user cancelled; nothing was written."""
 
 
 @dataclass
@@ -112,33 +105,6 @@ class ImportReport:
         return lines
 
 
-class Ticker:
-    """Progress in work units (texts embedded + records written) and cancel checks."""
-
-    def __init__(self, progress: ProgressFn | None = None, cancelled: CancelFn | None = None):
-        self._progress = progress
-        self._cancelled = cancelled
-        self.done = 0
-        self.total = 0
-
-    def check(self) -> None:
-        if self._cancelled is not None and self._cancelled():
-            raise ImportCancelled("The import was cancelled; nothing was written.")
-
-    def start(self, total: int) -> None:
-        self.done, self.total = 0, total
-        self._report()
-
-    def advance(self, n: int) -> None:
-        self.done += n
-        self._report()
-
-    def _report(self) -> None:
-        if self._progress is not None:
-            self._progress(self.done, self.total)
-        self.check()
-
-
 @dataclass
 class Prepared:
     """What an importer read, ready to write. `embed_text[i]` is the text to embed locally
@@ -208,16 +174,10 @@ def _place(tmp: str, out: str, force: bool) -> None:
 
 
 # --------------------------------------------------------------------------- embedding + writing
-def embed_texts(texts: list[str], embedder, ticker: Ticker) -> dict[str, object]:
+def embed_texts(texts: list[str], embedder, steps: Steps) -> dict[str, object]:
     """text -> unit vector, each distinct text embedded once, in batches (progress between)."""
     unique = list(dict.fromkeys(texts))
-    out = {}
-    for i in range(0, len(unique), EMBED_BATCH):
-        chunk = unique[i:i + EMBED_BATCH]
-        vecs = embedder.embed(chunk)
-        out.update(zip(chunk, vecs))
-        ticker.advance(len(chunk))
-    return out
+    return dict(zip(unique, embedder.embed_many(unique, steps, batch=EMBED_BATCH)))
 
 
 def _dedupe_ids(prep: Prepared, report: ImportReport) -> None:
@@ -271,10 +231,10 @@ def _insert(store, records: list[dict], wheres: list[str], report: ImportReport)
     return len(good)
 
 
-def write_store(prep: Prepared, report: ImportReport, output: str, *, force: bool, ticker: Ticker,
+def write_store(prep: Prepared, report: ImportReport, output: str, *, force: bool, task: Task,
                 embedder=None) -> None:
     """Embed what needs it, write every record and the provenance into a temporary store,
-    then move it to `output`. Raises ImportFailed / ImportCancelled with nothing written."""
+    then move it to `output`. Raises ImportFailed / Cancelled with nothing written."""
     if not prep.records:
         raise ImportFailed(f"Nothing to import from {report.source}: no usable records were found."
                            + (" " + "; ".join(report.summary()[1:4]) if report.skipped else ""))
@@ -282,14 +242,15 @@ def write_store(prep: Prepared, report: ImportReport, output: str, *, force: boo
     _report_dangling(prep, report)
     to_embed = [t for t in prep.embed_text if t is not None]
     n_unique = len(set(to_embed))
-    ticker.start(n_unique + len(prep.records))
+    steps = Steps(task, label="Importing")
+    steps.start(n_unique + len(prep.records))
     if to_embed:
         if embedder is None:
             from ..embed import default_embedder  # noqa: PLC0415 - loads the model only when needed
             embedder = default_embedder()
         try:
-            vectors = embed_texts(to_embed, embedder, ticker)
-        except ImportCancelled:
+            vectors = embed_texts(to_embed, embedder, steps)
+        except Cancelled:
             raise
         except Exception as e:  # EmbedderUnavailable / EmbeddingError carry a user message
             raise ImportFailed(f"Embedding with {getattr(embedder, 'model', 'the local model')} failed: {e}") from None
@@ -308,7 +269,7 @@ def write_store(prep: Prepared, report: ImportReport, output: str, *, force: boo
         imported = 0
         for i in range(0, len(prep.records), size):
             imported += _insert(store, prep.records[i:i + size], prep.where[i:i + size], report)
-            ticker.advance(len(prep.records[i:i + size]))
+            steps.advance(len(prep.records[i:i + size]))
         if not imported:
             raise ImportFailed(f"Nothing to import from {report.source}: every record was invalid "
                                f"({report.skipped[0].where}: {report.skipped[0].message}).")
@@ -325,7 +286,7 @@ def write_store(prep: Prepared, report: ImportReport, output: str, *, force: boo
         for key, value in prep.meta.items():
             store.set_meta(key, value)
         store.set_meta("import", report.to_meta())
-        ticker.check()
+        task.check()
         store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         store.close()
         store = None
@@ -339,19 +300,19 @@ def write_store(prep: Prepared, report: ImportReport, output: str, *, force: boo
         raise
 
 
-def run(read, fmt: str, source, output, *, force: bool = False, progress: ProgressFn | None = None,
-        cancelled: CancelFn | None = None, embedder=None, **options) -> ImportReport:
+def run(read, fmt: str, source, output, *, force: bool = False, task: Task | None = None, embedder=None,
+        **options) -> ImportReport:
     """The common shape of an import: check the output, read the source (`read(source, report,
-    ticker, embedder, **options) -> Prepared`), then write. Returns the report."""
+    task, embedder, **options) -> Prepared`), then write. Returns the report."""
+    task = task or quiet()
     src = os.path.abspath(os.fspath(source))
     if not os.path.exists(src):
         raise ImportFailed(f"No such file or folder: {src}")
     out = check_output(output, force, [src])
     report = ImportReport(format=fmt, source=src)
-    ticker = Ticker(progress, cancelled)
-    ticker.check()
-    prep = read(src, report, ticker, embedder=embedder, **options)
+    task.check()
+    prep = read(src, report, task, embedder=embedder, **options)
     report.read = len(prep.records) + len(report.skipped)
     report.agents = sorted({str(r.get("agent") or "") for r in prep.records})
-    write_store(prep, report, out, force=force, ticker=ticker, embedder=embedder)
+    write_store(prep, report, out, force=force, task=task, embedder=embedder)
     return report

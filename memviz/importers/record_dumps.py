@@ -22,8 +22,9 @@ from collections import Counter
 import numpy as np
 
 from ..embed import LOCAL_DIM, LOCAL_MODEL
+from ..tasks import Task
 from .json_reader import as_importance, as_int_if_whole, as_tags, as_time, read_objects
-from .pipeline import ImportFailed, ImportReport, Prepared, Ticker, run
+from .pipeline import ImportFailed, ImportReport, Prepared, run
 
 FORMAT = "jsonl"
 KIND_SYNONYMS = {
@@ -142,10 +143,10 @@ def _lines_of(wheres: list[str], limit: int = 8) -> str:
     return f"{label} {', '.join(nums[:limit])}" + (f" and {len(nums) - limit} more" if len(nums) > limit else "")
 
 
-def read(path: str, report: ImportReport, ticker: Ticker, *, embedder=None, reembed: bool = False,
+def read(path: str, report: ImportReport, task: Task, *, embedder=None, reembed: bool = False,
          embedding_model: str | None = None) -> Prepared:
     rows = []
-    for where, obj in read_objects(path, report, ticker, allow_array=True):
+    for where, obj in read_objects(path, report, task, allow_array=True):
         got = _record(where, obj, report)
         if got is not None:
             rows.append((where, *got))
@@ -195,8 +196,8 @@ def read(path: str, report: ImportReport, ticker: Ticker, *, embedder=None, reem
     return prep
 
 
-def import_jsonl(source, output, *, force: bool = False, progress=None, cancelled=None, embedder=None,
+def import_jsonl(source, output, *, force: bool = False, task=None, embedder=None,
                  reembed: bool = False, embedding_model: str | None = None) -> ImportReport:
     """Import a JSONL (or JSON array) dump of memory records into a new native store at `output`."""
-    return run(read, FORMAT, source, output, force=force, progress=progress, cancelled=cancelled,
+    return run(read, FORMAT, source, output, force=force, task=task,
                embedder=embedder, reembed=reembed, embedding_model=embedding_model)

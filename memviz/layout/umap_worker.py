@@ -10,10 +10,15 @@ pynndescent's NN-descent cannot be cached (numba refuses: dynamic globals) and c
 of compiling in every new process, more than the exact graph costs to compute. Larger stores
 use NN-descent; `warm_up(n_points)` compiles it in advance when they will need it.
 
-A job reports progress (stage, fraction) from the worker; `cancel()` terminates the worker
-process (numba loops cannot be interrupted) and a fresh one is started and warmed, so the
-next job still finds a worker. Messages carry the job id: anything from a stale job is
-dropped, and submitting a job cancels the one still running. Callbacks run on the worker's
+A job reports its stages through a `memviz.tasks.Task` (`STAGE_TEXT`): "preparing" while
+the worker imports umap and compiles (or loads the compiled code), then "nearest neighbours",
+"neighbour graph", "initial layout", "optimising layout (epoch i/n)" and "placing". Where the
+time goes on a new install (measured, two busy cores): `import umap` ~25 s (umap and
+pynndescent compile their cached kernels at import) and the warm-up fit ~9 s, both while the
+job says "preparing" (see `prepare_text`); with the disk cache filled, 2.5 s and 0.1 s. `task.cancel()` (or `job.cancel()`) terminates the worker process (numba
+loops cannot be interrupted) and a fresh one is started and warmed, so the next job still
+finds a worker. Messages carry the job id: anything from a stale job is dropped, and
+submitting a job cancels the one still running. Progress and `on_done` run on the worker's
 listener thread; a Qt caller forwards them with a signal. `result()` is meant for the thread
 that owns the store (it writes the cache). Measured in bench/layout.py.
 """
@@ -33,13 +38,21 @@ from pathlib import Path
 
 import numpy as np
 
+from ..tasks import UNKNOWN, Task
 from ..userdirs import user_cache_dir
 from .pca import embedded_rows, pca_2d
 
 DEFAULT_PARAMS = {"n_neighbors": 15, "min_dist": 0.1, "metric": "cosine", "seed": 42}
 EXACT_KNN_MAX = 30_000   # above this many points umap's NN-descent builds the neighbour graph
 LAYOUT_KEYS = tuple(DEFAULT_PARAMS)  # what shapes a layout (n_epochs is a test/bench knob, not cached apart)
-STAGES = ("starting", "neighbours", "graph", "init", "epochs", "done")
+STAGES = ("preparing", "neighbours", "graph", "init", "epochs", "placing", "done")
+#: what the user reads for each stage ("epochs" gets "(epoch i/n)" appended)
+STAGE_TEXT = {"preparing": "UMAP: preparing", "neighbours": "UMAP: nearest neighbours",
+              "graph": "UMAP: neighbour graph", "init": "UMAP: initial layout",
+              "epochs": "UMAP: optimising layout", "placing": "UMAP: placing", "done": "UMAP: done"}
+#: where each stage sits in the job's 0..1 (preparing has no known length: a busy bar)
+_SPAN = {"neighbours": (0.0, 0.25), "graph": (0.25, 0.28), "init": (0.28, 0.32), "epochs": (0.32, 0.97),
+         "placing": (0.97, 1.0), "done": (1.0, 1.0)}
 
 
 def umap_params(params: dict | None = None) -> dict:
@@ -50,6 +63,23 @@ def umap_params(params: dict | None = None) -> dict:
 
 def numba_cache_dir() -> Path:
     return user_cache_dir() / "numba"
+
+
+def compiled_before(numba_dir) -> bool:
+    """Whether numba's disk cache already holds compiled kernels (index files), i.e. the
+    one-time compile of a new install has been paid."""
+    return any(Path(numba_dir).rglob("*.nbi"))
+
+
+def prepare_text(first_compile: bool, large: bool = False) -> str:
+    """The honest "preparing" text: a new install compiles the UMAP code (about a minute on two
+    cores); later sessions load it from the disk cache (a few seconds), except NN-descent
+    (stores above EXACT_KNN_MAX), which numba cannot cache and compiles in every session."""
+    if first_compile:
+        return "UMAP: preparing (one-time compile of the UMAP code, ~1 min on a new install)"
+    if large:
+        return "UMAP: preparing (compiling the nearest-neighbour search, ~40 s once per session)"
+    return "UMAP: preparing (loading the compiled UMAP code)"
 
 
 # ====================================================================== worker process side
@@ -74,8 +104,10 @@ class _ProgressSink:
         m = re.findall(r"(\d+)/(\d+)", text)
         if m:
             done, total = map(int, m[-1])
-            if total:
-                self.send("epochs", done / total)
+            now = time.monotonic()
+            if total and (now - self._last > 0.1 or done >= total):
+                self._last = now
+                self.conn.send(("epoch", self.job_id, done, total))
         return len(text)
 
     def flush(self):
@@ -196,6 +228,7 @@ class UmapWorker:
         self._warmed_large = None              # what this process was asked to warm: None, False, True
         self.warm_seconds: float | None = None  # compile time of the last warm-up
         self.started_at: float | None = None
+        self.first_compile = False             # this process compiles into an empty numba cache
 
     @property
     def alive(self) -> bool:
@@ -212,6 +245,7 @@ class UmapWorker:
             self._large = self._large or large
             if not self.alive:
                 os.makedirs(self.numba_dir, exist_ok=True)
+                self.first_compile = not compiled_before(self.numba_dir)  # before this process fills it
                 parent, child = self._ctx.Pipe()
                 proc = self._ctx.Process(target=_worker_main, args=(child, self.numba_dir, self.cache_all_kernels),
                                          daemon=True, name="memviz-umap")
@@ -221,9 +255,10 @@ class UmapWorker:
                 self._warmed_large = None
                 self.warm.clear()
                 self.started_at = time.perf_counter()
-                threading.Thread(target=self._send_loop, args=(parent, self._outbox), daemon=True,
-                                 name="memviz-umap-sender").start()
-                threading.Thread(target=self._listen, args=(proc, parent), daemon=True,
+                sender = threading.Thread(target=self._send_loop, args=(parent, self._outbox), daemon=True,
+                                          name="memviz-umap-sender")
+                sender.start()
+                threading.Thread(target=self._listen, args=(proc, parent, self._outbox, sender), daemon=True,
                                  name="memviz-umap-listener").start()
             if warm and self._warmed_large is not True and (self._warmed_large is None or self._large):
                 self._warmed_large = self._large
@@ -233,16 +268,18 @@ class UmapWorker:
 
     @staticmethod
     def _send_loop(conn, outbox):
+        """Sends until told to stop (None) or the process is gone. It never closes `conn`: the
+        listener does, once this thread has ended, so a send is never cut off by a close."""
         while True:
             msg = outbox.get()
             if msg is None:
                 return
             try:
                 conn.send(msg)
-            except (OSError, ValueError):  # the process was terminated: nothing more to send
+            except (OSError, ValueError):  # the process was terminated (broken pipe): nothing more to send
                 return
 
-    def _listen(self, proc, conn):
+    def _listen(self, proc, conn, outbox, sender):
         while True:
             try:
                 msg = conn.recv()
@@ -259,11 +296,16 @@ class UmapWorker:
                 continue  # a stale job's message
             if kind == "progress":
                 job._progress(msg[2], msg[3])
+            elif kind == "epoch":
+                job._epoch(msg[2], msg[3])
             elif kind in ("result", "error"):
                 with self._lock:
                     if self._job is job:
                         self._job = None
                 job._finish("done", coords=msg[2]) if kind == "result" else job._finish("failed", error=msg[2])
+        # The process is gone: stop the sender (its send fails or it is idle), then close.
+        outbox.put(None)
+        sender.join()
         conn.close()
         with self._lock:  # the process ended: whoever was waiting on it learns why
             job = self._job if proc is self._proc else None
@@ -339,12 +381,14 @@ class UmapJob:
     """One UMAP of the rows that have a vector; the result is (n, 2) aligned to the input rows
     (NaN where a row has no vector). Deterministic for a given seed.
 
-        job = UmapJob(arrays, {"n_neighbors": 15}, on_progress=cb, on_done=cb2, cache=layout_cache).start()
-        ... job.cancel()  |  job.wait(); coords = job.result()
+        job = UmapJob(arrays, {"n_neighbors": 15}, task=task, on_done=cb, cache=layout_cache).start()
+        ... task.cancel() (or job.cancel())  |  job.wait(); coords = job.result()
+
+    `task` (a memviz.tasks.Task) gets the stages as (fraction, text); cancelling it cancels the job.
     """
 
-    def __init__(self, arrays, params: dict | None = None, *, worker: UmapWorker | None = None,
-                 on_progress=None, on_done=None, cache=None, method: str = "umap"):
+    def __init__(self, arrays, params: dict | None = None, *, task: Task | None = None,
+                 worker: UmapWorker | None = None, on_done=None, cache=None, method: str = "umap"):
         self.id = next(_job_ids)
         self.params = {**DEFAULT_PARAMS, **(params or {})}
         if isinstance(arrays, np.ndarray):
@@ -355,10 +399,11 @@ class UmapJob:
         self.mask = mask
         self._X = np.ascontiguousarray(emb[mask], dtype=np.float32)
         self.worker = worker
-        self.on_progress, self.on_done = on_progress, on_done
+        self.task = task if task is not None else Task("umap")
+        self.on_done = on_done
         self.cache, self.method = cache, method
         self.state = "pending"      # pending | running | done | failed | cancelled
-        self.stage, self.fraction = "starting", 0.0
+        self.stage, self.fraction, self.text = "preparing", 0.0, STAGE_TEXT["preparing"]
         self.error: str | None = None
         self.elapsed: float | None = None
         self._coords = None
@@ -373,7 +418,9 @@ class UmapJob:
     def start(self) -> "UmapJob":
         self._t0 = time.perf_counter()
         self.state = "running"
-        self._progress("starting", 0.0)
+        self.task.on_cancel(self.cancel)
+        if self.finished:  # the task was cancelled before the job started
+            return self
         if self._X.shape[0] < 4:  # too few points for a neighbour graph: PCA says all there is
             full = np.full((self.n, 2), np.nan, np.float32)
             full[self.mask] = pca_2d(self._X, np.ones(self._X.shape[0], bool)) if len(self._X) else full[self.mask]
@@ -381,7 +428,14 @@ class UmapJob:
             return self
         if self.worker is None:
             self.worker = shared_worker()
-        self.worker.submit(self)
+        w = self.worker
+        large = self._X.shape[0] > int(self.params.get("exact_knn_max", EXACT_KNN_MAX))
+        if w.alive and w.warm.is_set() and (w._warmed_large or not large):
+            text = STAGE_TEXT["preparing"]  # compiled and loaded: the fit starts at once
+        else:
+            text = prepare_text(w.first_compile if w.alive else not compiled_before(w.numba_dir), large)
+        self._progress("preparing", 0.0, text)
+        w.submit(self)
         return self
 
     def cancel(self) -> None:
@@ -417,16 +471,28 @@ class UmapJob:
         return umap_params(self.params)
 
     # called from the listener thread
-    def _progress(self, stage: str, fraction: float) -> None:
+    def _progress(self, stage: str, fraction: float, text: str | None = None) -> None:
         if STAGES.index(stage) < STAGES.index(self.stage):
             return  # umap's log order varies by path; the bar only moves forward
-        self.stage, self.fraction = stage, fraction
-        _call(self.on_progress, stage, fraction)
+        if text is None:
+            text = STAGE_TEXT[stage]
+            if stage == "epochs" and self._epochs is not None:
+                text += f" (epoch {self._epochs[0]}/{self._epochs[1]})"
+        self.stage, self.fraction, self.text = stage, fraction, text
+        lo, hi = _SPAN.get(stage, (UNKNOWN, UNKNOWN))
+        self.task.progress(UNKNOWN if lo < 0 else lo + (hi - lo) * min(max(fraction, 0.0), 1.0), text)
+
+    _epochs: tuple[int, int] | None = None
+
+    def _epoch(self, done: int, total: int) -> None:
+        self._epochs = (done, total)
+        self._progress("epochs", done / total)
 
     def _finish(self, state: str, coords=None, error: str | None = None) -> None:
         if self.finished:
             return
         if coords is not None:
+            self._progress("placing", 0.0)
             full = np.full((self.n, 2), np.nan, np.float32)
             full[self.mask] = coords
             self._coords = full

@@ -7,8 +7,8 @@ How the window drives it, with no logic of its own:
   runs `test_connection(settings)` on a worker -> ConnectionCheck(ok, message, models).
 - Badge: `importance_status(store, agent)` -> accumulated vs threshold, `.crossed`.
 - Reflect: `Reflector(store, LLMClient(settings), agent=..., retriever=engine_retriever(store,
-  agent=..., params=current_params))`; on a worker `run = reflector.propose(progress=fn(done,
-  total, message), cancel=token)`; Cancel calls `token.cancel()` (Cancelled is raised, nothing
+  agent=..., params=current_params))`; on a worker `run = reflector.propose(task)` (a memviz.tasks.Task:
+  progress per step); Cancel calls `task.cancel()` (memviz.tasks.Cancelled is raised, nothing
   written); LLMError/ReflectError messages are for the user. Show `run.proposals` (question,
   content as PLAIN text, `cited` evidence ids to select in other panels) and `run.problems`;
   the user's ticks call `p.accept()` / `p.reject()`; then
@@ -18,13 +18,12 @@ How the window drives it, with no logic of its own:
   `history.perform(actions.Consolidate(plan))`; Outcome.warning lists rows skipped because
   they changed since the preview.
 """
-from .cancel import CancelToken
 from .consolidation import (
     ConsolidationPlan, ConsolidationResult, DecayItem, PruneItem, apply_consolidation, ebbinghaus,
     plan_consolidation, undo_consolidation,
 )
 from .errors import (
-    BadOutput, Cancelled, LLMConnectionError, LLMError, LLMHTTPError, LLMRefusal, LLMTimeout, LLMTruncated,
+    BadOutput, LLMConnectionError, LLMError, LLMHTTPError, LLMRefusal, LLMTimeout, LLMTruncated,
     ReflectError, SettingsError,
 )
 from .evidence import default_retriever, engine_retriever, fts_retriever, vector_retriever
@@ -36,8 +35,8 @@ from .reflection import (
 from .settings import LLMSettings, delete_api_key, save_api_key
 
 __all__ = [
-    "CancelToken", "ConsolidationPlan", "ConsolidationResult", "DecayItem", "PruneItem", "apply_consolidation",
-    "ebbinghaus", "plan_consolidation", "undo_consolidation", "BadOutput", "Cancelled", "LLMConnectionError",
+    "ConsolidationPlan", "ConsolidationResult", "DecayItem", "PruneItem", "apply_consolidation",
+    "ebbinghaus", "plan_consolidation", "undo_consolidation", "BadOutput", "LLMConnectionError",
     "LLMError", "LLMHTTPError", "LLMRefusal", "LLMTimeout", "LLMTruncated", "ReflectError", "SettingsError",
     "default_retriever", "engine_retriever", "fts_retriever", "vector_retriever", "ConnectionCheck", "LLMClient",
     "test_connection", "AcceptResult", "Evidence", "ImportanceStatus", "Proposal", "ReflectionConfig",

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..store.records import decode_text
-from .cancel import CancelToken, check
+from ..tasks import Task, quiet
 
 PRUNE_BELOW = 0.05
 DECAY_KINDS = ("fact", "preference")  # seed 002: "decay() — Ebbinghaus on all fact/preference"
@@ -97,15 +97,18 @@ def _last_decay(store) -> dict[str, float]:
 
 
 def plan_consolidation(store, *, agent: str | None = None, kinds=DECAY_KINDS, prune_below: float = PRUNE_BELOW,
-                       now: float | None = None, arrays=None, cancel: CancelToken | None = None) -> ConsolidationPlan:
+                       now: float | None = None, arrays=None, task: Task | None = None) -> ConsolidationPlan:
     """What decay and prune would change, as of `now`; writes nothing. `kinds` limits decay
     (None: every kind); prune looks at every live, unprotected memory of the agent. `arrays`
     (the store's MemoryArrays, if the caller has them) saves re-reading the store."""
+    task = task or quiet()
     now = time.time() if now is None else float(now)
     kinds = tuple(kinds) if kinds is not None else None
     plan = ConsolidationPlan(now, agent, kinds, float(prune_below))
+    task.progress(0.0, "Reading the memories")
     a = store.arrays() if arrays is None else arrays
-    check(cancel)
+    task.check()
+    task.progress(0.4, "Working out the decay")
     if len(a) == 0:
         return plan
     scope = a.live & ~a.bad_text
@@ -125,7 +128,8 @@ def plan_consolidation(store, *, agent: str | None = None, kinds=DECAY_KINDS, pr
     for i in np.flatnonzero(decays & (np.abs(after - a.confidence) > _EPS)):
         plan.decay.append(DecayItem(a.ids[i], a.kind[i], a.agent[i], float(d_now[i]), float(a.confidence[i]),
                                     float(after[i]), None if np.isnan(prev_t[i]) else float(prev_t[i])))
-    check(cancel)
+    task.check()
+    task.progress(0.8, "Finding what falls below the prune threshold")
     low = scope & (after < prune_below)
     plan.protected_skipped = int(np.count_nonzero(would_decay_protected | (low & a.protected)))
     low &= ~a.protected

@@ -1,15 +1,11 @@
-"""Errors of reflection and consolidation; every message is meant for the user and says
-that nothing was written (nothing is written before the user accepts)."""
+"""Errors of reflection and consolidation; every message is meant for the user (nothing is
+written before the user accepts). A cancel raises the one `memviz.tasks.Cancelled`, whose
+message says that nothing was written."""
 from __future__ import annotations
 
 
 class ReflectError(Exception):
     """Base: the message is shown to the user as is."""
-
-
-class Cancelled(ReflectError):
-    def __init__(self, message: str = "Cancelled; nothing was written."):
-        super().__init__(message)
 
 
 class SettingsError(ReflectError):

@@ -8,16 +8,16 @@
 - Replies cut off by the token limit, refusals, empty or non-JSON replies raise LLMError
   subclasses; an empty or non-JSON reply is asked for once more (`format_retries`).
 - Cancel: the request runs on a helper thread and the caller stops waiting as soon as
-  the CancelToken is set (the abandoned request ends at its own timeout).
+  its Task is cancelled (the abandoned request ends at its own timeout).
 """
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, replace
 
-from .cancel import CancelToken, check
+from ..tasks import Cancelled, Task
 from .errors import (
-    BadOutput, Cancelled, LLMConnectionError, LLMError, LLMHTTPError, LLMRefusal, LLMTimeout, LLMTruncated,
+    BadOutput, LLMConnectionError, LLMError, LLMHTTPError, LLMRefusal, LLMTimeout, LLMTruncated,
     SettingsError,
 )
 from .settings import ENV_API_KEY, LLMSettings
@@ -74,29 +74,29 @@ class LLMClient:
         self._tokens_param = "max_tokens"  # most servers; newer OpenAI models want max_completion_tokens
 
     # ------------------------------------------------------------------ public
-    def chat_json(self, messages: list[dict], schema: dict, name: str, *, cancel: CancelToken | None = None):
+    def chat_json(self, messages: list[dict], schema: dict, name: str, *, task: Task | None = None):
         """The JSON value of the reply (shape not yet checked: see validate.py)."""
         last: LLMError | None = None
         for _ in range(self.format_retries + 1):
             try:
-                return self._json_of(self._chat_structured(messages, schema, name, cancel))
+                return self._json_of(self._chat_structured(messages, schema, name, task))
             except BadOutput as e:
                 last = e  # an empty or garbled reply may be a fluke: ask once more
         raise last
 
-    def list_models(self, *, cancel: CancelToken | None = None) -> list[str]:
-        page = self._with_retries(lambda: self._client.models.list(), cancel)
+    def list_models(self, *, task: Task | None = None) -> list[str]:
+        page = self._with_retries(lambda: self._client.models.list(), task)
         return sorted(str(getattr(m, "id", m)) for m in (getattr(page, "data", None) or []))
 
-    def ping(self, *, cancel: CancelToken | None = None) -> ChatReply:
+    def ping(self, *, task: Task | None = None) -> ChatReply:
         """A one-token chat request: proves the model answers."""
-        return self._chat([{"role": "user", "content": "Reply with OK."}], "none", cancel, max_tokens=5)
+        return self._chat([{"role": "user", "content": "Reply with OK."}], "none", task, max_tokens=5)
 
     # ------------------------------------------------------------------ internals
-    def _chat_structured(self, messages, schema, name, cancel) -> ChatReply:
+    def _chat_structured(self, messages, schema, name, task) -> ChatReply:
         while True:
             try:
-                return self._chat(messages, self.mode, cancel, schema=schema, name=name)
+                return self._chat(messages, self.mode, task, schema=schema, name=name)
             except LLMHTTPError as e:
                 # newer OpenAI models take max_completion_tokens instead of max_tokens
                 if e.status == 400 and "max_completion_tokens" in str(e) and self._tokens_param == "max_tokens":
@@ -108,7 +108,7 @@ class LLMClient:
                     continue
                 raise
 
-    def _chat(self, messages, mode, cancel, *, schema=None, name="reply", max_tokens=None) -> ChatReply:
+    def _chat(self, messages, mode, task, *, schema=None, name="reply", max_tokens=None) -> ChatReply:
         s = self.settings
         kwargs = {"model": s.chat_model, "messages": messages, self._tokens_param: max_tokens or s.max_tokens}
         if s.temperature is not None:
@@ -118,7 +118,7 @@ class LLMClient:
                                          "json_schema": {"name": name, "schema": schema, "strict": True}}
         elif mode == "json_object" and schema is not None:
             kwargs["response_format"] = {"type": "json_object"}
-        resp = self._with_retries(lambda: self._client.chat.completions.create(**kwargs), cancel)
+        resp = self._with_retries(lambda: self._client.chat.completions.create(**kwargs), task)
         try:
             choice = resp.choices[0]
             msg = choice.message
@@ -139,17 +139,18 @@ class LLMClient:
                                "before it was complete. Raise the limit in the LLM settings, or ask for fewer items.")
         return extract_json(reply.content)
 
-    def _with_retries(self, call, cancel):
+    def _with_retries(self, call, task):
         import openai
 
         attempts = self.settings.max_retries + 1
         last: LLMError | None = None
         for attempt in range(attempts):
-            check(cancel)
+            if task is not None:
+                task.check()
             wait = self.retry_backoff * (2 ** attempt)
             try:
                 self.calls += 1
-                return _cancellable(call, cancel)
+                return _cancellable(call, task)
             except Cancelled:
                 raise
             except openai.APITimeoutError:
@@ -170,16 +171,16 @@ class LLMClient:
                                 f"JSON response ({shorten(str(e), 120)}).") from None
             if attempt + 1 < attempts:
                 wait = min(wait, _MAX_WAIT)
-                cancel.sleep(wait) if cancel is not None else threading.Event().wait(wait)
+                task.wait(wait) if task is not None else threading.Event().wait(wait)
         msg = str(last)
         if attempts > 1:
             msg = msg.rstrip(".") + f" (tried {attempts} times)."
         raise type(last)(msg, last.status) if isinstance(last, LLMHTTPError) else type(last)(msg)
 
 
-def _cancellable(call, cancel):
-    """Run `call` on a helper thread; stop waiting (raise Cancelled) as soon as `cancel` is set."""
-    if cancel is None:
+def _cancellable(call, task):
+    """Run `call` on a helper thread; stop waiting (raise Cancelled) as soon as `task` is cancelled."""
+    if task is None:
         return call()
     box = {}
     done = threading.Event()
@@ -194,7 +195,7 @@ def _cancellable(call, cancel):
 
     threading.Thread(target=run, daemon=True, name="memviz-llm-request").start()
     while not done.wait(0.05):
-        cancel.check()
+        task.check()
     if "error" in box:
         raise box["error"]
     return box["value"]
@@ -226,7 +227,7 @@ class ConnectionCheck:
     models: list[str]
 
 
-def test_connection(settings: LLMSettings, *, cancel: CancelToken | None = None) -> ConnectionCheck:
+def test_connection(settings: LLMSettings, *, task: Task | None = None) -> ConnectionCheck:
     """A clear answer to "does this server work with this model?" (for the Test button)."""
     key, source = settings.resolve_api_key()
     try:  # one attempt: the user is waiting for an answer, not for retries
@@ -235,7 +236,7 @@ def test_connection(settings: LLMSettings, *, cancel: CancelToken | None = None)
         return ConnectionCheck(False, str(e), [])
     models: list[str] = []
     try:
-        models = client.list_models(cancel=cancel)
+        models = client.list_models(task=task)
     except LLMHTTPError as e:
         if e.status not in (404, 405, 501):  # servers without /models: fall through to a chat ping
             return ConnectionCheck(False, str(e), [])
@@ -246,7 +247,7 @@ def test_connection(settings: LLMSettings, *, cancel: CancelToken | None = None)
         return ConnectionCheck(False, f"Connected to {settings.base_url}, but it does not list the model "
                                       f"{settings.chat_model!r}. It lists: {shown}.", models)
     try:
-        client.ping(cancel=cancel)
+        client.ping(task=task)
     except LLMError as e:
         return ConnectionCheck(False, f"Connected to {settings.base_url}, but the model "
                                       f"{settings.chat_model!r} did not answer: {e}", models)

@@ -4,8 +4,9 @@ question -> insights citing their evidence -> Proposals the user accepts or reje
 `Reflector.propose()` only reads the store and talks to the LLM; `Reflector.accept()` writes
 the accepted proposals (kind 'reflection', importance >= 8, source_ids = cited evidence,
 attributes.questions_addressed), embedded with the store's model, in ONE transaction.
-Both take a progress callback `progress(done, total, message)` and a CancelToken, so a Qt
-panel only has to run them on a worker thread and show the plain objects they return.
+Both take a `memviz.tasks.Task` (progress with a message per step; a cancel raises
+Cancelled and nothing is written), so a Qt panel only has to run them on a worker thread and
+show the plain objects they return.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from ..embed import LOCAL_DIM, LOCAL_MODEL, EmbedderUnavailable, EmbeddingError, embedder_for
 from ..store.errors import ReadOnlyError
 from ..store.records import new_id
-from .cancel import CancelToken, check
+from ..tasks import Task, quiet
 from .errors import BadOutput, LLMRefusal, LLMTruncated, ReflectError
 from .evidence import Retriever, default_retriever
 from .prompts import INSIGHTS_SCHEMA, QUESTIONS_SCHEMA, insights_messages, questions_messages
@@ -144,12 +145,14 @@ def importance_status(store, agent: str | None = None, threshold: float | None =
 
 
 class _Progress:
-    def __init__(self, fn, total):
-        self.fn, self.total, self.done = fn, total, 0
+    """Reports the step about to start ("[3/6] Retrieving …", fraction done so far), then counts it."""
+
+    def __init__(self, task: Task, total: int):
+        self.task, self.total, self.done = task, total, 0
 
     def __call__(self, message: str, advance: int = 1):
-        if self.fn is not None:
-            self.fn(self.done, self.total, message)
+        if message:
+            self.task.progress(self.done / max(self.total, 1), f"[{self.done + 1}/{self.total}] {message}")
         self.done += advance
 
 
@@ -172,33 +175,34 @@ class Reflector:
         return self._retriever
 
     # ------------------------------------------------------------------ propose
-    def propose(self, *, progress=None, cancel: CancelToken | None = None) -> ReflectionRun:
+    def propose(self, task: Task | None = None) -> ReflectionRun:
         """Ask the LLM; write nothing. Raises LLMError (with a message for the user) when the
         questions cannot be had or the server fails; a bad reply for one question only skips
         that question and is listed in `run.problems`."""
+        task = task or quiet()
         cfg = self.config
         run = ReflectionRun(new_id(), self.agent, self.llm.settings.chat_model, time.time())
-        step = _Progress(progress, 2 + 2 * cfg.questions)
+        step = _Progress(task, 2 + 2 * cfg.questions)
         step("Reading recent memories")
         recent = self._recent(cfg.recent)
         if not recent:
             raise ReflectError(f"Agent {self.agent!r} has no live memories to reflect on.")
         run.recent_ids = [e.id for e in recent]
-        check(cancel)
+        task.check()
         step(f"Asking {run.model} for questions about {len(recent)} recent memories")
         value = self.llm.chat_json(
             questions_messages([e.content for e in recent], cfg.questions, agent=self.agent or None,
                                max_chars=cfg.statement_chars),
-            QUESTIONS_SCHEMA, "questions", cancel=cancel)
+            QUESTIONS_SCHEMA, "questions", task=task)
         run.questions, problems = parse_questions(value, cfg.questions)
         run.problems += problems
         step.total = 2 + 2 * len(run.questions)
         for qi, question in enumerate(run.questions, 1):
-            check(cancel)
+            task.check()
             step(f"Retrieving evidence for question {qi} of {len(run.questions)}")
             # a few more than needed: ids the store retired since the retriever's snapshot are dropped
             evidence = self._evidence(self.retriever(question, cfg.evidence + 5), cfg.evidence)
-            check(cancel)
+            task.check()
             if not evidence:
                 run.problems.append(f"question {qi}: no evidence was found; skipped")
                 step("", 1)
@@ -208,7 +212,7 @@ class Reflector:
                 value = self.llm.chat_json(
                     insights_messages(question, [e.content for e in evidence], cfg.insights_per_question,
                                       agent=self.agent or None, max_chars=cfg.statement_chars),
-                    INSIGHTS_SCHEMA, "insights", cancel=cancel)
+                    INSIGHTS_SCHEMA, "insights", task=task)
                 insights, problems = parse_insights(value, [e.id for e in evidence], cfg.insights_per_question,
                                                     max_chars=cfg.max_insight_chars)
             except (BadOutput, LLMTruncated, LLMRefusal) as e:  # this question's reply only: go on
@@ -218,9 +222,8 @@ class Reflector:
             for ins in insights:
                 run.proposals.append(Proposal(question, ins.text, ins.cited_ids, evidence, ins.dropped,
                                               float(cfg.importance)))
-        check(cancel)
-        if progress is not None:
-            progress(step.total, step.total, f"{len(run.proposals)} reflection(s) proposed")
+        task.check()
+        task.progress(1.0, f"{len(run.proposals)} reflection(s) proposed")
         return run
 
     def _recent(self, n: int) -> list[Evidence]:
@@ -238,13 +241,14 @@ class Reflector:
         return out[:k]
 
     # ------------------------------------------------------------------ accept
-    def accept(self, run: ReflectionRun, proposals=None, *, cancel: CancelToken | None = None,
+    def accept(self, run: ReflectionRun, proposals=None, *, task: Task | None = None,
                store=None) -> AcceptResult:
         """Write the accepted proposals (default: those with decision True) in one transaction.
         Citations of memories that vanished meanwhile are dropped (a proposal left with none is
         not written); returns the new ids and the problems met. `store` is the connection to write
         through (default: the Reflector's own), e.g. the editing History's."""
         store = self.store if store is None else store
+        task = task or quiet()
         if store.read_only:
             raise ReadOnlyError(f"{store.path} is open read-only: {store.read_only_reason}")
         if proposals is None:
@@ -274,11 +278,11 @@ class Reflector:
             keep.append((p, text, sources))
         if not keep:
             return AcceptResult([], problems)
-        check(cancel)
+        task.check()
         vectors, model, why = self._embed([t for _, t, _ in keep])
         if why:
             problems.append(f"written without embeddings ({why}); they are marked needs_embedding")
-        check(cancel)
+        task.check()
         now = time.time()
         records = []
         for n, (p, text, sources) in enumerate(keep):

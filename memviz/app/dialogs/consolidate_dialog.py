@@ -115,7 +115,8 @@ class ConsolidateDialog(QDialog):
         store, arrays, agent = data.store, data.arrays, self.agent.currentData()
         self.apply_button.setEnabled(False)
         self.summary.setText("Working out what decay would change …")
-        self.window.workers.submit(self.JOB, lambda t: plan_consolidation(store, agent=agent, arrays=arrays),
+        self.window.workers.submit(self.JOB,
+                                   lambda task: plan_consolidation(store, agent=agent, arrays=arrays, task=task),
                                    on_done=self.show_plan,
                                    on_error=lambda e: self.summary.setText(f"Cannot plan: {e}"))
 

@@ -18,7 +18,8 @@ from PySide6.QtWidgets import (
     QMessageBox, QPlainTextEdit, QProgressBar, QPushButton, QVBoxLayout, QWidget,
 )
 
-from memviz.importers import FORMATS, ImportCancelled, ImportFailed, detect_format, import_source
+from memviz.importers import FORMATS, ImportFailed, detect_format, import_source
+from memviz.tasks import Cancelled
 
 JOB = "import"
 #: files whose drop means "import this" rather than "open this store"
@@ -61,7 +62,7 @@ class ImportDialog(QDialog):
 
     imported = Signal(object)
     ended = Signal(str)
-    _progressed = Signal(int, int)         # emitted on the job's thread, queued to this one
+    progressed = Signal(float, str)        # the import's (fraction, text), on the GUI thread
     _job_ended = Signal(str, object)       # (outcome, report | exception)
 
     def __init__(self, window, source: str | None = None) -> None:
@@ -71,11 +72,10 @@ class ImportDialog(QDialog):
         self.setMinimumWidth(640)
         self.report = None
         self.confirm_box: QMessageBox | None = None
-        self._ticket = None
+        self._task = None
         self._output_edited = False
         self._source_set: str | None = None
         self._build()
-        self._progressed.connect(self._on_progress)
         self._job_ended.connect(self._on_ended)
         if source:
             self.set_source(source)
@@ -154,7 +154,7 @@ class ImportDialog(QDialog):
     # ------------------------------------------------------------ state
     @property
     def running(self) -> bool:
-        return self._ticket is not None
+        return self._task is not None
 
     def _source_typed(self) -> None:
         text = self.source.text().strip()
@@ -227,23 +227,20 @@ class ImportDialog(QDialog):
         self.bar.setFormat("reading…")
         self._say(f"Importing {source} …")
         self._set_running(True)
-        progressed, ended = self._progressed, self._job_ended
+        ended = self._job_ended
 
-        def job(ticket):
-            def progress(done: int, total: int) -> None:
-                progressed.emit(done, total)
-                ticket.progress(done / total if total else -1.0, f"Importing {done}/{total}")
+        def job(task):
             try:
-                report = import_source(fmt, source, output, force=force, progress=progress,
-                                       cancelled=lambda: ticket.cancelled)
-            except ImportCancelled as e:
+                report = import_source(fmt, source, output, force=force, task=task)
+            except Cancelled as e:
                 ended.emit("cancelled", e)
             except Exception as e:  # noqa: BLE001 - every failure is shown in the dialog
                 ended.emit("failed", e)
             else:
                 ended.emit("done", report)
 
-        self._ticket = self.window_.workers.submit(JOB, job, on_done=lambda _r: None, on_error=lambda _e: None)
+        self._task = self.window_.workers.submit(JOB, job, on_done=lambda _r: None, on_error=lambda _e: None,
+                                                 on_progress=self._on_progress)
 
     def cancel(self) -> None:
         """Ask the importer to stop at its next check; the dialog says so once it has."""
@@ -251,18 +248,22 @@ class ImportDialog(QDialog):
             self.cancel_button.setEnabled(False)
             self.cancel_button.setText("Cancelling…")
             self._say("Cancelling…")
-            self._ticket.cancel()
+            self._task.cancel()
             self.window_.workers.cancel(JOB)
 
-    def _on_progress(self, done: int, total: int) -> None:
+    def _on_progress(self, fraction: float, text: str) -> None:
         if not self.running:
             return
-        self.bar.setRange(0, max(total, 1))
-        self.bar.setValue(done)
-        self.bar.setFormat(f"{done:,} / {total:,}  (%p%)")
+        if fraction < 0:
+            self.bar.setRange(0, 0)
+        else:
+            self.bar.setRange(0, 1000)
+            self.bar.setValue(int(fraction * 1000))
+        self.bar.setFormat(f"{text}  (%p%)" if fraction >= 0 else text)
+        self.progressed.emit(fraction, text)
 
     def _on_ended(self, outcome: str, payload) -> None:
-        self._ticket = None
+        self._task = None
         self._set_running(False)
         if outcome == "done":
             self.report = payload

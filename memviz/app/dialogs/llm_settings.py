@@ -105,8 +105,8 @@ class LLMSettingsDialog(QDialog):
         self.test_button.setEnabled(False)
         self._say(None, f"Testing {s.base_url} …")
 
-        def job(ticket):
-            return test_connection(s)
+        def job(task):
+            return test_connection(s, task=task)  # a newer Test (or closing) stops the wait
 
         def done(check) -> None:
             self.test_button.setEnabled(True)

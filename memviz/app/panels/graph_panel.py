@@ -162,7 +162,7 @@ class GraphPanel(ScatterPanel):
         data = self.state.data
         if data is None:
             return
-        self.workers.submit("graph", lambda ticket: build_graph(data), on_done=lambda g: self._graph_ready(data, g),
+        self.workers.submit("graph", lambda task: build_graph(data), on_done=lambda g: self._graph_ready(data, g),
                             on_error=lambda e: self.info.setText(f"graph layout failed: {e}"))
 
     def _graph_ready(self, data, g: Graph) -> None:

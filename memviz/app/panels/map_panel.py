@@ -129,13 +129,11 @@ class MapPanel(ScatterPanel):
             return
         arrays = data.arrays
 
-        def run(ticket):
-            job = api.UmapJob(arrays, None, on_progress=lambda stage, f: ticket.progress(f, f"UMAP {stage}"))
-            ticket.cancel_hook = job.cancel
-            job.start()
-            while not job.wait(0.2):
-                ticket.check()
-            ticket.check()
+        def run(task):
+            # the job reports its stages on the task; cancelling the task terminates the job's process
+            job = api.UmapJob(arrays, None, task=task).start()
+            job.wait()
+            task.check()
             return job.result(), job.elapsed or 0.0, job.cache_params()
 
         def done(result):

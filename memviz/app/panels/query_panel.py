@@ -433,15 +433,15 @@ class QueryPanel(QWidget):
         params = self.params()
         self._submitted_at = time.perf_counter()
 
-        def job(ticket):
+        def job(task):
             eng = self._engine(data)
-            ticket.check()
+            task.check()
             err = None
             try:
                 eng.set_query(key[1]) if key[0] == "text" else eng.set_query(like=key[1])
             except Exception as e:  # noqa: BLE001 - e.g. EmbedderUnavailable; FTS-only presets still work
                 err = str(e)
-            ticket.check()
+            task.check()
             try:
                 result = eng.score(params)
             except Exception:
@@ -471,7 +471,7 @@ class QueryPanel(QWidget):
         params = self.params()
         eng = self.engine
         self._submitted_at = time.perf_counter()
-        self.workers.submit("score", lambda ticket: eng.score(params), on_done=lambda r: self._show(r, params, None),
+        self.workers.submit("score", lambda task: eng.score(params), on_done=lambda r: self._show(r, params, None),
                             on_error=self._failed, lane="engine")
 
     def _show(self, result, params, vec) -> None:

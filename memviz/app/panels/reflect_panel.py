@@ -14,11 +14,12 @@ from PySide6.QtWidgets import (
 )
 
 from memviz.reflect import (
-    CancelToken, LLMClient, ReflectError, ReflectionConfig, Reflector, engine_retriever, importance_status,
+    LLMClient, ReflectError, ReflectionConfig, Reflector, engine_retriever, importance_status,
 )
 from memviz.reflect.undoable import AcceptReflections
 from memviz.reflect.reflection import DEFAULT_THRESHOLD, THRESHOLD_META_KEY
 from memviz.store.errors import StoreError
+from memviz.tasks import Cancelled, Task
 
 from memviz.app.dialogs.llm_settings import LLMSettingsDialog, load_llm_settings
 
@@ -220,7 +221,7 @@ class ReflectDialog(QDialog):
         self.setWindowTitle("Reflect")
         self.run = None
         self.reflector = None
-        self.token: CancelToken | None = None
+        self.task: Task | None = None  # the running Propose job
         self.cards: list[ProposalCard] = []
 
         self.agent = QComboBox()
@@ -346,20 +347,17 @@ class ReflectDialog(QDialog):
         agent = self.agent.currentData()
         config = ReflectionConfig(questions=self.questions.value(), evidence=self.evidence_k.value())
         params = self.window.query.params()
-        self.token = token = CancelToken()
 
-        def job(ticket):
-            ticket.cancel_hook = token.cancel
+        def job(task):
             reflector = Reflector(store, llm, agent=agent, config=config,
                                   retriever=engine_retriever(store, agent=agent, params=params))
-            run = reflector.propose(progress=lambda d, t, m: ticket.progress(d / max(t, 1), m), cancel=token)
-            return reflector, run
+            return reflector, reflector.propose(task)
 
         self.progress.setRange(0, 0)
         self._busy(True)
         self._say(f"Asking {llm.settings.chat_model} …")
-        self.window.workers.submit(self.JOB, job, on_done=self._proposed, on_error=self._failed,
-                                   on_progress=self._progress)
+        self.task = self.window.workers.submit(self.JOB, job, on_done=self._proposed, on_error=self._failed,
+                                               on_progress=self._progress)
 
     def _progress(self, fraction: float, text: str) -> None:
         self.progress.setRange(0, 1000)
@@ -370,20 +368,20 @@ class ReflectDialog(QDialog):
         self.window.workers.cancel(self.JOB)
 
     def _job_ended(self, name: str) -> None:
-        if name == self.JOB and self.token is not None and self.token.cancelled:
-            self.token = None
+        if name == self.JOB and self.task is not None and self.task.cancelled:
+            self.task = None
             self._busy(False)
-            self._say("Cancelled; nothing was written.")
+            self._say(str(Cancelled()))  # "Cancelled; nothing was written."
 
     def _failed(self, err: Exception) -> None:
-        self.token = None
+        self.task = None
         self._busy(False)
         text = str(err) if isinstance(err, (ReflectError, StoreError, ValueError)) else \
             f"Unexpected error: {type(err).__name__}: {err}"
         self._say(f"{text}\nNothing was written.", error=True)
 
     def _proposed(self, out) -> None:
-        self.token = None
+        self.task = None
         self.reflector, self.run = out
         run = self.run
         for n, p in enumerate(run.proposals, 1):
