@@ -7,7 +7,6 @@ import threading
 import time
 from types import SimpleNamespace
 
-import numpy as np
 import pytest
 
 import memviz.store as ms
