@@ -153,7 +153,7 @@ def _save(path: str, state: dict, arrays: MemoryArrays, preview: int, target=Non
             raise ValueError("snapshot header outgrew its room")
         with open(tmp, "wb") as out:
             out.write(MAGIC + len(head).to_bytes(8, "little") + head)
-            for (name, _d, _s, at), a in zip(fields, cols.values()):
+            for (_name, _d, _s, at), a in zip(fields, cols.values()):
                 out.seek(at)
                 out.write(a.data)
         os.replace(tmp, f)
