@@ -62,3 +62,12 @@ def test_core_and_cli_import_no_qt():
         """)
     out = run(sys.executable, "-c", code)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+
+
+def test_a_warning_raised_in_memviz_code_fails_the_test():
+    # pyproject's filterwarnings "error:::memviz" matches the module a warning is attributed to
+    warn = "import warnings; warnings.warn('careful')"
+    with pytest.raises(UserWarning):
+        exec(warn, {"__name__": "memviz.example"})
+    with pytest.warns(UserWarning):  # elsewhere (a library's own code) it stays a warning
+        exec(warn, {"__name__": "somelib.example"})
