@@ -1,4 +1,4 @@
-"""Consolidation (seed 002) on stores of growing size: plan (preview; with the arrays the
+"""Consolidation (GLOSSARY: recency / decay) on stores of growing size: plan (preview; with the arrays the
 window already holds, and reading them too) and apply (one transaction, every change
 audited; a single run, since it changes the store). Prints a table of medians.
 

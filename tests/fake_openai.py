@@ -1,8 +1,9 @@
 """A small OpenAI-compatible server for tests: real HTTP on 127.0.0.1, scripted replies.
 
-Any test file can use it (pytest puts tests/ on sys.path):
+Any test gets a started server from the `fake_openai` fixture (tests/conftest.py); the
+reply helpers are imported from here (pytest puts tests/ on sys.path):
 
-    from fake_openai import fake_openai, reply_json, reply_error, slow  # noqa: F401 (fixture)
+    from fake_openai import reply_json, reply_error, slow
 
     def test_x(fake_openai):
         fake_openai.push(reply_error(429), reply_json({"questions": ["q?"]}))
@@ -22,8 +23,6 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-import pytest
 
 
 @dataclass
@@ -197,10 +196,3 @@ def _embeddings(body) -> Reply:
     data = [{"object": "embedding", "index": i, "embedding": [float(x) for x in v]} for i, v in enumerate(vecs)]
     return Reply(body={"object": "list", "data": data, "model": body.get("model"),
                        "usage": {"prompt_tokens": 1, "total_tokens": 1}})
-
-
-@pytest.fixture
-def fake_openai():
-    server = FakeOpenAI().start()
-    yield server
-    server.stop()

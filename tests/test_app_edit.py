@@ -8,13 +8,12 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from PySide6.QtCore import QItemSelectionModel, QSettings  # noqa: E402
+from PySide6.QtCore import QItemSelectionModel  # noqa: E402
 from test_app_support import build_store  # noqa: E402
 
 import memviz.store as ms  # noqa: E402
 from memviz.edits import SetImportance  # noqa: E402
 from memviz.app.dialogs.edit_dialogs import BusyDialog, ConflictDialog, CorrectDialog  # noqa: E402
-from memviz.app.window import MainWindow  # noqa: E402
 from memviz.embed import LOCAL_MODEL, default_embedder  # noqa: E402
 from memviz.store.connection import connect  # noqa: E402
 
@@ -26,17 +25,6 @@ def built(tmp_path_factory):
     return str(path)
 
 
-def open_window(qtbot, tmp_path, path, read_only=False):
-    win = MainWindow(QSettings(str(tmp_path / "s.ini"), QSettings.IniFormat))
-    win.map.auto_umap = False
-    qtbot.addWidget(win)
-    win.resize(1200, 800)
-    win.show()
-    with qtbot.waitSignal(win.opened, timeout=20000):
-        win.open_path(path, read_only=read_only)
-    return win
-
-
 @pytest.fixture
 def db(tmp_path, built):
     path = str(tmp_path / "mem.db")
@@ -45,8 +33,8 @@ def db(tmp_path, built):
 
 
 @pytest.fixture
-def win(qtbot, tmp_path, db):
-    return open_window(qtbot, tmp_path, db)
+def win(make_window, db):
+    return make_window(db, size=(1200, 800))
 
 
 def menu_action(win, ids, key):
@@ -273,8 +261,8 @@ def test_external_insert_shows_up_with_selection_kept(qtbot, win, db):
     assert sorted(win.state.selected_ids) == ["ep02", "fact3"]
 
 
-def test_read_only_store_disables_edits(qtbot, tmp_path, db):
-    win = open_window(qtbot, tmp_path, db, read_only=True)
+def test_read_only_store_disables_edits(qtbot, make_window, db):
+    win = make_window(db, read_only=True, size=(1200, 800))
     win.state.select_ids(["ep01"])
     for key, act in win.edits.actions.items():
         assert not act.isEnabled(), key
@@ -319,13 +307,13 @@ def test_quick_successive_edits_during_the_reload_are_all_written(qtbot, win):
     assert all(not win.state.data.arrays.live[win.state.data.arrays.index_of(i)] for i in ids)
 
 
-def test_correct_when_the_model_is_unavailable_warns_and_marks_the_row(qtbot, tmp_path):
+def test_correct_when_the_model_is_unavailable_warns_and_marks_the_row(qtbot, tmp_path, make_window):
     from conftest import unit_vectors
     path = str(tmp_path / "remote.db")
     with ms.create(path) as s:
         s.insert_memories([{"id": f"r{i}", "kind": "fact", "content": f"remote fact {i}", "embedding": v,
                             "embedding_model": "remote-embedder-x"} for i, v in enumerate(unit_vectors(4, 8))])
-    win = open_window(qtbot, tmp_path, path)
+    win = make_window(path, size=(1200, 800))
     ctl = win.edits
     win.state.select_ids(["r1"])
     menu_action(win, ["r1"], "correct").trigger()

@@ -10,24 +10,22 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from conftest import REAL_PERSONA, needs_real  # noqa: E402
+<<<<<<< HEAD
 from progress_log import units  # noqa: E402
 from PySide6.QtCore import QMimeData, QPoint, QSettings, Qt, QUrl  # noqa: E402
+=======
+from PySide6.QtCore import QMimeData, QPoint, Qt, QUrl  # noqa: E402
+>>>>>>> enforce
 from PySide6.QtGui import QDropEvent  # noqa: E402
 from PySide6.QtWidgets import QMessageBox  # noqa: E402
 
 import memviz.store as ms  # noqa: E402
 from memviz.app.dialogs.import_dialog import ImportDialog, default_output, show_import_dialog  # noqa: E402
-from memviz.app.window import MainWindow  # noqa: E402
 
 
 @pytest.fixture
-def win(qtbot, tmp_path):
-    w = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat))
-    w.map.auto_umap = False
-    qtbot.addWidget(w)
-    w.resize(1200, 800)
-    w.show()
-    return w
+def win(make_window):
+    return make_window(size=(1200, 800))
 
 
 def dialog_for(qtbot, win, source) -> ImportDialog:
@@ -188,13 +186,9 @@ def test_default_output_names_the_persona_and_avoids_existing_files(tmp_path):
 
 
 @needs_real
-def test_imported_ga_store_starts_with_the_ga_preset(qtbot, tmp_path):
+def test_imported_ga_store_starts_with_the_ga_preset(make_window, tmp_path):
     from memviz.importers import import_source
     out = tmp_path / "isabella.db"
     import_source("generative-agents", str(REAL_PERSONA / "bootstrap_memory"), str(out))
-    win = MainWindow(QSettings(str(tmp_path / "s.ini"), QSettings.IniFormat))
-    qtbot.addWidget(win)
-    win.map.auto_umap = False
-    with qtbot.waitSignal(win.opened, timeout=60000):
-        win.open_path(str(out))
+    win = make_window(out, settings="s.ini", timeout=60000)
     assert win.query.preset.currentText() == "generative-agents"

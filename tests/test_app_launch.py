@@ -7,6 +7,10 @@ import subprocess
 import sys
 import time
 
+import pytest
+
+pytestmark = pytest.mark.qt  # the window runs in a child process
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

@@ -8,11 +8,9 @@ import numpy as np
 import pytest
 
 
-from PySide6.QtCore import QSettings  # noqa: E402
 from test_app_support import build_store  # noqa: E402
 
 import memviz.store as ms  # noqa: E402
-from memviz.app.window import MainWindow  # noqa: E402
 from memviz.retrieval import Engine  # noqa: E402
 
 
@@ -24,15 +22,8 @@ def store_file(tmp_path_factory):
 
 
 @pytest.fixture
-def win(qtbot, tmp_path, store_file):
-    w = MainWindow(QSettings(str(tmp_path / "s.ini"), QSettings.IniFormat))
-    qtbot.addWidget(w)
-    w.map.auto_umap = False
-    w.resize(1300, 850)
-    w.show()
-    with qtbot.waitSignal(w.opened, timeout=20000):
-        w.open_path(store_file)
-    return w
+def win(make_window, store_file):
+    return make_window(store_file)
 
 
 @pytest.fixture

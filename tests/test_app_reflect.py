@@ -9,12 +9,11 @@ import keyring.backend
 import keyring.backends.fail
 import pytest
 
-from fake_openai import fake_openai, reply_error, reply_json, reply_text, slow  # noqa: E402,F401
-from PySide6.QtCore import QSettings, Qt  # noqa: E402
+from fake_openai import reply_error, reply_json, reply_text, slow  # noqa: E402
+from PySide6.QtCore import Qt  # noqa: E402
 from test_app_support import T0, build_store  # noqa: E402
 
 from memviz.app.dialogs.llm_settings import QSETTINGS_KEY, load_llm_settings, save_llm_settings  # noqa: E402
-from memviz.app.window import MainWindow  # noqa: E402
 from memviz.reflect import LLMSettings, importance_status  # noqa: E402
 
 QUESTIONS = {"questions": ["What should Alice's meals avoid?", "Who visits Alice?"]}
@@ -43,16 +42,8 @@ def store_file(tmp_path):
 
 
 @pytest.fixture
-def win(qtbot, tmp_path, store_file):
-    w = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat))
-    w.map.auto_umap = False
-    qtbot.addWidget(w)
-    w.resize(1200, 800)
-    w.show()
-    with qtbot.waitSignal(w.opened, timeout=20000):
-        w.open_path(store_file)
-    qtbot.waitUntil(lambda: w.graph.graph is not None, timeout=20000)
-    return w
+def win(make_window, store_file):
+    return make_window(store_file, size=(1200, 800), graph=True)
 
 
 def use_server(win, server):
@@ -236,12 +227,8 @@ def test_bad_output_shows_error(qtbot, win, fake_openai):
     assert "Nothing was written" in dlg.message.text() and not dlg.cards and reflections(win) == {}
 
 
-def test_read_only_store_disables_writes(qtbot, tmp_path, store_file):
-    w = MainWindow(QSettings(str(tmp_path / "ro.ini"), QSettings.IniFormat))
-    w.map.auto_umap = False
-    qtbot.addWidget(w)
-    with qtbot.waitSignal(w.opened, timeout=20000):
-        w.open_path(store_file, read_only=True)
+def test_read_only_store_disables_writes(make_window, store_file):
+    w = make_window(store_file, read_only=True, settings="ro.ini")
     assert not w.reflect_action.isEnabled() and not w.reflect_tools.consolidate_action.isEnabled()
 
 

@@ -12,6 +12,8 @@ import textwrap
 
 import pytest
 
+pytestmark = pytest.mark.qt  # imports Qt inside the tests and in child processes
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from fake_openai import fake_openai, reply_error, reply_fn  # noqa: F401 (fixture)
+from fake_openai import reply_error, reply_fn
 from memviz.embed import (LOCAL_DIM, LOCAL_MODEL, EmbedderUnavailable, EmbeddingError, LocalEmbedder,
                           OpenAIEmbedder, default_embedder, embedder_for)
 

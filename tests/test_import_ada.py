@@ -1,4 +1,4 @@
-"""The ADA memory stream importer (seed 003's stream.jsonl)."""
+"""The ADA memory stream importer (ADA cognitive memory's stream.jsonl)."""
 import hashlib
 import json
 

@@ -1,4 +1,4 @@
-"""The JSONL records importer (seed 001: {id, content, embedding?, metadata})."""
+"""The JSONL records importer (Wonda memory: {id, content, embedding?, metadata})."""
 import json
 
 import numpy as np

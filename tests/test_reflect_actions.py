@@ -1,6 +1,6 @@
 """Reflection and consolidation as steps of the shared undo History (memviz.edits)."""
 import pytest
-from fake_openai import fake_openai, reply_json  # noqa: F401
+from fake_openai import reply_json
 from test_consolidation import NOW, conf, seed
 from test_reflect_flow import mem, reflector  # noqa: F401
 

@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 import pytest
-from fake_openai import fake_openai, reply_error, reply_json, reply_text, slow  # noqa: F401
+from fake_openai import reply_error, reply_json, reply_text, slow
 from test_reflect_flow import build_store
 
 import memviz.store as ms

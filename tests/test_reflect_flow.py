@@ -3,7 +3,7 @@ OpenAI-compatible server over real HTTP, propose -> accept some / reject others 
 import threading
 
 import pytest
-from fake_openai import fake_openai, reply_error, reply_json, reply_text, slow  # noqa: F401
+from fake_openai import reply_error, reply_json, reply_text, slow
 
 import memviz.store as ms
 from memviz.embed import LOCAL_MODEL, default_embedder

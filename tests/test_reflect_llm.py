@@ -6,8 +6,8 @@ import time
 
 import keyring
 import pytest
-from fake_openai import (  # noqa: F401
-    FakeOpenAI, fake_openai, reply_error, reply_json, reply_raw, reply_refusal, reply_text, slow,
+from fake_openai import (
+    FakeOpenAI, reply_error, reply_json, reply_raw, reply_refusal, reply_text, slow,
 )
 from keyring.backend import KeyringBackend
 

@@ -19,7 +19,7 @@ def vec(*xs):
 
 
 def node(store, mid, ga_type, count, *, v=None, poignancy=5, last_accessed=T0, key="x", agent="isabella", **kw):
-    """A memory the way the importer writes a GA node (CONTRACTS §2)."""
+    """A memory the way the importer writes a GA node (importers/generative_agents.py)."""
     attrs = {"ga_type": ga_type, "node_id": f"node_{count}", "node_count": count, "type_count": count,
              "embedding_key": key, "depth": 0 if ga_type == "event" else 1, "poignancy": poignancy}
     kind = "reflection" if ga_type == "thought" else "episode"

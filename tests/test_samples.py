@@ -151,7 +151,7 @@ def test_assistant_structure(generated):
     assert len(protected) >= 5
     assert all(r["decay_rate"] == 0 and r["confidence"] == 1.0 and r["valid_until"] is None for r in protected)
 
-    # decayed confidence follows seed 002: base × exp(−rate × days^0.8), days since last access
+    # decayed confidence follows the assistant memory (ADR 005): base × exp(−rate × days^0.8), days since last access
     decayed = [r for r in facts if not r["protected"] and "decayed_as_of" in r["attributes"]]
     assert decayed and any(r["confidence"] < 0.5 for r in decayed)
     for r in decayed:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import threading
+import time
+from types import SimpleNamespace
 
-import numpy as np
 import pytest
 
 import memviz.store as ms
@@ -20,6 +21,14 @@ def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("MEMVIZ_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(snapshot, "MIN_ROWS", 0)  # a small store stands in for a large one
     monkeypatch.setattr(snapshot, "WRITE_DELAY", 0.0)
+    yield
+    join_snapshot_writes()  # none may outlive its test and write while the next one runs
+
+
+def join_snapshot_writes():
+    for t in threading.enumerate():
+        if t.name == "memviz-snapshot":
+            t.join()
 
 
 def make(path, n=50):
@@ -37,9 +46,7 @@ def make(path, n=50):
 def open_with_snapshot(path):
     store = ms.open(path)
     arrays = store.arrays(preview=20, snapshot=True)
-    for t in threading.enumerate():
-        if t.name == "memviz-snapshot":
-            t.join()
+    join_snapshot_writes()
     return store, arrays
 
 
@@ -119,14 +126,31 @@ def test_damaged_snapshot_is_ignored_and_the_store_read(tmp_path, damage):
     path = make(tmp_path / "s.db")
     store, _ = open_with_snapshot(path)
     store.close()
-    f = next(snapshot.folder().glob("*.snap"))
+    f = snapshot._file_for(snapshot.file_state(path))  # this store's snapshot, not any in the folder
     raw = f.read_bytes()
     f.write_bytes({"truncate": raw[: len(raw) // 2], "garbage": b"\x00junk" * 100, "empty": b""}[damage])
     os.utime(f)
     assert snapshot.load(path, 20) is None
-    store = ms.open(path)
-    assert len(store.arrays(preview=20, snapshot=True)) == 51
+    store, arrays = open_with_snapshot(path)
+    assert len(arrays) == 51
     store.close()
+
+
+def test_a_late_write_lands_in_the_folder_it_was_requested_for(tmp_path, monkeypatch):
+    # a busy machine runs the write after the cache folder changed (here: the next test's);
+    # it must neither land there nor leave its own folder without the snapshot
+    path = make(tmp_path / "s.db")
+    gate = threading.Event()
+    monkeypatch.setattr(snapshot, "time", SimpleNamespace(sleep=lambda _s: gate.wait(), time=time.time))
+    store = ms.open(path)
+    store.arrays(preview=20, snapshot=True)
+    requested_in = snapshot.folder()
+    monkeypatch.setenv("MEMVIZ_CACHE_DIR", str(tmp_path / "elsewhere"))
+    gate.set()
+    join_snapshot_writes()
+    store.close()
+    assert not snapshot.folder().exists()
+    assert [f.name for f in requested_in.glob("*.snap")] == [snapshot._file_for(snapshot.file_state(path)).name]
 
 
 def test_text_with_nul_characters_falls_back_to_the_scan(tmp_path):

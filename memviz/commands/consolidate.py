@@ -1,4 +1,4 @@
-"""`memviz consolidate DB [--agent A] [--dry-run] [--yes]`: seed 002's decay and prune
+"""`memviz consolidate DB [--agent A] [--dry-run] [--yes]`: the assistant memory's (ADR 005) decay and prune
 (soft-delete below confidence 0.05), previewed; protected memories are never touched."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from .interrupt import command_task
 
 
 def add_parser(sub):
-    p = sub.add_parser("consolidate", help="decay confidence and soft-delete what falls below 0.05 (seed 002)")
+    p = sub.add_parser("consolidate", help="decay confidence and soft-delete what falls below 0.05 (ADR 005 style)")
     p.add_argument("db")
     p.add_argument("--agent")
     p.add_argument("--kinds", default=",".join(DECAY_KINDS),

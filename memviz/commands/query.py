@@ -33,7 +33,7 @@ def add_parser(sub):
     p.add_argument("--include-retired", action="store_true", help="also superseded and soft-deleted memories")
     p.add_argument("--protected-only", action="store_true")
     p.add_argument("--confidence-decay", action="store_true",
-                   help="multiply by seed 002's confidence x exp(-decay_rate x days^0.8)")
+                   help="multiply by the Ebbinghaus-decayed confidence x exp(-decay_rate x days^0.8)")
     p.add_argument("--json", action="store_true", help="print the results as a JSON list")
     p.set_defaults(func=run)
 

@@ -1,4 +1,4 @@
-"""`memviz reflect DB [--agent A] [--dry-run] [--yes]`: seed 000 reflection with an
+"""`memviz reflect DB [--agent A] [--dry-run] [--yes]`: the dual-memory design's reflection with an
 OpenAI-compatible LLM; every proposal is shown and written only when accepted.
 
 LLM settings come from MEMVIZ_LLM_BASE_URL / MEMVIZ_LLM_MODEL / MEMVIZ_LLM_API_KEY (or the
@@ -18,7 +18,7 @@ from .interrupt import command_task
 
 
 def add_parser(sub):
-    p = sub.add_parser("reflect", help="propose reflections with an LLM (seed 000); write only the accepted ones")
+    p = sub.add_parser("reflect", help="propose reflections with an LLM (Generative Agents style); write only the accepted ones")
     p.add_argument("db", nargs="?", help="the memory store (not needed with --test-connection)")
     p.add_argument("--agent", help="whose memories (required when the store holds several agents)")
     p.add_argument("--dry-run", action="store_true", help="show the proposals and write nothing")

@@ -258,7 +258,7 @@ def _clean_tags(tags) -> list[str]:
 
 
 class Correct(Action):
-    """Supersede (seed 002 `correct_fact`): the old row retires, a new row carries the new text
+    """Supersede (GLOSSARY: supersede; the assistant memory's `correct_fact`): the old row retires, a new row carries the new text
     and a new embedding from the store's model, computed before the write transaction. When
     that model is unavailable the new row is marked needs_embedding and the outcome says so."""
 

@@ -1,4 +1,4 @@
-"""ADA memory stream (seed 003): `agents/memory/stream.jsonl`, one entry per line:
+"""ADA memory stream (GLOSSARY: ADA cognitive memory): `agents/memory/stream.jsonl`, one entry per line:
 {id, cycle, timestamp, role, action, importance, type, tags, issueRefs, prRefs, content,
 tokenEstimate}. The role is the agent; `type` gives the kind (action and observation are
 episodes, reflection a reflection, decision a fact) and is kept in attributes with the

@@ -8,7 +8,7 @@ from .generative_agents import NODES, find_personas
 from .pipeline import ImportFailed
 
 _SNIFF_LINES = 20
-#: seed 003's stream entries carry these; seed 001's records do not
+#: ADA's stream entries carry these; Wonda's records do not (GLOSSARY)
 _ADA_KEYS = {"cycle", "role"}
 
 

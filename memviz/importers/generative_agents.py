@@ -4,7 +4,7 @@
 
 The source may be that folder, a persona folder, or a simulation storage folder holding
 several personas (one agent each; ids are then prefixed "<agent>/" to stay unique). What is
-written follows CONTRACTS §2, so the generative-agents retrieval preset can rebuild GA's own
+written follows the mapping below, so the generative-agents retrieval preset can rebuild GA's own
 ranking: attributes keep ga_type, node_id, node_count, type_count, embedding_key, depth,
 subject/predicate/object, keywords, expiration, poignancy and (chats) the dialogue;
 importance = poignancy; event_time = created; last_accessed = last_accessed or created (as GA

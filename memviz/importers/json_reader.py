@@ -113,7 +113,7 @@ def as_tags(value, where: str, report: ImportReport) -> list[str]:
 
 
 def as_int_if_whole(value):
-    """'3' -> 3 and 3.0 -> 3 (seed 001 stores turn numbers as strings); anything else unchanged."""
+    """'3' -> 3 and 3.0 -> 3 (Wonda's records store turn numbers as strings); anything else unchanged."""
     if isinstance(value, str) and value.strip().lstrip("-").isdigit():
         return int(value.strip())
     if isinstance(value, float) and value.is_integer():

@@ -1,4 +1,4 @@
-"""JSON Lines dumps of memory records (seed 001): one `{id, content, embedding?, metadata}` per
+"""JSON Lines dumps of memory records (GLOSSARY: Wonda memory): one `{id, content, embedding?, metadata}` per
 line (a JSON array of such records is read too).
 
 Metadata keys that have a native place go there: agent; type/kind -> kind (episodic ->

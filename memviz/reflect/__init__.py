@@ -1,4 +1,4 @@
-"""Reflection (seed 000) and consolidation (seed 002), previewed before anything is written.
+"""Reflection (GLOSSARY: reflection) and consolidation (GLOSSARY: recency / decay), previewed before anything is written.
 No Qt here: a panel drives these plain objects and shows what they return.
 
 How the window drives it, with no logic of its own:

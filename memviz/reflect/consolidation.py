@@ -23,7 +23,7 @@ from ..store.records import decode_text
 from ..tasks import Task, quiet
 
 PRUNE_BELOW = 0.05
-DECAY_KINDS = ("fact", "preference")  # seed 002: "decay() — Ebbinghaus on all fact/preference"
+DECAY_KINDS = ("fact", "preference")  # the assistant memory (ADR 005): "decay() — Ebbinghaus on all fact/preference"
 ACTOR = "memviz consolidate"
 _DAY = 86400.0
 _EPS = 1e-12

@@ -1,6 +1,6 @@
 """Evidence retrieval for reflection: a retriever is `callable(question_text, k) -> [memory id]`.
 
-The default is the retrieval engine (`memviz.retrieval`, seed 000's weighted score with the
+The default is the retrieval engine (`memviz.retrieval`, the dual-memory design's weighted score with the
 current settings). Where that package is missing, `vector_retriever` ranks by the store's own
 sqlite-vec index (cosine only), and by full-text search when the store's embedding model
 cannot embed here. The Reflector drops retired or other agents' ids whatever the retriever.

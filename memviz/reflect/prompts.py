@@ -1,4 +1,4 @@
-"""The two prompts of seed 000's reflection (after the Generative Agents paper) and the JSON
+"""The two prompts of the dual-memory design's reflection (after the Generative Agents paper) and the JSON
 schemas of their replies.
 
 Memories are numbered statements; the model cites numbers, which validate.py maps back to

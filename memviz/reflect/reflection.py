@@ -34,7 +34,7 @@ class ReflectionConfig:
     recent: int = 100                 # how many recent memories the questions are drawn from
     questions: int = 3
     evidence: int = 10                # retrieved per question
-    insights_per_question: int = 1    # seed 000: one insight per question
+    insights_per_question: int = 1    # the dual-memory design: one insight per question
     importance: float = MIN_IMPORTANCE
     statement_chars: int = 400        # each memory is shortened to this in prompts
     max_insight_chars: int = 1000

@@ -31,7 +31,7 @@ _EPS = np.finfo(np.float64).eps
 _SUM_ORDER = {
     "generative-agents": ("recency", "relevance", "importance"),   # recency_w*rec*gw[0] + relevance... + importance...
     "dual-memory": ("relevance", "recency", "importance"),         # α·relevance + β·recency + γ·importance
-    "ada": ("recency", "importance", "relevance"),                 # α·recency + β·importance + γ·relevance (seed 003 names)
+    "ada": ("recency", "importance", "relevance"),                 # α·recency + β·importance + γ·relevance (ADA's names)
 }
 
 
@@ -264,13 +264,13 @@ class Engine:
             st["extra"] = {"recency_rank": np.arange(1, len(idx) + 1), "recency_decayed": rec_raw,
                            "poignancy": imp_raw}
         elif name == "dual-memory":
-            # seed 000: recency = exp(-Δt/τ) with Δt the hours since the memory's timestamp
+            # dual-memory design: recency = exp(-Δt/τ) with Δt the hours since the memory's timestamp
             # (event_time); importance = importance / 10
             age = ref - a.event_time[idx]
             st["raw"] = {"recency": C.exp_recency(age, params.tau_hours), "importance": imp_raw / 10}
             st["extra"] = {"age_hours": np.maximum(age, 0) / C.HOUR}
         else:
-            # seed 003: recency = λ^(cycles ago), the current cycle being the latest one logged
+            # ADA cognitive memory: recency = λ^(cycles ago), the current cycle being the latest one logged
             # by `ref`; importance = importance / 10
             cycles = self._ada_cycles()
             exists = a.created_at <= ref

@@ -3,7 +3,7 @@
     score = 1/(k + fts_rank) + 1/(k + vector_rank),  k = 60, ranks from 1 among the candidates;
     a memory absent from a list (no matching word, no vector) gets no term from that list.
 
-Unlike seed 002's two short lists, every candidate is ranked, so the whole store can be
+Unlike the assistant memory's (ADR 005) two short lists, every candidate is ranked, so the whole store can be
 coloured by its fused score; the top of the ranking is the same.
 """
 from __future__ import annotations

@@ -14,7 +14,7 @@ class Params:
     one field is `params.replace(alpha=0.7)` and the engine can cache by field values.
 
     alpha/beta/gamma weigh relevance/recency/importance in every preset that adds them
-    (seed 000's naming). A preset ignores the fields it does not use (see presets.PRESETS[...].uses).
+    (the dual-memory design's naming, GLOSSARY). A preset ignores the fields it does not use (see presets.PRESETS[...].uses).
     """
 
     preset: str = "dual-memory"
@@ -31,7 +31,7 @@ class Params:
     time_range: tuple[float | None, float | None] | None = None  # on event_time, inclusive; None = open end
     include_retired: bool = False  # also superseded / soft-deleted memories
     protected_only: bool = False
-    confidence_decay: bool = False  # multiply by seed 002's confidence x exp(-decay_rate x days^0.8)
+    confidence_decay: bool = False  # multiply by the assistant memory's (ADR 005) confidence x exp(-decay_rate x days^0.8)
     rrf_k: int = 60                 # hybrid: reciprocal rank fusion constant
     agent_weights: bool = True      # generative-agents: per-agent weights/decay from memviz_meta "ga_weights"
 

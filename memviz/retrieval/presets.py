@@ -28,7 +28,7 @@ _ALL = (
     Preset(
         "dual-memory",
         "score = α·cosine + β·exp(-Δt/τ) + γ·importance/10 (Δt in hours since the memory's event time)",
-        "seed 000 (ADR-006 dual memory, the Generative Agents function as written in the ADR)",
+        "the dual-memory design (ADR-006 dual memory, the Generative Agents function as written in the ADR)",
         _FILTERS | {"alpha", "beta", "gamma", "tau_hours"},
         ("relevance", "recency", "importance"),
         dict(alpha=0.5, beta=0.3, gamma=0.2, tau_hours=24.0, k=10),
@@ -47,7 +47,7 @@ _ALL = (
     Preset(
         "ada",
         "score = α·cosine + β·λ^(cycles ago) + γ·importance/10, λ = .995",
-        "seed 003 (ADA cognitive memory, recall scoring)",
+        "ADA cognitive memory (recall scoring)",
         _FILTERS | {"alpha", "beta", "gamma", "decay"},
         ("relevance", "recency", "importance"),
         dict(alpha=1.0, beta=1.0, gamma=1.0, decay=0.995, k=10),
@@ -56,7 +56,7 @@ _ALL = (
     Preset(
         "hybrid",
         "FTS5 BM25 rank and vector rank fused by reciprocal rank fusion: 1/(60+fts_rank) + 1/(60+vector_rank)",
-        "seed 002 (ADR 005 search_memory: FTS5 + sqlite-vec + RRF)",
+        "the assistant memory (ADR 005 search_memory: FTS5 + sqlite-vec + RRF)",
         _FILTERS | {"rrf_k"},
         ("fts", "vector"),
         dict(k=10),
@@ -65,7 +65,7 @@ _ALL = (
     Preset(
         "working-memory",
         "score = importance × 1/(1 + age in hours) (the :balanced context assembly)",
-        "seed 004 (HTM ADR-002 two-tier memory)",
+        "HTM two-tier memory (ADR-002)",
         _FILTERS,
         ("importance×recency",),
         dict(k=10),

@@ -1,5 +1,5 @@
 """What the engine needs from the JSON columns, read once per Engine (not per score):
-tags, the Generative Agents node attributes (CONTRACTS §2) and ADA cycles."""
+tags, the Generative Agents node attributes (as importers/generative_agents.py writes them) and ADA cycles."""
 from __future__ import annotations
 
 import json

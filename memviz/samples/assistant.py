@@ -1,11 +1,11 @@
-"""The personal-assistant sample (seed 002 style): six months of one user's long-term memory.
+"""The personal-assistant sample (the assistant memory's style, ADR 005; GLOSSARY): six months of one user's long-term memory.
 
 Conversations are saved as episodes (user message and assistant reply). Each night at
 01:00 the consolidation extracts facts and preferences from the day's episodes (citing
 them in source_ids, merging repeats), supersedes contradicted facts, and on Mondays
 reflects on the past week (level 1, citing episodes and facts); on the first Monday of a
 month it reflects on the month's weekly reflections (level 2), and at the end on the
-months (level 3). At the end, seed 002's Ebbinghaus decay is applied to every fact and
+months (level 3). At the end, the assistant memory's Ebbinghaus decay is applied to every fact and
 preference from its last access, and those that fell below 0.05 are pruned (soft-deleted
 on the night they crossed). Some facts were confirmed by the user (protected), and some
 episodes the user asked to forget (soft-deleted).
@@ -268,7 +268,7 @@ class _Assistant:
                 if prev is not None:
                     rec["attributes"]["supersedes"] = prev["id"]
                     prev["valid_until"] = rec["created_at"]
-                    prev["confidence"] = 0.3  # seed 002: a contradicted fact drops to 0.3
+                    prev["confidence"] = 0.3  # the assistant memory: a contradicted fact drops to 0.3
                 self.chain_last[ci] = rec
             self.records.append(rec)
         if weekday(night) == 0:

@@ -534,7 +534,7 @@ CHAINS = [
                   "The kitchen renovation start moved to 17 March because of a tile delay.")]),
 ]
 
-# Facts the user asked to keep for good (seed 002 confirm_fact): (date, topic, kind, text, importance)
+# Facts the user asked to keep for good (the assistant memory's confirm_fact): (date, topic, kind, text, importance)
 PROTECTED = [
     ((2025, 1, 7), "wellbeing", "fact", "Elena is allergic to penicillin.", 10),
     ((2025, 1, 7), "family", "fact", "Lina is allergic to peanuts; always check restaurant menus for her.", 10),

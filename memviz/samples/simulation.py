@@ -1,4 +1,4 @@
-"""The multi-agent simulation sample (seed 001 style, with seed 000 reflections).
+"""The multi-agent simulation sample (Wonda memory style, with the dual-memory design's reflections; GLOSSARY).
 
 Gifted memories (character, scene, character_knowledge) are seeded at initialisation;
 then nine simulated days of scenes in which the agents talk ("X said: ..."), observe and
@@ -212,7 +212,7 @@ class _Sim:
             r["access_count"] = r.get("access_count", 0) + 1
             r["last_accessed"] = max(t, r.get("last_accessed") or 0)
 
-    # ------------------------------------------------------------ reflections (seed 000)
+    # ------------------------------------------------------------ reflections (dual-memory design)
     def reflect_day(self, d: int, me: str) -> list[dict]:
         rng = self.rng
         today = [r for r in self.heard[me] if r["attributes"]["day"] == d + 1 and r["attributes"]["topic"] in T.INSIGHTS]

@@ -1,6 +1,6 @@
 """Text material of the simulation sample: five islanders planning a lighthouse festival.
 
-Characters follow seed 001's character definition (identity, background, communication,
+Characters follow the Wonda memory's character definition (identity, background, communication,
 decision style, traits, skills, values); topics carry the vocabulary their dialogue
 templates draw from, so the embedding map clusters by topic and speaker.
 """

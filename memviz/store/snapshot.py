@@ -12,7 +12,8 @@ writing leaves that). The state is taken before the scan and the snapshot is onl
 it still holds after it, so a write during the scan cannot be saved under the old key.
 
 Snapshots live in the user cache folder, one per store path, written in a background thread to
-a temporary name and renamed into place; the KEEP most recently used are kept. Anything odd
+a temporary name and renamed into place (the file is chosen when the write is requested, so a
+write that runs late still lands where it was meant to go); the KEEP most recently used are kept. Anything odd
 (missing, unreadable, another format, texts that do not split back) means "no snapshot" and a
 normal read follows: a snapshot only ever saves time, it is never trusted over the store.
 """
@@ -119,16 +120,18 @@ def save_later(path: str, state: dict, arrays: MemoryArrays, preview: int) -> th
     """Write the snapshot in a background thread if the store is big enough and still in `state`."""
     if len(arrays) < MIN_ROWS or state["db"] is None:
         return None
-    t = threading.Thread(target=_save, args=(path, state, arrays, preview), name="memviz-snapshot", daemon=True)
+    t = threading.Thread(target=_save, args=(path, state, arrays, preview, _file_for(state)),
+                         name="memviz-snapshot", daemon=True)
     t.start()
     return t
 
 
-def _save(path: str, state: dict, arrays: MemoryArrays, preview: int) -> None:
+def _save(path: str, state: dict, arrays: MemoryArrays, preview: int, target=None) -> None:
+    """Write the snapshot to `target` (default: this store's file in the cache folder as it is now)."""
+    f = target or _file_for(state)
     time.sleep(WRITE_DELAY)
     if file_state(path) != state:
         return  # written to during the scan: the arrays may not match this state
-    f = _file_for(state)
     tmp = f.with_name(f"{f.stem}.{os.getpid()}.{threading.get_ident()}.part")
     try:
         f.parent.mkdir(parents=True, exist_ok=True)
@@ -150,7 +153,7 @@ def _save(path: str, state: dict, arrays: MemoryArrays, preview: int) -> None:
             raise ValueError("snapshot header outgrew its room")
         with open(tmp, "wb") as out:
             out.write(MAGIC + len(head).to_bytes(8, "little") + head)
-            for (name, _d, _s, at), a in zip(fields, cols.values()):
+            for (_name, _d, _s, at), a in zip(fields, cols.values()):
                 out.seek(at)
                 out.write(a.data)
         os.replace(tmp, f)
@@ -165,11 +168,11 @@ def _save(path: str, state: dict, arrays: MemoryArrays, preview: int) -> None:
 def _prune(keep) -> None:
     """Keep the KEEP most recently used snapshots, none of a store that no longer exists (its
     texts should not outlive it); drop leftovers of interrupted writes."""
-    files = sorted(folder().glob("*.snap"), key=lambda p: p.stat().st_mtime, reverse=True)
+    files = sorted(keep.parent.glob("*.snap"), key=lambda p: p.stat().st_mtime, reverse=True)
     for k, snap in enumerate(files):
         if snap != keep and (k >= KEEP or not os.path.exists(_store_of(snap))):
             snap.unlink(missing_ok=True)
-    for part in folder().glob("*.part"):
+    for part in keep.parent.glob("*.part"):
         if time.time() - part.stat().st_mtime > 3600:
             part.unlink(missing_ok=True)
 

@@ -1,4 +1,4 @@
-"""Query panel: live retrieval through memviz.retrieval's Engine (CONTRACTS §1).
+"""Query panel: live retrieval through memviz.retrieval's Engine (retrieval/engine.py).
 
 Embedding the query (Engine.set_query) is the costly step and runs once per query text;
 every slider move only re-scores (Engine.score). Both run as "engine"-lane jobs (one
