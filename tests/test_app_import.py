@@ -15,7 +15,7 @@ from PySide6.QtGui import QDropEvent  # noqa: E402
 from PySide6.QtWidgets import QMessageBox  # noqa: E402
 
 import memviz.store as ms  # noqa: E402
-from memviz.app.dialogs.import_dialog import ImportDialog, default_output, show_import_dialog  # noqa: E402
+from memviz.app.dialogs.import_dialog import ImportDialog, default_output  # noqa: E402
 from memviz.app.window import MainWindow  # noqa: E402
 
 
@@ -30,7 +30,7 @@ def win(qtbot, tmp_path):
 
 
 def dialog_for(qtbot, win, source) -> ImportDialog:
-    dlg = show_import_dialog(win, str(source))
+    dlg = win.show_import(str(source))
     qtbot.addWidget(dlg)
     return dlg
 
