@@ -29,6 +29,7 @@ def refusal(key: str, arrays, ids, store=None) -> str | None:
         return why
     if arrays is None:
         return "no store is open"
+    ids = list(dict.fromkeys(ids))  # as the edits count them
     rows = np.array([r for r in (arrays.index_of(i) for i in ids) if r is not None], dtype=np.int64)
     if not len(rows):
         return "select a memory first"
