@@ -145,7 +145,8 @@ class GatedEmbedder(Embedder):
 
 @pytest.fixture
 def parts(qtbot, tmp_path):
-    """A store of MODEL vectors, an AppState showing it and an EditController made from parts."""
+    """A store of MODEL vectors, an AppState showing it, and `make` for an EditController built
+    from parts only: state, undo stack, workers and an embedder factory (no window)."""
     from conftest import unit_vectors
     path = str(tmp_path / "gated.db")
     store = ms.create(path)
@@ -161,12 +162,12 @@ def parts(qtbot, tmp_path):
         ctl.reload_requested.connect(lambda: state.set_data(load_store_data(store)))
         messages = []
         ctl.message.connect(lambda text, ms_: messages.append(text))
-        ctl._on_data(state.data)  # made after the data: take the open store
         made.update(ctl=ctl, emb=emb, messages=messages)
         return ctl, emb, messages
 
     yield state, store, workers, make
-    made.get("emb") and made["emb"].gate.set()
+    if made:
+        made["emb"].gate.set()
     workers.shutdown()
     if made.get("ctl"):
         made["ctl"].close()
@@ -197,7 +198,8 @@ def test_correct_embeds_on_a_worker_while_the_gui_thread_runs(qtbot, parts):
     emb.gate.set()
     qtbot.waitUntil(lambda: not ctl.embedding and ctl.undo_stack.count() == 1, timeout=10000)
     assert store.get("m1")["valid_until"] is not None
-    new_id = state.selected_ids[0] if state.selected_ids else ctl.history.done[-1].new_id
+    new_id = ctl.history.done[-1].new_id
+    qtbot.waitUntil(lambda: state.selected_ids == [new_id], timeout=5000)  # selected after the reload
     row = store.get(new_id)
     assert row["content"] == "fact number one, corrected" and row["embedding_model"] == MODEL
     np.testing.assert_allclose(np.frombuffer(row["embedding"], np.float32), np.full(8, 1 / np.sqrt(8)), rtol=1e-6)

@@ -121,7 +121,7 @@ class EditController(QObject):
         self.state.data_changed.connect(self._on_data)
         self.state.selection_changed.connect(lambda *a: self.update_enabled())
         workers.finished.connect(self._job_ended)
-        self.update_enabled()
+        self._on_data(state.data)  # a store may be open already
 
     # ------------------------------------------------------------ store lifecycle
     @property
