@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QMainWindow  # noqa: E402
 
 import memviz  # noqa: E402
 import memviz.store as ms  # noqa: E402
-from memviz.app.controllers.edit_controller import EMBED_JOB, EditController  # noqa: E402
+from memviz.app.controllers.edit_controller import EditController, embed_job  # noqa: E402
 from memviz.app.dialogs.edit_dialogs import CorrectDialog  # noqa: E402
 from memviz.app.window import MainWindow  # noqa: E402
 from memviz.app.workers import Workers  # noqa: E402
@@ -210,7 +210,7 @@ def test_a_cancelled_embedding_gives_the_text_back_and_writes_nothing(qtbot, par
     ctl, emb, messages = make()
     first = correct(ctl, "m2", "my careful correction")
     assert emb.started.wait(20)
-    workers.cancel(f"{EMBED_JOB} m2")  # the status bar's Cancel
+    workers.cancel(embed_job("m2"))  # what the status bar's Cancel does
     again = ctl.dialog
     assert isinstance(again, CorrectDialog) and again is not first
     assert again.text() == "my careful correction" and "Cancelled" in again.warning.text()

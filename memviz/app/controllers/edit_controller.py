@@ -46,7 +46,7 @@ from memviz.app.workers import Workers
 
 POLL_MS = 500          # external-change check; panels refresh within a second of the agent's write
 STORE_IN_USE_MS = 100  # a background job (reload) holds the connection: try the write again this much later
-EMBED_JOB = "embed correction"  # + the memory id: one worker job per correction being embedded
+EMBED_JOB = "embedding"  # one worker job per correction being embedded: see embed_job()
 
 # (key, menu text, shortcut, status tip)
 ACTIONS = (
@@ -74,6 +74,11 @@ class EditCommand(QUndoCommand):
     def redo(self) -> None:
         if not self.controller._mirroring:
             self.controller._step("redo")
+
+
+def embed_job(memory_id: str) -> str:
+    """The worker job embedding a correction of `memory_id` (the status bar shows its name)."""
+    return f"{EMBED_JOB} {memory_id[:8]}"
 
 
 def _embedder_for_model(model: str, dim: int):
@@ -335,7 +340,7 @@ class EditController(QObject):
     def _embed_then_correct(self, mid: str, text: str, emb, shown: dict) -> None:
         """Embed `text` on a worker (the window stays responsive, even on a network model), then
         write the correction on this thread through the History of the store it was made for."""
-        history, name = self.history, f"{EMBED_JOB} {mid}"
+        history, name = self.history, embed_job(mid)
 
         def job(task):
             task.check()
