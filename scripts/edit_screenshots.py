@@ -33,7 +33,7 @@ def main(argv=None) -> int:
     wait = process_until
 
     def settle(seconds=1.0):
-        wait(lambda: not win.workers.running("reload"))
+        wait(lambda: not win.edits.embedding and not win.workers.running("reload"))
         wait(lambda: False, seconds)
 
     def shot(name):

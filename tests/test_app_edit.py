@@ -43,8 +43,8 @@ def menu_action(win, ids, key):
 
 
 def settle(qtbot, win):
-    """Wait for the reload that follows a write."""
-    qtbot.waitUntil(lambda: not win.workers.running("reload"), timeout=10000)
+    """Wait for a correction's embedding (on a worker) and the reload that follows a write."""
+    qtbot.waitUntil(lambda: not win.edits.embedding and not win.workers.running("reload"), timeout=10000)
     qtbot.wait(20)
 
 
@@ -107,23 +107,23 @@ def test_keyboard_shortcuts_act_on_the_selection(qtbot, win):
     settle(qtbot, win)
     assert row(win, "ep03")["valid_until"] is not None
     assert not win.edits.actions["delete"].isEnabled() and win.edits.actions["restore"].isEnabled()
-    assert not win.edits.retired.items  # tabbed behind the table: not read while hidden
+    assert not win.retired.items  # tabbed behind the table: not read while hidden
     win.docks["retired"].raise_()  # read when it comes into view
-    qtbot.waitUntil(lambda: "ep03" in [m.id for m in win.edits.retired.items], timeout=5000)
+    qtbot.waitUntil(lambda: "ep03" in [m.id for m in win.retired.items], timeout=5000)
     # the window's selection is marked in the retired list, so Restore acts on it
-    assert win.edits.retired.chosen_ids() == ["ep03"] and win.edits.retired.restore_button.isEnabled()
-    panel = win.edits.retired
+    assert win.retired.chosen_ids() == ["ep03"] and win.retired.restore_button.isEnabled()
+    panel = win.retired
     panel.tree.clearSelection()
     assert not panel.restore_button.isEnabled()
     r = panel.row_of("ep03")
     assert panel.model.index(r, 3).data() == "ep03" and panel.model.index(r, 1).data() == "deleted"
     panel.tree.selectionModel().select(panel.model.index(r, 0), QItemSelectionModel.Select | QItemSelectionModel.Rows)
     assert panel.chosen_ids() == ["ep03"] and win.state.selected_ids == ["ep03"]
-    win.edits.retired.restore_button.click()
+    win.retired.restore_button.click()
     settle(qtbot, win)
     assert row(win, "ep03")["valid_until"] is None
     qtbot.waitUntil(lambda: not win.workers.running("retired")  # the list is re-read in the background
-                    and "ep03" not in [m.id for m in win.edits.retired.items], timeout=5000)
+                    and "ep03" not in [m.id for m in win.retired.items], timeout=5000)
 
 
 def test_correct_with_the_real_local_embedder(qtbot, win):
@@ -146,7 +146,7 @@ def test_correct_with_the_real_local_embedder(qtbot, win):
     hits = win.state.data.store.vec_search(default_embedder().embed_one(new), 1)
     assert hits[0][0] == new_id
     win.docks["retired"].raise_()
-    qtbot.waitUntil(lambda: "fact0" in [m.id for m in ctl.retired.items], timeout=5000)
+    qtbot.waitUntil(lambda: "fact0" in [m.id for m in win.retired.items], timeout=5000)
     win.undo_action.trigger()
     settle(qtbot, win)
     assert row(win, "fact0")["valid_until"] is None and row(win, new_id)["valid_until"] is not None
@@ -198,6 +198,7 @@ def test_conflicting_correction_keeps_the_users_text(qtbot, win, db):
     with ms.open(db) as other:
         other.update_fields("fact1", {"content": "The agent rewrote this."}, action="agent")
     ctl.dialog.accept()
+    qtbot.waitUntil(lambda: isinstance(ctl.dialog, ConflictDialog), timeout=10000)  # once embedded
     dlg = ctl.dialog
     assert isinstance(dlg, ConflictDialog) and dlg.edit_button is not None
     dlg.edit_button.click()
@@ -272,7 +273,7 @@ def test_read_only_store_disables_edits(qtbot, make_window, db):
     win.edits.run("delete", ["ep01"])  # e.g. the Delete key reaching it anyway
     assert "read-only" in win.statusBar().currentMessage()
     assert row(win, "ep01")["valid_until"] is None
-    assert not win.edits.retired.restore_button.isEnabled()
+    assert not win.retired.restore_button.isEnabled()
 
 
 def test_undo_while_the_agent_is_busy_is_kept_and_the_stack_follows(qtbot, win, db):

@@ -10,17 +10,13 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from conftest import REAL_PERSONA, needs_real  # noqa: E402
-<<<<<<< HEAD
 from progress_log import units  # noqa: E402
-from PySide6.QtCore import QMimeData, QPoint, QSettings, Qt, QUrl  # noqa: E402
-=======
 from PySide6.QtCore import QMimeData, QPoint, Qt, QUrl  # noqa: E402
->>>>>>> enforce
 from PySide6.QtGui import QDropEvent  # noqa: E402
 from PySide6.QtWidgets import QMessageBox  # noqa: E402
 
 import memviz.store as ms  # noqa: E402
-from memviz.app.dialogs.import_dialog import ImportDialog, default_output, show_import_dialog  # noqa: E402
+from memviz.app.dialogs.import_dialog import ImportDialog, default_output  # noqa: E402
 
 
 @pytest.fixture
@@ -29,7 +25,7 @@ def win(make_window):
 
 
 def dialog_for(qtbot, win, source) -> ImportDialog:
-    dlg = show_import_dialog(win, str(source))
+    dlg = win.show_import(str(source))
     qtbot.addWidget(dlg)
     return dlg
 

@@ -151,3 +151,23 @@ def test_presets_load_their_defaults(qtbot, win):
         p, d = win.query.params(), preset_params(name)
         assert (p.alpha, p.beta, p.gamma, p.k) == pytest.approx((d.alpha, d.beta, d.gamma, d.k), abs=0.01)
         assert dataclasses.replace(p, time_range=None, as_of=None, agents=None, kinds=None).preset == name
+
+
+def test_params_live_in_the_state_and_the_panel_follows_both_ways(qtbot, win, engine):
+    q = win.query
+    run(qtbot, win, "peanut allergy recipe")
+    q.k.setValue(5)  # a widget edit is written to the state
+    assert win.state.params.k == 5 and q.params() == win.state.params
+    # a change made elsewhere (reflection, a script): the widgets show it and the ranking follows
+    agent = win.state.data.agents[0]
+    win.state.set_params(win.state.params.replace(preset="ada", alpha=0.0, beta=0.0, gamma=1.0, k=4,
+                                                  agents=(agent,)))
+    assert (q.preset.currentText(), q.alpha.value(), q.gamma.value(), q.k.value(), q.agent.currentText()) == \
+        ("ada", 0.0, 1.0, 4, agent)
+    assert win.state.params.k == 4  # showing it did not write the widgets' rounding back
+    settled(qtbot, win)
+    engine.set_query("peanut allergy recipe")
+    assert q.shown_params == win.state.params
+    assert shown_ids(win) == list(engine.score(win.state.params).ids)
+    a = win.state.data.arrays
+    assert 0 < len(shown_ids(win)) <= 4 and {a.agent[a.index_of(i)] for i in shown_ids(win)} == {agent}

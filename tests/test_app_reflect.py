@@ -109,6 +109,20 @@ def test_reflect_accept_one_reject_one_then_undo(qtbot, win, fake_openai):
     assert reflections(win)[new_id][1] is None
 
 
+def test_evidence_is_retrieved_with_the_states_parameters(qtbot, win, fake_openai):
+    """Reflection ranks its evidence with `state.params` (what the query panel shows): a kind
+    filter that matches nothing leaves every question without evidence."""
+    use_server(win, fake_openai)
+    win.state.set_params(win.state.params.replace(kinds=("no-such-kind",)))
+    assert win.query.kind.currentIndex() == 0  # the panel cannot show it, the state holds it
+    fake_openai.push(reply_json(QUESTIONS))
+    dlg = open_dialog(qtbot, win)
+    qtbot.mouseClick(dlg.propose_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: dlg.propose_button.isEnabled(), timeout=20000)
+    assert not dlg.cards and len(fake_openai.chat_requests()) == 1  # questions asked, no insight asked
+    assert dlg.problems.text().count("no evidence was found") == 2
+
+
 def test_server_errors_show_and_write_nothing(qtbot, win, fake_openai):
     use_server(win, fake_openai)
     dlg = open_dialog(qtbot, win)

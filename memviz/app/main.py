@@ -81,8 +81,7 @@ def _report_startup(app, win, began: float) -> None:
 
     def opened(_path) -> None:
         win.repaint()
-        print(f"memviz: interactive after {time.time() - began:.3f} s "
-              f"({win.state.data.n} memories, map: {win.map.method})", flush=True)
+        print(f"memviz: interactive after {time.time() - began:.3f} s ({win.describe()})", flush=True)
         app.quit()
 
     def failed(_path, message) -> None:

@@ -1,9 +1,12 @@
-"""The main window: dockable panels over one AppState, menus, status bar, settings.
+"""The main window: it builds and wires its parts. Dockable panels over one AppState, the
+controllers (edits, reflect/consolidate tools), menus, toolbar, status bar, settings.
 
-Hooks for later features: `undo_stack` (QUndoStack; Edit ▸ Undo/Redo are wired to it),
-`add_context_provider(fn)` (fn(ids) -> list[QAction] appended to every panel's context
-menu), `tools_menu` / `toolbar` (where Reflect… and Consolidate… go; `reflect_action` is
-the placeholder), `reload()` (re-read the store keeping the selection).
+The window is the only module that knows all the parts: panels and controllers get what they
+need in their constructor (the state, the workers, the undo stack, the settings, a `perform`
+callback) and talk back through signals (`message`, `reload_requested`, `error`, …) that
+the window connects here. Nothing outside this file reads or sets the window's attributes
+(tests/test_app_wiring.py checks it). `add_context_provider(fn)`: fn(ids) -> list[QAction]
+appended to every panel's context menu.
 """
 from __future__ import annotations
 
@@ -27,12 +30,13 @@ from memviz.samples.bundled import user_sample_copy
 from memviz.store import iso
 
 from memviz.app.panels.detail_panel import DetailPanel
-from memviz.app.controllers.edit_controller import install_edit_actions
+from memviz.app.controllers.edit_controller import EditController
 from memviz.app.panels.graph_panel import GraphPanel
-from memviz.app.dialogs.import_dialog import is_import_source, show_import_dialog
+from memviz.app.dialogs.import_dialog import ImportDialog, is_import_source
 from memviz.app.panels.map_panel import MapPanel
 from memviz.app.panels.query_panel import QueryPanel
-from memviz.app.panels.reflect_panel import install_reflect
+from memviz.app.panels.reflect_panel import ReflectTools
+from memviz.app.panels.retired_panel import RetiredPanel
 from memviz.session.state import AppState, StoreData, load_store_data, open_store_data
 from memviz.app.panels.table_panel import TablePanel
 from memviz.app.panels.timeline_panel import TimelinePanel
@@ -56,6 +60,7 @@ class MainWindow(QMainWindow):
         self.undo_stack = QUndoStack(self)
         self.context_providers: list[Callable[[list[str]], list[QAction]]] = []
         self.error_box: QMessageBox | None = None
+        self.import_dialog: ImportDialog | None = None  # made on first use
         self.setWindowTitle("memviz")
         self.setAcceptDrops(True)
         self.setDockNestingEnabled(True)
@@ -69,22 +74,30 @@ class MainWindow(QMainWindow):
         self.detail = DetailPanel(self.state)
         self.panels = {"timeline": self.timeline, "graph": self.graph, "map": self.map, "query": self.query,
                        "table": self.table, "detail": self.detail}
+        # the controllers: edits (actions, undo, external-change refresh), reflect/consolidate tools
+        self.edits = EditController(self.state, self.undo_stack, self.workers, self)
+        self.edits.message.connect(lambda text, ms: self.statusBar().showMessage(text, ms))
+        self.edits.reload_requested.connect(self.reload)
+        self.add_context_provider(self.edits.context_actions)
+        self.retired = RetiredPanel(self.state, self.edits, self.workers)
+        self.reflect_tools = ReflectTools(self.state, self.workers, self.settings, self.edits.perform, self)
+        self.reflect_tools.error.connect(self.show_error)
+        self.reflect_action = self.reflect_tools.reflect_action
+
         self.docks: dict[str, QDockWidget] = {}
         titles = {"timeline": "Timeline", "graph": "Reflection graph", "map": "Map", "query": "Query",
-                  "table": "Memories", "detail": "Detail"}
-        for name, panel in self.panels.items():
+                  "table": "Memories", "detail": "Detail", "retired": "Retired"}
+        for name, panel in {**self.panels, "retired": self.retired}.items():
             dock = QDockWidget(titles[name], self)
             dock.setObjectName(f"dock_{name}")
             dock.setWidget(panel)
             self.docks[name] = dock
             panel.context_requested.connect(self.show_context_menu)
+        self.docks["retired"].visibilityChanged.connect(self.retired.set_shown)  # read only while in view
         self._default_layout()
         self._build_menus()
         self._build_status()
-        self.edits = install_edit_actions(self)  # edit actions, undo, retired dock, external-change refresh
-        install_reflect(self)  # Tools ▸ Reflect…, Consolidate…, LLM settings…, importance meter
-        # taken once every dock exists (the Retired dock comes with the edit actions, tabbed
-        # behind the table): View ▸ Reset layout restores exactly this
+        # taken once every dock exists: View ▸ Reset layout restores exactly this
         self._default_state = self.saveState(SETTINGS_VERSION)
         self.state.data_changed.connect(self._update_status)
         self.state.selection_changed.connect(lambda *a: self._update_status())
@@ -103,6 +116,9 @@ class MainWindow(QMainWindow):
         self.addDockWidget(Qt.RightDockWidgetArea, d["query"])
         self.splitDockWidget(d["query"], d["detail"], Qt.Vertical)
         self.addDockWidget(Qt.BottomDockWidgetArea, d["table"])
+        self.addDockWidget(Qt.BottomDockWidgetArea, d["retired"])
+        self.tabifyDockWidget(d["table"], d["retired"])  # behind the table
+        d["table"].raise_()
         self._size_docks()
 
     def _size_docks(self) -> None:
@@ -130,7 +146,7 @@ class MainWindow(QMainWindow):
         self.recent_menu = file.addMenu("Open &Recent")
         self.recent_menu.aboutToShow.connect(self._fill_recent)
         file.addAction("Open the &sample store", self.open_sample)
-        file.addAction("&Import…", lambda: show_import_dialog(self)).setShortcut(QKeySequence("Ctrl+I"))
+        file.addAction("&Import…", lambda: self.show_import()).setShortcut(QKeySequence("Ctrl+I"))
         self.reload_action = file.addAction("Re&load", self.reload)
         self.reload_action.setShortcut(QKeySequence.Refresh)
         file.addSeparator()
@@ -161,6 +177,9 @@ class MainWindow(QMainWindow):
         edit.addAction("Copy selected &ids", self.copy_ids).setShortcut(QKeySequence("Ctrl+Shift+C"))
         edit.addAction("Select &none", lambda: self.state.select([])).setShortcut(QKeySequence("Ctrl+Shift+A"))
         self.clear_filter_action = edit.addAction("Clear &time filter", lambda: self.state.set_time_range(None))
+        edit.addSeparator()
+        for act in self.edits.actions.values():
+            edit.addAction(act)
 
         view = mb.addMenu("&View")
         for dock in self.docks.values():
@@ -173,11 +192,11 @@ class MainWindow(QMainWindow):
         self.state.show_retired_changed.connect(self.retired_action.setChecked)
         view.addAction("Reset &layout", self.reset_layout)
 
-        self.tools_menu = mb.addMenu("&Tools")
-        self.reflect_action = self.tools_menu.addAction("&Reflect…")
-        self.reflect_action.setEnabled(False)
-        self.reflect_action.setToolTip("Reflection with an LLM (not available yet)")
-        self.tools_menu.addAction("Compute &UMAP", self.map.start_umap)
+        tools = mb.addMenu("&Tools")
+        tools.addAction(self.reflect_action)
+        tools.addAction("Compute &UMAP", self.map.start_umap)
+        tools.addAction(self.reflect_tools.consolidate_action)
+        tools.addAction(self.reflect_tools.llm_action)
 
         help_ = mb.addMenu("&Help")
         help_.addAction("&About memviz", self._about)
@@ -189,6 +208,9 @@ class MainWindow(QMainWindow):
         self.toolbar.addAction(self.redo_action)
         self.toolbar.addSeparator()
         self.toolbar.addAction(self.reflect_action)
+        self.toolbar.addSeparator()
+        for key in ("correct", "confirm", "delete", "restore"):
+            self.toolbar.addAction(self.edits.actions[key])
         self.addToolBar(self.toolbar)
 
     def _build_status(self) -> None:
@@ -212,6 +234,7 @@ class MainWindow(QMainWindow):
         sb.addPermanentWidget(self.cancel_button)
         sb.addPermanentWidget(self.status_model)
         sb.addPermanentWidget(self.status_ro)
+        sb.addPermanentWidget(self.reflect_tools.meter)
         self._job = None
         self.workers.activity.connect(self._job_progress)
         self.workers.finished.connect(self._job_finished)
@@ -356,9 +379,27 @@ class MainWindow(QMainWindow):
         if files:
             event.acceptProposedAction()
             if is_import_source(files[0]):  # a folder or a JSON(L) dump: import it first
-                show_import_dialog(self, files[0])
+                self.show_import(files[0])
             else:
                 self.open_path(files[0])
+
+    def show_import(self, source: str | None = None) -> ImportDialog:
+        """The window's one import dialog (made on first use), shown non-modally, pre-filled with
+        `source` unless an import is running."""
+        dlg = self.import_dialog
+        if dlg is None:
+            dlg = self.import_dialog = ImportDialog(self.workers, self.open_path, self)
+        if source and not dlg.running:
+            dlg.set_source(source)
+        dlg.show()
+        dlg.raise_()
+        dlg.activateWindow()
+        return dlg
+
+    def describe(self) -> str:
+        """One line on what is shown (the launcher's startup report)."""
+        data = self.state.data
+        return "no store" if data is None else f"{data.n} memories, map: {self.map.method}"
 
     # ------------------------------------------------------------ actions
     def find(self) -> None:
@@ -471,6 +512,7 @@ class MainWindow(QMainWindow):
         s.sync()
 
     def closeEvent(self, event) -> None:
+        self.edits.close()
         self.save_settings()
         self.workers.shutdown()
         if self.state.data is not None:

@@ -4,14 +4,15 @@
     history.perform(Correct(mid, "new text", shown_rows=row_as_shown))
     history.undo(); history.redo()
 
-Actions (actions.py) are command objects over the Store's audited, one-transaction writes;
+Actions (commands.py) are command objects over the Store's audited, one-transaction writes;
 History (history.py) is the undo/redo stack every panel shares; Pending (pending.py) keeps
 edits the agent's lock held up; ChangeWatcher (watch.py) notices other processes' writes;
-retired() (retired.py) lists superseded and deleted memories with when and why.
+retired() (retired.py) lists superseded and deleted memories with when and why;
+applicable.py says which edit applies to which memories, and why not.
 """
 from .commands import (
     Action, Confirm, Correct, FieldAction, Outcome, Restore, SetImportance, SetTags, SoftDelete, Unprotect,
-    embed_for_store, shown,
+    embed_for_store, embed_text, shown, without_embedding,
 )
 from .history import History
 from .pending import EditKept, Pending, PendingStep
@@ -21,6 +22,6 @@ from .watch import Change, ChangeWatcher
 
 __all__ = [
     "Action", "FieldAction", "Outcome", "Correct", "Confirm", "Unprotect", "SoftDelete", "Restore", "SetImportance",
-    "SetTags", "shown", "embed_for_store", "History", "EditKept", "Pending", "PendingStep", "retired",
-    "RetiredMemory", "ChangeWatcher", "Change", "consistency_problems",
+    "SetTags", "shown", "embed_for_store", "embed_text", "without_embedding", "History", "EditKept", "Pending",
+    "PendingStep", "retired", "RetiredMemory", "ChangeWatcher", "Change", "consistency_problems",
 ]

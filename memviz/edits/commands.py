@@ -264,7 +264,11 @@ class Correct(Action):
 
     name, verb = "correct", "Correct"
 
-    def __init__(self, memory_id: str, new_content: str, *, embedder: Embedder | None = None, **kw):
+    def __init__(self, memory_id: str, new_content: str, *, embedder: Embedder | None = None,
+                 embedded: tuple | None = None, **kw):
+        """`embedded`: (vector, model, warning) of the new text made beforehand by `embed_text`
+        (the window does it on a worker): the write then embeds nothing, it only checks the
+        vector's model against the store."""
         super().__init__(memory_id, **kw)
         if len(self.ids) != 1:
             raise ValidationError("a correction applies to one memory")
@@ -273,6 +277,7 @@ class Correct(Action):
         self.content = new_content.strip()
         self.embedder = embedder
         self.new_id: str | None = None
+        self._given = embedded
         self._embedded = None  # (vector, model, warning), kept so a retry after busy does not re-embed
 
     @property
@@ -286,7 +291,7 @@ class Correct(Action):
         if row["content"] == self.content:
             raise ValidationError("the corrected text is the same as the memory's text")
         if self._embedded is None:
-            self._embedded = embed_for_store(store, self.content, self.embedder)
+            self._embedded = embed_for_store(store, self.content, self.embedder, embedded=self._given)
         vec, model, warning = self._embedded
         expected = self.expected.get(self.old_id) or {"content": row["content"], "valid_until": None}
         self.when = int(time.time())
@@ -311,24 +316,49 @@ class Correct(Action):
         return Outcome(f"Redone: correction of {self.old_id[:8]}", [self.old_id, self.new_id])
 
 
-def embed_for_store(store, text: str, embedder: Embedder | None = None):
+def embed_for_store(store, text: str, embedder: Embedder | None = None, *, embedded: tuple | None = None):
     """(vector, model, warning): the text embedded by the store's main model, or (None, None,
     why) when that model cannot be used here; never a vector of another model.
 
     With an `embedder` at hand (the app keeps one per store) only a cheap check runs; without,
-    the store's main model is looked up, which reads every row."""
+    the store's main model is looked up, which reads every row. With `embedded` (what
+    `embed_text` made, e.g. on a worker) nothing is embedded: only its model is checked."""
     try:
+        if embedded is not None:
+            vec, model, _warning = embedded
+            if vec is not None:
+                _check_model(store, model, len(vec))
+            return embedded
         if embedder is not None:
-            if store.model_dim(embedder.model) != embedder.dim:
-                model, dim = store.main_model()
-                if model is not None:
-                    raise EmbedderUnavailable(f"the embedder at hand makes {embedder.model} {embedder.dim}-d vectors, "
-                                              f"but this store uses {model} {dim}-d")
+            _check_model(store, embedder.model, embedder.dim)
             emb = embedder
         else:
             emb = embedder_for(*store.main_model())
         vec = emb.embed_one(text)
     except (EmbedderUnavailable, EmbeddingError) as e:
-        return None, None, (f"The corrected memory has no embedding yet ({e}); it is marked as needing one "
-                            "and semantic search will not find it until it is embedded.")
+        return without_embedding(e)
     return vec, emb.model, None
+
+
+def embed_text(embedder: Embedder, text: str):
+    """(vector, model, None), or (None, None, why) when the embedder failed. Touches no store,
+    so it can run on a worker thread while the window keeps its connection."""
+    try:
+        return embedder.embed_one(text), embedder.model, None
+    except (EmbedderUnavailable, EmbeddingError) as e:
+        return without_embedding(e)
+
+
+def without_embedding(why) -> tuple:
+    """The (vector, model, warning) of a correction written without an embedding."""
+    return None, None, (f"The corrected memory has no embedding yet ({why}); it is marked as needing one "
+                        "and semantic search will not find it until it is embedded.")
+
+
+def _check_model(store, model: str, dim: int) -> None:
+    """Refuse vectors of a model the store does not use (a store with no vectors takes any)."""
+    if store.model_dim(model) != dim:
+        main, main_dim = store.main_model()
+        if main is not None:
+            raise EmbedderUnavailable(f"the embedder at hand makes {model} {dim}-d vectors, "
+                                      f"but this store uses {main} {main_dim}-d")

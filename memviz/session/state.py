@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from memviz.retrieval.params import Params
 from memviz.store import MemoryArrays, Provenance, Store
 
 PREVIEW_CHARS = 240
@@ -148,13 +149,15 @@ def counts_of(arrays: MemoryArrays, kind: tuple | None = None, agent: tuple | No
 
 
 class AppState:
-    """The current store, selection, time filter, retired visibility and query result.
+    """The current store, selection, time filter, retired visibility, retrieval parameters and
+    query result.
 
     Callbacks (arguments):
       data_changed(data: StoreData | None)          a store was opened, reloaded or closed
       selection_changed(rows: ndarray, current: int | None, source)  `source` is who selected
       time_filter_changed(range: tuple[float, float] | None)
       show_retired_changed(show: bool)
+      params_changed(params: Params, source)         the retrieval parameters (`params`) changed
       result_changed(result)                         a retrieval Result or None
     """
 
@@ -166,10 +169,12 @@ class AppState:
         self.show_retired = True
         self.result: Any = None
         self.query_vector: np.ndarray | None = None  # what the map draws as the query marker
+        self._params = Params()  # the query setting without the time filter (that is `time_range`)
         self.data_changed = Callbacks()
         self.selection_changed = Callbacks()
         self.time_filter_changed = Callbacks()
         self.show_retired_changed = Callbacks()
+        self.params_changed = Callbacks()
         self.result_changed = Callbacks()
 
     # ------------------------------------------------------------ store
@@ -218,6 +223,7 @@ class AppState:
         if rng != self.time_range:
             self.time_range = rng
             self.time_filter_changed.emit(rng)
+            self.params_changed.emit(self.params, None)  # the time filter is part of every query
 
     def set_show_retired(self, show: bool) -> None:
         if bool(show) != self.show_retired:
@@ -238,6 +244,22 @@ class AppState:
         return mask
 
     # ------------------------------------------------------------ retrieval
+    @property
+    def params(self) -> Params:
+        """The retrieval parameters every query, reflection and consolidation uses: the query
+        panel's setting with the time filter as `time_range`."""
+        return self._params.replace(time_range=self.time_range)
+
+    def set_params(self, params: Params, source=None) -> None:
+        """Change the retrieval parameters (`source`: who did, so a view can skip its own echo).
+        Their `time_range` is the time filter: setting it here filters the other panels too."""
+        own = params.replace(time_range=None)
+        if own != self._params:
+            self._params = own
+            self.params_changed.emit(self.params, source)
+        if params.time_range != self.time_range:
+            self.set_time_range(params.time_range)
+
     def set_result(self, result, query_vector: np.ndarray | None = None) -> None:
         self.result = result
         self.query_vector = query_vector

@@ -1,8 +1,11 @@
-"""The bridge from the window to memviz.edits: menus, shortcuts, undo, dialogs, live refresh.
+"""The bridge from the window to memviz.edits: actions, shortcuts, undo, dialogs, live refresh.
 
-`install_edit_actions(window)` adds Correct…, Confirm/Protect, Unprotect, Soft-delete,
-Restore, Set importance… and Edit tags… to every panel's context menu (through
-`window.add_context_provider`), to the Edit menu and the toolbar (acting on the selection).
+`EditController(state, undo_stack, workers, dialog_parent)` owns the QActions Correct…,
+Confirm/Protect, Unprotect, Soft-delete, Restore, Set importance… and Edit tags… (`actions`,
+acting on the selection) and makes fresh ones for a context menu (`context_actions(ids)`);
+the window puts them in its menus and toolbar. It talks back through signals: `message`
+(status line), `reload_requested` (re-read the store), `edited` (a step was written).
+Which edit applies to which memory is memviz.edits.applicable's rule, not the controller's.
 
 One `memviz.edits.History` per open store does every write. The window's QUndoStack mirrors
 it: each done or undone action is one QUndoCommand whose undo()/redo() call History.undo()
@@ -14,27 +17,36 @@ Edits are guarded by the row as the window showed it (the loaded arrays): a row 
 changed since raises the conflict dialog. A ChangeWatcher polled every 500 ms reloads the
 panels when another process commits, keeping the selection. A read-only store disables
 every edit action, with the reason in the tooltip and the status bar.
+
+A correction's new text is embedded on a worker (with a remote model that is a network
+call), then written on the GUI thread; a failure or a cancel reopens the dialog with the
+user's text, so nothing typed is lost.
 """
 from __future__ import annotations
 
 import math
 
 import apsw
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QGuiApplication, QKeySequence, QUndoCommand
-from PySide6.QtWidgets import QDockWidget, QMessageBox
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence, QUndoCommand, QUndoStack
+from PySide6.QtWidgets import QMessageBox, QWidget
 
 from memviz.edits import (
     ChangeWatcher, Confirm, Correct, EditKept, History, Restore, SetImportance, SetTags, SoftDelete, Unprotect,
+    embed_text, without_embedding,
 )
+from memviz.edits import applicable
 from memviz.embed import EmbedderUnavailable, default_embedder, embedder_for
 from memviz.embed import LOCAL_MODEL
+from memviz.session.state import AppState
 from memviz.store.errors import ConflictError, ReadOnlyError, StoreError
 
 from memviz.app.dialogs.edit_dialogs import BusyDialog, ConflictDialog, CorrectDialog, ImportanceDialog, TagsDialog
+from memviz.app.workers import Workers
 
 POLL_MS = 500          # external-change check; panels refresh within a second of the agent's write
 STORE_IN_USE_MS = 100  # a background job (reload) holds the connection: try the write again this much later
+EMBED_JOB = "embedding"  # one worker job per correction being embedded: see embed_job()
 
 # (key, menu text, shortcut, status tip)
 ACTIONS = (
@@ -64,14 +76,31 @@ class EditCommand(QUndoCommand):
             self.controller._step("redo")
 
 
+def embed_job(memory_id: str) -> str:
+    """The worker job embedding a correction of `memory_id` (the status bar shows its name)."""
+    return f"{EMBED_JOB} {memory_id[:8]}"
+
+
+def _embedder_for_model(model: str, dim: int):
+    return default_embedder() if model == LOCAL_MODEL else embedder_for(model, dim)
+
+
 class EditController(QObject):
-    """edited(outcome): a step was written (do, undo or redo)."""
+    """edited(outcome): a step was written (do, undo or redo). message(text, ms): for the status
+    line. reload_requested(): the panels must re-read the store (after a write, or another
+    process's). `embedder_for(model, dim)` makes the embedder of a store's model (tests pass a
+    slow one); dialogs are shown over `dialog_parent`."""
 
     edited = Signal(object)
+    message = Signal(str, int)
+    reload_requested = Signal()
 
-    def __init__(self, window) -> None:
-        super().__init__(window)
-        self.window, self.state = window, window.state
+    def __init__(self, state: AppState, undo_stack: QUndoStack, workers: Workers,
+                 dialog_parent: QWidget | None = None, *, embedder_for=_embedder_for_model) -> None:
+        super().__init__(dialog_parent)
+        self.state, self.undo_stack, self.workers = state, undo_stack, workers
+        self.dialog_parent = dialog_parent
+        self._make_embedder = embedder_for
         self.history: History | None = None
         self._main = None              # the window's Store
         self._edit_store = None        # our own connection to it (the same object when read-only)
@@ -83,9 +112,10 @@ class EditController(QObject):
         self._select_after: list[str] | None = None
         self._retry_timer = QTimer(self, singleShot=True, interval=STORE_IN_USE_MS, timeout=self._retry_in_use)
         self._pending_step = None      # a step deferred because a background job held the connection
+        self._embedding: dict[str, tuple] = {}  # job name -> (ticket, memory id, text) being embedded
         self.actions: dict[str, QAction] = {}
         for key, text, shortcut, tip in ACTIONS:
-            act = QAction(text, window)
+            act = QAction(text, self)
             act.setShortcut(QKeySequence(shortcut))
             act.setShortcutContext(Qt.WindowShortcut)
             act.setStatusTip(tip)
@@ -93,11 +123,10 @@ class EditController(QObject):
             act.triggered.connect(lambda _=False, k=key: self.run(k, self.state.selected_ids))
             self.actions[key] = act
         self.watch_timer = QTimer(self, interval=POLL_MS, timeout=self.poll)
-        window.add_context_provider(self.context_actions)
         self.state.data_changed.connect(self._on_data)
         self.state.selection_changed.connect(lambda *a: self.update_enabled())
-        window.installEventFilter(self)
-        self.update_enabled()
+        workers.finished.connect(self._job_ended)
+        self._on_data(state.data)  # a store may be open already
 
     # ------------------------------------------------------------ store lifecycle
     @property
@@ -138,55 +167,43 @@ class EditController(QObject):
             self._edit_store.close()
         self._edit_store = None
 
-    def eventFilter(self, obj, event) -> bool:
-        if obj is self.window and event.type() == QEvent.Close:
-            self.watch_timer.stop()
-            self._close_edit_store()
-        return False
+    def close(self) -> None:
+        """The window closes: stop polling, drop corrections still being embedded, close our connection."""
+        self.watch_timer.stop()
+        self._embedding.clear()
+        self._close_edit_store()
+
+    def _say(self, text: str, ms: int) -> None:
+        self.message.emit(text, ms)
 
     def refresh(self, select: list[str] | None = None) -> None:
         """Reload the panels after a write; select `select` (else keep the selection)."""
         self._select_after = select
-        self.window.reload()
+        self.reload_requested.emit()
 
     def poll(self) -> None:
         """Another process committed: reload (the selection is kept by id)."""
-        if self.watcher is None or self.window.workers.running("reload") or self.window.workers.running("open"):
+        if self.watcher is None or self.workers.running("reload") or self.workers.running("open"):
             return
         try:
             change = self.watcher.poll()
         except (apsw.Error, StoreError):
             return  # in use by a background job, locked, or closed with the window: try at the next tick
         if change is not None:
-            self.window.statusBar().showMessage("The store was changed by another process; reloaded", 4000)
-            self.window.reload()
+            self._say("The store was changed by another process; reloaded", 4000)
+            self.reload_requested.emit()
 
     # ------------------------------------------------------------ enabling
     def read_only_reason(self) -> str | None:
-        store = self._main
-        if store is None:
-            return "no store is open"
-        return f"read-only: {store.read_only_reason}" if store.read_only else None
+        return applicable.store_refusal(self._main)
+
+    def refusal(self, key: str, ids: list[str]) -> str | None:
+        """Why `key` does not apply to `ids` as loaded (None: it applies); see memviz.edits.applicable."""
+        data = self.state.data
+        return applicable.refusal(key, None if data is None else data.arrays, ids)
 
     def applicable(self, key: str, ids: list[str]) -> bool:
-        """Whether `key` makes sense for `ids` as loaded (cheap: the arrays only)."""
-        data = self.state.data
-        if data is None or not ids:
-            return False
-        rows = data.rows_of(ids)
-        if not len(rows):
-            return False
-        a = data.arrays
-        live, prot = a.live[rows], a.protected[rows].astype(bool)
-        return {
-            "correct": len(ids) == 1 and bool(live.all()),
-            "confirm": bool((~prot | (a.decay_rate[rows] != 0)).any()),
-            "unprotect": bool(prot.any()),
-            "delete": bool(live.any()),
-            "restore": bool((~live).any()),
-            "importance": True,
-            "tags": True,
-        }[key]
+        return self.refusal(key, ids) is None
 
     def update_enabled(self) -> None:
         why = self.read_only_reason()
@@ -197,8 +214,9 @@ class EditController(QObject):
                 act.setEnabled(False)
                 act.setToolTip(f"{text.replace('&', '').rstrip('…')}: not available — {why}")
             else:
-                act.setEnabled(self.applicable(key, ids))
-                act.setToolTip(f"{tip} ({shortcut})")
+                not_here = self.refusal(key, ids)
+                act.setEnabled(not_here is None)
+                act.setToolTip(f"{tip} ({shortcut})" + (f" — not now: {not_here}" if not_here else ""))
 
     def context_actions(self, ids: list[str]) -> list[QAction]:
         """The context-menu entries for `ids` (fresh QActions owned by the menu's lifetime)."""
@@ -207,7 +225,7 @@ class EditController(QObject):
             return []
         out = []
         for key, text, shortcut, tip in ACTIONS:
-            act = QAction(text, self.window)
+            act = QAction(text, self)
             act.setShortcut(QKeySequence(shortcut))  # shown in the menu; the window's action handles the key
             act.setObjectName(f"edit_{key}")
             act.setStatusTip(tip)
@@ -216,7 +234,10 @@ class EditController(QObject):
                 act.setToolTip(why)
                 act.setStatusTip(f"Editing is off: {why}")
             else:
-                act.setEnabled(self.applicable(key, ids))
+                not_here = self.refusal(key, ids)
+                act.setEnabled(not_here is None)
+                if not_here:
+                    act.setToolTip(not_here)
             act.triggered.connect(lambda _=False, k=key, i=list(ids): self.run(k, i))
             out.append(act)
         return out
@@ -241,26 +262,22 @@ class EditController(QObject):
     def run(self, key: str, ids: list[str]) -> None:
         why = self.read_only_reason()
         if why:
-            self.window.statusBar().showMessage(f"Not edited: {why}", 8000)
+            self._say(f"Not edited: {why}", 8000)
             return
         ids = [i for i in ids if i]
         if not ids:
-            self.window.statusBar().showMessage("Select a memory first", 4000)
+            self._say("Select a memory first", 4000)
             return
         try:
             getattr(self, f"_{key}")(ids)
         except StoreError as e:
             self._error(e)
 
-    def _targets(self, key: str, ids: list[str]) -> list[str]:
-        """The ids the action changes (e.g. soft-delete skips already retired memories)."""
-        return [i for i in ids if self.applicable(key, [i])]
-
     def _field_action(self, cls, key, ids, **kw):
-        targets = self._targets(key, ids)
+        targets = applicable.targets(key, self.state.data.arrays, ids)
         if not targets:
-            self.window.statusBar().showMessage(f"Nothing to change: {cls.verb.lower()} does not apply to "
-                                                f"the chosen memor{'y' if len(ids) == 1 else 'ies'}", 6000)
+            self._say(f"Nothing to change: {cls.verb.lower()} does not apply to "
+                      f"the chosen memor{'y' if len(ids) == 1 else 'ies'}", 6000)
             return
         self.perform(cls(targets, shown_rows=self.shown_rows(targets), **kw))
 
@@ -279,14 +296,14 @@ class EditController(QObject):
     def _importance(self, ids):
         a = self.state.data.arrays
         r = a.index_of(ids[0])
-        dlg = ImportanceDialog(float(a.importance[r]) if r is not None else 5.0, len(ids), self.window)
+        dlg = ImportanceDialog(float(a.importance[r]) if r is not None else 5.0, len(ids), self.dialog_parent)
         dlg.accepted.connect(lambda: self.perform(
             SetImportance(ids, dlg.spin.value(), shown_rows=self.shown_rows(ids))))
         self._open(dlg)
 
     def _tags(self, ids):
         tags = self.store.get(ids[0])["tags"] if len(ids) == 1 else None
-        dlg = TagsDialog([str(t) for t in tags] if tags is not None else None, len(ids), self.window)
+        dlg = TagsDialog([str(t) for t in tags] if tags is not None else None, len(ids), self.dialog_parent)
 
         def done():
             if dlg.single:
@@ -297,22 +314,78 @@ class EditController(QObject):
         dlg.accepted.connect(done)
         self._open(dlg)
 
-    def _correct(self, ids, text: str | None = None, row: dict | None = None):
+    def _correct(self, ids, text: str | None = None, row: dict | None = None, note: str | None = None):
+        """The correct dialog (`text`: the user's text to start from; `note`: why it is shown again)."""
         if not self.applicable("correct", ids[:1]) or len(ids) != 1:
-            self.window.statusBar().showMessage("Correct works on one current memory", 5000)
+            self._say("Correct works on one current memory", 5000)
             return
         row = row or self.store.get(ids[0])
         emb, why = self.embedder()
         warning = None if emb is not None else (
             f"The store's embedding model cannot be used here ({why}). The corrected memory will be marked as "
             "needing an embedding; semantic search will not find it until it is embedded.")
-        dlg = CorrectDialog(row, self.window, text=text, warning=warning)
+        if note:
+            warning = note if warning is None else f"{note}\n{warning}"
+        dlg = CorrectDialog(row, self.dialog_parent, text=text, warning=warning)
 
         def done():
             shown = {**self.shown_rows(ids)[ids[0]], "content": row["content"]}
-            self.perform(Correct(ids[0], dlg.text(), embedder=emb, shown_rows={ids[0]: shown}))
+            if emb is None:  # nothing to compute: written at once, marked as needing an embedding
+                self.perform(Correct(ids[0], dlg.text(), embedded=without_embedding(why), shown_rows={ids[0]: shown}))
+            else:
+                self._embed_then_correct(ids[0], dlg.text(), emb, shown)
         dlg.accepted.connect(done)
         self._open(dlg)
+
+    def _embed_then_correct(self, mid: str, text: str, emb, shown: dict) -> None:
+        """Embed `text` on a worker (the window stays responsive, even on a network model), then
+        write the correction on this thread through the History of the store it was made for."""
+        history, name = self.history, embed_job(mid)
+
+        def job(task):
+            task.check()
+            out = embed_text(emb, text)
+            task.check()  # cancelled while the model worked: the dialog comes back instead
+            return out
+
+        def done(embedded) -> None:
+            self._embedding.pop(name, None)
+            if self.history is not history:  # another store was opened meanwhile
+                self._keep_text(mid, text, "Not written: the store it was meant for is no longer open.")
+                return
+            self.perform(Correct(mid, text, embedder=emb, embedded=embedded, shown_rows={mid: shown}))
+
+        def failed(err: Exception) -> None:
+            self._embedding.pop(name, None)
+            self._keep_text(mid, text, f"Not written: the new text could not be embedded ({type(err).__name__}: "
+                                       f"{err}).")
+
+        self._say(f"Embedding the correction of {mid[:8]} …", 0)
+        ticket = self.workers.submit(name, job, on_done=done, on_error=failed)
+        self._embedding[name] = (ticket, mid, text)
+
+    @property
+    def embedding(self) -> list[str]:
+        """Ids of the memories whose correction is being embedded (not written yet)."""
+        return [entry[1] for entry in self._embedding.values()]
+
+    def _job_ended(self, name: str) -> None:
+        """A job ended; a correction's embedding that was cancelled gives the user their text back."""
+        entry = self._embedding.get(name)
+        if entry is not None and entry[0].cancelled:
+            del self._embedding[name]
+            self._keep_text(entry[1], entry[2], "Cancelled; nothing was written.")
+
+    def _keep_text(self, mid: str, text: str, why: str) -> None:
+        """A correction was not written: show its dialog again with the user's text, or, if the
+        memory cannot be corrected any more, put the text on the clipboard."""
+        self._say(why, 8000)
+        data = self.state.data
+        if data is not None and self.store is not None and self.applicable("correct", [mid]):
+            self._correct([mid], text=text, note=why)
+        else:
+            QGuiApplication.clipboard().setText(text)
+            self._say(f"{why} Your text is on the clipboard.", 8000)
 
     def embedder(self):
         """(Embedder, None) for the store's model, or (None, why it is unavailable). Cached per model."""
@@ -322,7 +395,7 @@ class EditController(QObject):
         key = (model, dim)
         if key not in self._embedders:
             try:
-                self._embedders[key] = default_embedder() if model == LOCAL_MODEL else embedder_for(model, dim)
+                self._embedders[key] = self._make_embedder(model, dim)
             except EmbedderUnavailable as e:
                 self._embedders[key] = str(e)
         got = self._embedders[key]
@@ -336,10 +409,10 @@ class EditController(QObject):
         return self._guarded(lambda: self.history.perform(action), action=action)
 
     def undo(self) -> None:
-        self.window.undo_stack.undo()
+        self.undo_stack.undo()
 
     def redo(self) -> None:
-        self.window.undo_stack.redo()
+        self.undo_stack.redo()
 
     def _step(self, kind: str) -> None:
         self._guarded(self.history.undo if kind == "undo" else self.history.redo)
@@ -375,10 +448,10 @@ class EditController(QObject):
         if out.warning:
             msg += " — " + out.warning
             box = QMessageBox(QMessageBox.Warning, "No embedding for the corrected memory", out.warning,
-                              QMessageBox.Ok, self.window)
+                              QMessageBox.Ok, self.dialog_parent)
             box.setTextFormat(Qt.PlainText)
             self._open(box)
-        self.window.statusBar().showMessage(msg, 8000)
+        self._say(msg, 8000)
         live = [i for i in out.ids if self._is_live_after(i)]
         self._rebaseline_watcher()
         self.refresh(select=(live or out.ids) if out.ids else None)
@@ -407,21 +480,20 @@ class EditController(QObject):
 
     def _error(self, e: Exception) -> None:
         if isinstance(e, ReadOnlyError):
-            self.window.statusBar().showMessage(str(e), 8000)
-        box = QMessageBox(QMessageBox.Warning, "Edit not written", str(e), QMessageBox.Ok, self.window)
+            self._say(str(e), 8000)
+        box = QMessageBox(QMessageBox.Warning, "Edit not written", str(e), QMessageBox.Ok, self.dialog_parent)
         box.setTextFormat(Qt.PlainText)
         self._open(box)
-        self.window.statusBar().showMessage(f"Not edited: {e}", 8000)
+        self._say(f"Not edited: {e}", 8000)
 
     def _busy(self, e: EditKept) -> None:
-        dlg = BusyDialog(str(e), self.window)
-        self.window.statusBar().showMessage("The agent is busy; your edit is kept", 8000)
+        dlg = BusyDialog(str(e), self.dialog_parent)
+        self._say("The agent is busy; your edit is kept", 8000)
 
         def answered():
             if dlg.clickedButton() is dlg.discard_button:
                 dropped = self.history.discard_pending()
-                self.window.statusBar().showMessage(
-                    f"Discarded {len(dropped)} waiting edit{'s' if len(dropped) != 1 else ''}", 6000)
+                self._say(f"Discarded {len(dropped)} waiting edit{'s' if len(dropped) != 1 else ''}", 6000)
             else:
                 self._guarded(self.history.retry)
         dlg.finished.connect(lambda _r: answered())
@@ -435,13 +507,13 @@ class EditController(QObject):
             return
         if step != "do":
             # an undo/redo over a row the agent changed: never forced; both versions shown, the step kept
-            dlg = ConflictDialog(e, action.label, self.window, step=step)
-            self.window.statusBar().showMessage(f"Not {step}ne: the memory changed since", 8000)
+            dlg = ConflictDialog(e, action.label, self.dialog_parent, step=step)
+            self._say(f"Not {step}ne: the memory changed since", 8000)
             dlg.finished.connect(lambda _r: self.refresh())
             self._open(dlg)
             return
         is_correct = isinstance(action, Correct)
-        dlg = ConflictDialog(e, action.label, self.window, can_edit_again=is_correct)
+        dlg = ConflictDialog(e, action.label, self.dialog_parent, can_edit_again=is_correct)
 
         def answered():
             if dlg.choice == ConflictDialog.MINE:
@@ -452,8 +524,7 @@ class EditController(QObject):
             else:
                 if is_correct:  # the user's text is not lost: it stays on the clipboard
                     QGuiApplication.clipboard().setText(action.content)
-                self.window.statusBar().showMessage(
-                    "Kept the current version" + (" (your text is on the clipboard)" if is_correct else ""), 8000)
+                self._say("Kept the current version" + (" (your text is on the clipboard)" if is_correct else ""), 8000)
                 self.refresh()
         dlg.finished.connect(lambda _r: answered())
         self._open(dlg)
@@ -464,7 +535,7 @@ class EditController(QObject):
         QTimer.singleShot(0, self, self._rebuild_stack)
 
     def _rebuild_stack(self) -> None:
-        stack = self.window.undo_stack
+        stack = self.undo_stack
         h = self.history
         done = h.done if h else []
         undone = list(reversed(h.undone)) if h else []
@@ -482,29 +553,3 @@ class EditController(QObject):
             self._mirroring = False
         self._mirror = want
 
-
-def install_edit_actions(window) -> EditController:
-    """Create the controller, put its actions in the Edit menu and the toolbar, add the retired dock."""
-    from memviz.app.panels.retired_panel import RetiredPanel  # noqa: PLC0415
-
-    ctl = EditController(window)
-    menus = {a.text().replace("&", ""): a.menu() for a in window.menuBar().actions() if a.menu()}
-    menu = menus["Edit"]
-    menu.addSeparator()
-    for act in ctl.actions.values():
-        menu.addAction(act)
-    window.toolbar.addSeparator()
-    for key in ("correct", "confirm", "delete", "restore"):
-        window.toolbar.addAction(ctl.actions[key])
-    ctl.retired = RetiredPanel(window.state, ctl)
-    dock = QDockWidget("Retired", window)
-    dock.setObjectName("dock_retired")
-    dock.setWidget(ctl.retired)
-    dock.visibilityChanged.connect(ctl.retired.set_shown)
-    window.addDockWidget(Qt.BottomDockWidgetArea, dock)
-    window.tabifyDockWidget(window.docks["table"], dock)
-    window.docks["table"].raise_()
-    window.docks["retired"] = dock
-    view = menus["View"]
-    view.insertAction(view.actions()[len(window.docks) - 1], dock.toggleViewAction())
-    return ctl

@@ -1,7 +1,7 @@
 """Tools ▸ Consolidate…: preview decay (before -> after) and the soft-delete list, untick, apply.
 
 The plan is made on a worker from the window's arrays (plan_consolidation reads only);
-Apply performs memviz.reflect.undoable.Consolidate through ReflectTools (undoable). Protected
+Apply performs memviz.reflect.undoable.Consolidate through ReflectTools.perform (undoable). Protected
 memories never appear: the plan leaves them out and says how many it left alone.
 """
 from __future__ import annotations
@@ -59,12 +59,12 @@ class ConsolidateDialog(QDialog):
     JOB = "consolidate-plan"
 
     def __init__(self, tools) -> None:
-        super().__init__(tools.window)
-        self.tools, self.window = tools, tools.window
+        super().__init__(tools.dialog_parent)
+        self.tools, self.state, self.workers = tools, tools.state, tools.workers
         self.setWindowTitle("Consolidate")
         self.plan = None
         self.agent = QComboBox()
-        data = self.window.state.data
+        data = self.state.data
         self.agent.addItem(ALL, None)
         for a in (data.agents if data is not None else []):
             self.agent.addItem(a or "(no agent)", a)
@@ -109,20 +109,19 @@ class ConsolidateDialog(QDialog):
         self.resize(820, 600)
 
     def make_plan(self) -> None:
-        data = self.window.state.data
+        data = self.state.data
         if data is None:
             return
         store, arrays, agent = data.store, data.arrays, self.agent.currentData()
         self.apply_button.setEnabled(False)
         self.summary.setText("Working out what decay would change …")
-        self.window.workers.submit(self.JOB,
-                                   lambda task: plan_consolidation(store, agent=agent, arrays=arrays, task=task),
-                                   on_done=self.show_plan,
-                                   on_error=lambda e: self.summary.setText(f"Cannot plan: {e}"))
+        self.workers.submit(self.JOB,
+                            lambda task: plan_consolidation(store, agent=agent, arrays=arrays, task=task),
+                            on_done=self.show_plan, on_error=lambda e: self.summary.setText(f"Cannot plan: {e}"))
 
     def show_plan(self, plan) -> None:
         self.plan = plan
-        data = self.window.state.data
+        data = self.state.data
         num = Qt.AlignRight | Qt.AlignVCenter
         self.decay.setRowCount(len(plan.decay))
         for r, d in enumerate(plan.decay):
@@ -153,7 +152,7 @@ class ConsolidateDialog(QDialog):
     def _update_summary(self) -> None:
         plan = self.plan
         self.summary.setText(describe(plan)[0].upper() + describe(plan)[1:] + ".")
-        writable = not self.window.state.data.store.read_only
+        writable = not self.state.data.store.read_only
         self.apply_button.setEnabled(writable and bool(plan.decay or any(p.selected for p in plan.prune)))
 
     def _ticked(self, item: QTableWidgetItem) -> None:
@@ -166,7 +165,7 @@ class ConsolidateDialog(QDialog):
         table = item.tableWidget()
         mid = table.item(item.row(), 0 if table is self.decay else 1).data(Qt.UserRole)
         if mid:
-            self.window.state.select_ids([mid], source=self)
+            self.state.select_ids([mid], source=self)
 
     def apply(self) -> None:
         try:

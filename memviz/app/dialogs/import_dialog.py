@@ -65,9 +65,10 @@ class ImportDialog(QDialog):
     progressed = Signal(float, str)        # the import's (fraction, text), on the GUI thread
     _job_ended = Signal(str, object)       # (outcome, report | exception)
 
-    def __init__(self, window, source: str | None = None) -> None:
-        super().__init__(window)
-        self.window_ = window
+    def __init__(self, workers, open_store, parent=None, source: str | None = None) -> None:
+        """`workers`: the window's job runner; `open_store(path)`: opens the imported store."""
+        super().__init__(parent)
+        self.workers, self.open_store = workers, open_store
         self.setWindowTitle("Import agent memory")
         self.setMinimumWidth(640)
         self.report = None
@@ -239,8 +240,8 @@ class ImportDialog(QDialog):
             else:
                 ended.emit("done", report)
 
-        self._task = self.window_.workers.submit(JOB, job, on_done=lambda _r: None, on_error=lambda _e: None,
-                                                 on_progress=self._on_progress)
+        self._task = self.workers.submit(JOB, job, on_done=lambda _r: None, on_error=lambda _e: None,
+                                         on_progress=self._on_progress)
 
     def cancel(self) -> None:
         """Ask the importer to stop at its next check; the dialog says so once it has."""
@@ -249,7 +250,7 @@ class ImportDialog(QDialog):
             self.cancel_button.setText("Cancelling…")
             self._say("Cancelling…")
             self._task.cancel()
-            self.window_.workers.cancel(JOB)
+            self.workers.cancel(JOB)
 
     def _on_progress(self, fraction: float, text: str) -> None:
         if not self.running:
@@ -276,7 +277,7 @@ class ImportDialog(QDialog):
                       + f" into {payload.output}. Opening it in the window.")
             self.details.setPlainText(report_text(payload))
             self._output_edited = False   # a new import from here gets a fresh default name
-            self.window_.open_path(payload.output)
+            self.open_store(payload.output)
             self.imported.emit(payload)
         elif outcome == "cancelled":
             self.bar.setRange(0, 1000)
@@ -329,16 +330,3 @@ def _row(*widgets) -> QWidget:
         lay.addWidget(x, 1 if i == 0 else 0)
     return w
 
-
-def show_import_dialog(window, source: str | None = None) -> ImportDialog:
-    """The window's one import dialog (made on first use), shown non-modally, pre-filled with
-    `source` unless an import is running."""
-    dlg = getattr(window, "import_dialog", None)
-    if dlg is None:
-        dlg = window.import_dialog = ImportDialog(window)
-    if source and not dlg.running:
-        dlg.set_source(source)
-    dlg.show()
-    dlg.raise_()
-    dlg.activateWindow()
-    return dlg

@@ -6,6 +6,10 @@ thread, so the engine is never used concurrently); a new setting cancels the pen
 one, so a dragged slider yields a stream of fresh rankings and never a queue of stale
 ones. The results table shows rank, rank change since the previous setting, score and a
 stacked bar of the weighted components (ResultBarDelegate).
+
+The retrieval parameters live in the AppState (`state.params`), not in the widgets: an edit
+of a widget writes them there, and the widgets follow any change made elsewhere (two-way
+binding); the ranking follows `state.params_changed`, whoever changed them.
 """
 from __future__ import annotations
 
@@ -322,22 +326,47 @@ class QueryPanel(QWidget):
         self.like_button.clicked.connect(self.query_selected)
         self.view.clicked.connect(self._result_clicked)
         state.data_changed.connect(self._on_data)
-        state.time_filter_changed.connect(lambda _r: self._params_edited())
+        state.params_changed.connect(self._on_params)
         state.selection_changed.connect(lambda rows, cur, src: self.like_button.setEnabled(
             cur is not None))
         self._fill_presets()
 
-    # ------------------------------------------------------------ widgets <-> Params
+    # ------------------------------------------------------------ widgets <-> state.params
     def _fill_presets(self) -> None:
         self.preset.blockSignals(True)
         for name, desc in PRESETS.items():
             self.preset.addItem(name)
             self.preset.setItemData(self.preset.count() - 1, str(desc), Qt.ToolTipRole)
         self.preset.blockSignals(False)
-        self._load_params(preset_params(self.preset.currentText()))
+        self._show_params(self.state.params)
+
+    def _show_params(self, p) -> None:
+        """Make every widget show `p` (the state's parameters), without writing them back."""
+        self._loading = True
+        try:
+            self.preset.blockSignals(True)
+            self.preset.setCurrentText(p.preset)
+            self.preset.blockSignals(False)
+            self._load_params(p)
+            for combo, values in ((self.agent, p.agents), (self.kind, p.kinds)):
+                combo.blockSignals(True)
+                i = combo.findText(values[0]) if values and len(values) == 1 else -1
+                combo.setCurrentIndex(max(i, 0))
+                combo.blockSignals(False)
+            for w in (self.as_of_on, self.as_of):
+                w.blockSignals(True)
+            self.as_of_on.setChecked(p.as_of is not None)
+            self.as_of.setEnabled(p.as_of is not None)
+            if p.as_of is not None:
+                self.as_of.setDateTime(QDateTime.fromSecsSinceEpoch(int(p.as_of), QTimeZone.utc()))
+            for w in (self.as_of_on, self.as_of):
+                w.blockSignals(False)
+        finally:
+            self._loading = False
 
     def _load_params(self, p) -> None:
-        self._loading = True
+        """The preset's part of `p` into the weight, time constant and option widgets."""
+        was, self._loading = self._loading, True
         try:
             self.alpha.set_value(p.alpha)
             self.beta.set_value(p.beta)
@@ -349,11 +378,16 @@ class QueryPanel(QWidget):
             self.protected_only.setChecked(bool(p.protected_only))
             self.confidence_decay.setChecked(bool(p.confidence_decay))
         finally:
-            self._loading = False
+            self._loading = was
 
     def params(self):
-        """The Params the widgets describe now."""
-        base = preset_params(self.preset.currentText())
+        """The retrieval parameters in force: the state's (which the widgets show)."""
+        return self.state.params
+
+    def _widget_params(self):
+        """The Params the widgets describe now (fields without a widget, e.g. tags, kept from the state)."""
+        name = self.preset.currentText()
+        base = self.state.params if self.state.params.preset == name else preset_params(name)
         as_of = None
         if self.as_of_on.isChecked():
             as_of = float(self.as_of.dateTime().toSecsSinceEpoch())
@@ -378,8 +412,14 @@ class QueryPanel(QWidget):
         self._params_edited()
 
     def _params_edited(self, *_):
+        """A widget was edited: its setting becomes the state's (the ranking follows from there)."""
         if not self._loading:
-            self._score_timer.start()
+            self.state.set_params(self._widget_params(), source=self)
+
+    def _on_params(self, params, source) -> None:
+        if source is not self:
+            self._show_params(params)
+        self._score_timer.start()
 
     # ------------------------------------------------------------ store
     def _on_data(self, data: StoreData | None) -> None:
@@ -402,6 +442,7 @@ class QueryPanel(QWidget):
             if hi is not None:
                 self.as_of.setDateTime(QDateTime.fromSecsSinceEpoch(int(hi), QTimeZone.utc()))
         self.message.setText("")
+        self._params_edited()  # the filters were reset to this store's lists: the state follows
 
     def _engine(self, data: StoreData):
         """The engine for this store (made on the engine thread, once per open)."""

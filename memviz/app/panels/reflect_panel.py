@@ -1,13 +1,18 @@
 """Tools ▸ Reflect…: propose reflections with the LLM on a worker, review, write the accepted.
 
-`install_reflect(window)` wires Reflect…, Consolidate…, LLM settings… and the importance meter
-into the main window and returns the ReflectTools that own them. Writes go through the
-window's edit controller (`window.edits.perform`: the one History and undo stack of the
-window), so Ctrl+Z retires written reflections / puts consolidated values back.
+`ReflectTools(state, workers, settings, perform, dialog_parent)` owns the actions Reflect…,
+Consolidate…, LLM settings… and the importance meter; the window puts them in its menus,
+toolbar and status bar. Writes go through `perform` (the edit controller's: the one History
+and undo stack of the window), so Ctrl+Z retires written reflections / puts consolidated
+values back. Retrieval for the evidence uses the state's parameters (`state.params`), the
+ones the query panel shows.
 """
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from typing import Callable
+
+from PySide6.QtCore import QObject, QSettings, Qt, Signal
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QCheckBox, QComboBox, QDialog, QFrame, QGroupBox, QHBoxLayout, QLabel, QListWidget, QListWidgetItem,
     QProgressBar, QPushButton, QScrollArea, QSpinBox, QToolButton, QVBoxLayout, QWidget,
@@ -18,10 +23,12 @@ from memviz.reflect import (
 )
 from memviz.reflect.undoable import AcceptReflections
 from memviz.reflect.reflection import DEFAULT_THRESHOLD, THRESHOLD_META_KEY
+from memviz.session.state import AppState
 from memviz.store.errors import StoreError
 from memviz.tasks import Cancelled, Task
 
 from memviz.app.dialogs.llm_settings import LLMSettingsDialog, load_llm_settings
+from memviz.app.workers import Workers
 
 
 class ImportanceMeter(QWidget):
@@ -57,52 +64,62 @@ class ImportanceMeter(QWidget):
         self.show()
 
 
-class ReflectTools:
-    """Owns the reflect/consolidate UI of one window."""
+class ReflectTools(QObject):
+    """Owns the reflect/consolidate UI of one window: `reflect_action`, `consolidate_action`,
+    `llm_action` and the importance `meter` (the window places them).
 
-    def __init__(self, window) -> None:
-        self.window = window
+    error(title, text): something the user must see in a message box."""
+
+    error = Signal(str, str)
+
+    def __init__(self, state: AppState, workers: Workers, settings: QSettings,
+                 perform: Callable[[object], object], dialog_parent: QWidget | None = None) -> None:
+        super().__init__(dialog_parent)
+        self.state, self.workers, self.settings = state, workers, settings
+        self._perform = perform
+        self.dialog_parent = dialog_parent
         self.dialog: ReflectDialog | None = None
         self.consolidate_dialog = None
         self.settings_dialog: LLMSettingsDialog | None = None
-        w = window
-        w.reflect_action.setToolTip("Propose reflections with the LLM, review them, write the accepted")
-        w.reflect_action.triggered.connect(self.open_reflect)
-        self.consolidate_action = w.tools_menu.addAction("&Consolidate…", self.open_consolidate)
+        self.reflect_action = QAction("&Reflect…", self)
+        self.reflect_action.setToolTip("Propose reflections with the LLM, review them, write the accepted")
+        self.reflect_action.triggered.connect(lambda *_: self.open_reflect())
+        self.consolidate_action = QAction("&Consolidate…", self)
         self.consolidate_action.setToolTip("Apply decay and soft-delete what fell below the confidence floor")
-        self.llm_action = w.tools_menu.addAction("&LLM settings…", self.open_settings)
-        self.meter = ImportanceMeter(w.reflect_action)
+        self.consolidate_action.triggered.connect(lambda *_: self.open_consolidate())
+        self.llm_action = QAction("&LLM settings…", self)
+        self.llm_action.triggered.connect(lambda *_: self.open_settings())
+        self.meter = ImportanceMeter(self.reflect_action)
         self.meter_agent: str | None = None
         self._statuses: dict = {}  # agent -> ImportanceStatus of the data shown (two queries each)
-        w.statusBar().addPermanentWidget(self.meter)
         self.meter.hide()
-        w.state.data_changed.connect(self._on_data)
+        state.data_changed.connect(self._on_data)
         # a full scan of the agent's rows: re-read when the data or the current agent changes, not per click
-        w.state.selection_changed.connect(
+        state.selection_changed.connect(
             lambda *a: self.current_agent() != self.meter_agent and self.refresh_meter(reread=False))
-        self._on_data(w.state.data)
+        self._on_data(state.data)
 
     # ------------------------------------------------------------ store
     @property
     def store(self):
-        return None if self.window.state.data is None else self.window.state.data.store
+        return None if self.state.data is None else self.state.data.store
 
     def _on_data(self, data) -> None:
         self._statuses = {}
         store = self.store
         writable = store is not None and not store.read_only
         tip = "" if writable else " (the store is not open for writing)"
-        self.window.reflect_action.setEnabled(writable)
+        self.reflect_action.setEnabled(writable)
         self.consolidate_action.setEnabled(writable)
-        self.window.reflect_action.setStatusTip("Reflect with the LLM" + tip)
+        self.reflect_action.setStatusTip("Reflect with the LLM" + tip)
         self.refresh_meter()
 
     def current_agent(self) -> str | None:
         """The agent of the current memory, else the one with the most memories."""
-        data = self.window.state.data
+        data = self.state.data
         if data is None or not data.agents:
             return None
-        cur = self.window.state.current
+        cur = self.state.current
         return str(data.arrays.agent[cur]) if cur is not None else data.agents[0]
 
     def refresh_meter(self, reread: bool = True) -> None:
@@ -131,15 +148,15 @@ class ReflectTools:
         try:
             store.set_meta(THRESHOLD_META_KEY, float(value))
         except StoreError as e:
-            self.window.show_error("Threshold not saved", str(e))
+            self.error.emit("Threshold not saved", str(e))
         self._statuses = {}  # every agent's status compares with the new threshold
         self.refresh_meter()
 
     # ------------------------------------------------------------ writes
     def perform(self, action) -> bool:
-        """Write `action` through the window's edit controller (undoable, busy retries, errors
+        """Write `action` through the edit controller's `perform` (undoable, busy retries, errors
         shown, reload selecting what changed); True when it was written."""
-        return self.window.edits.perform(action) is not None
+        return self._perform(action) is not None
 
     # ------------------------------------------------------------ dialogs
     def open_reflect(self) -> None:
@@ -160,7 +177,7 @@ class ReflectTools:
         self.consolidate_dialog.make_plan()
 
     def open_settings(self) -> LLMSettingsDialog:
-        self.settings_dialog = LLMSettingsDialog(self.window.settings, self.window.workers, self.window)
+        self.settings_dialog = LLMSettingsDialog(self.settings, self.workers, self.dialog_parent)
         self.settings_dialog.open()
         return self.settings_dialog
 
@@ -216,8 +233,8 @@ class ReflectDialog(QDialog):
     JOB = "reflect"
 
     def __init__(self, tools: ReflectTools) -> None:
-        super().__init__(tools.window)
-        self.tools, self.window = tools, tools.window
+        super().__init__(tools.dialog_parent)
+        self.tools, self.state, self.workers = tools, tools.state, tools.workers
         self.setWindowTitle("Reflect")
         self.run = None
         self.reflector = None
@@ -293,15 +310,15 @@ class ReflectDialog(QDialog):
         lay.addWidget(scroll, 1)
         lay.addLayout(bottom)
         self.resize(760, 640)
-        self.window.workers.finished.connect(self._job_ended)
+        self.workers.finished.connect(self._job_ended)
         self._show_llm()
 
     def _show_llm(self) -> None:
-        s = load_llm_settings(self.window.settings)
+        s = load_llm_settings(self.tools.settings)
         self.llm_label.setText(f"LLM: {s.chat_model} at {s.base_url}")
 
     def set_agents(self) -> None:
-        data = self.window.state.data
+        data = self.state.data
         agents = list(data.agents) if data is not None else []
         current = self.tools.current_agent()
         self.agent.clear()
@@ -340,13 +357,13 @@ class ReflectDialog(QDialog):
             return
         self._clear()
         try:
-            llm = LLMClient(load_llm_settings(self.window.settings))
+            llm = LLMClient(load_llm_settings(self.tools.settings))
         except ReflectError as e:
             self._say(str(e), error=True)
             return
         agent = self.agent.currentData()
         config = ReflectionConfig(questions=self.questions.value(), evidence=self.evidence_k.value())
-        params = self.window.query.params()
+        params = self.state.params  # the retrieval setting the query panel shows
 
         def job(task):
             reflector = Reflector(store, llm, agent=agent, config=config,
@@ -356,8 +373,8 @@ class ReflectDialog(QDialog):
         self.progress.setRange(0, 0)
         self._busy(True)
         self._say(f"Asking {llm.settings.chat_model} …")
-        self.task = self.window.workers.submit(self.JOB, job, on_done=self._proposed, on_error=self._failed,
-                                               on_progress=self._progress)
+        self.task = self.workers.submit(self.JOB, job, on_done=self._proposed, on_error=self._failed,
+                                        on_progress=self._progress)
 
     def _progress(self, fraction: float, text: str) -> None:
         self.progress.setRange(0, 1000)
@@ -365,7 +382,7 @@ class ReflectDialog(QDialog):
         self._say(text)
 
     def cancel(self) -> None:
-        self.window.workers.cancel(self.JOB)
+        self.workers.cancel(self.JOB)
 
     def _job_ended(self, name: str) -> None:
         if name == self.JOB and self.task is not None and self.task.cancelled:
@@ -385,7 +402,7 @@ class ReflectDialog(QDialog):
         self.reflector, self.run = out
         run = self.run
         for n, p in enumerate(run.proposals, 1):
-            card = ProposalCard(n, p, lambda ids: self.window.state.select_ids(ids, source=self))
+            card = ProposalCard(n, p, lambda ids: self.state.select_ids(ids, source=self))
             card.accept_box.toggled.connect(lambda *_: self._busy(False))
             self.cards.append(card)
             self.cards_layout.insertWidget(self.cards_layout.count() - 1, card)
@@ -419,9 +436,4 @@ class ReflectDialog(QDialog):
             self._say(f"Wrote {len(done)} reflection{'s' if len(done) != 1 else ''} (Edit ▸ Undo retires them).")
 
 
-def install_reflect(window) -> ReflectTools:
-    window.reflect_tools = ReflectTools(window)
-    return window.reflect_tools
-
-
-__all__ = ["install_reflect", "ReflectTools", "ReflectDialog", "ProposalCard", "ImportanceMeter"]
+__all__ = ["ReflectTools", "ReflectDialog", "ProposalCard", "ImportanceMeter"]

@@ -4,7 +4,9 @@ The list is `memviz.edits.retired(store)`, read again whenever the store data is
 (an edit, an undo, the agent's write) — in the background, while the dock is shown; a hidden
 dock (tabbed behind the table) only notes that it is stale.
 Clicking a row selects that memory everywhere. A model over the list, so thousands of rows
-cost nothing until they are scrolled into view.
+cost nothing until they are scrolled into view. Restore and the enabled state go through the
+edit controller it is given; its context menu is the window's, like every panel's
+(`context_requested`).
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from memviz.edits import retired
 from memviz.store import iso
 
 from memviz.session.state import AppState
+from memviz.app.workers import Workers
 
 LIMIT = 5000  # newest first; the count label says when there are more
 
@@ -63,9 +66,9 @@ class RetiredModel(QAbstractTableModel):
 class RetiredPanel(QWidget):
     context_requested = Signal(list, QPoint)
 
-    def __init__(self, state: AppState, controller, parent=None) -> None:
+    def __init__(self, state: AppState, controller, workers: Workers, parent=None) -> None:
         super().__init__(parent)
-        self.state, self.controller = state, controller
+        self.state, self.controller, self.workers = state, controller, workers
         self._row_of: dict[str, int] = {}
         self._stale = True
         self._shown = False  # the dock's visibility (a tab behind the table is not shown)
@@ -92,7 +95,6 @@ class RetiredPanel(QWidget):
         lay.setContentsMargins(4, 4, 4, 4)
         lay.addLayout(top)
         lay.addWidget(self.tree, 1)
-        self.context_requested.connect(lambda ids, pos: controller.window.show_context_menu(ids, pos))
         state.data_changed.connect(lambda _d: self._data_changed())
         state.selection_changed.connect(self._on_selection)
         self._data_changed()
@@ -143,8 +145,8 @@ class RetiredPanel(QWidget):
         if data is None or store is None:
             self._fill([])
             return
-        self.controller.window.workers.submit("retired", lambda _t: retired(store, limit=LIMIT), on_done=self._fill,
-                                              on_error=lambda e: self.count.setText(f"Could not read: {e}"))
+        self.workers.submit("retired", lambda _t: retired(store, limit=LIMIT), on_done=self._fill,
+                            on_error=lambda e: self.count.setText(f"Could not read: {e}"))
 
     def _fill(self, items: list) -> None:
         data = self.state.data
