@@ -14,6 +14,7 @@ from .store.errors import StoreError
 
 COMMANDS = (
     "memviz.commands.stats",
+    "memviz.commands.check",
     "memviz.commands.create",
     "memviz.commands.import_",
     "memviz.commands.edit",

@@ -8,8 +8,35 @@ coloured by its fused score; the top of the ranking is the same.
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
+from ..store.check import quick_fts_probe
+
+#: what is known this session about each store's full-text index: path -> warning (None = sound).
+#: `memviz.store.check` fills it when it checks or repairs; otherwise the first hybrid query on a
+#: store probes once (the indexed documents against the rows: cheap, below a size limit).
+_FTS_STATE: dict[str, str | None] = {}
+_LOCK = threading.Lock()
+WARNING = "warning: "
+
+
+def known_fts_damage(store) -> str | None:
+    """The warning for a store whose full-text index is known to be out of step, else None."""
+    with _LOCK:
+        if store.path in _FTS_STATE:
+            return _FTS_STATE[store.path]
+    found = quick_fts_probe(store.conn)
+    with _LOCK:
+        _FTS_STATE.setdefault(store.path, None if found is None else WARNING + found)
+        return _FTS_STATE[store.path]
+
+
+def note_fts_state(path: str, damage: str | None) -> None:
+    """Record what a check (or a repair: None) found about a store's full-text index."""
+    with _LOCK:
+        _FTS_STATE[path] = None if damage is None else WARNING + damage
 
 
 def fts_rows(store, arrays, text: str) -> tuple[np.ndarray, np.ndarray]:
