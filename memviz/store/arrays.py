@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import apsw
 import numpy as np
 
-from .records import decode_text
+from .records import NUMBER_DEFAULTS, ODD_VALUES_SQL, TIME_COLUMNS, decode_text, read_values
 
 _SQL = """
 SELECT rowid, CAST(id AS BLOB), CAST(kind AS BLOB), CAST(agent AS BLOB),
@@ -49,6 +49,7 @@ class MemoryArrays:
     bad_json: np.ndarray       # bool: a JSON column of the row is malformed
     bad_text: np.ndarray       # bool: id/kind/agent held invalid UTF-8
     preview: np.ndarray | None = None  # object: the start of each content on one line (when asked for)
+    bad_value: np.ndarray | None = None  # bool: a time or number of the row could not be read (records.read_values)
     _index: dict | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
@@ -93,7 +94,7 @@ def load_arrays(conn, model: str | None = None, dim: int | None = None, preview:
         emb = _normalize_rows(c["vectors"](has, size, nbytes), has)
     else:
         emb = np.zeros((n, dim), dtype=np.float32)
-    return MemoryArrays(
+    arrays = MemoryArrays(
         ids=c["ids"],
         rowid=num(c["rowid"], np.int64),
         kind=c["kind"],
@@ -114,6 +115,36 @@ def load_arrays(conn, model: str | None = None, dim: int | None = None, preview:
         bad_text=c["bad_text"],
         preview=c["preview"] if preview > 0 else None,
     )
+    arrays.bad_value = _read_odd_values(conn, arrays)
+    return arrays
+
+
+def _read_odd_values(conn, a: MemoryArrays) -> np.ndarray:
+    """The rows whose times or numbers are not plain numbers in range (ISO text, milliseconds,
+    'yesterday', 'very high', inf: an agent wrote them) read again through the one row reader:
+    the scan's CAST AS REAL would make '2026-03-01T12:00Z' the year 2026 seconds. Unreadable
+    times become NaN (valid_until: 0, still retired); unreadable numbers the column's default.
+    Returns the per-row flag of values that could not be read."""
+    bad = np.zeros(len(a), dtype=bool)
+    cols = TIME_COLUMNS + tuple(NUMBER_DEFAULTS)
+    rows = conn.execute(f"SELECT rowid, {', '.join(cols)} FROM memories WHERE {ODD_VALUES_SQL}").fetchall()
+    if not rows:
+        return bad
+    where = {r: i for i, r in enumerate(a.rowid.tolist())}
+    for rowid, *values in rows:
+        i = where.get(rowid)
+        if i is None:
+            continue
+        row = dict(zip(cols, values))
+        problems = read_values(row)
+        bad[i] = bool(problems)
+        for col in TIME_COLUMNS:
+            v = row[col]
+            getattr(a, col)[i] = (0.0 if col == "valid_until" and values[cols.index(col)] is not None else np.nan) \
+                if v is None else v
+        for col in NUMBER_DEFAULTS:
+            getattr(a, col)[i] = row[col]
+    return bad
 
 
 _NUMERIC = ("importance", "event_time", "created_at", "last_accessed", "valid_until", "confidence", "decay_rate",

@@ -15,7 +15,7 @@ import apsw
 
 from .connection import connect
 from .errors import ReadOnlyError, StoreError
-from .records import decode_json
+from .records import NUMBER_DEFAULTS, ODD_VALUES_SQL, TIME_COLUMNS, decode_json, read_values
 from .schema import JSON_COLUMNS, NATIVE_TRIGGERS
 from .vectors import native_vec_triggers, vec_ddl, vec_table
 
@@ -69,7 +69,7 @@ def check_store(store, *, on_step=None) -> CheckReport:
     """Every check, in order; `on_step(fraction, label)` reports progress (may raise to cancel)."""
     report = CheckReport(store.path)
     steps = [("SQLite integrity", sqlite_integrity), ("schema", schema_findings), ("full-text index", fts_findings),
-             ("vector index", vec_findings), ("JSON columns", json_findings), ("links", link_findings)]
+             ("vector index", vec_findings), ("JSON columns", json_findings), ("values", value_findings), ("links", link_findings)]
     for i, (label, step) in enumerate(steps):
         if on_step is not None:
             on_step(i / len(steps), label)
@@ -247,6 +247,22 @@ def json_findings(store):
                                "memviz shows it as empty; the agent that wrote it may misread it too. Fix the rows "
                                "in the agent or with an edit.", len(bad), bad[:EXAMPLES]))
     return out, []
+
+
+def value_findings(store):
+    """Times and numbers an agent wrote in a form memviz cannot read (the row reader's flags)."""
+    cols = TIME_COLUMNS + tuple(NUMBER_DEFAULTS)
+    bad = []
+    for mid, *values in store.conn.execute(
+            f"SELECT CAST(id AS TEXT), {', '.join(cols)} FROM memories WHERE {ODD_VALUES_SQL}"):
+        if read_values(dict(zip(cols, values))):
+            bad.append(str(mid))
+    if not bad:
+        return [], []
+    return [Finding("unreadable_values", "times or numbers that cannot be read ('yesterday', 'very high', inf …)",
+                    "Shown as \"unreadable time\" or the column's default and flagged ⚠; such a memory sorts and "
+                    "scores as if it had no time. Fix them in the agent, or re-rate the memory.",
+                    len(bad), bad[:EXAMPLES])], []
 
 
 def link_findings(store):

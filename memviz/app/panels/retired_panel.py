@@ -12,7 +12,6 @@ from PySide6.QtCore import QAbstractTableModel, QItemSelection, QItemSelectionMo
 from PySide6.QtWidgets import QAbstractItemView, QHBoxLayout, QLabel, QPushButton, QTreeView, QVBoxLayout, QWidget
 
 from memviz.edits import retired
-from memviz.store import iso
 
 from memviz.session.state import AppState
 
@@ -49,7 +48,7 @@ class RetiredModel(QAbstractTableModel):
             return m.id
         if role == Qt.DisplayRole:
             if col == 0:
-                return iso(m.retired_at)
+                return m.retired_when
             if col == 1:
                 return m.why + (f" — {m.note}" if m.note else "")
             if col == 4:
