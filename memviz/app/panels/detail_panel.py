@@ -29,7 +29,7 @@ _FIELDS = ("id", "agent", "kind", "importance", "event_time", "created_at", "val
 #: characters shown at once; a longer text (an agent once stored 10 MB) is laid out only on
 #: "show all", in steps, so selecting it never blocks the window
 PREFIX_CHARS = 20_000
-STEP_CHARS = 200_000
+STEP_CHARS = 100_000
 
 
 def _size(text: str) -> str:
@@ -213,10 +213,17 @@ class DetailPanel(QWidget):
         self._fill_step()
 
     def _fill_step(self) -> None:
-        """Append the next STEP_CHARS, then let the event loop run before the next step."""
-        part, self._rest = self._rest[:STEP_CHARS], self._rest[STEP_CHARS:]
+        """Append the next STEP_CHARS, then let the event loop run before the next step. Each
+        step starts a new paragraph: Qt lays a paragraph out whole on every change, so adding to
+        one 10 MB line is quadratic. The break falls on a space where there is one, so a wrapped
+        view looks the same; copying gives a line break there."""
+        cut = len(self._rest) if len(self._rest) <= STEP_CHARS else self._rest.rfind(" ", STEP_CHARS // 2, STEP_CHARS) + 1
+        cut = cut or STEP_CHARS
+        part, self._rest = self._rest[:cut], self._rest[cut:]
         cursor = QTextCursor(self.content.document())
         cursor.movePosition(QTextCursor.End)
+        if part and not part.startswith("\n") and not self.content.document().lastBlock().text() == "":
+            cursor.insertBlock()
         cursor.insertText(part)
         if self._rest:
             self._filling.start()
