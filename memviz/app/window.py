@@ -30,6 +30,7 @@ from memviz.app.panels.detail_panel import DetailPanel
 from memviz.app.controllers.edit_controller import install_edit_actions
 from memviz.app.panels.graph_panel import GraphPanel
 from memviz.app.dialogs.import_dialog import is_import_source, show_import_dialog
+from memviz.app.dialogs.check_dialog import open_check_dialog
 from memviz.app.panels.map_panel import MapPanel
 from memviz.app.panels.query_panel import QueryPanel
 from memviz.app.panels.reflect_panel import install_reflect
@@ -178,6 +179,7 @@ class MainWindow(QMainWindow):
         self.reflect_action.setEnabled(False)
         self.reflect_action.setToolTip("Reflection with an LLM (not available yet)")
         self.tools_menu.addAction("Compute &UMAP", self.map.start_umap)
+        self.check_action = self.tools_menu.addAction("&Check store…", lambda: open_check_dialog(self))
 
         help_ = mb.addMenu("&Help")
         help_.addAction("&About memviz", self._about)
