@@ -3,12 +3,14 @@
 text; invalid UTF-8 content can be edited without its bytes being rewritten."""
 import math
 
+import numpy as np
 import pytest
 from hostile_store import BAD_UTF8, build_hostile
 
 import memviz.store as ms
 from memviz.cli import main
 from memviz.edits.retired import retired
+from memviz.store.arrays import load_arrays
 from memviz.store.connection import connect
 from memviz.store.records import read_number, read_time
 
@@ -47,6 +49,9 @@ def test_rows_are_read_flagged_and_never_fail(hostile):
         assert a.valid_until[at["t_until_iso"]] == ISO + 12 * 3600 and not a.live[at["t_until_iso"]]
         assert a.importance[at["imp_text"]] == 5.0 and a.bad_value[at["imp_text"]]
         assert a.bad_value[at["imp_inf"]] and not a.bad_value[at["plain"]]
+        by_row = load_arrays(s.conn, in_sqlite=False, preview=20)  # the fallback scan finds the same
+        for col in ("event_time", "created_at", "valid_until", "importance", "bad_value"):
+            np.testing.assert_array_equal(getattr(by_row, col), getattr(a, col))
         rec = s.get("imp_text")
         assert rec["importance"] == 5.0 and any("'very high'" in p for p in rec["problems"])
         rec = s.get("t_event_yesterday")

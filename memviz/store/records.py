@@ -148,13 +148,22 @@ NUMBER_DEFAULTS = {"importance": 5.0, "confidence": 1.0, "decay_rate": 0.1, "acc
 MS_ABOVE = 1e11  # seconds reach 1e11 in the year 5138; a larger number is milliseconds (2001 onwards)
 UNREADABLE_TIME = "unreadable time"
 
-#: SQL: true for a row whose times or numbers are not plain numbers in range (rare; the array
-#: scan reads only these rows again, through read_time / read_number)
+_NULLABLE = ("valid_until", "last_accessed")
+
+
+def _not_a_number(col: str) -> str:
+    kinds = "'integer', 'real', 'null'" if col in _NULLABLE else "'integer', 'real'"
+    return f"typeof({col}) NOT IN ({kinds})"
+
+
+#: SQL: true for a row whose times or numbers are stored as another type than a number (the
+#: array scan finds these; milliseconds and inf it finds on its arrays)
+ODD_TYPES_SQL = "(" + " OR ".join(_not_a_number(c) for c in TIME_COLUMNS + tuple(NUMBER_DEFAULTS)) + ")"
+#: SQL: true for a row whose times or numbers are not plain numbers in range (rare; such rows
+#: are read again through read_time / read_number)
 ODD_VALUES_SQL = " OR ".join(
-    [f"typeof({c}) NOT IN ('integer', 'real'{', ' + repr('null') if c in ('valid_until', 'last_accessed') else ''})"
-     .replace('"', "'") for c in TIME_COLUMNS]
-    + [f"abs(coalesce({c}, 0)) >= {MS_ABOVE:.0f}" for c in TIME_COLUMNS]
-    + [f"typeof({c}) NOT IN ('integer', 'real') OR abs({c}) > 1e308" for c in NUMBER_DEFAULTS])
+    [ODD_TYPES_SQL] + [f"abs(coalesce({c}, 0)) >= {MS_ABOVE:.0f}" for c in TIME_COLUMNS]
+    + [f"abs({c}) > 1e308" for c in NUMBER_DEFAULTS])
 
 
 def read_time(value) -> tuple[float | None, bool]:
