@@ -158,3 +158,13 @@ def test_supersede_cycles_finds_each_once():
 def test_check_of_a_missing_file_is_exit_2(tmp_path, capsys):
     assert main(["check", str(tmp_path / "none.db")]) == 2
     assert "No such file" in capsys.readouterr().err
+
+
+def test_the_index_itself_agrees_with_the_docsize_comparison(tmp_path):
+    from memviz.store.check import _fts_doc_drift_from_index, fts_doc_drift  # noqa: PLC0415
+    p = _copy(tmp_path)
+    _drift(p)
+    with ms.open(p, read_only=True) as s:
+        missing, stale = fts_doc_drift(s.conn)
+        assert len(missing) == 4 and stale == []
+        assert _fts_doc_drift_from_index(s.conn) == (missing, stale)

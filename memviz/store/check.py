@@ -15,7 +15,7 @@ import apsw
 
 from .connection import connect
 from .errors import ReadOnlyError, StoreError
-from .records import NUMBER_DEFAULTS, ODD_VALUES_SQL, TIME_COLUMNS, decode_json, read_values
+from .records import NUMBER_DEFAULTS, ODD_VALUES_SQL, TIME_COLUMNS, decode_json, decode_text, read_values
 from .schema import JSON_COLUMNS, NATIVE_TRIGGERS
 from .vectors import native_vec_triggers, vec_ddl, vec_table
 
@@ -145,29 +145,35 @@ def fts_findings(store):
 
 
 def fts_doc_drift(conn) -> tuple[list[int], list[int]]:
-    """(rowids of memories not in the index, rowids in the index with no memory). Read-only:
-    a temp fts5vocab table lists the documents the index holds."""
+    """(rowids of memories not in the index, rowids in the index with no memory). FTS5 keeps
+    one `_docsize` row per indexed document, written and removed with its index entries, so
+    comparing keys is enough: two integer-key scans, read-only, no temporary table (it also
+    runs on the window's shared connection, for the hybrid warning)."""
+    try:
+        missing = [r for (r,) in conn.execute(
+            f"SELECT rowid FROM memories WHERE rowid NOT IN (SELECT id FROM {FTS}_docsize) ORDER BY rowid")]
+        stale = [r for (r,) in conn.execute(
+            f"SELECT id FROM {FTS}_docsize WHERE id NOT IN (SELECT rowid FROM memories) ORDER BY id")]
+    except apsw.SQLError:  # no docsize table (an FTS5 table made with columnsize=0): ask the index itself
+        return _fts_doc_drift_from_index(conn)
+    return missing, stale
+
+
+def _fts_doc_drift_from_index(conn) -> tuple[list[int], list[int]]:
     conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.memviz_fts_docs USING fts5vocab(main, {FTS}, 'instance')")
     try:
         indexed = {r[0] for r in conn.execute("SELECT DISTINCT doc FROM temp.memviz_fts_docs")}
     finally:
         conn.execute("DROP TABLE temp.memviz_fts_docs")
-    rows = {}
-    for rowid, empty in conn.execute(
-            "SELECT rowid, content IS NULL OR length(CAST(content AS BLOB)) = 0 FROM memories"):
-        rows[rowid] = empty
-    # a text with no token (empty, punctuation only) has no entry: only count rows with words
-    missing = sorted(r for r, empty in rows.items() if r not in indexed and not empty)
-    if missing:
-        missing = [r for r in missing if _has_token(conn, r)]
-    stale = sorted(indexed - rows.keys())
-    return missing, stale
+    rows = {r: bool(t) for r, t in conn.execute("SELECT rowid, length(CAST(content AS BLOB)) > 0 FROM memories")}
+    # a text with no word (empty, punctuation only) has no index entry
+    missing = sorted(r for r, has_text in rows.items() if r not in indexed and has_text and _has_token(conn, r))
+    return missing, sorted(indexed - rows.keys())
 
 
 def _has_token(conn, rowid) -> bool:
-    row = conn.execute("SELECT content FROM memories WHERE rowid=?", (rowid,)).fetchone()
-    text = row[0] if row and isinstance(row[0], str) else (bytes(row[0]).decode("utf-8", "replace") if row and row[0] else "")
-    return any(ch.isalnum() for ch in text)
+    row = conn.execute("SELECT CAST(content AS BLOB) FROM memories WHERE rowid=?", (rowid,)).fetchone()
+    return any(ch.isalnum() for ch in decode_text(row[0] if row else None)[0])
 
 
 def fts_integrity_error(store) -> tuple[str | None, str | None]:
@@ -396,9 +402,9 @@ def repair(store, report: CheckReport, *, actor: str = "memviz", note: str | Non
 
 
 def quick_fts_probe(conn, limit: int = 200_000) -> str | None:
-    """A cheap look at the FTS index when a store is opened: a message when the number of
-    indexed documents differs from the memories with text; None when it agrees or the store is
-    too large to look cheaply. Used to warn hybrid queries."""
+    """A cheap look at the FTS index (its documents against the rows, fts_doc_drift): a message
+    when they differ; None when they agree or the store is too large to look cheaply. Run on
+    a store's first hybrid query to warn it (retrieval/hybrid.py)."""
     try:
         n = conn.execute("SELECT count(*) FROM memories").fetchone()[0]
         if n > limit:
