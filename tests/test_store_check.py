@@ -168,3 +168,16 @@ def test_the_index_itself_agrees_with_the_docsize_comparison(tmp_path):
         missing, stale = fts_doc_drift(s.conn)
         assert len(missing) == 4 and stale == []
         assert _fts_doc_drift_from_index(s.conn) == (missing, stale)
+
+
+def test_a_dropped_index_is_found_and_rebuilt(tmp_path, capsys):
+    p = _copy(tmp_path)
+    c = connect(p)
+    c.execute("DROP INDEX idx_memories_valid_until")
+    c.close()
+    assert main(["check", "--json", p]) == 1
+    found = {f["code"]: f for f in json.loads(capsys.readouterr().out)["findings"]}
+    assert set(found) == {"missing_indexes"} and "idx_memories_valid_until" in found["missing_indexes"]["title"]
+    assert main(["check", "--repair", "--yes", p]) == 0
+    with ms.open(p, read_only=True) as s:
+        assert s.conn.execute("SELECT 1 FROM sqlite_master WHERE name='idx_memories_valid_until'").fetchone()

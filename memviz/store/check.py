@@ -8,6 +8,7 @@ memory. Qt-free.
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -16,10 +17,12 @@ import apsw
 from .connection import connect
 from .errors import ReadOnlyError, StoreError
 from .records import NUMBER_DEFAULTS, ODD_VALUES_SQL, TIME_COLUMNS, decode_json, decode_text, read_values
-from .schema import JSON_COLUMNS, NATIVE_TRIGGERS
+from .schema import _V1, JSON_COLUMNS, NATIVE_TRIGGERS
 from .vectors import native_vec_triggers, vec_ddl, vec_table
 
 FTS = "memories_fts"
+#: index name -> the SQL memviz made it with
+NATIVE_INDEXES = {re.match(r"CREATE INDEX (\S+)", sql).group(1): sql for sql in _V1 if sql.startswith("CREATE INDEX")}
 EXAMPLES = 5
 #: the action written to memviz_audit by a repair, and the memory_id it is filed under
 REPAIR_ACTION, REPAIR_SUBJECT = "repair", "(store)"
@@ -73,7 +76,12 @@ def check_store(store, *, on_step=None) -> CheckReport:
     for i, (label, step) in enumerate(steps):
         if on_step is not None:
             on_step(i / len(steps), label)
-        found, skipped = step(store)
+        try:
+            found, skipped = step(store)
+        except (apsw.Error, UnicodeError) as e:  # a damaged page or value: say so, go on with the rest
+            found, skipped = [Finding("check_failed", f"the {label} check could not run: {e}",
+                                      "The file is damaged where this check reads; see SQLite's integrity "
+                                      "check above, restore a backup or recover a copy.")], []
         report.findings.extend(found)
         report.skipped.extend(skipped)
     if on_step is not None:
@@ -110,6 +118,12 @@ def schema_findings(store):
     if missing:
         out.append(Finding("missing_triggers", "memviz's index triggers are missing: " + ", ".join(missing),
                            "Rows written since they were dropped are not in the full-text or vector index.",
+                           repairable=True))
+    indexes = {n for (n,) in store.conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+    lost = sorted(n for n in NATIVE_INDEXES if n not in indexes)
+    if lost:
+        out.append(Finding("missing_indexes", "memviz's indexes are missing: " + ", ".join(lost),
+                           "Filters by time, agent and kind, and the retired list, read every row.",
                            repairable=True))
     rep = store.report
     if rep is not None and rep.foreign_objects:
@@ -206,9 +220,9 @@ def vec_findings(store):
     """Each embedding in the vec0 table of its dimension with the same bytes; nothing else there."""
     conn = store.conn
     want: dict[int, dict[str, bytes]] = {}
-    for mid, blob in conn.execute("SELECT id, embedding FROM memories WHERE typeof(embedding) = 'blob'"):
+    for mid, blob in conn.execute("SELECT CAST(id AS BLOB), embedding FROM memories WHERE typeof(embedding) = 'blob'"):
         if len(blob) and len(blob) % 4 == 0:
-            want.setdefault(len(blob) // 4, {})[str(mid)] = bytes(blob)
+            want.setdefault(len(blob) // 4, {})[_text(mid)] = bytes(blob)
     tables = {int(n[len("vec_memories_"):]) for (n,) in conn.execute(
         "SELECT name FROM sqlite_master WHERE type='table' AND name GLOB 'vec_memories_[0-9]*' "
         "AND name NOT GLOB 'vec_memories_*_*' AND sql LIKE '%vec0%'")}
@@ -224,8 +238,8 @@ def vec_findings(store):
     for dim in sorted(tables):
         expect = want.get(dim, {})
         have: dict[str, bytes] = {}
-        for mid, blob in conn.execute(f"SELECT memory_id, embedding FROM {vec_table(dim)}"):
-            have[str(mid)] = bytes(blob)
+        for mid, blob in conn.execute(f"SELECT CAST(memory_id AS BLOB), embedding FROM {vec_table(dim)}"):
+            have[_text(mid)] = bytes(blob)
         missing += sorted(expect.keys() - have.keys())
         extra += sorted(have.keys() - expect.keys())
         differ += sorted(m for m in expect.keys() & have.keys() if expect[m] != have[m])
@@ -244,10 +258,10 @@ def vec_findings(store):
 def json_findings(store):
     out = []
     for col in JSON_COLUMNS:
-        bad = [str(mid) for mid, text in store.conn.execute(
-            f"SELECT CAST(id AS TEXT), {col} FROM memories WHERE CASE WHEN typeof({col}) != 'text' "
+        bad = [_text(mid) for mid, text in store.conn.execute(
+            f"SELECT CAST(id AS BLOB), CAST({col} AS BLOB) FROM memories WHERE CASE WHEN typeof({col}) != 'text' "
             f"OR NOT json_valid({col}) THEN 1 ELSE json_type({col}) != '{'object' if col == 'attributes' else 'array'}' END")
-            if not decode_json(text, col)[1]]
+            if not decode_json(None if text is None else _text(text), col)[1]]
         if bad:
             out.append(Finding(f"bad_json_{col}", f"`{col}` does not hold a JSON {'object' if col == 'attributes' else 'list'}",
                                "memviz shows it as empty; the agent that wrote it may misread it too. Fix the rows "
@@ -260,9 +274,9 @@ def value_findings(store):
     cols = TIME_COLUMNS + tuple(NUMBER_DEFAULTS)
     bad = []
     for mid, *values in store.conn.execute(
-            f"SELECT CAST(id AS TEXT), {', '.join(cols)} FROM memories WHERE {ODD_VALUES_SQL}"):
+            f"SELECT CAST(id AS BLOB), {', '.join(cols)} FROM memories WHERE {ODD_VALUES_SQL}"):
         if read_values(dict(zip(cols, values))):
-            bad.append(str(mid))
+            bad.append(_text(mid))
     if not bad:
         return [], []
     return [Finding("unreadable_values", "times or numbers that cannot be read ('yesterday', 'very high', inf …)",
@@ -297,10 +311,12 @@ def link_findings(store):
 
 def dangling_entities(conn) -> list[tuple[str, str]]:
     """(memory id, entity id) for every entity id that names no entity."""
-    known = {str(r[0]) for r in conn.execute("SELECT id FROM entities")}
+    known = {_text(r[0]) for r in conn.execute("SELECT CAST(id AS BLOB) FROM entities")}
     out = []
-    for mid, text in conn.execute("SELECT CAST(id AS TEXT), entity_ids FROM memories WHERE entity_ids NOT IN ('[]', '')"):
-        ids, _ = decode_json(text, "entity_ids")
+    for mid, text in conn.execute(
+            "SELECT CAST(id AS BLOB), CAST(entity_ids AS BLOB) FROM memories WHERE entity_ids NOT IN ('[]', '')"):
+        mid = _text(mid)
+        ids, _ = decode_json(None if text is None else _text(text), "entity_ids")
         out += [(mid, str(e)) for e in ids if str(e) not in known]
     return out
 
@@ -339,7 +355,13 @@ def supersede_cycles(links) -> list[list[str]]:
 
 
 def _ids_of_rowids(conn, rowids) -> list[str]:
-    return [str(conn.execute("SELECT CAST(id AS TEXT) FROM memories WHERE rowid=?", (r,)).fetchone()[0]) for r in rowids]
+    return [_text(conn.execute("SELECT CAST(id AS BLOB) FROM memories WHERE rowid=?", (r,)).fetchone()[0])
+            for r in rowids]
+
+
+def _text(raw) -> str:
+    """An id or text read as bytes (it may not be valid UTF-8: an agent wrote it)."""
+    return decode_text(raw)[0] if isinstance(raw, (bytes, bytearray, memoryview)) else str(raw)
 
 
 # ------------------------------------------------------------------ repair
@@ -347,6 +369,8 @@ def repair_plan(report: CheckReport) -> list[str]:
     """What `repair` will do, one line each (empty: nothing it can fix)."""
     codes = {f.code for f in report.repairable}
     plan = []
+    if "missing_indexes" in codes:
+        plan.append("re-create memviz's missing indexes")
     if "missing_triggers" in codes:
         plan.append("re-create memviz's missing index triggers")
     if "fts_drift" in codes or "missing_triggers" in codes:
@@ -368,6 +392,12 @@ def repair(store, report: CheckReport, *, actor: str = "memviz", note: str | Non
     codes = {f.code for f in report.repairable}
     done = []
     with store.transaction() as c:
+        if "missing_indexes" in codes:
+            have = {n for (n,) in c.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+            for name, sql in NATIVE_INDEXES.items():
+                if name not in have:
+                    c.execute(sql)
+            done.append("re-created the indexes")
         if "missing_triggers" in codes:
             have = {n for (n,) in c.execute("SELECT name FROM sqlite_master WHERE type='trigger'")}
             for name, sql in NATIVE_TRIGGERS.items():
