@@ -181,3 +181,17 @@ def test_a_dropped_index_is_found_and_rebuilt(tmp_path, capsys):
     assert main(["check", "--repair", "--yes", p]) == 0
     with ms.open(p, read_only=True) as s:
         assert s.conn.execute("SELECT 1 FROM sqlite_master WHERE name='idx_memories_valid_until'").fetchone()
+
+
+def test_bit_flips_in_cell_data_are_reported_not_a_traceback(tmp_path, capsys):
+    """Damage quick_check misses (issue 19 case 1's kind): the check names it and goes on."""
+    import random  # noqa: PLC0415
+    p = _copy(tmp_path)
+    data = bytearray(Path(p).read_bytes())
+    rnd = random.Random(3)
+    for _ in range(20):
+        data[rnd.randrange(200_000, len(data) - 1000)] ^= 0xFF
+    Path(p).write_bytes(bytes(data))
+    assert main(["check", "--json", p]) == 1
+    found = json.loads(capsys.readouterr().out)["findings"]
+    assert found and all(f["title"] for f in found)

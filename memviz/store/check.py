@@ -80,8 +80,8 @@ def check_store(store, *, on_step=None) -> CheckReport:
             found, skipped = step(store)
         except (apsw.Error, UnicodeError) as e:  # a damaged page or value: say so, go on with the rest
             found, skipped = [Finding("check_failed", f"the {label} check could not run: {e}",
-                                      "The file is damaged where this check reads; see SQLite's integrity "
-                                      "check above, restore a backup or recover a copy.")], []
+                                      "A value it reads is damaged or cannot be decoded; the other checks "
+                                      "ran. Restore a backup, or recover a copy (`sqlite3 DB .recover`).")], []
         report.findings.extend(found)
         report.skipped.extend(skipped)
     if on_step is not None:

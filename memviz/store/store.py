@@ -223,10 +223,12 @@ class Store:
         return (min(times), max(times)) if times else (None, None)
 
     def provenance(self) -> Provenance:
-        rows = self.conn.execute(
-            "SELECT id, source_ids, CASE WHEN json_valid(attributes) THEN json_extract(attributes, '$.supersedes') END "
-            "FROM memories WHERE source_ids NOT IN ('[]', '') OR attributes LIKE '%supersedes%'").fetchall()
-        known = {r[0] for r in self.conn.execute("SELECT id FROM memories")}
+        # read as bytes: an id or JSON text that is not valid UTF-8 (an agent wrote it) is replaced, not fatal
+        rows = [(_text(i), _text(src), _text(sup)) for i, src, sup in self.conn.execute(
+            "SELECT CAST(id AS BLOB), CAST(source_ids AS BLOB), CAST(CASE WHEN json_valid(attributes) THEN "
+            "json_extract(attributes, '$.supersedes') END AS BLOB) "
+            "FROM memories WHERE source_ids NOT IN ('[]', '') OR attributes LIKE '%supersedes%'")]
+        known = {_text(r[0]) for r in self.conn.execute("SELECT CAST(id AS BLOB) FROM memories")}
         prov = Provenance()
         for mid, src, sup in rows:
             sources, _ = decode_json(src, "source_ids")
@@ -240,9 +242,9 @@ class Store:
     def supersede_links(self) -> list[tuple[str, str]]:
         """(new id, old id) of every `attributes.supersedes` link, whether the old one exists or
         not: what provenance() gives as supersedes, without its pass over every id."""
-        return [(mid, o) for mid, sup in self.conn.execute(
-            "SELECT id, CASE WHEN json_valid(attributes) THEN json_extract(attributes, '$.supersedes') END "
-            "FROM memories WHERE attributes LIKE '%supersedes%'") for o in _supersede_ids(sup)]
+        return [(_text(mid), o) for mid, sup in self.conn.execute(
+            "SELECT CAST(id AS BLOB), CAST(CASE WHEN json_valid(attributes) THEN json_extract(attributes, '$.supersedes') "
+            "END AS BLOB) FROM memories WHERE attributes LIKE '%supersedes%'") for o in _supersede_ids(_text(sup))]
 
     def entities(self) -> list[dict]:
         out = []
@@ -489,6 +491,11 @@ def _audit_dump(d):
     for k, v in d.items():
         out[k] = {"$b64": base64.b64encode(v).decode()} if isinstance(v, (bytes, bytearray)) else v
     return json.dumps(out, ensure_ascii=False)
+
+
+def _text(raw):
+    """Bytes SQLite returned for a CAST(... AS BLOB) column as text (None stays None)."""
+    return None if raw is None else decode_text(raw)[0]
 
 
 def _supersede_ids(sup) -> list[str]:
