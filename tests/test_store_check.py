@@ -195,3 +195,13 @@ def test_bit_flips_in_cell_data_are_reported_not_a_traceback(tmp_path, capsys):
     assert main(["check", "--json", p]) == 1
     found = json.loads(capsys.readouterr().out)["findings"]
     assert found and all(f["title"] for f in found)
+
+
+def test_stats_says_when_it_skips_the_index_checks(tmp_path, capsys, monkeypatch):
+    from memviz.commands import stats  # noqa: PLC0415
+    p = _copy(tmp_path)
+    _drift(p)
+    monkeypatch.setattr(stats, "INDEX_CHECK_LIMIT", 100)
+    assert main(["stats", p]) == 0
+    out = capsys.readouterr().out
+    assert "integrity: ok (SQLite only; full-text and vector checks skipped on 1661 memories" in out

@@ -37,8 +37,8 @@ def _integrity(store) -> list[str]:
     problems = [r[0] for r in store.conn.execute("PRAGMA integrity_check(20)") if r[0] != "ok"]
     n = store.counts()["total"]
     if n > INDEX_CHECK_LIMIT:
-        return problems + [f"index checks skipped: {n} memories take long to compare; run `memviz check`"] \
-            if problems else [f"ok (SQLite only; full-text and vector checks skipped on {n} memories: run `memviz check`)"]
+        skipped = f"full-text and vector checks skipped on {n} memories (they read every row): run `memviz check`"
+        return problems + [f"skipped: {skipped}"] if problems else [f"ok (SQLite only; {skipped})"]
     for check in (fts_findings, vec_findings):
         found, skipped = check(store)
         problems += [f.title + (f" ({f.count})" if f.count else "") + "; run `memviz check --repair`" for f in found]

@@ -333,4 +333,6 @@ class Reflector:
 
 
 def _evidence(row) -> Evidence:
-    return Evidence(row["id"], row["content"], row["kind"], float(row["importance"]), float(row["event_time"]))
+    t = row["event_time"]  # None when an agent wrote a time that cannot be read (the row is flagged)
+    return Evidence(row["id"], row["content"], row["kind"], float(row["importance"]),
+                    float("nan") if t is None else float(t))

@@ -47,7 +47,7 @@ def _plain_label(text: str = "") -> QLabel:
 
 def _fmt(field: str, value) -> str:
     if field in _TIME_FIELDS:
-        return "" if value is None else f"{iso(value)} UTC  ({value:g})"
+        return "" if value is None else f"{iso(value)} UTC  ({value})"
     if field == "embedding":
         return "none" if value is None else f"{len(value) // 4} float32 values"
     if isinstance(value, (dict, list)):
