@@ -49,6 +49,10 @@ class CheckDialog(QDialog):
             lay.addWidget(w)
         self._confirming = False
 
+    def closeEvent(self, event) -> None:
+        self.window.workers.cancel(JOB)  # a check still running stops at its next step
+        super().closeEvent(event)
+
     # ------------------------------------------------------------ check
     def run_check(self) -> None:
         data = self.window.state.data
@@ -133,4 +137,5 @@ class CheckDialog(QDialog):
             self._show(after)
             self.status.setText("Repaired: " + "; ".join(steps) + ". " + self.status.text())
             self.window.reload()
-        self.window.workers.submit(JOB, job, on_done=done, on_error=self._failed)
+        # its own job name: closing the dialog does not drop a repair's result (the reload after it)
+        self.window.workers.submit(JOB + "-repair", job, on_done=done, on_error=self._failed)
