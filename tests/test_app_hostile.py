@@ -78,3 +78,30 @@ def test_a_10_mb_memory_shows_a_prefix_and_show_all(qtbot, win):
     assert win.detail.content.toPlainText().replace("\n", "") == "word " * 2_000_000
     select(win, "plain")
     assert not win.detail.show_all.isVisibleTo(win)
+
+
+def test_soft_delete_and_undo_in_the_window_on_invalid_utf8(qtbot, tmp_path):
+    from hostile_store import BAD_UTF8  # noqa: PLC0415
+
+    from memviz.store.connection import connect  # noqa: PLC0415
+    path = build_hostile(tmp_path / "h.db")
+    w = MainWindow(QSettings(str(tmp_path / "s2.ini"), QSettings.IniFormat))
+    w.map.auto_umap = False
+    qtbot.addWidget(w)
+    w.show()
+    with qtbot.waitSignal(w.opened, timeout=30000):
+        w.open_path(path)
+
+    def raw():
+        c = connect(path, readonly=True)
+        try:
+            return c.execute("SELECT CAST(content AS BLOB), valid_until FROM memories WHERE id='bad_utf8'").fetchone()
+        finally:
+            c.close()
+    select(w, "bad_utf8")
+    w.edits.actions["delete"].trigger()
+    qtbot.waitUntil(lambda: raw()[1] is not None and not w.workers.running("reload"), timeout=10000)
+    assert raw()[0] == BAD_UTF8 and not getattr(w, "error_box", None)
+    w.undo_action.trigger()
+    qtbot.waitUntil(lambda: raw()[1] is None and not w.workers.running("reload"), timeout=10000)
+    assert raw()[0] == BAD_UTF8
