@@ -15,6 +15,7 @@ from .tasks import Cancelled
 
 COMMANDS = (
     "memviz.commands.stats",
+    "memviz.commands.check",
     "memviz.commands.create",
     "memviz.commands.import_",
     "memviz.commands.edit",

@@ -32,6 +32,7 @@ from memviz.store import iso
 from memviz.app.panels.detail_panel import DetailPanel
 from memviz.app.controllers.edit_controller import EditController
 from memviz.app.panels.graph_panel import GraphPanel
+from memviz.app.dialogs.check_dialog import CheckDialog
 from memviz.app.dialogs.import_dialog import ImportDialog, is_import_source
 from memviz.app.panels.map_panel import MapPanel
 from memviz.app.panels.query_panel import QueryPanel
@@ -60,6 +61,7 @@ class MainWindow(QMainWindow):
         self.undo_stack = QUndoStack(self)
         self.context_providers: list[Callable[[list[str]], list[QAction]]] = []
         self.error_box: QMessageBox | None = None
+        self.check_dialog: CheckDialog | None = None
         self.import_dialog: ImportDialog | None = None  # made on first use
         self.setWindowTitle("memviz")
         self.setAcceptDrops(True)
@@ -197,6 +199,7 @@ class MainWindow(QMainWindow):
         tools.addAction("Compute &UMAP", self.map.start_umap)
         tools.addAction(self.reflect_tools.consolidate_action)
         tools.addAction(self.reflect_tools.llm_action)
+        self.check_action = tools.addAction("&Check store…", self.check_store)
 
         help_ = mb.addMenu("&Help")
         help_.addAction("&About memviz", self._about)
@@ -327,6 +330,15 @@ class MainWindow(QMainWindow):
             self.open_failed.emit(path, text)
 
         self.workers.submit("open", job, on_done=done, on_error=failed)
+
+    def check_store(self) -> CheckDialog:
+        """Tools ▸ Check store…: show (or raise) the check dialog and check the open store."""
+        if self.check_dialog is None:
+            self.check_dialog = CheckDialog(self.state, self.workers, self.reload, self)
+        self.check_dialog.show()
+        self.check_dialog.raise_()
+        self.check_dialog.run_check()
+        return self.check_dialog
 
     def open_sample(self) -> None:
         try:

@@ -56,7 +56,7 @@ def run(args) -> int:
             if args.json:
                 print(as_json(items))
             for r in [] if args.json else items:
-                print(f"{iso(r.retired_at)}  {r.id}  {r.why}  | {r.content[:70]}")
+                print(f"{r.retired_when}  {r.id}  {r.why}  | {r.content[:70]}")
             return 0
         if args.action == "history":
             _need(args, 1, "history ID")

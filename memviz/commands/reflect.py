@@ -88,6 +88,8 @@ def _reflect(args, store, settings, config) -> int:
     for n, p in enumerate(run_.proposals, 1):
         print(f"\n[{n}] question: {_line(p.question)}")
         print(f"    reflection: {_line(p.content, 2000)}")
+        if p.duplicate_of:
+            print(f"    duplicate of {_line(p.duplicate_of)}: not written by --yes")
         for e in p.cited:
             print(f"    evidence {e.id}: {_line(e.content, 100)}")
     for problem in run_.problems:
@@ -100,16 +102,17 @@ def _reflect(args, store, settings, config) -> int:
         return 0
     for n, p in enumerate(run_.proposals, 1):
         if args.yes:
-            p.accept()
+            (p.reject if p.duplicate_of else p.accept)()  # a repeat of what the store holds is never auto-written
             continue
         try:
-            answer = input(f"accept reflection {n}? [y/N] ")
+            answer = input(f"accept reflection {n}{' (a duplicate)' if p.duplicate_of else ''}? [y/N] ")
         except EOFError:
             answer = ""
         (p.accept if answer.strip().lower() in ("y", "yes") else p.reject)()
     result = reflector.accept(run_)
     for problem in result.problems:
         print(f"note: {problem}")
+    dup = sum(bool(p.duplicate_of) and p.decision is False for p in run_.proposals)
     print(f"wrote {len(result.ids)} reflection(s)" + (": " + ", ".join(result.ids) if result.ids else "") +
-          f"; rejected {sum(p.decision is False for p in run_.proposals)}")
+          f"; rejected {sum(p.decision is False for p in run_.proposals)}" + (f" ({dup} duplicates)" if dup else ""))
     return 0

@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from ..store.records import decode_text
+from ..store.records import UNREADABLE_TIME, decode_text, read_time
+from ..store.times import iso
 
 _WHY = {
     "soft_delete": "deleted",
@@ -26,7 +27,7 @@ class RetiredMemory:
     content: str
     kind: str
     agent: str
-    retired_at: int
+    retired_at: float | None          # None: the stored time is unreadable (shown as "unreadable time")
     why: str                          # one line for the list
     superseded_by: str | None = None  # the live (or latest) correction of it
     action: str | None = None         # the audit action that retired it, None if not by memviz
@@ -34,13 +35,22 @@ class RetiredMemory:
     note: str | None = None
     audited_at: float | None = None
 
+    @property
+    def retired_when(self) -> str:
+        """When it was retired, as shown: UTC time, or "unreadable time"."""
+        return UNREADABLE_TIME if self.retired_at is None else iso(self.retired_at)
+
 
 def retired(store, limit: int | None = None) -> list[RetiredMemory]:
     """Retired memories, most recently retired first."""
+    # valid_until may be ISO text or milliseconds (an agent wrote it): read through read_time and
+    # sorted here (SQL would order text after every number); unreadable times sort last
     rows = store.conn.execute(
-        "SELECT CAST(id AS BLOB), CAST(content AS BLOB), CAST(kind AS BLOB), CAST(agent AS BLOB), valid_until "
-        "FROM memories WHERE valid_until IS NOT NULL ORDER BY valid_until DESC, rowid DESC"
-        + (" LIMIT ?" if limit else ""), (limit,) if limit else ()).fetchall()
+        "SELECT CAST(id AS BLOB), CAST(content AS BLOB), CAST(kind AS BLOB), CAST(agent AS BLOB), valid_until, rowid "
+        "FROM memories WHERE valid_until IS NOT NULL").fetchall()
+    rows = [(rid, content, kind, agent, read_time(until)[0], rowid) for rid, content, kind, agent, until, rowid in rows]
+    rows.sort(key=lambda r: (r[4] is not None, r[4] or 0, r[5]), reverse=True)
+    rows = [r[:5] for r in (rows[:limit] if limit else rows)]
     if not rows:
         return []
     # The latest audit entry per memory that set valid_until (max(id) picks that row's columns).

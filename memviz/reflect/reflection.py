@@ -21,7 +21,7 @@ from ..tasks import Task, quiet
 from .errors import BadOutput, LLMRefusal, LLMTruncated, ReflectError
 from .evidence import Retriever, default_retriever
 from .prompts import INSIGHTS_SCHEMA, QUESTIONS_SCHEMA, insights_messages, questions_messages
-from .validate import clean_text, parse_insights, parse_questions
+from .validate import clean_text, find_duplicate, parse_insights, parse_questions
 
 MIN_IMPORTANCE = 8.0
 DEFAULT_THRESHOLD = 100.0
@@ -67,6 +67,7 @@ class Proposal:
     decision: bool | None = None      # None: undecided
     written_id: str | None = None
     id: str = field(default_factory=new_id)  # the row's id once written (known ahead for undo stacks)
+    duplicate_of: str | None = None   # what it repeats ("memory ID (identical text)"): --yes skips it
 
     def accept(self) -> None:
         self.decision = True
@@ -220,8 +221,9 @@ class Reflector:
                 continue
             run.problems += [f"question {qi}: {p}" for p in problems]
             for ins in insights:
-                run.proposals.append(Proposal(question, ins.text, ins.cited_ids, evidence, ins.dropped,
-                                              float(cfg.importance)))
+                p = Proposal(question, ins.text, ins.cited_ids, evidence, ins.dropped, float(cfg.importance))
+                self._mark_duplicate(p, run)
+                run.proposals.append(p)
         task.check()
         task.progress(1.0, f"{len(run.proposals)} reflection(s) proposed")
         return run
@@ -300,6 +302,16 @@ class Reflector:
             p.written_id = i
         return AcceptResult(ids, problems)
 
+    def _mark_duplicate(self, p: Proposal, run: ReflectionRun) -> None:
+        """Set p.duplicate_of when it repeats a live memory or an earlier proposal of the run
+        (identical text, or cosine >= DUPLICATE_COSINE with the store's embedding model)."""
+        vectors, _, _ = self._embed([p.content])
+        vec = None if vectors is None else vectors[0]
+        self._vectors = getattr(self, "_vectors", {})
+        earlier = [(f"proposal {n}", q.content, self._vectors.get(q.id)) for n, q in enumerate(run.proposals, 1)]
+        p.duplicate_of = find_duplicate(self.store, self.agent, p.content, vec, earlier)
+        self._vectors[p.id] = vec
+
     def _embed(self, texts):
         """(vectors, model, None) or (None, None, why-not)."""
         try:
@@ -325,4 +337,6 @@ class Reflector:
 
 
 def _evidence(row) -> Evidence:
-    return Evidence(row["id"], row["content"], row["kind"], float(row["importance"]), float(row["event_time"]))
+    t = row["event_time"]  # None when an agent wrote a time that cannot be read (the row is flagged)
+    return Evidence(row["id"], row["content"], row["kind"], float(row["importance"]),
+                    float("nan") if t is None else float(t))

@@ -177,3 +177,47 @@ def parse_insights(value, evidence_ids: list[str], limit: int, *, max_chars: int
         problems.append(f"the model gave {len(out)} insights; the first {limit} were kept")
         out = out[:limit]
     return out, problems
+
+
+# ------------------------------------------------------------------ duplicates
+#: an insight this close to a live memory (or an earlier proposal) says nothing new (issue 19 case 12)
+DUPLICATE_COSINE = 0.97
+
+
+def same_text(a: str, b: str) -> bool:
+    """Equal once case and runs of whitespace are ignored."""
+    return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
+
+
+def find_duplicate(store, agent: str, text: str, vector, earlier) -> str | None:
+    """What `text` repeats, as shown to the user ("memory ID (identical text)", "memory ID
+    (cosine 0.98)", "proposal N …"), or None. `earlier`: (label, text, vector) of the proposals
+    before it; `vector` (unit length, or None without an embedder) finds near-identical ones
+    through the store's vector index. Only live memories of the agent count."""
+    import numpy as np  # noqa: PLC0415 - numpy only when reflecting
+
+    for label, other, vec in earlier:
+        if same_text(text, other):
+            return f"{label} (identical text)"
+        if vector is not None and vec is not None:
+            cos = float(np.dot(vector, vec))
+            if cos >= DUPLICATE_COSINE:
+                return f"{label} (cosine {cos:.3f})"
+    # LIKE (case-blind for ASCII) with '%' between the words narrows the scan; same_text decides
+    pattern = "%".join(re.sub(r"([%_\\])", r"\\\1", w) for w in text.split())
+    for mid, other in store.conn.execute(
+            "SELECT id, content FROM memories WHERE valid_until IS NULL AND agent = ? AND content LIKE ? ESCAPE '\\'",
+            (agent, pattern)):
+        if same_text(text, other):
+            return f"memory {mid} (identical text)"
+    if vector is None:
+        return None
+    near = [(mid, 1.0 - d) for mid, d in store.vec_search(vector, k=20) if 1.0 - d >= DUPLICATE_COSINE]
+    if not near:
+        return None
+    rows = {r["id"]: r for r in store.get_many([m for m, _ in near])}
+    for mid, cos in near:
+        r = rows.get(mid)
+        if r is not None and r["valid_until"] is None and r["agent"] == agent:
+            return f"memory {mid} ({'identical text' if same_text(text, r['content']) else f'cosine {cos:.3f}'})"
+    return None

@@ -20,6 +20,7 @@ import numpy as np
 from ..embed import EmbedderUnavailable, embedder_for
 from . import components as C
 from .candidates import filter_mask, ga_order, ga_rule, last_accessed_at
+from ..store.check import known_fts_damage
 from .hybrid import fts_ranks, fts_rows, vector_ranks
 from .params import Params, Result
 from .presets import preset
@@ -452,6 +453,7 @@ class Engine:
             notes.append("no query text: vector ranks only")
         if self._rel_fast is None:
             notes.append("no query vector: full-text ranks only")
+        notes += [w for w in (known_fts_damage(self.store),) if w and hits is not None]
         return Result(rows=rows, ids=[str(x) for x in a.ids[rows]], score=s[sel], raw=raw,
                       weighted={c: v[sel] for c, v in terms.items()}, all_scores=all_scores,
                       candidates=len(idx), params=params, notes=notes)

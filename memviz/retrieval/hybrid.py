@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 
 
-
 def fts_rows(store, arrays, text: str) -> tuple[np.ndarray, np.ndarray]:
     """(rows, bm25) of every memory matching any word of `text`, best first (bm25 ascending,
     ties in store order). Memories written after the arrays were read are left out."""

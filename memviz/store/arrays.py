@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import apsw
 import numpy as np
 
-from .records import decode_text
+from .records import MS_ABOVE, NUMBER_DEFAULTS, ODD_TYPES_SQL, TIME_COLUMNS, decode_text, read_values
 
 _SQL = """
 SELECT rowid, CAST(id AS BLOB), CAST(kind AS BLOB), CAST(agent AS BLOB),
@@ -19,7 +19,8 @@ SELECT rowid, CAST(id AS BLOB), CAST(kind AS BLOB), CAST(agent AS BLOB),
        AND CASE WHEN entity_ids = '[]' THEN 1 ELSE json_valid(entity_ids) END
        AND CASE WHEN tags = '[]' THEN 1 ELSE json_valid(tags) END
        AND CASE WHEN attributes = '{}' THEN 1 ELSE json_valid(attributes) END,  -- CASE skips parsing the usual empties
-       CAST(coalesce(embedding_model, '') AS BLOB), CASE WHEN typeof(embedding) = 'blob' THEN length(embedding) END
+       CAST(coalesce(embedding_model, '') AS BLOB), CASE WHEN typeof(embedding) = 'blob' THEN length(embedding) END,
+       {odd_types}
        {preview}
 FROM memories ORDER BY rowid
 """
@@ -49,6 +50,7 @@ class MemoryArrays:
     bad_json: np.ndarray       # bool: a JSON column of the row is malformed
     bad_text: np.ndarray       # bool: id/kind/agent held invalid UTF-8
     preview: np.ndarray | None = None  # object: the start of each content on one line (when asked for)
+    bad_value: np.ndarray | None = None  # bool: a time or number of the row could not be read (records.read_values)
     _index: dict | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
@@ -93,7 +95,7 @@ def load_arrays(conn, model: str | None = None, dim: int | None = None, preview:
         emb = _normalize_rows(c["vectors"](has, size, nbytes), has)
     else:
         emb = np.zeros((n, dim), dtype=np.float32)
-    return MemoryArrays(
+    arrays = MemoryArrays(
         ids=c["ids"],
         rowid=num(c["rowid"], np.int64),
         kind=c["kind"],
@@ -114,17 +116,58 @@ def load_arrays(conn, model: str | None = None, dim: int | None = None, preview:
         bad_text=c["bad_text"],
         preview=c["preview"] if preview > 0 else None,
     )
+    arrays.bad_value = _read_odd_values(conn, arrays, c["odd_types"])
+    return arrays
+
+
+def _read_odd_values(conn, a: MemoryArrays, odd_types) -> np.ndarray:
+    """The rows whose times or numbers are not plain numbers in range (ISO text, milliseconds,
+    'yesterday', 'very high', inf: an agent wrote them) read again through the one row reader:
+    the scan's CAST AS REAL would make '2026-03-01T12:00Z' the year 2026 seconds. `odd_types`:
+    rowids the scan found holding another type; milliseconds and non-finite numbers are found
+    here on the arrays. Unreadable times become NaN (valid_until: 0, still retired), unreadable
+    numbers the column's default. Returns the per-row flag of values that could not be read."""
+    bad = np.zeros(len(a), dtype=bool)
+    odd = np.zeros(len(a), dtype=bool)
+    for col in TIME_COLUMNS:
+        odd |= np.abs(np.nan_to_num(getattr(a, col))) >= MS_ABOVE
+    for col in NUMBER_DEFAULTS:
+        odd |= ~np.isfinite(getattr(a, col))
+    rowids = sorted(set(a.rowid[odd].tolist()) | set(odd_types))
+    if not rowids:
+        return bad
+    where = {r: i for i, r in enumerate(a.rowid.tolist())}
+    cols = TIME_COLUMNS + tuple(NUMBER_DEFAULTS)
+    for k in range(0, len(rowids), 500):
+        chunk = rowids[k:k + 500]
+        for rowid, *values in conn.execute(
+                f"SELECT rowid, {', '.join(cols)} FROM memories WHERE rowid IN ({','.join('?' * len(chunk))})", chunk):
+            i = where.get(rowid)
+            if i is None:
+                continue
+            row = dict(zip(cols, values))
+            bad[i] = bool(read_values(row))
+            for col in TIME_COLUMNS:
+                v = row[col]
+                getattr(a, col)[i] = (0.0 if col == "valid_until" and values[cols.index(col)] is not None else np.nan) \
+                    if v is None else v
+            for col in NUMBER_DEFAULTS:
+                getattr(a, col)[i] = row[col]
+    return bad
 
 
 _NUMERIC = ("importance", "event_time", "created_at", "last_accessed", "valid_until", "confidence", "decay_rate",
             "access_count", "protected")
 
 
+_SQL = _SQL.replace("{odd_types}", ODD_TYPES_SQL)
+
+
 def _scan_by_row(conn, preview: int) -> dict:
     """Every row as a tuple: exact for any content (invalid UTF-8 is replaced and flagged)."""
     sql = _SQL.replace("{preview}", f", CAST(substr(content, 1, {int(preview)}) AS BLOB)" if preview > 0 else "")
     rows = conn.execute(sql).fetchall()
-    cols = list(zip(*rows)) if rows else [()] * 18
+    cols = list(zip(*rows)) if rows else [()] * 19
     ids, b1 = _texts(cols[1])
     kind, b2 = _texts(cols[2])
     agent, b3 = _texts(cols[3])
@@ -137,7 +180,8 @@ def _scan_by_row(conn, preview: int) -> dict:
         return np.frombuffer(buf, dtype="<f4").reshape(len(has), nbytes // 4)
     return {"rowid": cols[0], "ids": ids, "kind": kind, "agent": agent, "bad_text": b1 | b2 | b3,
             **dict(zip(_NUMERIC, cols[4:13])), "json_ok": cols[14], "model": cols[15], "size": cols[16],
-            "preview": _one_line(cols[17]) if preview > 0 else None, "vectors": vectors}
+            "odd_types": [r for r, odd in zip(cols[0], cols[17]) if odd],
+            "preview": _one_line(cols[18]) if preview > 0 else None, "vectors": vectors}
 
 
 # Every column aggregated inside SQLite into one JSON array (numbers round-trip exactly) and the
@@ -158,9 +202,13 @@ SELECT json_group_array(rowid), json_group_array(id), json_group_array(kind), js
        json_group_array(coalesce(embedding_model, '')),
        json_group_array(CASE WHEN typeof(embedding) = 'blob' THEN length(embedding) END),
        json_group_array({preview}),
-       CAST(group_concat(CASE WHEN typeof(embedding) = 'blob' THEN embedding ELSE X'' END, X'') AS BLOB)
+       CAST(group_concat(CASE WHEN typeof(embedding) = 'blob' THEN embedding ELSE X'' END, X'') AS BLOB),
+       json_group_array(rowid) FILTER (WHERE {odd_types})
 FROM memories  -- a full scan of a rowid table goes in rowid order (checked on the result)
 """
+
+
+_SQL_AGG = _SQL_AGG.replace("{odd_types}", ODD_TYPES_SQL)
 
 
 def _scan_in_sqlite(conn, preview: int) -> dict | None:
@@ -175,6 +223,7 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
     if len(rowid) > 1 and not (np.diff(rowid) > 0).all():
         return None  # the aggregate did not see the rows in rowid order: read them one by one
     n, joined = len(rowid), row[17] or b""
+    odd_types = json.loads(row[18])
     size = np.nan_to_num(np.array(cols[15], dtype=np.float64), nan=-1).astype(np.int64)
     ends = np.cumsum(np.maximum(size, 0))
     if (ends[-1] if n else 0) != len(joined):
@@ -198,7 +247,7 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
     return {"rowid": rowid, "ids": texts(cols[1]), "kind": texts(cols[2]), "agent": texts(cols[3]),
             "bad_text": np.zeros(n, bool), **dict(zip(_NUMERIC, cols[4:13])), "json_ok": cols[13],
             "model": [m.encode("utf-8", "surrogatepass") for m in cols[14]], "size": size,
-            "preview": texts(cols[16]) if preview > 0 else None, "vectors": vectors}
+            "odd_types": odd_types, "preview": texts(cols[16]) if preview > 0 else None, "vectors": vectors}
 
 
 def _pick_model(names: list[bytes], model_code: np.ndarray, size: np.ndarray, model: bytes | None,

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 import uuid
 
@@ -135,3 +136,101 @@ def decode_json(text, col: str):
     if isinstance(value, dict) if col == "attributes" else isinstance(value, list):
         return value, True
     return empty, False
+
+
+# ------------------------------------------------------------------ reading values an agent wrote
+# An agent writes with plain SQL, so a column may hold any type: a time as ISO text, in
+# milliseconds or as 'yesterday'; an importance as 'very high' or inf. Every reader (the arrays,
+# the row select, stats, the retired list, check) goes through these two functions.
+TIME_COLUMNS = ("event_time", "created_at", "valid_until", "last_accessed")
+#: numeric columns and the value shown (and scored) when the stored one cannot be read
+NUMBER_DEFAULTS = {"importance": 5.0, "confidence": 1.0, "decay_rate": 0.1, "access_count": 0.0}
+MS_ABOVE = 1e11  # seconds reach 1e11 in the year 5138; a larger number is milliseconds (2001 onwards)
+UNREADABLE_TIME = "unreadable time"
+
+_NULLABLE = ("valid_until", "last_accessed")
+
+
+def _not_a_number(col: str) -> str:
+    kinds = "'integer', 'real', 'null'" if col in _NULLABLE else "'integer', 'real'"
+    return f"typeof({col}) NOT IN ({kinds})"
+
+
+#: SQL: true for a row whose times or numbers are stored as another type than a number (the
+#: array scan finds these; milliseconds and inf it finds on its arrays)
+ODD_TYPES_SQL = "(" + " OR ".join(_not_a_number(c) for c in TIME_COLUMNS + tuple(NUMBER_DEFAULTS)) + ")"
+#: SQL: true for a row whose times or numbers are not plain numbers in range (rare; such rows
+#: are read again through read_time / read_number)
+ODD_VALUES_SQL = " OR ".join(
+    [ODD_TYPES_SQL] + [f"abs(coalesce({c}, 0)) >= {MS_ABOVE:.0f}" for c in TIME_COLUMNS]
+    + [f"abs({c}) > 1e308" for c in NUMBER_DEFAULTS])
+
+
+def read_time(value) -> tuple[float | None, bool]:
+    """(UTC epoch seconds or None, readable). Numbers in seconds or milliseconds, numeric text,
+    ISO 8601 text ('Z', offsets, a space for 'T'; naive = UTC). NULL is (None, True)."""
+    if value is None:
+        return None, True
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        value = decode_text(value)[0]
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return None, False
+        try:
+            value = float(text)
+        except ValueError:
+            try:
+                return float(to_epoch(text)), True
+            except (ValueError, OverflowError):
+                return None, False
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None, False
+    value = float(value)
+    if abs(value) >= MS_ABOVE:
+        value /= 1000.0
+        if abs(value) >= MS_ABOVE:
+            return None, False
+    return value, True
+
+
+def read_number(value, col: str) -> tuple[float, bool]:
+    """(the number, readable): a finite number or numeric text; otherwise the column's default."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        value = decode_text(value)[0]
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            value = None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return NUMBER_DEFAULTS[col], False
+    return float(value), True
+
+
+def read_values(row: dict) -> list[str]:
+    """Make a row's times epoch seconds (None when unreadable) and its numbers floats, in place;
+    returns a problem line per value that could not be read."""
+    problems = []
+    for col in TIME_COLUMNS:
+        if col in row:
+            raw = row[col]
+            row[col], ok = read_time(raw)
+            if row[col] is not None and row[col] == int(row[col]):
+                row[col] = int(row[col])
+            if not ok:
+                problems.append(f"`{col}` holds {_shown(raw)}: {UNREADABLE_TIME}")
+    for col in NUMBER_DEFAULTS:
+        if col in row:
+            raw = row[col]
+            row[col], ok = read_number(raw, col)
+            if col == "access_count":
+                row[col] = int(row[col])
+            if not ok:
+                problems.append(f"`{col}` holds {_shown(raw)}, not a number (shown as {NUMBER_DEFAULTS[col]:g})")
+    return problems
+
+
+def _shown(raw) -> str:
+    text = decode_text(raw)[0] if isinstance(raw, (bytes, bytearray, memoryview)) else raw
+    return repr(text if not isinstance(text, str) or len(text) <= 40 else text[:40] + "…")

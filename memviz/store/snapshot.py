@@ -29,12 +29,13 @@ import numpy as np
 
 from .arrays import MemoryArrays
 
-FORMAT = 1
+FORMAT = 2  # 2: bad_value
 MIN_ROWS = 20_000   # smaller stores read in well under 0.2 s: not worth the disk
 KEEP = 4
 WRITE_DELAY = 3.0   # seconds: the write waits until the window has drawn the store it was read for
 _NUMERIC = ("rowid", "importance", "event_time", "created_at", "last_accessed", "valid_until", "confidence",
-            "decay_rate", "access_count", "protected", "embedding", "has_embedding", "bad_json", "bad_text")
+            "decay_rate", "access_count", "protected", "embedding", "has_embedding", "bad_json", "bad_text",
+            "bad_value")
 _TEXTS = ("ids", "kind", "agent", "preview")
 
 

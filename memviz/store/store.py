@@ -27,7 +27,9 @@ from .errors import (
     BusyError, ConflictError, CorruptStoreError, NotAStoreError, ReadOnlyError, StoreError, ValidationError,
 )
 from .fileheader import check_header
-from .records import decode_json, decode_text, embedding_blob, encode_json, new_id, normalize
+from .records import (
+    MS_ABOVE, decode_json, decode_text, embedding_blob, encode_json, new_id, normalize, read_time, read_values,
+)
 from .schema import JSON_COLUMNS, MEMORY_COLUMNS
 from .times import to_epoch
 from .vectors import vec_ddl, vec_table
@@ -35,9 +37,18 @@ from .vectors import vec_ddl, vec_table
 T = TypeVar("T")
 
 _EDITABLE = set(MEMORY_COLUMNS) - {"id"}
+_TEXT_COLUMNS = ("id", "agent", "kind", "content", "embedding_model")
 _SELECT_ROW = "SELECT " + ", ".join(
-    f"CAST({c} AS BLOB)" if c in ("id", "agent", "kind", "content", "embedding_model") else c for c in MEMORY_COLUMNS
+    f"CAST({c} AS BLOB)" if c in _TEXT_COLUMNS else c for c in MEMORY_COLUMNS
 ) + " FROM memories"
+
+
+class _Row(dict):
+    """A row read for an edit; `raw` holds the bytes of text columns that are not valid UTF-8."""
+
+    def __init__(self, *a):
+        super().__init__(*a)
+        self.raw: dict[str, bytes] = {}
 
 
 @dataclass
@@ -170,7 +181,7 @@ class Store:
     def _decode_row(row) -> dict:
         d = dict(zip(MEMORY_COLUMNS, row))
         problems = []
-        for col in ("id", "agent", "kind", "content", "embedding_model"):
+        for col in _TEXT_COLUMNS:
             d[col], bad = decode_text(d[col])
             if bad:
                 problems.append(f"`{col}` is not valid UTF-8 (shown with replacement characters)")
@@ -178,6 +189,7 @@ class Store:
             d[col], ok = decode_json(d[col], col)
             if not ok:
                 problems.append(f"`{col}` holds malformed JSON (shown as empty)")
+        problems += read_values(d)
         d["protected"] = bool(d["protected"])
         d["problems"] = problems
         return d
@@ -195,15 +207,28 @@ class Store:
             live += n if is_live else 0
         return {"total": total, "live": live, "retired": total - live, "by_kind": by_kind, "by_agent": by_agent}
 
-    def time_span(self) -> tuple[int | None, int | None]:
-        row = self.conn.execute("SELECT min(event_time), max(event_time) FROM memories").fetchone()
-        return row[0], row[1]
+    def time_span(self) -> tuple[float | None, float | None]:
+        """Earliest and latest event time. SQL's min/max over plain numbers in range; the rare
+        other values (ISO text, milliseconds: an agent wrote them) through the row reader, never
+        compared as text; unreadable ones are left out."""
+        lo, hi = self.conn.execute(
+            "SELECT min(event_time), max(event_time) FROM memories WHERE typeof(event_time) IN ('integer', 'real') "
+            f"AND abs(event_time) < {MS_ABOVE:.0f}").fetchone()
+        times = [t for t in (lo, hi) if t is not None]
+        for (raw,) in self.conn.execute("SELECT event_time FROM memories WHERE typeof(event_time) NOT IN "
+                                        f"('integer', 'real') OR abs(event_time) >= {MS_ABOVE:.0f}"):
+            t, _ = read_time(raw)
+            if t is not None:
+                times.append(t)
+        return (min(times), max(times)) if times else (None, None)
 
     def provenance(self) -> Provenance:
-        rows = self.conn.execute(
-            "SELECT id, source_ids, CASE WHEN json_valid(attributes) THEN json_extract(attributes, '$.supersedes') END "
-            "FROM memories WHERE source_ids NOT IN ('[]', '') OR attributes LIKE '%supersedes%'").fetchall()
-        known = {r[0] for r in self.conn.execute("SELECT id FROM memories")}
+        # read as bytes: an id or JSON text that is not valid UTF-8 (an agent wrote it) is replaced, not fatal
+        rows = [(_text(i), _text(src), _text(sup)) for i, src, sup in self.conn.execute(
+            "SELECT CAST(id AS BLOB), CAST(source_ids AS BLOB), CAST(CASE WHEN json_valid(attributes) THEN "
+            "json_extract(attributes, '$.supersedes') END AS BLOB) "
+            "FROM memories WHERE source_ids NOT IN ('[]', '') OR attributes LIKE '%supersedes%'")]
+        known = {_text(r[0]) for r in self.conn.execute("SELECT CAST(id AS BLOB) FROM memories")}
         prov = Provenance()
         for mid, src, sup in rows:
             sources, _ = decode_json(src, "source_ids")
@@ -217,9 +242,9 @@ class Store:
     def supersede_links(self) -> list[tuple[str, str]]:
         """(new id, old id) of every `attributes.supersedes` link, whether the old one exists or
         not: what provenance() gives as supersedes, without its pass over every id."""
-        return [(mid, o) for mid, sup in self.conn.execute(
-            "SELECT id, CASE WHEN json_valid(attributes) THEN json_extract(attributes, '$.supersedes') END "
-            "FROM memories WHERE attributes LIKE '%supersedes%'") for o in _supersede_ids(sup)]
+        return [(_text(mid), o) for mid, sup in self.conn.execute(
+            "SELECT CAST(id AS BLOB), CAST(CASE WHEN json_valid(attributes) THEN json_extract(attributes, '$.supersedes') "
+            "END AS BLOB) FROM memories WHERE attributes LIKE '%supersedes%'") for o in _supersede_ids(_text(sup))]
 
     def entities(self) -> list[dict]:
         out = []
@@ -315,11 +340,20 @@ class Store:
                     [(now, "insert", r["id"], None, _audit_dump(r), actor, note) for r in rows])
         return [r["id"] for r in rows]
 
-    def _current(self, c, memory_id: str) -> dict:
-        row = c.execute("SELECT " + ", ".join(MEMORY_COLUMNS) + " FROM memories WHERE id=?", (memory_id,)).fetchone()
+    def _current(self, c, memory_id: str) -> "_Row":
+        """The row as stored, its text columns read as bytes (as the row select does): invalid
+        UTF-8 or a NUL is decoded with replacement characters for comparing and copying, and the
+        original bytes kept in `.raw` so an audit `before` holds what was really there."""
+        row = c.execute(_SELECT_ROW + " WHERE id=?", (memory_id,)).fetchone()
         if row is None:
             raise StoreError(f"No memory with id {memory_id!r} in this store.")
-        return dict(zip(MEMORY_COLUMNS, row))
+        cur = _Row(zip(MEMORY_COLUMNS, row))
+        for col in _TEXT_COLUMNS:
+            raw = cur[col]
+            cur[col], bad = decode_text(raw) if raw is not None else (None, False)
+            if bad:
+                cur.raw[col] = bytes(raw)
+        return cur
 
     def update_fields(self, memory_id: str, changes: dict, *, action: str = "update", expected: dict | None = None,
                       actor: str = "memviz", note: str | None = None) -> dict:
@@ -348,7 +382,7 @@ class Store:
                 self._check_expected(memory_id, cur, expected.get(memory_id))
                 if "embedding" in clean and clean["embedding"] is not None:
                     self._ensure_vec_table(c, len(clean["embedding"]) // 4)
-                before = {k: cur[k] for k in clean}
+                before = {k: cur.raw.get(k, cur[k]) for k in clean}
                 if clean:
                     sets = ", ".join(f"{k} = ?" for k in clean)
                     c.execute(f"UPDATE memories SET {sets} WHERE id = ?", (*clean.values(), memory_id))
@@ -383,9 +417,11 @@ class Store:
             attrs["supersedes"] = memory_id
             if embedding is None:
                 attrs["needs_embedding"] = True
-            new = {k: cur[k] for k in ("agent", "kind", "importance", "confidence", "decay_rate", "protected",
-                                       "source_ids", "entity_ids", "tags")}
-            new.update(id=nid, content=new_content, attributes=attrs, event_time=cur["event_time"], created_at=when,
+            readable = dict(cur)
+            read_values(readable)  # an agent's 'very high' or 'yesterday' is not copied (unreadable: defaults)
+            new = {k: readable[k] for k in ("agent", "kind", "importance", "confidence", "decay_rate", "protected",
+                                            "source_ids", "entity_ids", "tags")}
+            new.update(id=nid, content=new_content, attributes=attrs, event_time=readable["event_time"], created_at=when,
                        embedding=embedding, embedding_model=embedding_model if embedding is not None else None)
             dim = self.model_dim(embedding_model) if embedding is not None else None
             row = normalize(new, model_dims={embedding_model: dim} if dim else {}, now=when)
@@ -455,6 +491,11 @@ def _audit_dump(d):
     for k, v in d.items():
         out[k] = {"$b64": base64.b64encode(v).decode()} if isinstance(v, (bytes, bytearray)) else v
     return json.dumps(out, ensure_ascii=False)
+
+
+def _text(raw):
+    """Bytes SQLite returned for a CAST(... AS BLOB) column as text (None stays None)."""
+    return None if raw is None else decode_text(raw)[0]
 
 
 def _supersede_ids(sup) -> list[str]:

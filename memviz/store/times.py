@@ -37,6 +37,11 @@ def parse_time(text: str) -> datetime:
 
 
 def iso(epoch) -> str:
+    """'YYYY-MM-DD HH:MM:SS' UTC; '' for None/NaN (no time); 'unreadable time' for anything
+    that is not a number of seconds in range (read values through records.read_time first)."""
     if epoch is None or (isinstance(epoch, float) and math.isnan(epoch)):
         return ""
-    return datetime.fromtimestamp(float(epoch), tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    try:
+        return datetime.fromtimestamp(float(epoch), tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    except (TypeError, ValueError, OverflowError, OSError):
+        return "unreadable time"

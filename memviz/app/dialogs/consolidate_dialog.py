@@ -12,6 +12,8 @@ from PySide6.QtWidgets import (
     QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
 )
 
+from memviz.app.plain_text import plain_tooltip
+
 from memviz.reflect import plan_consolidation
 from memviz.reflect.undoable import Consolidate
 from memviz.reflect.consolidation import describe
@@ -32,7 +34,7 @@ def _item(text, data=None, align=None) -> QTableWidgetItem:
 
 def _id_item(mid: str) -> QTableWidgetItem:
     it = _item(mid[:12] + ("…" if len(mid) > 12 else ""), mid)
-    it.setToolTip(mid)
+    it.setToolTip(plain_tooltip(mid))
     return it
 
 
@@ -144,7 +146,7 @@ class ConsolidateDialog(QDialog):
                                     _item(f"{p.confidence:.3g}", align=num),
                                     _item(content[:200])), 1):
                 self.prune.setItem(r, c, it)
-            self.prune.item(r, 5).setToolTip(p.content[:2000])
+            self.prune.item(r, 5).setToolTip(plain_tooltip(p.content[:2000]))
         _fit(self.prune)
         self.prune.blockSignals(False)
         self._update_summary()

@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
-from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtCore import QPoint, Qt, QTimer, Signal
+from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import (
-    QLabel, QPlainTextEdit, QSplitter, QTabWidget, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget,
+    QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QSplitter, QTabWidget, QTreeWidget, QTreeWidgetItem,
+    QVBoxLayout, QWidget,
 )
 
 from memviz.store import iso
@@ -22,6 +24,17 @@ _TIME_FIELDS = ("event_time", "created_at", "valid_until", "last_accessed")
 _FIELDS = ("id", "agent", "kind", "importance", "event_time", "created_at", "valid_until", "confidence",
            "decay_rate", "access_count", "last_accessed", "protected", "embedding_model", "embedding",
            "entity_ids", "tags", "attributes", "source_ids")
+
+
+#: characters shown at once; a longer text (an agent once stored 10 MB) is laid out only on
+#: "show all", in steps, so selecting it never blocks the window
+PREFIX_CHARS = 20_000
+STEP_CHARS = 100_000
+
+
+def _size(text: str) -> str:
+    n = len(text.encode("utf-8", "replace"))
+    return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.0f} kB"
 
 
 def _plain_label(text: str = "") -> QLabel:
@@ -90,6 +103,11 @@ class DetailPanel(QWidget):
         self.problems.setStyleSheet("color: #b00;")
         self.content = QPlainTextEdit(readOnly=True)
         self.content.setPlaceholderText("Select a memory to see it here.")
+        self.show_all = QPushButton()
+        self.show_all.clicked.connect(self._show_all)
+        self._rest = ""  # what "show all" still has to add
+        self._filling = QTimer(self, singleShot=True, interval=0)
+        self._filling.timeout.connect(self._fill_step)
         self.fields = QTreeWidget(headerLabels=["field", "value"], rootIsDecorated=False)
         self.fields.setColumnWidth(0, 120)
         self.fields.setWordWrap(True)
@@ -105,7 +123,15 @@ class DetailPanel(QWidget):
         tabs.addTab(self.history, "History")
         self.tabs = tabs
         split = QSplitter(Qt.Vertical)
-        split.addWidget(self.content)
+        top = QWidget()
+        top_lay = QVBoxLayout(top)
+        top_lay.setContentsMargins(0, 0, 0, 0)
+        top_lay.addWidget(self.content, 1)
+        row = QHBoxLayout()
+        row.addStretch(1)
+        row.addWidget(self.show_all)
+        top_lay.addLayout(row)
+        split.addWidget(top)
         split.addWidget(tabs)
         split.setSizes([140, 260])
         lay = QVBoxLayout(self)
@@ -141,7 +167,7 @@ class DetailPanel(QWidget):
         self.shown_id = None
         self.title.setText("No memory selected")
         self.problems.hide()
-        self.content.setPlainText("")
+        self._set_content("")
         self.fields.clear()
         self.related.clear()
         self.history.clear()
@@ -157,13 +183,15 @@ class DetailPanel(QWidget):
         more = f"   ({n_selected:,} selected)" if n_selected > 1 else ""
         self.title.setText(f"{rec['kind']} · {rec['agent'] or '(no agent)'} · importance {rec['importance']:g} · "
                            f"{status}{' · protected' if rec['protected'] else ''}{more}")
-        self.problems.setText("\n".join(rec["problems"]))
-        self.problems.setVisible(bool(rec["problems"]))
-        self.content.setPlainText(rec["content"])
+        broken = self._missing_entities(rec["entity_ids"])
+        problems = rec["problems"] + [f"entity_ids names entities that do not exist: {', '.join(broken)}"] * bool(broken)
+        self.problems.setText("\n".join("⚠ " + p for p in problems))
+        self.problems.setVisible(bool(problems))
+        self._set_content(rec["content"])
         self.fields.clear()
         for f in _FIELDS:
             self.fields.addTopLevelItem(QTreeWidgetItem([f, _fmt(f, rec.get(f))]))
-        self._fill_related(mid)
+        self._fill_related(mid, broken)
         self.history.clear()
         for h in store.history(mid):
             change = h["after"] if h["action"] != "insert" else {}
@@ -172,7 +200,44 @@ class DetailPanel(QWidget):
             self.history.addTopLevelItem(QTreeWidgetItem(
                 [iso(h["at"]), h["action"], h["actor"] or "", "; ".join(parts) + (f"  ({h['note']})" if h["note"] else "")]))
 
-    def _fill_related(self, mid: str) -> None:
+    def _set_content(self, text: str) -> None:
+        """The first PREFIX_CHARS at once; the rest only on "show all"."""
+        self._filling.stop()
+        self._rest = text[PREFIX_CHARS:]
+        self.content.setPlainText(text[:PREFIX_CHARS])
+        self.show_all.setText(f"show all ({_size(text)})")
+        self.show_all.setVisible(bool(self._rest))
+
+    def _show_all(self) -> None:
+        self.show_all.setEnabled(False)
+        self._fill_step()
+
+    def _fill_step(self) -> None:
+        """Append the next STEP_CHARS, then let the event loop run before the next step. Each
+        step starts a new paragraph: Qt lays a paragraph out whole on every change, so adding to
+        one 10 MB line is quadratic. The break falls on a space where there is one, so a wrapped
+        view looks the same; copying gives a line break there."""
+        cut = len(self._rest) if len(self._rest) <= STEP_CHARS else self._rest.rfind(" ", STEP_CHARS // 2, STEP_CHARS) + 1
+        cut = cut or STEP_CHARS
+        part, self._rest = self._rest[:cut], self._rest[cut:]
+        cursor = QTextCursor(self.content.document())
+        cursor.movePosition(QTextCursor.End)
+        if part and not part.startswith("\n") and not self.content.document().lastBlock().text() == "":
+            cursor.insertBlock()
+        cursor.insertText(part)
+        if self._rest:
+            self._filling.start()
+        else:
+            self.show_all.hide()
+            self.show_all.setEnabled(True)
+
+    def _missing_entities(self, entity_ids) -> list[str]:
+        """The entity ids of a memory that name no entity (shown as broken links)."""
+        conn = self.state.data.store.conn
+        return [str(e) for e in entity_ids
+                if conn.execute("SELECT 1 FROM entities WHERE id = ?", (str(e),)).fetchone() is None]
+
+    def _fill_related(self, mid: str, broken_entities=()) -> None:
         data = self.state.data
         self.related.clear()
 
@@ -202,6 +267,15 @@ class DetailPanel(QWidget):
         chain = self.links.chain(mid)
         group("Supersede chain (oldest first)", chain if len(chain) > 1 else [],
               [m for m, w in missing if w == "supersedes"])
+        if broken_entities:
+            top = QTreeWidgetItem([f"Entities not found ({len(broken_entities)})"])
+            top.setFlags(Qt.ItemIsEnabled)
+            self.related.addTopLevelItem(top)
+            for e in broken_entities:
+                item = QTreeWidgetItem([e, "entity", "broken link: no entity with this id"])
+                item.setForeground(2, Qt.red)
+                top.addChild(item)
+            top.setExpanded(True)
 
     def _open_item(self, item: QTreeWidgetItem, _col: int = 0) -> None:
         mid = item.data(0, Qt.UserRole)

@@ -524,7 +524,8 @@ class QueryPanel(QWidget):
         self._prev_ranks = {m: i for i, m in enumerate(result.ids, 1)}
         self.shown_params = params
         self.legend.setText(f"{len(result.ids)} of {result.candidates:,} candidates · bar colours: "
-                            + ", ".join(self.results.components))
+                            + ", ".join(self.results.components)
+                            + "".join(f"\n⚠ {n}" for n in result.notes if n.startswith("warning: ")))
         self.state.set_result(result, vec if vec is not None else self.state.query_vector)
         self.ranked.emit(result, time.perf_counter() - self._submitted_at)
 

@@ -18,6 +18,8 @@ from PySide6.QtWidgets import (
     QProgressBar, QPushButton, QScrollArea, QSpinBox, QToolButton, QVBoxLayout, QWidget,
 )
 
+from memviz.app.plain_text import plain_tooltip
+
 from memviz.reflect import (
     LLMClient, ReflectError, ReflectionConfig, Reflector, engine_retriever, importance_status,
 )
@@ -207,7 +209,7 @@ class ProposalCard(QGroupBox):
         for e in proposal.cited:
             it = QListWidgetItem(f"{e.id[:12]}  [{e.kind}, importance {e.importance:g}]  {e.content}")
             it.setData(Qt.UserRole, e.id)
-            it.setToolTip(e.content)
+            it.setToolTip(plain_tooltip(e.content))
             self.evidence.addItem(it)
         self.evidence.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)  # long texts elide; tooltip has all
         self.evidence.setTextElideMode(Qt.ElideRight)
@@ -222,6 +224,11 @@ class ProposalCard(QGroupBox):
         top.addWidget(self.accept_box, 0, Qt.AlignTop)
         lay = QVBoxLayout(self)
         lay.addWidget(question)
+        self.duplicate = QLabel(f"⚠ Duplicate of {proposal.duplicate_of}" if proposal.duplicate_of else "")
+        self.duplicate.setTextFormat(Qt.PlainText)
+        self.duplicate.setStyleSheet("color: #8a5a00;")
+        self.duplicate.setVisible(bool(proposal.duplicate_of))
+        lay.addWidget(self.duplicate)
         lay.addLayout(top)
         lay.addWidget(ev_label)
         lay.addWidget(self.evidence)

@@ -13,8 +13,9 @@ from __future__ import annotations
 from PySide6.QtCore import QAbstractTableModel, QItemSelection, QItemSelectionModel, QModelIndex, QPoint, Qt, Signal
 from PySide6.QtWidgets import QAbstractItemView, QHBoxLayout, QLabel, QPushButton, QTreeView, QVBoxLayout, QWidget
 
+from memviz.app.plain_text import plain_tooltip
+
 from memviz.edits import retired
-from memviz.store import iso
 
 from memviz.session.state import AppState
 from memviz.app.workers import Workers
@@ -52,14 +53,14 @@ class RetiredModel(QAbstractTableModel):
             return m.id
         if role == Qt.DisplayRole:
             if col == 0:
-                return iso(m.retired_at)
+                return m.retired_when
             if col == 1:
                 return m.why + (f" — {m.note}" if m.note else "")
             if col == 4:
                 return m.content.replace("\n", " ")[:300]
             return m.kind if col == 2 else m.id
         if role == Qt.ToolTipRole and col in (1, 4):
-            return m.why if col == 1 else m.content[:2000]
+            return plain_tooltip(m.why if col == 1 else m.content[:2000])
         return None
 
 

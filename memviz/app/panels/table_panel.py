@@ -16,9 +16,12 @@ from PySide6.QtWidgets import (
 from memviz.store import iso
 
 from memviz.session.state import AppState, StoreData
+from memviz.store.records import UNREADABLE_TIME
+
+FLAG = "⚠"  # the column of rows memviz could not read as written (details in the detail panel)
 
 COLUMNS = ["kind", "agent", "importance", "event time", "content", "confidence", "accesses", "protected",
-           "status", "id"]
+           "status", "id", FLAG]
 MAX_SELECTION_RUNS = 4000  # beyond this many separate runs the view shows the first ones only
 
 
@@ -69,7 +72,7 @@ class MemoryTableModel(QAbstractTableModel):
             if col == "importance":
                 return f"{a.importance[r]:g}"
             if col == "event time":
-                return iso(a.event_time[r])
+                return UNREADABLE_TIME if np.isnan(a.event_time[r]) else iso(a.event_time[r])
             if col == "content":
                 return self.data_.previews[r]
             if col == "confidence":
@@ -82,6 +85,10 @@ class MemoryTableModel(QAbstractTableModel):
                 return "current" if np.isnan(a.valid_until[r]) else "retired " + iso(a.valid_until[r])[:10]
             if col == "id":
                 return a.ids[r]
+            if col == FLAG:
+                return FLAG if _flags(a, r) else ""
+        elif role == Qt.ToolTipRole and col == FLAG:
+            return "; ".join(_flags(a, r)) or None
         elif role == Qt.ForegroundRole and not np.isnan(a.valid_until[r]):
             return self._grey
         elif role == Qt.FontRole and not np.isnan(a.valid_until[r]):
@@ -97,6 +104,7 @@ class MemoryTableModel(QAbstractTableModel):
             "kind": a.kind, "agent": a.agent, "importance": a.importance, "event time": a.event_time,
             "content": self.data_.previews, "confidence": a.confidence, "accesses": a.access_count,
             "protected": a.protected, "status": np.nan_to_num(a.valid_until, nan=np.inf), "id": a.ids,
+            FLAG: flagged(a),
         }[col]
 
     def search_mask(self, text: str) -> np.ndarray:
@@ -105,6 +113,19 @@ class MemoryTableModel(QAbstractTableModel):
             return np.ones(0 if self.data_ is None else self.data_.n, bool)
         ids = self.data_.arrays.ids
         return np.fromiter(((text in p) or (text in i) for p, i in zip(self._lower, ids)), bool, count=len(ids))
+
+
+def flagged(a) -> np.ndarray:
+    """Per row: memviz could not read something of it as written (the row reader's flags)."""
+    out = a.bad_json | a.bad_text
+    return out | a.bad_value if a.bad_value is not None else out
+
+
+def _flags(a, r: int) -> list[str]:
+    bad_value = a.bad_value is not None and a.bad_value[r]
+    return [why for flag, why in ((a.bad_value is not None and bad_value, "a time or number cannot be read"),
+                                  (a.bad_text[r], "text that is not valid UTF-8"),
+                                  (a.bad_json[r], "a JSON column is malformed")) if flag]
 
 
 class TablePanel(QWidget):
@@ -136,8 +157,9 @@ class TablePanel(QWidget):
         self.view.customContextMenuRequested.connect(
             lambda pos: self.context_requested.emit(self.state.selected_ids, self.view.viewport().mapToGlobal(pos)))
         h = self.view.horizontalHeader()
-        for i, w in enumerate([80, 80, 85, 140, 420, 85, 75, 75, 120, 250]):
+        for i, w in enumerate([80, 80, 85, 140, 420, 85, 75, 75, 120, 250, 28]):
             h.resizeSection(i, w)
+        h.moveSection(COLUMNS.index(FLAG), 0)  # shown first; its logical index stays last
         h.setStretchLastSection(False)
         top = QHBoxLayout()
         top.addWidget(self.search, 1)
