@@ -151,12 +151,15 @@ def test_diff_between_two_copies_of_a_store_matches_the_moments(lived):
 
 def test_diff_between_two_agents_by_text(store):
     store.insert_memories([
-        {"id": "a1", "kind": "fact", "agent": "ann", "content": "The bakery opens at 7", "importance": 3},
+        {"id": "a1", "kind": "fact", "agent": "ann", "content": "The bakery opens at 7", "importance": 3,
+         "tags": ["food"]},
         {"id": "a2", "kind": "fact", "agent": "ann", "content": "Ann lives in Paris", "importance": 5},
         {"id": "b1", "kind": "fact", "agent": "ben", "content": "The bakery opens at 7", "importance": 8},
         {"id": "b2", "kind": "fact", "agent": "ben", "content": "Ben has a dog", "importance": 5},
     ])
     d = diff_agents(store, store.arrays(), "ann", "ben")
-    assert kinds(d) == [("importance", ("a1", "b1")), ("only_a", ("a2",)), ("only_b", ("b2",))]
+    assert kinds(d) == [("importance", ("a1", "b1")), ("only_a", ("a2",)), ("only_b", ("b2",)), ("tags", ("a1", "b1"))]
+    tag = next(c for c in d.changes if c.kind == "tags")
+    assert (tag.before, tag.after) == (["food"], [])
     with pytest.raises(ValueError, match="no memories of agent 'cat'"):
         diff_agents(store, store.arrays(), "ann", "cat")

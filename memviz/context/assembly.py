@@ -80,8 +80,8 @@ class Assembly:
 
 
 def _desc_order(rows: np.ndarray, key: np.ndarray) -> np.ndarray:
-    """`rows` by `key` descending, ties in store order."""
-    return rows[np.lexsort((rows, -key))]
+    """`rows` (ascending) by `key` descending, ties in store order: a stable sort keeps them."""
+    return rows[np.argsort(-key, kind="stable")]
 
 
 def strategy_scores(arrays, rows: np.ndarray, strategy: str, now: float) -> np.ndarray:
@@ -182,7 +182,7 @@ def _evict(arrays, tokens, cand, protected, now, budget):
         return np.zeros(0, np.int64), np.zeros(0), 0
     free = cand[~protected[cand]]
     e = eviction_scores(arrays, free, now)
-    by = np.lexsort((free, e))  # lowest score first, ties in store order
+    by = np.argsort(e, kind="stable")  # lowest score first, ties in store order (free is ascending)
     free, e = free[by], e[by]
     freed = np.cumsum(tokens[free])
     k = min(int(np.searchsorted(freed, excess, side="left")) + 1, len(free))  # until freed >= excess

@@ -11,11 +11,12 @@ agents by memory text (two agents never share ids).
 """
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from ..store.records import decode_json, decode_text
+from ..store.records import decode_text
 from .asof import AsOfView, Timeline
 from .texts import parse_tags
 
@@ -23,7 +24,7 @@ ORDER = ("added", "reflection", "corrected", "retired", "restored", "missing", "
          "protected", "tags", "only_a", "only_b", "rank")
 
 
-@dataclass
+@dataclass(slots=True)
 class Change:
     kind: str
     ids: list[str]
@@ -60,25 +61,57 @@ def _sorted(changes: list[Change]) -> list[Change]:
     return sorted(changes, key=lambda c: rank.get(c.kind, len(ORDER)))
 
 
-# ------------------------------------------------------------------ reading a few rows
-def _rows_info(store, ids) -> dict[str, dict]:
-    """id -> content, tags, source_ids, supersedes for just these ids (one query per 500)."""
+# ------------------------------------------------------------------ reading only the rows a change names
+def _by_ids(store, sql: str, ids) -> dict:
+    """id -> the other columns of `sql` (which selects id first and ends in `WHERE id IN`), in chunks."""
     ids = list(dict.fromkeys(ids))
     out = {}
     for i in range(0, len(ids), 500):
         chunk = ids[i:i + 500]
-        q = ("SELECT id, CAST(content AS BLOB), tags, source_ids, attributes FROM memories "
-             f"WHERE id IN ({','.join('?' * len(chunk))})")
-        for mid, content, tags, sources, attrs in store.conn.execute(q, chunk):
-            attrs_d, _ = decode_json(attrs, "attributes")
-            out[mid] = {"content": decode_text(content)[0], "tags": parse_tags(tags),
-                        "source_ids": [str(s) for s in decode_json(sources, "source_ids")[0]],
-                        "supersedes": attrs_d.get("supersedes") if isinstance(attrs_d, dict) else None}
+        for row in store.conn.execute(f"{sql} ({','.join('?' * len(chunk))})", chunk):
+            out[row[0]] = row[1:]
+    return out
+
+
+def _texts(store, ids) -> dict[str, str]:
+    got = _by_ids(store, "SELECT id, CAST(content AS BLOB) FROM memories WHERE id IN", ids)
+    return {k: decode_text(v[0])[0] for k, v in got.items()}
+
+
+def _tags(store, ids) -> dict[str, list]:
+    return {k: parse_tags(v[0]) for k, v in _by_ids(store, "SELECT id, tags FROM memories WHERE id IN", ids).items()}
+
+
+def _sources(store, ids) -> dict[str, list]:
+    return {k: _id_list(v[0]) for k, v in _by_ids(store, "SELECT id, source_ids FROM memories WHERE id IN", ids).items()}
+
+
+def _id_list(text) -> list[str]:
+    """The ids of a stored JSON list (malformed or not a list: none)."""
+    try:
+        v = json.loads(text) if text else []
+    except (ValueError, TypeError):
+        return []
+    return [str(x) for x in v] if isinstance(v, list) else []
+
+
+def _snippets(side, rows: np.ndarray) -> list[str]:
+    """The start of each row's text on one line: the as-of override, else the arrays' preview,
+    else read from the store (a short substring only)."""
+    a = side.arrays
+    if a.preview is not None:
+        out = a.preview[rows].tolist()
+    else:
+        ids = a.ids[rows].tolist()
+        got = _by_ids(side.store, "SELECT id, CAST(substr(content, 1, 120) AS BLOB) FROM memories WHERE id IN", ids)
+        out = [decode_text(got.get(m, (b"",))[0])[0] for m in ids]
+    if side.content:
+        out = [side.content[r].replace("\n", " ") if r in side.content else t for r, t in zip(rows.tolist(), out)]
     return out
 
 
 def _short(text: str, width: int = 70) -> str:
-    text = " ".join((text or "").split())
+    text = (text or "").replace("\n", " ")
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
@@ -97,6 +130,7 @@ class _Side:
     keys: np.ndarray          # object: match key per row of `rows`
     content: dict             # row -> text where it differs from the store's current text
     tags: dict                # row -> tags where they differ from the store's current tags
+    by_row: bool = False      # keys are the memory ids of `rows` (so equal rows match)
 
     def live(self) -> np.ndarray:
         return np.isnan(self.arrays.valid_until[self.rows])
@@ -104,16 +138,16 @@ class _Side:
 
 def _view_side(store, view: AsOfView, rows=None, keys=None) -> _Side:
     rows = np.flatnonzero(view.visible) if rows is None else rows
+    by_row = keys is None
     keys = view.arrays.ids[rows] if keys is None else keys
-    return _Side(store, view.arrays, rows, keys, view.content, view.tags)
+    return _Side(store, view.arrays, rows, keys, view.content, view.tags, by_row)
 
 
 def _compare(a: _Side, b: _Side, *, tag_rows=None, by_text=False) -> list[Change]:
-    """Records for the memories of b against those of a. `tag_rows`: (rows of a, rows of b)
-    whose tags may differ (None = compare every matched memory's tags)."""
+    """Records for the memories of b against those of a. `tag_rows`: rows of a whose tags may
+    differ (None = compare every matched memory's tags)."""
     changes: list[Change] = []
-    index_b = {k: j for j, k in enumerate(b.keys.tolist())}
-    match = np.fromiter((index_b.get(k, -1) for k in a.keys.tolist()), np.int64, count=len(a.rows))
+    match = _match(a, b)
     has = match >= 0
     ia, ib = np.flatnonzero(has), match[has]
     ra, rb = a.rows[ia], b.rows[ib]
@@ -121,62 +155,56 @@ def _compare(a: _Side, b: _Side, *, tag_rows=None, by_text=False) -> list[Change
     only_b = np.ones(len(b.rows), bool)
     only_b[ib] = False
     aa, ab = a.arrays, b.arrays
-    need_ids = set(ab.ids[b.rows[only_b]].tolist()) | set(aa.ids[a.rows[~has]].tolist())
-    retired = ia[live_a[ia] & ~live_b[ib]]
-    need_ids |= set(aa.ids[a.rows[retired]].tolist())
-    info_b = _rows_info(b.store, [i for i in need_ids if b.arrays.index_of(i) is not None])
-    info_a = _rows_info(a.store, [i for i in need_ids if a.arrays.index_of(i) is not None]) if a.store is not b.store else info_b
+    new_rows = b.rows[only_b]
+    retired = ra[live_a[ia] & ~live_b[ib]]
+    restored = ra[~live_a[ia] & live_b[ib]]
+    gone = a.rows[~has]
+    snip_a = dict(zip(np.concatenate([retired, restored, gone]).tolist(),
+                      _snippets(a, np.concatenate([retired, restored, gone]).astype(np.int64))))
 
-    def text(side, info, r):
-        return side.content.get(r) if r in side.content else info.get(side.arrays.ids[r], {}).get("content", "")
-
-    # successors in b of the memories they replace (corrections)
+    # corrections: a retired memory whose successor (attributes.supersedes) is new in b
     successor = {}
-    for j in np.flatnonzero(only_b).tolist():
-        mid = ab.ids[b.rows[j]]
-        old = info_b.get(mid, {}).get("supersedes")
-        if old:
-            successor[str(old)] = mid
+    if not by_text and len(retired):
+        new_ids = set(ab.ids[new_rows].tolist())
+        successor = {old: new for new, old in b.store.supersede_links() if new in new_ids}
+    pairs = [(r, successor[aa.ids[r]]) for r in retired.tolist() if aa.ids[r] in successor]
+    full_a = _texts(a.store, [aa.ids[r] for r, _ in pairs])
+    full_b = _texts(b.store, [n for _, n in pairs])
     corrected_new = set()
-    for i in retired.tolist():
-        r_old = a.rows[i]
-        old_id = aa.ids[r_old]
-        new_id = successor.get(old_id)
-        if new_id is not None and not by_text:
-            corrected_new.add(new_id)
-            old_t, new_t = text(a, info_a, r_old), info_b.get(new_id, {}).get("content", "")
-            changes.append(Change("corrected", [old_id, new_id], f"corrected: {_short(old_t, 40)} → {_short(new_t, 40)}",
-                                  old_t, new_t))
-        else:
-            changes.append(Change("retired", [old_id], f"retired: {_short(text(a, info_a, r_old))}"))
-    for i in ia[~live_a[ia] & live_b[match[ia]]].tolist():
-        r = a.rows[i]
-        changes.append(Change("restored", [aa.ids[r]], f"restored: {_short(text(a, info_a, r))}"))
+    for r, new_id in pairs:
+        old_id = aa.ids[r]
+        corrected_new.add(new_id)
+        old_t, new_t = a.content.get(r, full_a.get(old_id, "")), full_b.get(new_id, "")
+        changes.append(Change("corrected", [old_id, new_id], f"corrected: {_short(old_t, 40)} → {_short(new_t, 40)}",
+                              old_t, new_t))
+    for r in retired.tolist():
+        if aa.ids[r] not in successor:
+            changes.append(Change("retired", [aa.ids[r]], f"retired: {_short(snip_a[r])}"))
+    for r in restored.tolist():
+        changes.append(Change("restored", [aa.ids[r]], f"restored: {_short(snip_a[r])}"))
 
     # memories only in b: added (moments, stores) or only_b (agents)
-    for j in np.flatnonzero(only_b).tolist():
-        r = b.rows[j]
-        mid = ab.ids[r]
-        if mid in corrected_new:
-            continue
-        inf = info_b.get(mid, {})
-        t = text(b, info_b, r)
+    new_ids, new_kinds = ab.ids[new_rows].tolist(), ab.kind[new_rows].tolist()
+    reflections = [] if by_text else [m for m, k in zip(new_ids, new_kinds) if k == "reflection"]
+    evidence = _sources(b.store, reflections) if reflections else {}
+    snips = [t if len(t) <= 70 else t[:69] + "…" for t in _snippets(b, new_rows)]
+    new = [i for i, m in enumerate(new_ids) if m not in corrected_new]
+    if by_text:
+        agents = ab.agent[new_rows].tolist()
+        changes += [Change("only_b", [new_ids[i]], f"only in {agents[i]}: {snips[i]}") for i in new]
+    else:
+        live_new = live_b[only_b].tolist()
+        changes += [Change("reflection", [new_ids[i]] + ev, f"reflection gained from {len(ev)} memories: {snips[i]}",
+                           evidence=ev)
+                    for i in new if (ev := evidence.get(new_ids[i])) is not None]
+        changes += [Change("added", [new_ids[i]],
+                           f"added [{new_kinds[i]}]{'' if live_new[i] else ' (retired since)'}: {snips[i]}")
+                    for i in new if new_ids[i] not in evidence]
+    for r in gone.tolist():
         if by_text:
-            changes.append(Change("only_b", [mid], f"only in {ab.agent[r]}: {_short(t)}"))
-        elif ab.kind[r] == "reflection":
-            ev = inf.get("source_ids", [])
-            changes.append(Change("reflection", [mid] + ev, f"reflection gained from {len(ev)} memories: {_short(t)}",
-                                  None, t, ev))
+            changes.append(Change("only_a", [aa.ids[r]], f"only in {aa.agent[r]}: {_short(snip_a[r])}"))
         else:
-            state = "" if live_b[j] else " (retired since)"
-            changes.append(Change("added", [mid], f"added [{ab.kind[r]}]{state}: {_short(t)}", None, t))
-    for i in np.flatnonzero(~has).tolist():
-        r = a.rows[i]
-        t = text(a, info_a, r)
-        if by_text:
-            changes.append(Change("only_a", [aa.ids[r]], f"only in {aa.agent[r]}: {_short(t)}"))
-        else:
-            changes.append(Change("missing", [aa.ids[r]], f"not in the second store: {_short(t)}", t, None))
+            changes.append(Change("missing", [aa.ids[r]], f"not in the second store: {_short(snip_a[r])}"))
 
     # field changes of matched memories
     ids_pair = lambda x, y: [aa.ids[x]] if aa.ids[x] == ab.ids[y] else [aa.ids[x], ab.ids[y]]  # noqa: E731
@@ -193,26 +221,41 @@ def _compare(a: _Side, b: _Side, *, tag_rows=None, by_text=False) -> list[Change
     return changes
 
 
+def _match(a: _Side, b: _Side) -> np.ndarray:
+    """For each memory of a, its position in b (-1: none). Two moments of one load share their
+    rows, so the match is positional, without a dictionary of 100k ids."""
+    if a.arrays.ids is b.arrays.ids and a.keys is not None and b.keys is not None and a.by_row and b.by_row:
+        pos = np.full(len(a.arrays), -1, np.int64)
+        pos[b.rows] = np.arange(len(b.rows))
+        return pos[a.rows]
+    index_b = {k: j for j, k in enumerate(b.keys.tolist())}
+    return np.fromiter((index_b.get(k, -1) for k in a.keys.tolist()), np.int64, count=len(a.rows))
+
+
 def _differ(x, y, ra, rb):
     d = np.flatnonzero(x != y)
     return ra[d].tolist(), rb[d].tolist()
 
 
 def _content_changes(a, b, ra, rb, ids_pair) -> list[Change]:
-    """Text changed in place (same id): only rows an audit entry or an as-of override names, or,
-    between stores, all matched rows (compared in SQL-sized chunks)."""
+    """Text changed in place (same id). In one store only rows an as-of override names can
+    differ; between stores every matched row is compared."""
     out = []
-    rows = set(a.content) | set(b.content)
-    pairs = [(x, y) for x, y in zip(ra.tolist(), rb.tolist()) if x in rows or y in rows] if a.store is b.store \
-        else list(zip(ra.tolist(), rb.tolist()))
+    if a.store is b.store:
+        rows = set(a.content) | set(b.content)
+        pairs = [(x, y) for x, y in zip(ra.tolist(), rb.tolist()) if x in rows or y in rows]
+    else:
+        pairs = list(zip(ra.tolist(), rb.tolist()))
     if not pairs:
         return out
-    ids = [a.arrays.ids[x] for x, _ in pairs]
-    info_a = _rows_info(a.store, ids)
-    info_b = info_a if a.store is b.store else _rows_info(b.store, ids)
+    ids_a, ids_b = [a.arrays.ids[x] for x, _ in pairs], [b.arrays.ids[y] for _, y in pairs]
+    if a.store is b.store:
+        text_a = text_b = _texts(a.store, ids_a + ids_b)
+    else:
+        text_a, text_b = _texts(a.store, ids_a), _texts(b.store, ids_b)
     for x, y in pairs:
-        ta = a.content.get(x, info_a.get(a.arrays.ids[x], {}).get("content"))
-        tb = b.content.get(y, info_b.get(b.arrays.ids[y], {}).get("content"))
+        ta = a.content.get(x, text_a.get(a.arrays.ids[x]))
+        tb = b.content.get(y, text_b.get(b.arrays.ids[y]))
         if ta != tb:
             out.append(Change("content", ids_pair(x, y), f"text changed: {_short(ta, 40)} → {_short(tb, 40)}", ta, tb))
     return out
@@ -226,13 +269,15 @@ def _tag_changes(a, b, ra, rb, tag_rows, ids_pair) -> list[Change]:
         pairs = list(zip(ra.tolist(), rb.tolist()))
     if not pairs:
         return []
-    info_a = _rows_info(a.store, [a.arrays.ids[x] for x, _ in pairs])
-    info_b = info_a if a.store is b.store and all(a.arrays.ids[x] == b.arrays.ids[y] for x, y in pairs) \
-        else _rows_info(b.store, [b.arrays.ids[y] for _, y in pairs])
+    ids_a, ids_b = [a.arrays.ids[x] for x, _ in pairs], [b.arrays.ids[y] for _, y in pairs]
+    if a.store is b.store:
+        tags_a = tags_b = _tags(a.store, ids_a + ids_b)
+    else:
+        tags_a, tags_b = _tags(a.store, ids_a), _tags(b.store, ids_b)
     out = []
     for x, y in pairs:
-        ta = a.tags.get(x, info_a.get(a.arrays.ids[x], {}).get("tags", []))
-        tb = b.tags.get(y, info_b.get(b.arrays.ids[y], {}).get("tags", []))
+        ta = a.tags.get(x, tags_a.get(a.arrays.ids[x], []))
+        tb = b.tags.get(y, tags_b.get(b.arrays.ids[y], []))
         if list(ta) != list(tb):
             gained = [t for t in tb if t not in ta]
             lost = [t for t in ta if t not in tb]
@@ -330,9 +375,9 @@ def diff_agents(store, arrays, agent_a: str, agent_b: str, *, view: AsOfView | N
     sides = []
     for ag in (agent_a, agent_b):
         rows = np.flatnonzero(live & (view.arrays.agent == ag))
-        info = _rows_info(store, view.arrays.ids[rows].tolist())
+        texts = _texts(store, view.arrays.ids[rows].tolist())
         keys = np.empty(len(rows), dtype=object)
-        keys[:] = [" ".join(view.content.get(r, info.get(view.arrays.ids[r], {}).get("content", "")).split()).lower()
+        keys[:] = [" ".join(view.content.get(r, texts.get(view.arrays.ids[r], "")).split()).lower()
                    for r in rows.tolist()]
         first = np.unique(keys, return_index=True)[1] if len(keys) else np.zeros(0, np.int64)
         first.sort()  # a text an agent holds twice is matched once
