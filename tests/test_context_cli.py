@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 import memviz.store as ms
 
 NOW = 1_800_000_000
@@ -91,3 +93,20 @@ def test_diff_two_stores_and_moments(tmp_path):
     assert json.loads(r.stdout)["counts"] == {"only_a": 4, "only_b": 1}
     r = cli("diff", tmp_path / "m.db")
     assert r.returncode == 2 and "give a second store" in r.stderr
+
+
+def test_context_query_strategy_follows_the_presets_ranking(tmp_path):
+    s = make(tmp_path / "m.db")
+    s.close()
+    r = cli("context", tmp_path / "m.db", "--query", "delta charlie", "--preset", "hybrid", "--budget", 30,
+            "--now", NOW, "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    # hybrid without vectors: full-text ranks only, 1/(60 + rank). c and d match one query word
+    # each, equally often in equally long texts (a bm25 tie, left in store order: c, d); a and b
+    # score 0 and follow in store order. Usable 27: c 16, d 24, a would make 32.
+    assert out["strategy"] == "query"
+    assert [(i["id"], i["cumulative"]) for i in out["included"]] == [("c", 16), ("d", 24)]
+    assert [i["score"] for i in out["included"]] == pytest.approx([1 / 61, 1 / 62])
+    first = out["below"][0]
+    assert first["id"] == "a" and "needs 8 tokens, 3 left of 27" in first["reason"]

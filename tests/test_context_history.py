@@ -80,6 +80,7 @@ def lived(store, clock, tmp_path):
     step(lambda: store.update_fields("m4", {"importance": 2}, actor="agent"))
     step(lambda: store.insert_memories([{**base, "id": "r1", "kind": "reflection", "content": "Bob and Carol are friends",
                                          "source_ids": ["m2", "m4"]}]))
+    step(lambda: store.update_fields("m4", {"content": "Carol moved to Munich"}, actor="agent"))
     return store, checkpoints
 
 
@@ -133,6 +134,10 @@ def test_diff_between_moments_lists_the_known_changes(lived):
     # m2 was deleted and the delete undone in between: no change; within a window that ends
     # between the two, it is a retirement
     assert kinds(diff_moments(store, timeline, checkpoints[5][0], checkpoints[6][0])) == [("retired", ("m2",))]
+    assert kinds(diff_moments(store, timeline, checkpoints[6][0], checkpoints[7][0])) == [("restored", ("m2",))]
+    text = diff_moments(store, timeline, checkpoints[10][0], checkpoints[11][0]).changes
+    assert [(c.kind, c.ids, c.before, c.after) for c in text] == [
+        ("content", ["m4"], "Carol moved to Berlin", "Carol moved to Munich")]
     # later window: m4's importance changed by the agent
     late = diff_moments(store, timeline, checkpoints[8][0], checkpoints[9][0])
     assert [(c.kind, c.before, c.after) for c in late.changes] == [("importance", 5.0, 2.0)]
@@ -163,3 +168,34 @@ def test_diff_between_two_agents_by_text(store):
     assert (tag.before, tag.after) == (["food"], [])
     with pytest.raises(ValueError, match="no memories of agent 'cat'"):
         diff_agents(store, store.arrays(), "ann", "cat")
+
+
+def test_a_query_as_of_T_on_the_view_equals_the_query_on_the_store_then(lived):
+    from memviz.retrieval import Engine, preset_params
+    store, checkpoints = lived
+    arrays = store.arrays()
+    timeline = Timeline(store, arrays)
+    for T, _, copy in checkpoints:
+        view = timeline.at(T)
+        params = preset_params("working-memory", k=10)
+        now_view = Engine(store, view.arrays, now=T).score(params.replace(as_of=T))
+        then = ms.open(copy, read_only=True)
+        try:
+            on_copy = Engine(then, then.arrays(), now=T).score(params)
+        finally:
+            then.close()
+        assert now_view.ids == on_copy.ids
+        assert now_view.score.tolist() == pytest.approx(on_copy.score.tolist())
+
+
+def test_diff_reports_how_a_querys_top_k_moved(lived):
+    store, checkpoints = lived
+    timeline = Timeline(store, store.arrays())
+    # working-memory preset, importance × 1/(1 + age hours), measured at each moment. Before m4
+    # (checkpoint 3, all 500 s old): m1 (9) first, then m2 and m3 (5, ties in store order). After
+    # (checkpoint 4): m1 9/(1 + 650/3600) = 7.6, m4 5/(1 + 50/3600) = 4.93, m2 5/(1 + 650/3600) = 4.23
+    d = diff_moments(store, timeline, checkpoints[3][0], checkpoints[4][0], query="anything",
+                     preset="working-memory", k=3)
+    ranks = {c.ids[0]: (c.before, c.after) for c in d.changes if c.kind == "rank"}
+    assert ranks == {"m4": (None, 2), "m2": (2, 3), "m3": (3, None)}
+    assert [(c.kind, c.ids) for c in d.changes if c.kind != "rank"] == [("added", ["m4"])]

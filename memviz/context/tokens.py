@@ -68,13 +68,17 @@ class TokenCounter:
         return len(self._tok.encode(text, add_special_tokens=False).ids)
 
     def count_many(self, texts) -> np.ndarray:
-        """int64 token count of each text (no BOS/EOS: what the text adds to a prompt)."""
+        """int64 token count of each text (no BOS/EOS: what the text adds to a prompt). Each
+        distinct text is encoded once (agent stores repeat many texts verbatim)."""
         texts = ["" if t is None else str(t) for t in texts]
         if self._tok is None:
             return np.fromiter((estimate(t) for t in texts), np.int64, count=len(texts))
-        out = np.empty(len(texts), np.int64)
+        index: dict[str, int] = {}
+        codes = np.fromiter((index.setdefault(t, len(index)) for t in texts), np.int64, count=len(texts))
+        distinct = list(index)
+        counts = np.empty(len(distinct), np.int64)
         step = 20_000  # batches keep the peak memory of the encodings bounded
-        for i in range(0, len(texts), step):
-            enc = self._tok.encode_batch(texts[i:i + step], add_special_tokens=False)
-            out[i:i + len(enc)] = [len(e.ids) for e in enc]
-        return out
+        for i in range(0, len(distinct), step):
+            enc = self._tok.encode_batch(distinct[i:i + step], add_special_tokens=False)
+            counts[i:i + len(enc)] = [len(e) for e in enc]
+        return counts[codes]
