@@ -137,6 +137,13 @@ def main(argv=None) -> int:
         def by_query():
             assemble(arrays, tokens, now=now, strategy="query", ranking=query_ranking(engine, params), candidates=live)
         rows.append((size, "assemble query (working-memory preset ranking)", f"{median_ms(by_query, args.reps):.1f}"))
+        def query_step():
+            # what the query panel does per scrubber step: an Engine on the view, the query's
+            # vector reused (the store has no vectors here, so this is the working-memory preset)
+            T = next(moments)
+            v = timeline.at(T)
+            Engine(store, v.arrays, now=T).score(params.replace(as_of=T))
+        rows.append((size, "query-panel step: as-of + Engine on the view + score", f"{median_ms(query_step, args.reps):.1f}"))
         for share in (0.1, 0.5, 1.0):
             def diff():
                 t1 = lo + (hi - lo) * (1 - share) * 0.5
