@@ -36,7 +36,7 @@ def names(arrays, rows):
 
 
 def test_balanced_by_hand(small):
-    store, arrays, tokens = small
+    _, arrays, tokens = small
     # importance / (1 + age hours): A 8/11 = .727, B 2/1 = 2, C 9/3 = 3, D 5/2 = 2.5
     plan = assemble(arrays, tokens, now=NOW, strategy="balanced", budget=120)
     assert plan.usable == 108  # 120 less 10 %
@@ -51,7 +51,7 @@ def test_balanced_by_hand(small):
 
 
 def test_recent_and_important_by_hand(small):
-    store, arrays, tokens = small
+    _, arrays, tokens = small
     recent = assemble(arrays, tokens, now=NOW, strategy="recent", budget=120)
     assert names(arrays, recent.order) == ["B", "D", "C", "A"]   # 0 h, 1 h, 2 h, 10 h old
     assert names(arrays, recent.rows) == ["B", "D", "C"]
@@ -76,7 +76,7 @@ def test_eviction_lowest_score_first_never_deletes(small):
 
 
 def test_protected_pinned_and_never_evicted(small):
-    store, arrays, tokens = small
+    _, arrays, tokens = small
     arrays.protected[arrays.index_of("C")] = True
     arrays.protected[arrays.index_of("B")] = True
     plan = assemble(arrays, tokens, now=NOW, strategy="important", budget=100)
@@ -115,7 +115,7 @@ def test_retired_memories_are_not_candidates(small):
 
 
 def test_bad_settings_are_refused_with_a_message(small):
-    store, arrays, tokens = small
+    _, arrays, tokens = small
     with pytest.raises(ValueError, match="unknown strategy"):
         assemble(arrays, tokens, now=NOW, strategy="fifo")
     with pytest.raises(ValueError, match="at least 1 token"):

@@ -15,7 +15,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def cli(*args):
     env = {**os.environ, "PYTHONPATH": ROOT}
-    return subprocess.run([sys.executable, "-m", "memviz", *map(str, args)], capture_output=True, text=True, env=env)
+    return subprocess.run([sys.executable, "-m", "memviz", *map(str, args)], capture_output=True, text=True, env=env,
+                          check=False)
 
 
 def make(path):

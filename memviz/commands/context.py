@@ -1,11 +1,21 @@
 """`memviz context DB`: what goes into the agent's prompt from memory under a token budget (seed 004)."""
 import json
+import math
 import sys
 import time
 
 import numpy as np
 
-from ..context import DEFAULT_BUDGET, MARGIN, STRATEGIES, Timeline, TokenCounter, assemble, load_texts, query_ranking
+from ..context import (
+    DEFAULT_BUDGET,
+    MARGIN,
+    STRATEGIES,
+    Timeline,
+    TokenCounter,
+    assemble,
+    load_texts,
+    query_ranking,
+)
 from ..store import iso, open_store, to_epoch
 
 
@@ -13,7 +23,7 @@ def add_parser(sub):
     p = sub.add_parser("context", help="the prompt the agent would get from memory under a token budget (seed 004)",
                        description="Assemble the working-memory context as seed 004 (HTM) does: strategies recent, "
                                    "important, balanced (importance × 1/(1 + age hours)); eviction lowest "
-                                   "importance/(seconds since access + 1) first; a 10%% margin off the budget; "
+                                   "importance/(seconds since access + 1) first; a 10% margin off the budget; "
                                    "protected memories pinned. --query ranks with a retrieval preset instead.")
     p.add_argument("db")
     p.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="tokens (default 128000; 10%% is kept as margin)")
@@ -99,8 +109,8 @@ def run(args) -> int:
 
 
 def _ranking(store, view, args, now, as_of):
-    from ..embed import EmbedderUnavailable  # noqa: PLC0415
-    from ..retrieval import Engine, preset, preset_params  # noqa: PLC0415
+    from ..embed import EmbedderUnavailable
+    from ..retrieval import Engine, preset, preset_params
     info = preset(args.preset)
     engine = Engine(store, arrays=view.arrays, now=now)
     notes = []
@@ -116,7 +126,7 @@ def _ranking(store, view, args, now, as_of):
 
 def _num(v):
     v = float(v)
-    return None if v != v else v
+    return None if math.isnan(v) else v
 
 
 def _short(text, width=72):

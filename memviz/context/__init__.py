@@ -11,15 +11,41 @@
 """
 from .asof import AsOfView, Timeline
 from .assembly import (
-    DEFAULT_BUDGET, MARGIN, SEED_STRATEGIES, SEPARATOR, STRATEGIES, Assembly, Dropped, assemble, eviction_scores,
-    query_ranking, strategy_scores,
+    DEFAULT_BUDGET,
+    MARGIN,
+    SEED_STRATEGIES,
+    SEPARATOR,
+    STRATEGIES,
+    Assembly,
+    Dropped,
+    assemble,
+    eviction_scores,
+    query_ranking,
+    strategy_scores,
 )
 from .diff import Change, Diff, diff_agents, diff_moments, diff_stores
 from .texts import load_texts
 from .tokens import TokenCounter
 
 __all__ = [
-    "AsOfView", "Timeline", "Assembly", "Dropped", "assemble", "query_ranking", "strategy_scores", "eviction_scores",
-    "DEFAULT_BUDGET", "MARGIN", "STRATEGIES", "SEED_STRATEGIES", "SEPARATOR", "Change", "Diff", "diff_moments",
-    "diff_stores", "diff_agents", "load_texts", "TokenCounter",
+    "DEFAULT_BUDGET",
+    "MARGIN",
+    "SEED_STRATEGIES",
+    "SEPARATOR",
+    "STRATEGIES",
+    "AsOfView",
+    "Assembly",
+    "Change",
+    "Diff",
+    "Dropped",
+    "Timeline",
+    "TokenCounter",
+    "assemble",
+    "diff_agents",
+    "diff_moments",
+    "diff_stores",
+    "eviction_scores",
+    "load_texts",
+    "query_ranking",
+    "strategy_scores",
 ]

@@ -133,7 +133,7 @@ def assemble(arrays, tokens: np.ndarray, *, now: float, strategy: str = "balance
         pin_rows = _desc_order(pin_rows, np.nan_to_num(score_of[pin_rows], nan=-np.inf))
         order = np.concatenate([pin_rows, r_rows[keep]]).astype(np.int64)
         order_score = score_of[order]
-        evicted, ev_score, n_cands = np.zeros(0, np.int64), np.zeros(0), int(len(order))
+        evicted, ev_score, n_cands = np.zeros(0, np.int64), np.zeros(0), len(order)
     else:
         cand = np.flatnonzero(mask)
         n_cands = len(cand)

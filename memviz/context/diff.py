@@ -207,7 +207,7 @@ def _compare(a: _Side, b: _Side, *, tag_rows=None, by_text=False) -> list[Change
             changes.append(Change("missing", [aa.ids[r]], f"not in the second store: {_short(snip_a[r])}"))
 
     # field changes of matched memories
-    ids_pair = lambda x, y: [aa.ids[x]] if aa.ids[x] == ab.ids[y] else [aa.ids[x], ab.ids[y]]  # noqa: E731
+    ids_pair = lambda x, y: [aa.ids[x]] if aa.ids[x] == ab.ids[y] else [aa.ids[x], ab.ids[y]]
     for x, y in zip(*_differ(aa.importance[ra], ab.importance[rb], ra, rb)):
         changes.append(Change("importance", ids_pair(x, y),
                               f"importance {_fmt_num(aa.importance[x])} → {_fmt_num(ab.importance[y])}",
@@ -290,8 +290,8 @@ def _tag_changes(a, b, ra, rb, tag_rows, ids_pair) -> list[Change]:
 def rank_changes(store, view_a: AsOfView, view_b: AsOfView, query: str, preset_name: str, k: int,
                  store_b=None) -> tuple[list[Change], list[str]]:
     """How the query's top k moved between two views (each scored as of its own moment)."""
-    from ..embed import EmbedderUnavailable  # noqa: PLC0415
-    from ..retrieval import Engine, preset_params  # noqa: PLC0415
+    from ..embed import EmbedderUnavailable
+    from ..retrieval import Engine, preset_params
 
     results, notes = [], []
     for st, view in ((store, view_a), (store_b or store, view_b)):
@@ -340,7 +340,7 @@ def diff_moments(store, timeline: Timeline, t1: float, t2: float | None = None, 
     if query:
         rc, notes = rank_changes(store, va, vb, query, preset, k)
         changes += rc
-    from ..store import iso  # noqa: PLC0415
+    from ..store import iso
     return Diff("moments", iso(t1), "now" if t2 is None else iso(t2), _sorted(changes), notes)
 
 

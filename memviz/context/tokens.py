@@ -30,7 +30,7 @@ def _load():
         if _tokenizer is None:
             _tokenizer = False
             try:
-                from tokenizers import Tokenizer  # noqa: PLC0415 - only when counting
+                from tokenizers import Tokenizer
                 spec = importlib.util.find_spec("wordllama")  # located, not imported: its import configures logging
                 folder = os.path.dirname(spec.origin) if spec and spec.origin else None
                 path = os.path.join(folder, "tokenizers", TOKENIZER_FILE) if folder else None
