@@ -142,11 +142,18 @@ def _print(r):
           f"tokens counted by {tok}")
     print(f"{len(r['included'])} of {r['candidates']:,} memories in, {r['used']:,} tokens "
           f"(the assembled text: {r['text_tokens']:,}); {r['evicted']:,} evicted from working memory")
-    print(f"{'#':>4} {'tokens':>7} {'total':>8}  {'score':>9}  memory")
+    recent = r["strategy"] == "recent"  # its score is the creation time, shown as a date
+    w = 16 if recent else 9
+    print(f"{'#':>4} {'tokens':>7} {'total':>8}  {'created' if recent else 'score':>{w}}  memory")
     for it in r["included"]:
         pin = "📌 " if it["pinned"] else ""
-        score = "-" if it["score"] is None else f"{it['score']:.4g}"
-        print(f"{it['rank']:>4} {it['tokens']:>7,} {it['cumulative']:>8,}  {score:>9}  {pin}[{it['kind']}] "
+        if it["score"] is None:
+            score = "-"
+        elif recent:
+            score = iso(it["score"])[:16]
+        else:
+            score = f"{it['score']:.4g}"
+        print(f"{it['rank']:>4} {it['tokens']:>7,} {it['cumulative']:>8,}  {score:>{w}}  {pin}[{it['kind']}] "
               f"{_short(it['content'])}")
     print(f"---- cut: {r['used']:,} of {r['usable']:,} tokens " + "-" * 30)
     for d in r["below"]:
