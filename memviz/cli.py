@@ -22,6 +22,8 @@ COMMANDS = (
     "memviz.commands.query",
     "memviz.commands.reflect",
     "memviz.commands.consolidate",
+    "memviz.commands.context",
+    "memviz.commands.diff",
 )
 
 #: errors whose message is meant for the user (anything else is a bug and keeps its traceback)
