@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import sys
 
 from .store.errors import StoreError
@@ -59,8 +60,21 @@ def main(argv=None) -> int:
 
 
 def open_window(argv) -> int:
+    missing = [name for name in ("PySide6", "pyqtgraph") if not _installed(name)]
+    if missing:  # a headless install: the subcommands still work
+        print(f"memviz: error: the window needs {' and '.join(missing)}, which is not installed here; "
+              "install memviz with its dependencies (`pip install memviz`), or use a subcommand "
+              "(`memviz --help`).", file=sys.stderr)
+        return 2
     from .app.main import run  # noqa: PLC0415 - Qt loads only for the window
     return run(argv)
+
+
+def _installed(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # ValueError: a module blanked out in sys.modules
+        return False
 
 
 if __name__ == "__main__":

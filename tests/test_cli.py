@@ -38,3 +38,12 @@ def test_entry_point_runs_as_a_process(tmp_path):
                        capture_output=True, text=True)
     assert r.returncode == 2
     assert r.stderr.startswith("memviz: error: No such file") and "Traceback" not in r.stderr
+
+
+def test_the_window_without_qt_says_what_is_missing(tmp_path):
+    """A headless install (no PySide6): `memviz` with no subcommand ends in a message, not a traceback."""
+    code = ("import sys; sys.modules['PySide6'] = None; sys.modules['pyqtgraph'] = None\n"
+            "from memviz.cli import main; sys.exit(main([]))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2, p.stderr
+    assert "the window needs PySide6 and pyqtgraph" in p.stderr and "Traceback" not in p.stderr
