@@ -29,7 +29,8 @@ def run(capsys, *argv):
 
 def test_json_output(db, capsys):
     code, out, _ = run(capsys, db, "what did Alice say about restaurants?", "--preset", "dual-memory",
-                       "--alpha", "0.5", "--beta", "0.3", "--gamma", "0.2", "-k", "3", "--json")
+                       "--alpha", "0.5", "--beta", "0.3", "--gamma", "0.2", "-k", "3", "--json",
+                       "--now", "wall")  # months after the memories: recency 0, relevance decides
     assert code == 0
     items = json.loads(out)
     assert [it["rank"] for it in items] == [1, 2, 3]

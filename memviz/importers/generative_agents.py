@@ -26,6 +26,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 
+from ..store.clock import simulated
 from ..store.times import to_epoch
 from .pipeline import ImportFailed, ImportReport, Prepared, Ticker, run
 
@@ -322,6 +323,8 @@ def read(source: str, report: ImportReport, ticker: Ticker, *, embedder=None, re
                                         "embeddings": "embeddings.json" if use_file else "local"}
     if use_file and dim:
         report.embedding = {"model": ADA_MODEL, "dim": dim, "origin": "source"}
+    if meta["ga_curr_time"]:  # the simulation's own time is the store's clock (the latest persona's)
+        meta["clock"] = simulated(max(meta["ga_curr_time"].values()), "the simulation's curr_time (scratch.json)").to_meta()
     prep.meta = meta
     return prep
 

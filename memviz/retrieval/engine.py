@@ -18,6 +18,7 @@ from collections import OrderedDict
 import numpy as np
 
 from ..embed import EmbedderUnavailable, embedder_for
+from ..store.clock import store_clock
 from . import components as C
 from .candidates import filter_mask, ga_order, ga_rule, last_accessed_at
 from .hybrid import fts_ranks, fts_rows, vector_ranks
@@ -54,7 +55,8 @@ class Engine:
     """One store's memories, ready to be scored. See the module docstring.
 
     Recency is measured from `params.as_of` when given, else from `now` (fixed at construction
-    when passed), else from the moment of the last `set_query` call.
+    when passed), else from the store's clock (memviz.store.clock: a simulated or newest-memory
+    time, read at construction), else, on the wall clock, from the last `set_query` call.
 
     An Engine is a snapshot of the arrays it was given: after the store changes, build a new one.
     Generative Agents: with `params.agent_weights` (default) the per-agent recency_w, relevance_w,
@@ -66,6 +68,7 @@ class Engine:
         self.store = store
         self.arrays = arrays if arrays is not None else store.arrays()
         self.now = now
+        self.clock = store_clock(store, self.arrays)
         self._embedder = embedder
         self._meta = None
         self._cycles = None
@@ -194,7 +197,9 @@ class Engine:
     def _ref_time(self, params: Params) -> float:
         if params.as_of is not None:
             return float(params.as_of)
-        return float(self.now if self.now is not None else self._query_time)
+        if self.now is not None:
+            return float(self.now)
+        return float(self.clock.at if self.clock.fixed else self._query_time)
 
     def _decay_factor(self, params, cs, ref):
         """Seed 002's confidence × exp(-decay_rate × days^0.8) (days since last access, else creation)."""
