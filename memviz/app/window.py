@@ -33,6 +33,7 @@ from memviz.app.dialogs.import_dialog import is_import_source, show_import_dialo
 from memviz.app.panels.map_panel import MapPanel
 from memviz.app.panels.query_panel import QueryPanel
 from memviz.app.panels.reflect_panel import install_reflect
+from memviz.app.dialogs.clock_dialog import install_clock  # issue 12 (clock)
 from memviz.session.state import AppState, StoreData, load_store_data, open_store_data
 from memviz.app.panels.table_panel import TablePanel
 from memviz.app.panels.timeline_panel import TimelinePanel
@@ -83,6 +84,7 @@ class MainWindow(QMainWindow):
         self._build_status()
         self.edits = install_edit_actions(self)  # edit actions, undo, retired dock, external-change refresh
         install_reflect(self)  # Tools ▸ Reflect…, Consolidate…, LLM settings…, importance meter
+        install_clock(self)  # issue 12 (clock): status-bar clock, Tools ▸ Set store clock…
         # taken once every dock exists (the Retired dock comes with the edit actions, tabbed
         # behind the table): View ▸ Reset layout restores exactly this
         self._default_state = self.saveState(SETTINGS_VERSION)

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout, QWidget,
 )
 
+from memviz.store.clock import store_clock  # issue 12 (clock)
 from memviz.retrieval import PRESETS, Engine, preset_params
 
 from memviz.session.state import AppState, StoreData
@@ -397,10 +398,10 @@ class QueryPanel(QWidget):
         if data is not None and data.store.meta("ga_weights"):
             # an imported Generative Agents store: start with the retrieval its agents used
             self.preset.setCurrentText("generative-agents")
-        if data is not None:
-            lo, hi = data.store.time_span()
-            if hi is not None:
-                self.as_of.setDateTime(QDateTime.fromSecsSinceEpoch(int(hi), QTimeZone.utc()))
+        if data is not None:  # issue 12 (clock): "as of" starts at the store's clock, which unticked is "now"
+            clock = store_clock(data.store, data.arrays)
+            self.as_of.setDateTime(QDateTime.fromSecsSinceEpoch(int(clock.now()), QTimeZone.utc()))
+            self.as_of_on.setToolTip(f"Unticked, ages are measured from the store's clock: {clock.describe()}")
         self.message.setText("")
 
     def _engine(self, data: StoreData):
