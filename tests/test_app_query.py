@@ -160,3 +160,14 @@ def test_presets_load_their_defaults(qtbot, win):
         p, d = win.query.params(), preset_params(name)
         assert (p.alpha, p.beta, p.gamma, p.k) == pytest.approx((d.alpha, d.beta, d.gamma, d.k), abs=0.01)
         assert dataclasses.replace(p, time_range=None, as_of=None, agents=None, kinds=None).preset == name
+
+
+def test_generative_agents_says_it_ranks_each_persona_on_its_own(qtbot, win):
+    q = win.query
+    assert len(win.state.data.agents) > 1
+    q.preset.setCurrentText("generative-agents")
+    run(qtbot, win, "bicycle")
+    assert "personas: each is ranked on its own" in q.legend.text()
+    q.agent.setCurrentIndex(1)  # one persona: nothing to say
+    settled(qtbot, win)
+    assert "personas" not in q.legend.text()

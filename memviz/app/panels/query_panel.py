@@ -257,6 +257,7 @@ class QueryPanel(QWidget):
             lambda pos: self.context_requested.emit(self.state.selected_ids, self.view.viewport().mapToGlobal(pos)))
         self.legend = QLabel()
         self.legend.setTextFormat(Qt.PlainText)
+        self.legend.setWordWrap(True)  # issue 12: it carries the result's notes
 
         top = QHBoxLayout()
         top.addWidget(self.text, 1)
@@ -484,7 +485,8 @@ class QueryPanel(QWidget):
         self._prev_ranks = {m: i for i, m in enumerate(result.ids, 1)}
         self.shown_params = params
         self.legend.setText(f"{len(result.ids)} of {result.candidates:,} candidates · bar colours: "
-                            + ", ".join(self.results.components))
+                            + ", ".join(self.results.components)
+                            + "".join("\n" + n for n in result.notes))  # issue 12: e.g. GA ranks per persona
         self.state.set_result(result, vec if vec is not None else self.state.query_vector)
         self.ranked.emit(result, time.perf_counter() - self._submitted_at)
 
