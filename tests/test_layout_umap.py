@@ -108,3 +108,23 @@ def test_too_few_points_need_no_worker():
     job = UmapJob(np.eye(3, 8, dtype=np.float32), worker=None).start()
     assert job.state == "done" and job.worker is None
     assert job.result().shape == (3, 2)
+
+
+def test_duplicates_share_one_position_and_the_fit_sees_distinct_vectors_only(worker):
+    x, labels = clustered(200, seed=11)
+    rng = np.random.default_rng(11)
+    copies = rng.integers(0, 200, 300)                 # 300 verbatim copies, like GA's "… is idle"
+    X = np.concatenate([x, x[copies]])
+    seen = []
+    real_submit = worker.submit
+    worker.submit = lambda job: (seen.append(job._X.shape[0]), real_submit(job))[1]
+    try:
+        job = UmapJob(X, {"n_epochs": 40}, worker=worker).start()
+        assert job.wait(WAIT) and job.state == "done", job.error
+    finally:
+        del worker.submit
+    assert seen == [200]                               # the fit saw each vector once
+    coords = job.result()
+    assert coords.shape == (500, 2) and np.isfinite(coords).all()
+    assert np.array_equal(coords[200:], coords[copies])  # every copy sits on its original
+    assert list(job.distinct.copies[:200]) == list(np.bincount(copies, minlength=200)[:200] + 1)
