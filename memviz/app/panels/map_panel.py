@@ -147,7 +147,8 @@ class MapPanel(ScatterPanel):
             return
         arrays, previews = data.arrays, data.previews
         need_copies = self._copies_for is not data
-        cached = data.store.meta(L.META_KEY)  # one row, read here: the store's thread
+        cacheable = hasattr(data.store, "meta")  # a stand-in store (benchmarks) has no memviz_meta
+        cached = data.store.meta(L.META_KEY) if cacheable else None  # one row, read here: the store's thread
 
         def job(ticket):
             copies = None
@@ -171,7 +172,7 @@ class MapPanel(ScatterPanel):
                 self.copies, self._copies_for = copies, data
                 if (copies > 1).any():
                     self.redraw()
-            if made:
+            if made and cacheable:
                 try:
                     L.store_labels(data.store, key, found)
                 except StoreError:
