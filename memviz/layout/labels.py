@@ -3,8 +3,8 @@ words that set its memories apart from the rest (class-based TF-IDF, as BERTopic
 
 k-means (numpy, k-means++ seeding, fixed seed) on the laid-out points finds the regions; a
 word's weight in a cluster is its frequency there times log(1 + mean words per cluster /
-its frequency everywhere), so words every region uses ("Elena", "said") sink and the words
-of one region rise. No Qt: the map panel runs `map_labels` on a worker and caches the
+its frequency everywhere) times the share of its uses that fall in the cluster, so words
+every region uses ("Elena", "said") sink and the words of one region rise. No Qt: the map panel runs `map_labels` on a worker and caches the
 result in the store beside the layout (memviz_meta "map_labels", keyed by a fingerprint of
 the coordinates and the texts).
 """
@@ -126,7 +126,10 @@ def map_labels(coords: np.ndarray, texts, *, k: int | None = None, words: int = 
         if not len(members) or not tf[j]:
             continue
         n_words = sum(tf[j].values())
-        scored = sorted(((c / n_words) * np.log1p(mean_words / total[w]), w) for w, c in tf[j].items())
+        # c-TF-IDF, times the share of the word's uses that fall in this region: a name said
+        # everywhere ("Elena", "Assistant") sinks even where it is frequent
+        scored = sorted(((c / n_words) * np.log1p(mean_words / total[w]) * (c / total[w]), w)
+                        for w, c in tf[j].items())
         best = tuple(w for _, w in reversed(scored[-words:]))
         cx, cy = np.median(members, axis=0)
         out.append(RegionLabel(float(cx), float(cy), best, int(len(members))))

@@ -188,13 +188,16 @@ class _Assistant:
                 if rec.get("_chain") is not None or self.rng.chance(0.35):
                     self.touch(rec, t)
 
-    def exchange(self, t: int, topic: str, session: str, template=None, fixed=None):
-        """One user message and the assistant's reply; returns (user episode, reply, slot values)."""
+    def exchange(self, t: int, topic: str, session: str, template=None, fixed=None, avoid=()):
+        """One user message and the assistant's reply; returns (user episode, reply, slot values).
+        `avoid`: templates already used in this session (nobody asks the same thing twice in a row)."""
         rng, spec = self.rng, T.TOPICS[topic]
         vocab = {**spec["slots"], "weekday": T.WEEKDAYS}
         if template is None:
             options = [u for u in spec["user"] if _allowed(topic, u[0], t)]
-            template = rng.pick(options)
+            template = rng.pick([u for u in options if u[0] not in avoid] or options)
+            if isinstance(avoid, set):
+                avoid.add(template[0])
         text, used = fill(template[0], rng, vocab, {**self.persona.get(topic, {}), **(fixed or {})})
         base = spec["importance"]
         user = self.episode(t, topic, "user", text, rng.importance(base, 1.3), session)
@@ -215,8 +218,9 @@ class _Assistant:
         rng = self.rng
         self.retrieve(t, topic)
         session = f"s{t:x}"
+        asked: set = set()
         for _ in range(rng.choices([1, 2, 3, 4, 5], weights=[30, 30, 20, 12, 8])[0]):
-            _, reply, _ = self.exchange(t, topic, session)
+            _, reply, _ = self.exchange(t, topic, session, avoid=asked)
             t = reply["event_time"] + rng.randint(40, 300)
 
     def on_chain(self, t: int, payload):
