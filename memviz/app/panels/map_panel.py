@@ -73,6 +73,7 @@ class MapPanel(ScatterPanel):
         self.labels_button = QToolButton(text="Labels", checkable=True, checked=True)
         self.labels_button.setToolTip("Name the map's regions by the words that set their memories apart")
         self.labels_button.toggled.connect(self._labels_toggled)
+        self.vb.sigRangeChanged.connect(self._declutter)  # a zoom changes which labels fit
         self.toolbar.addWidget(self.labels_button)
         self.toolbar.addWidget(self.method_label, 1)
         self.region_labels: list = []            # memviz.layout.labels.RegionLabel of the map shown
@@ -186,19 +187,38 @@ class MapPanel(ScatterPanel):
         self.region_labels, self.label_items = list(found), []
         font = QFont()
         font.setBold(True)
-        for lb in self.region_labels:
-            item = pg.TextItem(lb.text, anchor=(0.5, 0.5), color=(25, 25, 25), fill=pg.mkBrush(255, 255, 255, 170))
+        ok = np.isfinite(self.coords).all(axis=1) if self.coords is not None else np.zeros(0, bool)
+        lo, hi = (self.coords[ok].min(axis=0), self.coords[ok].max(axis=0)) if ok.any() else (np.zeros(2), np.ones(2))
+        span = np.where(hi > lo, hi - lo, 1.0)
+        for lb in sorted(self.region_labels, key=lambda r: -r.size):  # larger regions claim their place first
+            # anchored by where the region lies, so a label at the map's edge reads inwards, whole
+            fx, fy = np.clip((np.array([lb.x, lb.y]) - lo) / span, 0.0, 1.0)
+            item = pg.TextItem(lb.text, anchor=(float(fx), float(1 - fy)), color=(25, 25, 25),
+                               fill=pg.mkBrush(255, 255, 255, 170))
+            item.region = lb
             item.setFont(font)
             item.setToolTip(f"{lb.size:,} memories in this region; its most distinctive words")
             item.setPos(lb.x, lb.y)
             item.setZValue(20)
-            item.setVisible(self.labels_button.isChecked())
             self.plot.addItem(item, ignoreBounds=True)
             self.label_items.append(item)
+        self._declutter()
+
+    def _declutter(self, *_) -> None:
+        """Show each label unless it would cover a larger region's label or the legend (on screen,
+        so zooming in brings the hidden ones back)."""
+        on = self.labels_button.isChecked()
+        taken = [self.legend.sceneBoundingRect()] if self.legend.isVisible() and self.legend.items else []
+        for item in self.label_items:
+            item.updateTransform(force=True)  # placed for the current view before it is measured
+            rect = item.sceneBoundingRect()
+            free = not any(rect.intersects(t) for t in taken)
+            item.setVisible(on and free)
+            if on and free:
+                taken.append(rect)
 
     def _labels_toggled(self, on: bool) -> None:
-        for item in self.label_items:
-            item.setVisible(on)
+        self._declutter()
 
     def hover_text(self, row: int) -> str:
         text = super().hover_text(row)
