@@ -486,6 +486,7 @@ class QueryPanel(QWidget):
         self.shown_params = params
         self.legend.setText(f"{len(result.ids)} of {result.candidates:,} candidates · bar colours: "
                             + ", ".join(self.results.components)
+                            + _clock_note(self.engine, params)  # issue 12 (clock): the "now" of recency
                             + "".join("\n" + n for n in result.notes))  # issue 12: e.g. GA ranks per persona
         self.state.set_result(result, vec if vec is not None else self.state.query_vector)
         self.ranked.emit(result, time.perf_counter() - self._submitted_at)
@@ -510,3 +511,10 @@ def _query_vector(engine, data: StoreData, key):
         if r is not None and data.arrays.has_embedding[r]:
             return data.arrays.embedding[r]
     return None
+
+
+def _clock_note(engine, params) -> str:
+    """Issue 12 (clock): which "now" the ages of this ranking are measured from."""
+    if params.as_of is not None or engine is None or getattr(engine, "clock", None) is None:
+        return ""
+    return f" · ages from the store's clock, {engine.clock.describe()}"
