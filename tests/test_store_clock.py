@@ -141,3 +141,20 @@ def test_consolidating_the_sample_prunes_nothing_by_age(sample):
         assert plan.prune == []  # was 83 ticked "539 days since use" on the wall clock
         lo, hi = s.time_span()
         assert plan.decay and max(d.days for d in plan.decay) <= (hi - lo) / 86400  # within the sample's half year
+
+
+def test_a_store_without_memviz_tables_has_a_clock_all_the_same(tmp_path):
+    import apsw
+
+    from memviz.store.schema import _V1
+
+    path = str(tmp_path / "bare.db")
+    c = apsw.Connection(path)
+    c.execute(_V1[0])  # only the memories table, as another tool might write it
+    c.execute("INSERT INTO memories(id, kind, content, event_time, created_at) VALUES ('a', 'fact', 'x', ?, ?)",
+              (T0, T0))
+    c.close()
+    with ms.open(path, read_only=True) as s:
+        assert s.meta("clock", "none") == "none"
+        c = store_clock(s)
+        assert (c.mode, c.at) == (NEWEST, T0)
