@@ -25,6 +25,7 @@ COMMANDS = (
     "memviz.commands.consolidate",
     "memviz.commands.context",
     "memviz.commands.diff",
+    "memviz.commands.clock",
 )
 
 #: errors whose message is meant for the user (anything else is a bug and keeps its traceback)

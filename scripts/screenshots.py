@@ -49,6 +49,7 @@ def main(argv=None) -> int:
     if not win.map.method.startswith("UMAP") and win.map.auto_umap:
         wait(lambda: win.workers.running("umap"), 5)  # it starts once the store is on screen
         wait(lambda: win.map.method.startswith("UMAP"), args.umap_wait)
+    wait(lambda: not win.workers.running("map labels"), 30)  # the map's region names
     data = win.state.data
     target = args.select
     if target is None and win.graph.graph is not None and win.graph.graph.n:

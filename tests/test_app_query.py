@@ -171,3 +171,12 @@ def test_params_live_in_the_state_and_the_panel_follows_both_ways(qtbot, win, en
     assert shown_ids(win) == list(engine.score(win.state.params).ids)
     a = win.state.data.arrays
     assert 0 < len(shown_ids(win)) <= 4 and {a.agent[a.index_of(i)] for i in shown_ids(win)} == {agent}
+def test_generative_agents_says_it_ranks_each_persona_on_its_own(qtbot, win):
+    q = win.query
+    assert len(win.state.data.agents) > 1
+    q.preset.setCurrentText("generative-agents")
+    run(qtbot, win, "bicycle")
+    assert "personas: each is ranked on its own" in q.legend.text()
+    q.agent.setCurrentIndex(1)  # one persona: nothing to say
+    settled(qtbot, win)
+    assert "personas" not in q.legend.text()

@@ -142,3 +142,17 @@ def test_put_checks_alignment(store):
     a = store.arrays()
     with pytest.raises(ValueError, match="shape"):
         LayoutCache(store).put("umap", a, {}, np.zeros((3, 2)))
+
+
+def test_a_new_copy_of_a_laid_out_vector_sits_exactly_on_it():
+    from memviz.layout import place_by_neighbours
+
+    rng = np.random.default_rng(4)
+    known = rng.normal(size=(50, 8)).astype(np.float32)
+    known /= np.linalg.norm(known, axis=1, keepdims=True)
+    xy = rng.normal(size=(50, 2)).astype(np.float32)
+    near = known[7] + 0.01 * rng.normal(size=8).astype(np.float32)
+    new = np.vstack([known[7], known[31], near / np.linalg.norm(near)])
+    out = place_by_neighbours(known, xy, new)
+    assert np.array_equal(out[0], xy[7]) and np.array_equal(out[1], xy[31])  # "… is idle" again: same spot
+    assert not np.array_equal(out[2], xy[7]) and np.linalg.norm(out[2] - xy[7]) < 1.0  # near, not on

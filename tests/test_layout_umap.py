@@ -180,3 +180,21 @@ def test_cancel_while_the_matrix_is_being_sent_prints_nothing(request, capfd):
     assert errors == []
     err = capfd.readouterr().err
     assert "Traceback" not in err and "Error" not in err, err
+def test_duplicates_share_one_position_and_the_fit_sees_distinct_vectors_only(worker):
+    x, labels = clustered(200, seed=11)
+    rng = np.random.default_rng(11)
+    copies = rng.integers(0, 200, 300)                 # 300 verbatim copies, like GA's "… is idle"
+    X = np.concatenate([x, x[copies]])
+    seen = []
+    real_submit = worker.submit
+    worker.submit = lambda job: (seen.append(job._X.shape[0]), real_submit(job))[1]
+    try:
+        job = UmapJob(X, {"n_epochs": 40}, worker=worker).start()
+        assert job.wait(WAIT) and job.state == "done", job.error
+    finally:
+        del worker.submit
+    assert seen == [200]                               # the fit saw each vector once
+    coords = job.result()
+    assert coords.shape == (500, 2) and np.isfinite(coords).all()
+    assert np.array_equal(coords[200:], coords[copies])  # every copy sits on its original
+    assert list(job.distinct.copies[:200]) == list(np.bincount(copies, minlength=200)[:200] + 1)

@@ -29,7 +29,8 @@ def run(capsys, *argv):
 
 def test_json_output(db, capsys):
     code, out, _ = run(capsys, db, "what did Alice say about restaurants?", "--preset", "dual-memory",
-                       "--alpha", "0.5", "--beta", "0.3", "--gamma", "0.2", "-k", "3", "--json")
+                       "--alpha", "0.5", "--beta", "0.3", "--gamma", "0.2", "-k", "3", "--json",
+                       "--now", "wall")  # months after the memories: recency 0, relevance decides
     assert code == 0
     items = json.loads(out)
     assert [it["rank"] for it in items] == [1, 2, 3]
@@ -48,9 +49,12 @@ def test_filters_as_of_and_like(db, capsys):
     assert code == 0 and {it["agent"] for it in json.loads(out)} == {"bob"}
     code, out, _ = run(capsys, db, "restaurants", "--as-of", "2026-02-11T13:00", "--json")
     assert sorted(it["id"] for it in json.loads(out)) == ["m0", "m1"]
-    code, out, _ = run(capsys, db, "--like", "m0", "--preset", "generative-agents", "--json")
+    code, out, err = run(capsys, db, "--like", "m0", "--preset", "generative-agents", "--json")
     items = json.loads(out)
-    assert code == 0 and "m0" not in [it["id"] for it in items] and items[0]["id"] == "m2"
+    assert code == 0 and "m0" not in [it["id"] for it in items] and "m2" in [it["id"] for it in items]
+    assert "each is ranked on its own" in err  # alice and bob: two personas, each ranked alone
+    code, out, _ = run(capsys, db, "--like", "m1", "--preset", "generative-agents", "--agent", "bob", "--json")
+    assert code == 0 and [it["id"] for it in json.loads(out)] == ["m3"]
     code, out, _ = run(capsys, db, "restaurants", "--preset", "hybrid")
     assert code == 0 and "hybrid" in out and "restaurant" in out
 

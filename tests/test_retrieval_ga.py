@@ -180,3 +180,33 @@ def test_engine_matches_plain_loop(store, seed):
                     np.testing.assert_array_equal(finite, got.score)
                 checked += 1
     assert checked == 2 * 5 * len(variants)
+
+
+def test_two_personas_are_each_ranked_on_their_own(store):
+    """GA retrieves from one persona's memory: its own recency order and min-max. Pooling two
+    personas gave one recency order across both, which the GA code never does."""
+    rng = np.random.default_rng(3)
+    V = unit_vectors(40, 4, seed=3)
+    recs = []
+    for i in range(40):
+        who = "Ann" if i < 20 else "Bob"
+        recs.append(dict(id=f"{who}-{i}", agent=who, kind="episode", content=f"{who} memory {i}",
+                         importance=float(rng.integers(1, 5) if who == "Ann" else rng.integers(6, 11)),  # Bob's run higher
+                         embedding=V[i], embedding_model=MODEL, created_at=1000 + i * 10,
+                         last_accessed=1000 + int(rng.integers(0, 400)),
+                         attributes={"ga_type": "event", "node_count": i % 20 + 1, "embedding_key": f"k{i}"}))
+    store.insert_memories(recs)
+    e = Engine(store, now=10 ** 6)
+    e.set_query(vector=V[0])
+    both = e.score(preset_params("generative-agents", k=40))
+    assert any("personas: each is ranked on its own" in n for n in both.notes)
+    got = dict(zip(both.ids, both.score))
+    for who in ("Ann", "Bob"):
+        alone = e.score(preset_params("generative-agents", k=40, agents=(who,)))
+        assert not any("personas" in n for n in alone.notes)
+        for mid, score in zip(alone.ids, alone.score):
+            assert got[mid] == pytest.approx(score, abs=1e-12)  # as if the persona were alone
+        ranks = [both.ids.index(m) for m in alone.ids]
+        assert ranks == sorted(ranks)  # each persona's own order survives the merge
+    # both personas' most relevant and most recent memories reach the top: neither drowns the other
+    assert {m.split("-")[0] for m in both.ids[:6]} == {"Ann", "Bob"}

@@ -36,6 +36,7 @@ from memviz.app.dialogs.check_dialog import CheckDialog
 from memviz.app.dialogs.import_dialog import ImportDialog, is_import_source
 from memviz.app.panels.map_panel import MapPanel
 from memviz.app.panels.query_panel import QueryPanel
+from memviz.app.dialogs.clock_dialog import ClockStatus
 from memviz.app.panels.reflect_panel import ReflectTools
 from memviz.app.panels.retired_panel import RetiredPanel
 from memviz.session.state import AppState, StoreData, load_store_data, open_store_data
@@ -85,6 +86,9 @@ class MainWindow(QMainWindow):
         self.reflect_tools = ReflectTools(self.state, self.workers, self.settings, self.edits.perform, self)
         self.reflect_tools.error.connect(self.show_error)
         self.reflect_action = self.reflect_tools.reflect_action
+        self.clock_status = ClockStatus(self.state, self)  # the store's clock: status bar, Tools menu
+        self.clock_status.error.connect(self.show_error)
+        self.clock_status.reload_requested.connect(self.reload)
 
         self.docks: dict[str, QDockWidget] = {}
         titles = {"timeline": "Timeline", "graph": "Reflection graph", "map": "Map", "query": "Query",
@@ -200,6 +204,7 @@ class MainWindow(QMainWindow):
         tools.addAction(self.reflect_tools.consolidate_action)
         tools.addAction(self.reflect_tools.llm_action)
         self.check_action = tools.addAction("&Check store…", self.check_store)
+        tools.addAction(self.clock_status.action)
 
         help_ = mb.addMenu("&Help")
         help_.addAction("&About memviz", self._about)
@@ -237,6 +242,7 @@ class MainWindow(QMainWindow):
         sb.addPermanentWidget(self.cancel_button)
         sb.addPermanentWidget(self.status_model)
         sb.addPermanentWidget(self.status_ro)
+        sb.addPermanentWidget(self.clock_status.label)
         sb.addPermanentWidget(self.reflect_tools.meter)
         self._job = None
         self.workers.activity.connect(self._job_progress)

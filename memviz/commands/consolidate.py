@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ..reflect.consolidation import DECAY_KINDS, PRUNE_BELOW, apply_consolidation, describe, plan_consolidation
 from ..reflect.validate import clean_text, shorten
-from ..store import open_store, to_epoch
+from ..store import open_store
+from .clock import NOW_HELP, use_now
 from .interrupt import command_task
 
 
@@ -16,7 +17,7 @@ def add_parser(sub):
                    help="kinds that decay, comma-separated, or 'all' (default: fact,preference)")
     p.add_argument("--below", type=float, default=PRUNE_BELOW, help="prune threshold (0.05)")
     p.add_argument("--keep", action="append", default=[], metavar="ID", help="never prune this memory (repeatable)")
-    p.add_argument("--as-of", help="decay as of this time (default: now)")
+    p.add_argument("--now", "--as-of", dest="now", help=NOW_HELP)
     p.add_argument("--dry-run", action="store_true", help="show what would change and write nothing")
     p.add_argument("--yes", action="store_true", help="apply without asking")
     p.set_defaults(func=run)
@@ -24,11 +25,11 @@ def add_parser(sub):
 
 def run(args) -> int:
     kinds = None if args.kinds.strip() == "all" else tuple(k.strip() for k in args.kinds.split(",") if k.strip())
-    now = to_epoch(args.as_of) if args.as_of else None
     with open_store(args.db, read_only=args.dry_run) as store:
+        clock = use_now(store, args)
         with command_task("consolidate") as task:  # Ctrl-C cancels the preview: nothing is written
-            plan = plan_consolidation(store, agent=args.agent, kinds=kinds, prune_below=args.below, now=now,
-                                      task=task)
+            plan = plan_consolidation(store, agent=args.agent, kinds=kinds, prune_below=args.below,
+                                      now=clock.now(), task=task)
         plan.untick(*args.keep)
         for d in plan.decay[:20]:
             print(f"decay {d.id}: {d.before:.3f} -> {d.after:.3f} ({d.days:.1f} days)")

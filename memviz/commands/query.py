@@ -5,6 +5,7 @@ import sys
 from ..embed import EmbedderUnavailable
 from ..retrieval import PRESETS, Engine, preset, preset_params
 from ..store import iso, open_store, to_epoch
+from .clock import add_now_argument, use_now
 
 _CONTRACT_KEYS = ("relevance", "recency", "importance")
 
@@ -29,6 +30,7 @@ def add_parser(sub):
     p.add_argument("--from", dest="time_from", help="only memories whose event time is at or after this")
     p.add_argument("--to", dest="time_to", help="only memories whose event time is at or before this")
     p.add_argument("--as-of", help="replay the store as it was then (ISO 8601, UTC unless a zone is given)")
+    add_now_argument(p)
     p.add_argument("--like", metavar="MEMORY_ID", help="query by a memory's own vector")
     p.add_argument("--include-retired", action="store_true", help="also superseded and soft-deleted memories")
     p.add_argument("--protected-only", action="store_true")
@@ -68,6 +70,7 @@ def run(args) -> int:
         raise ValueError("give either the query text or --like, not both")
     params = params_from_args(args)
     with open_store(args.db, read_only=True) as store:
+        use_now(store, args, out=sys.stderr if args.json else sys.stdout)  # stdout stays pure JSON
         engine = Engine(store)
         try:
             engine.set_query(args.text, like=args.like)

@@ -3,6 +3,8 @@ import json
 
 from ..store import iso, open_store
 from ..store.check import fts_findings, vec_findings
+from ..store.clock import parse_clock, store_clock
+from .clock import add_now_argument
 
 #: above this many memories stats skips the index checks (each reads every row); `memviz check` runs them
 INDEX_CHECK_LIMIT = 250_000
@@ -12,6 +14,7 @@ def add_parser(sub):
     p = sub.add_parser("stats", help="print what a memory store holds")
     p.add_argument("db")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    add_now_argument(p)
     p.add_argument("--no-integrity", action="store_true", help="skip the full integrity check (faster on big stores)")
     p.set_defaults(func=run)
 
@@ -25,6 +28,7 @@ def collect(store, integrity: bool = True) -> dict:
         "notes": store.vector_index_notes(),
         "counts": store.counts(),
         "time_span": [iso(first), iso(last)] if first is not None else None,
+        "clock": _clock_info(store),
         "embedding_models": [{"model": m, "dim": d, "count": n} for m, d, n in store.embedding_models()],
         "entities": store.conn.execute("SELECT count(*) FROM entities").fetchone()[0],
         "integrity": _integrity(store) if integrity else None,
@@ -44,10 +48,15 @@ def _integrity(store) -> list[str]:
         problems += [f.title + (f" ({f.count})" if f.count else "") + "; run `memviz check --repair`" for f in found]
         problems += [f"skipped {s}" for s in skipped]
     return problems or ["ok (SQLite, full-text index, vector index)"]
+def _clock_info(store) -> dict:
+    c = store_clock(store)
+    return {"mode": c.mode, "now": iso(c.now()), "source": c.source}
 
 
 def run(args) -> int:
     with open_store(args.db, read_only=True) as store:
+        if args.now:
+            store.clock_override = parse_clock(args.now, store)  # this run only; printed below
         info = collect(store, integrity=not args.no_integrity)
     if args.json:
         print(json.dumps(info, indent=2, ensure_ascii=False))
@@ -55,6 +64,8 @@ def run(args) -> int:
     c = info["counts"]
     print(f"{info['path']}  (schema v{info['schema_version']})")
     print(f"memories: {c['total']}  live {c['live']}  retired {c['retired']}  entities: {info['entities']}")
+    ck = info["clock"]
+    print(f"clock: {ck['now']} UTC ({ck['mode']})" + (f" — {ck['source']}" if ck["source"] else ""))
     if info["time_span"]:
         print(f"time span: {info['time_span'][0]} .. {info['time_span'][1]} UTC")
     for title, key in (("by kind", "by_kind"), ("by agent", "by_agent")):

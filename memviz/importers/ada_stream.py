@@ -7,6 +7,7 @@ cycle, action, references and any other field. Content is embedded with the loca
 from __future__ import annotations
 
 from ..tasks import Task
+from ..store.clock import simulated
 from .json_reader import as_importance, as_int_if_whole, as_tags, as_time, read_objects
 from .pipeline import ImportReport, Prepared, run
 
@@ -20,6 +21,7 @@ _VECTOR_FIELDS = ("embedding", "vector")
 def read(path: str, report: ImportReport, task: Task, *, embedder=None) -> Prepared:
     prep = Prepared()
     dropped_vectors = 0
+    last = None  # (time, cycle) of the stream's latest entry: the run's clock
     for where, e in read_objects(path, report, task):
         content = e.get("content")
         action = e.get("action")
@@ -57,6 +59,11 @@ def read(path: str, report: ImportReport, task: Task, *, embedder=None) -> Prepa
             "tags": as_tags(e.get("tags"), where, report), "attributes": attrs,
         }
         prep.add(rec, where, embed_text=content)
+        if when is not None and (last is None or when >= last[0]):
+            last = (when, attrs.get("cycle"))
+    if last is not None:  # a recorded run: its ages are measured from its last entry, not from today
+        cycle = f" (cycle {last[1]})" if last[1] is not None else ""
+        prep.meta["clock"] = simulated(last[0], f"the stream's last entry{cycle}").to_meta()
     if dropped_vectors:
         report.warn(f"{dropped_vectors} entries carried a vector without a model name; the stream is "
                     "embedded locally instead (use the jsonl format to keep given vectors)")

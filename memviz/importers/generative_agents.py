@@ -26,6 +26,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 
+from ..store.clock import simulated
 from ..store.times import to_epoch
 from ..tasks import Task
 from .pipeline import ImportFailed, ImportReport, Prepared, run
@@ -323,6 +324,8 @@ def read(source: str, report: ImportReport, task: Task, *, embedder=None, reembe
                                         "embeddings": "embeddings.json" if use_file else "local"}
     if use_file and dim:
         report.embedding = {"model": ADA_MODEL, "dim": dim, "origin": "source"}
+    if meta["ga_curr_time"]:  # the simulation's own time is the store's clock (the latest persona's)
+        meta["clock"] = simulated(max(meta["ga_curr_time"].values()), "the simulation's curr_time (scratch.json)").to_meta()
     prep.meta = meta
     return prep
 

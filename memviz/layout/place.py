@@ -21,4 +21,8 @@ def place_by_neighbours(known_emb: np.ndarray, known_xy: np.ndarray, new_emb: np
     nn, sim = nearest(new_emb, known_emb, k)
     w = 1.0 / (np.clip(1.0 - sim.astype(np.float64), 0.0, None) + 1e-3)  # an exact duplicate dominates
     out[:] = np.einsum("ik,ikd->id", w, known_xy[nn]) / w.sum(axis=1, keepdims=True)
+    # a copy of a laid-out vector sits exactly on it, as the copies in the fit do (distinct.py)
+    best = sim.argmax(axis=1)
+    same = np.all(new_emb == known_emb[nn[np.arange(len(nn)), best]], axis=1)
+    out[same] = known_xy[nn[same, best[same]]]
     return out

@@ -40,6 +40,7 @@ import numpy as np
 
 from ..tasks import UNKNOWN, Task
 from ..userdirs import user_cache_dir
+from .distinct import distinct_rows
 from .pca import embedded_rows, pca_2d
 
 DEFAULT_PARAMS = {"n_neighbors": 15, "min_dist": 0.1, "metric": "cosine", "seed": 42}
@@ -397,7 +398,10 @@ class UmapJob:
             self.arrays, emb, mask = arrays, arrays.embedding, np.asarray(arrays.has_embedding, dtype=bool)
         self.n = emb.shape[0]
         self.mask = mask
-        self._X = np.ascontiguousarray(emb[mask], dtype=np.float32)
+        # fitted on distinct vectors only: copies (GA's "… is idle") share their original's place
+        laid = emb[mask]
+        self.distinct = distinct_rows(laid)
+        self._X = np.ascontiguousarray(laid[self.distinct.first], dtype=np.float32)
         self.worker = worker
         self.task = task if task is not None else Task("umap")
         self.on_done = on_done
@@ -422,9 +426,8 @@ class UmapJob:
         if self.finished:  # the task was cancelled before the job started
             return self
         if self._X.shape[0] < 4:  # too few points for a neighbour graph: PCA says all there is
-            full = np.full((self.n, 2), np.nan, np.float32)
-            full[self.mask] = pca_2d(self._X, np.ones(self._X.shape[0], bool)) if len(self._X) else full[self.mask]
-            self._finish("done", coords=full[self.mask])
+            coords = pca_2d(self._X, np.ones(self._X.shape[0], bool)) if len(self._X) else np.zeros((0, 2), np.float32)
+            self._finish("done", coords=coords)
             return self
         if self.worker is None:
             self.worker = shared_worker()
@@ -491,10 +494,10 @@ class UmapJob:
     def _finish(self, state: str, coords=None, error: str | None = None) -> None:
         if self.finished:
             return
-        if coords is not None:
+        if coords is not None:  # one row per distinct vector: every copy gets its original's place
             self._progress("placing", 0.0)
             full = np.full((self.n, 2), np.nan, np.float32)
-            full[self.mask] = coords
+            full[self.mask] = self.distinct.expand(coords)
             self._coords = full
         self.state, self.error = state, error
         self.elapsed = time.perf_counter() - (self._t0 or time.perf_counter())

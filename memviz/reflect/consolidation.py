@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..store.clock import store_clock
 from ..store.records import decode_text
 from ..tasks import Task, quiet
 
@@ -89,24 +90,34 @@ class ConsolidationResult:
 
 def _last_decay(store) -> dict[str, float]:
     """memory id -> reference time of its last decay still in force (an undone decay restores
-    the one before it). SQLite takes the bare columns from the row holding max(id)."""
+    the one before it). SQLite takes the bare columns from the row holding max(id).
+    A memory whose producer already decayed it (the samples; attributes.decayed_as_of) counts
+    as decayed then, unless the audit log says otherwise: decaying it again from its creation
+    would compound."""
+    out = {}
+    for m, t in store.conn.execute(
+            "SELECT id, json_extract(attributes, '$.decayed_as_of') FROM memories "
+            "WHERE attributes LIKE '%decayed_as_of%' AND json_valid(attributes)"):
+        if isinstance(t, (int, float)):
+            out[m] = float(t)
     rows = store.conn.execute(
         "SELECT memory_id, CASE WHEN json_valid(after) THEN json_extract(after, '$.decayed_to') END, max(id) "
         "FROM memviz_audit WHERE action IN ('decay', 'undo decay', 'redo decay') GROUP BY memory_id")
-    return {m: float(t) for m, t, _ in rows if t is not None}
+    out.update((m, float(t)) for m, t, _ in rows if t is not None)
+    return out
 
 
 def plan_consolidation(store, *, agent: str | None = None, kinds=DECAY_KINDS, prune_below: float = PRUNE_BELOW,
                        now: float | None = None, arrays=None, task: Task | None = None) -> ConsolidationPlan:
-    """What decay and prune would change, as of `now`; writes nothing. `kinds` limits decay
-    (None: every kind); prune looks at every live, unprotected memory of the agent. `arrays`
-    (the store's MemoryArrays, if the caller has them) saves re-reading the store."""
+    """What decay and prune would change, as of `now` (default: the store's clock); writes nothing.
+    `kinds` limits decay (None: every kind); prune looks at every live, unprotected memory of the
+    agent. `arrays` (the store's MemoryArrays, if the caller has them) saves re-reading the store."""
     task = task or quiet()
-    now = time.time() if now is None else float(now)
-    kinds = tuple(kinds) if kinds is not None else None
-    plan = ConsolidationPlan(now, agent, kinds, float(prune_below))
     task.progress(0.0, "Reading the memories")
     a = store.arrays() if arrays is None else arrays
+    now = store_clock(store, a).now() if now is None else float(now)
+    kinds = tuple(kinds) if kinds is not None else None
+    plan = ConsolidationPlan(now, agent, kinds, float(prune_below))
     task.check()
     task.progress(0.4, "Working out the decay")
     if len(a) == 0:

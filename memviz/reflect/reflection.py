@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..embed import LOCAL_DIM, LOCAL_MODEL, EmbedderUnavailable, EmbeddingError, embedder_for
+from ..store.clock import store_clock
 from ..store.errors import ReadOnlyError
 from ..store.records import new_id
 from ..tasks import Task, quiet
@@ -132,16 +133,23 @@ def resolve_agent(store, agent: str | None) -> str:
     return agent
 
 
-def importance_status(store, agent: str | None = None, threshold: float | None = None) -> ImportanceStatus:
-    """Seed 000's trigger: importance accumulated since the last reflection vs the threshold."""
+def importance_status(store, agent: str | None = None, threshold: float | None = None,
+                      now: float | None = None) -> ImportanceStatus:
+    """Seed 000's trigger: importance accumulated since the last reflection vs the threshold,
+    up to `now` (default: the store's clock when it is fixed, so a simulation counts what it had
+    then; on the wall clock everything counts, whatever the agent's own clock said)."""
     agent = resolve_agent(store, agent)
+    if now is None:
+        clock = store_clock(store)
+        now = clock.at if clock.fixed else None
     if threshold is None:
         threshold = float(store.meta(THRESHOLD_META_KEY, DEFAULT_THRESHOLD))
-    since = store.conn.execute("SELECT max(created_at) FROM memories WHERE kind='reflection' AND agent=?",
-                               (agent,)).fetchone()[0]
+    since = store.conn.execute("SELECT max(created_at) FROM memories WHERE kind='reflection' AND agent=?1 "
+                               "AND (?2 IS NULL OR created_at <= ?2)", (agent, now)).fetchone()[0]
     total, n = store.conn.execute(
-        "SELECT coalesce(sum(importance), 0), count(*) FROM memories WHERE valid_until IS NULL AND agent=? "
-        "AND kind != 'reflection' AND (?2 IS NULL OR created_at > ?2)", (agent, since)).fetchone()
+        "SELECT coalesce(sum(importance), 0), count(*) FROM memories WHERE valid_until IS NULL AND agent=?1 "
+        "AND kind != 'reflection' AND (?2 IS NULL OR created_at > ?2) AND (?3 IS NULL OR created_at <= ?3)",
+        (agent, since, now)).fetchone()
     return ImportanceStatus(agent, float(total), int(n), float(threshold), since)
 
 
@@ -285,7 +293,7 @@ class Reflector:
         if why:
             problems.append(f"written without embeddings ({why}); they are marked needs_embedding")
         task.check()
-        now = time.time()
+        now = store_clock(store).now()  # a simulation's reflection happens in its own time
         records = []
         for n, (p, text, sources) in enumerate(keep):
             attrs = {"questions_addressed": [p.question],

@@ -18,6 +18,7 @@ from collections import OrderedDict
 import numpy as np
 
 from ..embed import EmbedderUnavailable, embedder_for
+from ..store.clock import store_clock
 from . import components as C
 from .candidates import filter_mask, ga_order, ga_rule, last_accessed_at
 from ..store.check import known_fts_damage
@@ -55,7 +56,8 @@ class Engine:
     """One store's memories, ready to be scored. See the module docstring.
 
     Recency is measured from `params.as_of` when given, else from `now` (fixed at construction
-    when passed), else from the moment of the last `set_query` call.
+    when passed), else from the store's clock (memviz.store.clock: a simulated or newest-memory
+    time, read at construction), else, on the wall clock, from the last `set_query` call.
 
     An Engine is a snapshot of the arrays it was given: after the store changes, build a new one.
     Generative Agents: with `params.agent_weights` (default) the per-agent recency_w, relevance_w,
@@ -67,6 +69,7 @@ class Engine:
         self.store = store
         self.arrays = arrays if arrays is not None else store.arrays()
         self.now = now
+        self.clock = store_clock(store, self.arrays)
         self._embedder = embedder
         self._meta = None
         self._cycles = None
@@ -195,7 +198,9 @@ class Engine:
     def _ref_time(self, params: Params) -> float:
         if params.as_of is not None:
             return float(params.as_of)
-        return float(self.now if self.now is not None else self._query_time)
+        if self.now is not None:
+            return float(self.now)
+        return float(self.clock.at if self.clock.fixed else self._query_time)
 
     def _decay_factor(self, params, cs, ref):
         """Seed 002's confidence × exp(-decay_rate × days^0.8) (days since last access, else creation)."""
@@ -257,13 +262,19 @@ class Engine:
             #   (β, α, γ default to 0.5, 3, 2; the *_w are the persona's scratch weights, default 1);
             # - top 30 by default, ties in candidate order (stable sort, like Python's sorted);
             # - all in float64, the cosines exact where a near-tie could depend on float32 rounding.
+            # Several personas: each is ranked on its own, as each persona's own retrieve.py would
+            # (its recency order, its min and max); the lists are then merged by score.
             w = self._ga_row_weights(idx, params)
             decays = w.pop("recency_decay")
-            rec_raw = C.ga_rank_recency(decays)
-            st["raw"] = {"recency": C.minmax(rec_raw), "importance": C.minmax(imp_raw)}
+            groups = st["groups"] = persona_groups(a.agent[idx])
+            rec_raw, rec, imp, rank = (np.empty(len(idx)) for _ in range(4))
+            for pos in groups:
+                rec_raw[pos] = C.ga_rank_recency(decays[pos])
+                rec[pos], imp[pos] = C.minmax(rec_raw[pos]), C.minmax(imp_raw[pos])
+                rank[pos] = np.arange(1, len(pos) + 1)
+            st["raw"] = {"recency": rec, "importance": imp}
             st["rowweight"] = w
-            st["extra"] = {"recency_rank": np.arange(1, len(idx) + 1), "recency_decayed": rec_raw,
-                           "poignancy": imp_raw}
+            st["extra"] = {"recency_rank": rank.astype(np.int64), "recency_decayed": rec_raw, "poignancy": imp_raw}
         elif name == "dual-memory":
             # dual-memory design: recency = exp(-Δt/τ) with Δt the hours since the memory's timestamp
             # (event_time); importance = importance / 10
@@ -306,6 +317,13 @@ class Engine:
             out[c] = v if np.any(v != 1.0) else 1.0
         return out
 
+    def _exact_extremes(self, rows, rel_fast) -> tuple[float, float]:
+        """The exact min and max cosine of `rows`, recomputing only those near the float32 ones."""
+        d = self._delta
+        lo = float(self._exact_rel(rows[rel_fast <= rel_fast.min() + 2 * d]).min())
+        hi = float(self._exact_rel(rows[rel_fast >= rel_fast.max() - 2 * d]).max())
+        return lo, hi
+
     def _ada_cycles(self) -> np.ndarray:
         if self._cycles is None:
             self._cycles = derived_cycles(self.meta().cycle, self.arrays.event_time)
@@ -321,13 +339,15 @@ class Engine:
         rel_c = self._relevance() if cs.all_rows else self._relevance()[cs.idx]
         q = {"lo": None, "hi": None, "scale": 1.0}
         if params.preset == "generative-agents":
-            d = self._delta
-            lo_rows = cs.idx[rel_c <= rel_c.min() + 2 * d]
-            hi_rows = cs.idx[rel_c >= rel_c.max() - 2 * d]
-            lo = float(self._exact_rel(lo_rows).min())
-            hi = float(self._exact_rel(hi_rows).max())
-            q.update(lo=lo, hi=hi, scale=(1.0 / (hi - lo)) if hi > lo else 0.0)
-            rel_t = C.minmax(rel_c, lo, hi)
+            groups = st["groups"]
+            lo, hi = np.empty(len(rel_c)), np.empty(len(rel_c))
+            for pos in groups:  # each persona's exact min and max (one group: the whole list)
+                lo[pos], hi[pos] = self._exact_extremes(cs.idx[pos], rel_c[pos])
+            if len(groups) == 1:
+                lo, hi = float(lo[0]), float(hi[0])
+            spans = np.asarray(hi - lo)
+            q.update(lo=lo, hi=hi, scale=float((1.0 / spans[spans > 0]).max()) if (spans > 0).any() else 0.0)
+            rel_t = _minmax(rel_c, lo, hi)
         else:
             rel_t = rel_c
         w = st["rowweight"]["relevance"]
@@ -370,7 +390,11 @@ class Engine:
         # exact pass over the memories that can reach the top k
         rows = cs.idx[region]
         cos = self._exact_rel(rows)
-        rel_t = C.minmax(cos, rq["lo"], rq["hi"]) if params.preset == "generative-agents" else cos
+        if params.preset == "generative-agents":
+            lo, hi = rq["lo"], rq["hi"]
+            rel_t = _minmax(cos, lo if np.isscalar(lo) else lo[region], hi if np.isscalar(hi) else hi[region])
+        else:
+            rel_t = cos
         rw = st["rowweight"]["relevance"]
         raw = {c: v[region] for c, v in st["raw"].items()}
         raw["relevance"] = rel_t
@@ -394,6 +418,10 @@ class Engine:
         if f is not None:
             out_raw["decay_factor"] = f[sel]
         notes = []
+        if params.preset == "generative-agents" and len(st["groups"]) > 1:
+            notes.append(f"{len(st['groups'])} personas: each is ranked on its own (its own recency order and "
+                         "min-max), as the Generative Agents code does, and the lists merged by score; "
+                         "choose one agent to see one persona's retrieval")
         if st["no_vector"]:
             notes.append(f"{st['no_vector']} candidate(s) have no vector of {self.arrays.embedding_model}; "
                          f"their relevance counts as 0")
@@ -514,4 +542,24 @@ def _read_ga_weights(store) -> dict:
                     if np.isfinite(v):
                         clean[k] = v
                 out[str(agent)] = clean
+    return out
+
+
+def persona_groups(agents: np.ndarray) -> list[np.ndarray]:
+    """Positions of each agent's candidates, in candidate order (one group when one agent)."""
+    names, codes = np.unique(agents, return_inverse=True)
+    if len(names) <= 1:
+        return [np.arange(len(agents))]
+    return [np.flatnonzero(codes == g) for g in range(len(names))]
+
+
+def _minmax(values, lo, hi) -> np.ndarray:
+    """C.minmax with the min and max given per row (per persona) or once."""
+    if np.isscalar(lo):
+        return C.minmax(values, lo, hi)
+    values = np.asarray(values, dtype=np.float64)
+    span = hi - lo
+    out = np.full(values.shape, (1 - 0) / 2)
+    ok = span != 0
+    out[ok] = (values[ok] - lo[ok]) * (1 - 0) / span[ok] + 0
     return out

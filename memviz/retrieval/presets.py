@@ -37,7 +37,8 @@ _ALL = (
     Preset(
         "generative-agents",
         "the Generative Agents code (retrieve.py new_retrieve): events and thoughts, recency = decay^rank "
-        "over last-accessed order, all three min-max normalised, 0.5·recency + 3·relevance + 2·importance, top 30",
+        "over last-accessed order, all three min-max normalised, 0.5·recency + 3·relevance + 2·importance, top 30; "
+        "several personas are each ranked on their own (as each one's code would) and merged by score",
         "Park et al. 2023, reverie/backend_server/persona/cognitive_modules/retrieve.py",
         _FILTERS | {"alpha", "beta", "gamma", "decay", "agent_weights"},
         ("relevance", "recency", "importance"),

@@ -164,7 +164,7 @@ def retrieve(nodes, query, params, *, now, fts=None, ga_weights=None, exclude_id
 
 
 def _generative_agents(cands, q, p, ga_weights, ref):
-    """new_retrieve, line by line."""
+    """new_retrieve, line by line, for each persona in the candidates (merged by score)."""
     def is_candidate(n):
         gt = n["attributes"].get("ga_type")
         if gt is None:
@@ -188,10 +188,16 @@ def _generative_agents(cands, q, p, ga_weights, ref):
     def w(n, key, default):
         return ga_weights.get(n["agent"], {}).get(key, default) if p.agent_weights else default
 
-    recency_out = {n["id"]: w(n, "recency_decay", p.decay) ** i for i, n in enumerate(nodes, start=1)}
-    recency_out = normalize_dict_floats(recency_out, 0, 1)
-    importance_out = normalize_dict_floats({n["id"]: n["importance"] for n in nodes}, 0, 1)
-    relevance_out = normalize_dict_floats({n["id"]: _relevance(n, q) for n in nodes}, 0, 1)
+    # each persona retrieves from its own memory: its own recency order and normalisation
+    personas: dict[str, list] = {}
+    for n in nodes:
+        personas.setdefault(n["agent"], []).append(n)
+    recency_out, importance_out, relevance_out = {}, {}, {}
+    for own in personas.values():
+        recency = {n["id"]: w(n, "recency_decay", p.decay) ** i for i, n in enumerate(own, start=1)}
+        recency_out.update(normalize_dict_floats(recency, 0, 1))
+        importance_out.update(normalize_dict_floats({n["id"]: n["importance"] for n in own}, 0, 1))
+        relevance_out.update(normalize_dict_floats({n["id"]: _relevance(n, q) for n in own}, 0, 1))
     gw = [p.beta, p.alpha, p.gamma]
     master_out = {}
     for n in nodes:

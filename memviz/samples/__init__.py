@@ -8,19 +8,21 @@ from __future__ import annotations
 import os
 
 from . import assistant, simulation
-from .common import write_store
+from .common import with_clock, write_store
 
 NAMES = ("simulation", "assistant")
 
 
 def generate_simulation(path, scale: float = 1.0, embedder=None) -> str:
     records, entities, meta = simulation.build(scale)
+    meta = with_clock(meta, records, "the end of the simulated festival")
     write_store(os.fspath(path), records, entities=entities, meta=meta, embedder=embedder)
     return os.fspath(path)
 
 
 def generate_assistant(path, scale: float = 1.0, embedder=None) -> str:
     records, entities, meta = assistant.build(scale)
+    meta = with_clock(meta, records, "the sample's last night of consolidation")
     write_store(os.fspath(path), records, entities=entities, meta=meta, embedder=embedder)
     return os.fspath(path)
 

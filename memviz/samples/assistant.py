@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 
 from . import assistant_text as T
 from .common import DAY, HOUR, Rand, ebbinghaus, epoch, fill, memory, weekday
+from .variety import AGENT_FRAMES, REFLECTION_FRAMES, USER_FRAMES, Retelling
 
 SEED = 2002
 AGENT = "assistant"
@@ -75,6 +76,7 @@ class _Assistant:
         self.weekly: list[dict] = []
         self.monthly: list[dict] = []
         self.chain_last: dict[int, dict] = {}       # chain index -> its current fact
+        self.retell = Retelling()                   # repeats are framed, not verbatim
         self.persona = {topic: {slot: rng.pick(T.TOPICS[topic]["slots"][slot]) for slot in slots}
                         for topic, slots in T.SINGLE_VALUED.items()}
 
@@ -92,7 +94,8 @@ class _Assistant:
     def episode(self, t: int, topic: str, role: str, text: str, importance: int, session: str) -> dict:
         spec = T.TOPICS[topic]
         prefix = f"{T.USER}: " if role == "user" else "Assistant: "
-        return self.add(kind="episode", content=prefix + text, t=t, importance=importance,
+        said = self.retell.say(role, text, t, USER_FRAMES if role == "user" else AGENT_FRAMES)
+        return self.add(kind="episode", content=prefix + said, t=t, importance=importance,
                         entity_ids=self.entity_ids(text, topic), tags=list(spec["tags"]),
                         attributes={"role": role, "session": session, "topic": topic,
                                     "channel": "mobile" if self.rng.chance(0.6) else "desktop",
@@ -185,13 +188,16 @@ class _Assistant:
                 if rec.get("_chain") is not None or self.rng.chance(0.35):
                     self.touch(rec, t)
 
-    def exchange(self, t: int, topic: str, session: str, template=None, fixed=None):
-        """One user message and the assistant's reply; returns (user episode, reply, slot values)."""
+    def exchange(self, t: int, topic: str, session: str, template=None, fixed=None, avoid=()):
+        """One user message and the assistant's reply; returns (user episode, reply, slot values).
+        `avoid`: templates already used in this session (nobody asks the same thing twice in a row)."""
         rng, spec = self.rng, T.TOPICS[topic]
         vocab = {**spec["slots"], "weekday": T.WEEKDAYS}
         if template is None:
             options = [u for u in spec["user"] if _allowed(topic, u[0], t)]
-            template = rng.pick(options)
+            template = rng.pick([u for u in options if u[0] not in avoid] or options)
+            if isinstance(avoid, set):
+                avoid.add(template[0])
         text, used = fill(template[0], rng, vocab, {**self.persona.get(topic, {}), **(fixed or {})})
         base = spec["importance"]
         user = self.episode(t, topic, "user", text, rng.importance(base, 1.3), session)
@@ -212,8 +218,9 @@ class _Assistant:
         rng = self.rng
         self.retrieve(t, topic)
         session = f"s{t:x}"
+        asked: set = set()
         for _ in range(rng.choices([1, 2, 3, 4, 5], weights=[30, 30, 20, 12, 8])[0]):
-            _, reply, _ = self.exchange(t, topic, session)
+            _, reply, _ = self.exchange(t, topic, session, avoid=asked)
             t = reply["event_time"] + rng.randint(40, 300)
 
     def on_chain(self, t: int, payload):
@@ -323,6 +330,7 @@ class _Assistant:
                 used.update(self.slots.get(r["id"], {}))
             text, _ = fill(rng.pick(T.WEEKLY[topic]), rng, {**T.TOPICS[topic]["slots"]}, {**used, "n": _conversations(sessions)})
             t += rng.randint(30, 200)
+            text = self.retell.say("reflection", text, t, REFLECTION_FRAMES)
             rec = self.add(kind="reflection", content=text, t=t, importance=rng.choice([8, 8, 9]),
                            source_ids=[r["id"] for r in src], entity_ids=sorted({e for r in src for e in r["entity_ids"]}),
                            tags=["reflection", "weekly"] + list(T.TOPICS[topic]["tags"]),

@@ -15,6 +15,7 @@ from calendar import timegm
 from datetime import datetime, timezone
 
 import memviz.store as ms
+from memviz.store.clock import simulated
 
 DAY = 86400
 HOUR = 3600
@@ -79,6 +80,13 @@ def memory(rng: Rand, *, agent: str, kind: str, content: str, t: int, importance
            "event_time": int(t), "created_at": int(extra.pop("created_at", t))}
     rec.update(extra)
     return rec
+
+
+def with_clock(meta: dict, records: list[dict], source: str) -> dict:
+    """meta plus the store's clock: a sample lives in its own time, its last recorded moment
+    (measured from the wall clock every memory would be months old, every recency 0)."""
+    end = max(max(r["event_time"], r["created_at"]) for r in records)
+    return {**meta, "clock": simulated(end, source).to_meta()}
 
 
 def remove_store_files(path: str) -> None:

@@ -96,7 +96,12 @@ class Store:
         return self.conn.execute("PRAGMA data_version").fetchone()[0]
 
     def meta(self, key: str, default=None):
-        row = self.conn.execute("SELECT value FROM memviz_meta WHERE key=?", (key,)).fetchone()
+        try:
+            row = self.conn.execute("SELECT value FROM memviz_meta WHERE key=?", (key,)).fetchone()
+        except apsw.SQLError:
+            if self._has_table("memviz_meta"):
+                raise
+            return default  # a store memviz has not migrated (opened read-only) keeps no meta
         return json.loads(row[0]) if row else default
 
     def set_meta(self, key: str, value) -> None:

@@ -17,6 +17,7 @@ from memviz.app.plain_text import plain_tooltip
 from memviz.reflect import plan_consolidation
 from memviz.reflect.undoable import Consolidate
 from memviz.reflect.consolidation import describe
+from memviz.store.clock import store_clock
 from memviz.store.errors import StoreError
 
 ALL = "(all agents)"
@@ -96,9 +97,15 @@ class ConsolidateDialog(QDialog):
         split = QSplitter(Qt.Vertical)
         split.addWidget(titled("Decay (Ebbinghaus, facts and preferences)", self.decay))
         split.addWidget(titled("Below the confidence floor — untick what must stay", self.prune))
+        self.clock = QLabel()  # ages are counted to the store's clock, not to the wall clock
+        self.clock.setTextFormat(Qt.PlainText)
+        if data is not None:
+            c = store_clock(data.store, data.arrays)
+            self.clock.setText(f"Clock: {c.describe()} (Tools ▸ Set store clock… changes it)")
         top = QHBoxLayout()
         top.addWidget(QLabel("Agent"))
         top.addWidget(self.agent, 1)
+        top.addWidget(self.clock)
         bottom = QHBoxLayout()
         bottom.addStretch(1)
         bottom.addWidget(self.apply_button)

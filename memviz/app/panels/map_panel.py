@@ -4,7 +4,9 @@ Every embedded memory is one point (no sampling): one PointsItem fed numpy array
 colours from a few shared brushes. UMAP runs as a background job with progress and
 cancel; finished layouts are cached in the store (memviz.layout) so a reopen is instant.
 The current query is drawn as a marker at the similarity-weighted centre of its nearest
-memories, and its top-k are ringed.
+memories, and its top-k are ringed. Memories with identical vectors sit on one spot, drawn
+larger by their count; the regions of the map are named by their distinctive words
+(memviz.layout.labels, computed on a worker and cached in the store with the layout).
 """
 from __future__ import annotations
 
@@ -12,13 +14,14 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QTimer, Signal
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import QButtonGroup, QComboBox, QLabel, QSizePolicy, QToolButton
 
 from memviz.app.plots import style
 from memviz.app.plots.scatter_panel import ScatterPanel
 from memviz.app.plots.points_item import PointsItem
 from memviz.session.state import AppState, StoreData
+from memviz.store.errors import StoreError
 from memviz.app.workers import Workers
 
 COLOR_BY = ["kind", "agent", "importance", "age", "score"]
@@ -67,7 +70,16 @@ class MapPanel(ScatterPanel):
         for b in bar:
             self.toolbar.addWidget(b)
         self.toolbar.addWidget(self.umap_button)
+        self.labels_button = QToolButton(text="Labels", checkable=True, checked=True)
+        self.labels_button.setToolTip("Name the map's regions by the words that set their memories apart")
+        self.labels_button.toggled.connect(self._labels_toggled)
+        self.vb.sigRangeChanged.connect(self._declutter)  # a zoom changes which labels fit
+        self.toolbar.addWidget(self.labels_button)
         self.toolbar.addWidget(self.method_label, 1)
+        self.region_labels: list = []            # memviz.layout.labels.RegionLabel of the map shown
+        self.label_items: list[pg.TextItem] = []
+        self.copies: np.ndarray | None = None    # per row: memories sharing its vector (1 = unique)
+        self._copies_for = None
         self.topk = PointsItem()
         self.topk.setZValue(8)
         self.marker = PointsItem()
@@ -93,6 +105,7 @@ class MapPanel(ScatterPanel):
     def _on_data(self, data: StoreData | None) -> None:
         self.workers.cancel("umap")
         self.coords, self.method = None, ""
+        self.copies, self._copies_for = None, None
         if data is None:
             self.redraw(fit=True)
             return
@@ -120,6 +133,97 @@ class MapPanel(ScatterPanel):
         self.method_label.setText(f"  {method}")
         self.redraw(fit=True)
         self.layout_changed.emit(method)
+        self._start_labels()
+
+    # ------------------------------------------------------------ copies and region labels
+    def _start_labels(self) -> None:
+        """Count identical vectors (once per store) and name the regions of the layout shown,
+        on a worker; the labels come from the store's cache when this layout was named before."""
+        from memviz.layout import labels as L  # noqa: PLC0415
+        from memviz.layout.distinct import distinct_rows  # noqa: PLC0415
+
+        self._set_label_items([])
+        data, coords = self.state.data, self.coords
+        if data is None or coords is None:
+            return
+        arrays, previews = data.arrays, data.previews
+        need_copies = self._copies_for is not data
+        cacheable = hasattr(data.store, "meta")  # a stand-in store (benchmarks) has no memviz_meta
+        cached = data.store.meta(L.META_KEY) if cacheable else None  # one row, read here: the store's thread
+
+        def job(ticket):
+            copies = None
+            if need_copies:
+                copies = np.ones(len(arrays), np.int64)
+                copies[arrays.has_embedding] = distinct_rows(arrays.embedding[arrays.has_embedding]).copies
+            ticket.check()
+            key = L.fingerprint(coords, previews)
+            hit = L.labels_from_meta(cached, key)
+            made = hit is None
+            if made:
+                hit = L.map_labels(coords, previews, cancelled=lambda: ticket.cancelled)
+            ticket.check()
+            return copies, key, hit, made
+
+        def done(out):
+            copies, key, found, made = out
+            if self.state.data is not data or self.coords is not coords:
+                return
+            if copies is not None:
+                self.copies, self._copies_for = copies, data
+                if (copies > 1).any():
+                    self.redraw()
+            if made and cacheable:
+                try:
+                    L.store_labels(data.store, key, found)
+                except StoreError:
+                    pass  # busy: named again next time
+            self._set_label_items(found)
+        self.workers.submit("map labels", job, on_done=done)
+
+    def _set_label_items(self, found: list) -> None:
+        for item in self.label_items:
+            self.plot.removeItem(item)
+        self.region_labels, self.label_items = list(found), []
+        font = QFont()
+        font.setBold(True)
+        ok = np.isfinite(self.coords).all(axis=1) if self.coords is not None else np.zeros(0, bool)
+        lo, hi = (self.coords[ok].min(axis=0), self.coords[ok].max(axis=0)) if ok.any() else (np.zeros(2), np.ones(2))
+        span = np.where(hi > lo, hi - lo, 1.0)
+        for lb in sorted(self.region_labels, key=lambda r: -r.size):  # larger regions claim their place first
+            # anchored by where the region lies, so a label at the map's edge reads inwards, whole
+            fx, fy = np.clip((np.array([lb.x, lb.y]) - lo) / span, 0.0, 1.0)
+            item = pg.TextItem(lb.text, anchor=(float(fx), float(1 - fy)), color=(25, 25, 25),
+                               fill=pg.mkBrush(255, 255, 255, 170))
+            item.region = lb
+            item.setFont(font)
+            item.setToolTip(f"{lb.size:,} memories in this region; its most distinctive words")
+            item.setPos(lb.x, lb.y)
+            item.setZValue(20)
+            self.plot.addItem(item, ignoreBounds=True)
+            self.label_items.append(item)
+        self._declutter()
+
+    def _declutter(self, *_) -> None:
+        """Show each label unless it would cover a larger region's label or the legend (on screen,
+        so zooming in brings the hidden ones back)."""
+        on = self.labels_button.isChecked()
+        taken = [self.legend.sceneBoundingRect()] if self.legend.isVisible() and self.legend.items else []
+        for item in self.label_items:
+            item.updateTransform(force=True)  # placed for the current view before it is measured
+            rect = item.sceneBoundingRect()
+            free = not any(rect.intersects(t) for t in taken)
+            item.setVisible(on and free)
+            if on and free:
+                taken.append(rect)
+
+    def _labels_toggled(self, on: bool) -> None:
+        self._declutter()
+
+    def hover_text(self, row: int) -> str:
+        text = super().hover_text(row)
+        n = int(self.copies[row]) if self.copies is not None and row < len(self.copies) else 1
+        return text + (f"\n×{n:,} memories share this vector (drawn as one, larger)" if n > 1 else "")
 
     def start_umap(self) -> None:
         """UMAP in memviz.layout's warm worker process (numba never compiles in this process);
@@ -173,8 +277,10 @@ class MapPanel(ScatterPanel):
         self.set_points(self.coords[rows, 0], self.coords[rows, 1], rows)
         codes, brushes = self.point_colours(rows)
         retired = ~np.isnan(data.arrays.valid_until[rows])
-        self.points.set_data(self.x, self.y, codes, [{"brush": b, "pen": None} for b in brushes],
-                        size=np.where(retired, 4.0, 6.0))
+        size = np.where(retired, 4.0, 6.0)
+        if self.copies is not None and len(self.copies) == data.n:  # copies on one spot: larger by count
+            size = size + np.minimum(1.5 * np.log2(self.copies[rows]), 9.0)
+        self.points.set_data(self.x, self.y, codes, [{"brush": b, "pen": None} for b in brushes], size=size)
         if fit and len(rows):
             self.vb.autoRange(padding=0.03)
         self.draw_selection()

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout, QWidget,
 )
 
+from memviz.store.clock import store_clock  # issue 12 (clock)
 from memviz.retrieval import PRESETS, Engine, preset_params
 
 from memviz.session.state import AppState, StoreData
@@ -260,6 +261,7 @@ class QueryPanel(QWidget):
             lambda pos: self.context_requested.emit(self.state.selected_ids, self.view.viewport().mapToGlobal(pos)))
         self.legend = QLabel()
         self.legend.setTextFormat(Qt.PlainText)
+        self.legend.setWordWrap(True)  # issue 12: it carries the result's notes
 
         top = QHBoxLayout()
         top.addWidget(self.text, 1)
@@ -437,10 +439,10 @@ class QueryPanel(QWidget):
         if data is not None and data.store.meta("ga_weights"):
             # an imported Generative Agents store: start with the retrieval its agents used
             self.preset.setCurrentText("generative-agents")
-        if data is not None:
-            lo, hi = data.store.time_span()
-            if hi is not None:
-                self.as_of.setDateTime(QDateTime.fromSecsSinceEpoch(int(hi), QTimeZone.utc()))
+        if data is not None:  # issue 12 (clock): "as of" starts at the store's clock, which unticked is "now"
+            clock = store_clock(data.store, data.arrays)
+            self.as_of.setDateTime(QDateTime.fromSecsSinceEpoch(int(clock.now()), QTimeZone.utc()))
+            self.as_of_on.setToolTip(f"Unticked, ages are measured from the store's clock: {clock.describe()}")
         self.message.setText("")
         self._params_edited()  # the filters were reset to this store's lists: the state follows
 
@@ -525,7 +527,8 @@ class QueryPanel(QWidget):
         self.shown_params = params
         self.legend.setText(f"{len(result.ids)} of {result.candidates:,} candidates · bar colours: "
                             + ", ".join(self.results.components)
-                            + "".join(f"\n⚠ {n}" for n in result.notes if n.startswith("warning: ")))
+                            + _clock_note(self.engine, params)  # issue 12 (clock): the "now" of recency
+                            + "".join(("\n⚠ " if n.startswith("warning: ") else "\n") + n for n in result.notes))
         self.state.set_result(result, vec if vec is not None else self.state.query_vector)
         self.ranked.emit(result, time.perf_counter() - self._submitted_at)
 
@@ -549,3 +552,10 @@ def _query_vector(engine, data: StoreData, key):
         if r is not None and data.arrays.has_embedding[r]:
             return data.arrays.embedding[r]
     return None
+
+
+def _clock_note(engine, params) -> str:
+    """Issue 12 (clock): which "now" the ages of this ranking are measured from."""
+    if params.as_of is not None or engine is None or getattr(engine, "clock", None) is None:
+        return ""
+    return f" · ages from the store's clock, {engine.clock.describe()}"

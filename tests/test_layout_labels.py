@@ -1,0 +1,59 @@
+"""Region labels of the map: k-means on the layout, named by each region's distinctive words."""
+import numpy as np
+
+import memviz.store as ms
+from memviz.layout.labels import cached_labels, fingerprint, kmeans, map_labels, store_labels, words_of
+
+COFFEE = ["Elena said the espresso beans from the roaster taste burnt", "Elena bought espresso beans and a grinder",
+          "The roaster sells single origin espresso beans", "Elena said the grinder makes the espresso bitter"]
+TRAINS = ["Elena said the train to Porto left the station late", "Elena booked a train ticket at the station",
+          "The station lost her train ticket reservation", "Elena said the night train to Porto was full"]
+
+
+def two_topics(n=60, seed=0):
+    rng = np.random.default_rng(seed)
+    texts, coords = [], []
+    for i in range(n):
+        topic = i % 2
+        texts.append((COFFEE if topic == 0 else TRAINS)[i // 2 % 4])
+        coords.append(rng.normal(size=2) * 0.5 + (np.array([-10, 0]) if topic == 0 else np.array([10, 3])))
+    return np.array(coords, np.float32), texts
+
+
+def test_two_topics_each_region_is_named_by_its_topic():
+    coords, texts = two_topics()
+    coords = np.vstack([coords, [[np.nan, np.nan]]])  # a memory without a vector is not on the map
+    texts.append("unplaced")
+    labels = map_labels(coords, texts, k=2)
+    assert len(labels) == 2
+    left, right = sorted(labels, key=lambda lb: lb.x)
+    assert set(left.words) <= set(words_of(" ".join(COFFEE))) and "espresso" in left.words
+    assert set(right.words) <= set(words_of(" ".join(TRAINS))) and ("train" in right.words or "station" in right.words)
+    assert "elena" not in left.words + right.words and "said" not in left.words + right.words  # in every region
+    assert left.size == right.size == 30 and left.x < -5 < 5 < right.x
+
+
+def test_kmeans_finds_separated_groups_deterministically():
+    rng = np.random.default_rng(1)
+    pts = np.vstack([rng.normal(size=(50, 2)) + c for c in ((0, 0), (20, 0), (0, 20))])
+    a = kmeans(pts, 3)
+    assert len({tuple(np.unique(a[i:i + 50])) for i in (0, 50, 100)}) == 3
+    assert all(len(np.unique(a[i:i + 50])) == 1 for i in (0, 50, 100))
+    assert np.array_equal(a, kmeans(pts, 3))
+
+
+def test_labels_are_cached_in_the_store_by_fingerprint(store, store_path):
+    coords, texts = two_topics()
+    key = fingerprint(coords, texts)
+    labels = map_labels(coords, texts, k=2)
+    store_labels(store, key, labels)
+    store.close()
+    with ms.open(str(store_path), read_only=True) as s:
+        assert cached_labels(s, key) == labels
+        assert cached_labels(s, fingerprint(coords + 1, texts)) is None  # another layout: recomputed
+        store_labels(s, "x", labels)  # read-only: kept nowhere, no error
+        assert cached_labels(s, "x") is None
+
+
+def test_too_few_points_have_no_labels():
+    assert map_labels(np.zeros((3, 2)), ["a b c"] * 3) == []
