@@ -7,6 +7,7 @@ wholly there or wholly absent. Nothing here deletes a memory physically.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import re
@@ -24,9 +25,10 @@ from . import snapshot as snapshots
 from .arrays import MemoryArrays, load_arrays
 from .connection import connect
 from .errors import (
-    BusyError, ConflictError, CorruptStoreError, NotAStoreError, ReadOnlyError, StoreError, ValidationError,
+    ConflictError, CorruptStoreError, NotAStoreError, ReadOnlyError, StoreError, ValidationError, store_errors, translate,
 )
 from .fileheader import check_header
+from .media import detour, needs_detour, release_copy, share_copy
 from .records import decode_json, decode_text, embedding_blob, encode_json, new_id, normalize
 from .schema import JSON_COLUMNS, MEMORY_COLUMNS
 from .times import to_epoch
@@ -53,9 +55,10 @@ class Store:
     """Use `memviz.store.open(path)` or `memviz.store.create(path)` rather than this constructor."""
 
     def __init__(self, path: str, conn: apsw.Connection, *, read_only_reason: str | None = None,
-                 report: schema.SchemaReport | None = None):
+                 report: schema.SchemaReport | None = None, conn_path: str | None = None):
         self.path = path
         self.conn = conn
+        self.conn_path = conn_path or path  # what SQLite opens: a URI or a copy on read-only media (media.py)
         self.read_only_reason = read_only_reason
         self.report = report
         self._lock = threading.RLock()  # one writer per Store
@@ -66,13 +69,17 @@ class Store:
         return self.read_only_reason is not None
 
     def close(self) -> None:
-        self.conn.close()
+        try:
+            self.conn.close()
+        finally:
+            release_copy(self.conn_path)
 
     def reopen(self) -> "Store":
         """Another connection to the same store (a writer beside a thread reading on this one).
         The checks made when this one was opened still hold, so they are not repeated."""
-        return Store(self.path, connect(self.path, readonly=self.read_only), read_only_reason=self.read_only_reason,
-                     report=self.report)
+        conn = connect(self.conn_path, readonly=self.read_only)
+        return Store(self.path, conn, read_only_reason=self.read_only_reason, report=self.report,
+                     conn_path=share_copy(self.conn_path))
 
     def __enter__(self):
         return self
@@ -95,25 +102,60 @@ class Store:
 
     @contextmanager
     def transaction(self):
-        """One short BEGIN IMMEDIATE transaction; busy beyond the timeout raises BusyError."""
+        """One short BEGIN IMMEDIATE transaction. Any SQLite error becomes the StoreError that
+        says what happened and whether the change was written (`written`); no transaction is
+        left open. Damage found while writing makes the store read-only for the next edits."""
         if self.read_only:
             raise ReadOnlyError(f"{self.path} is open read-only: {self.read_only_reason}")
         with self._lock:
             try:
                 self.conn.execute("BEGIN IMMEDIATE")
-            except apsw.BusyError:
-                raise BusyError("The store is busy: another process (probably the agent) is writing. "
-                                "Nothing was written; try again.") from None
+                mark = self._audit_mark()
+            except apsw.Error as e:
+                self._rollback()
+                raise self._write_failure(e, "starting a write", False) from e
             try:
                 yield self.conn
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
+            except BaseException as e:
+                self._rollback()
+                if not isinstance(e, apsw.Error):
+                    raise
+                raise self._write_failure(e, "writing", False) from e
             try:
                 self.conn.execute("COMMIT")
-            except apsw.BusyError:
+            except apsw.Error as e:
+                self._rollback()
+                raise self._write_failure(e, "committing", self._landed(mark)) from e
+
+    def _rollback(self) -> None:
+        """Roll back what is still open: SQLite may already have rolled back (a full disk, an I/O
+        error), and ROLLBACK with no transaction would hide the real error."""
+        if self.conn.in_transaction:
+            try:
                 self.conn.execute("ROLLBACK")
-                raise BusyError("The store stayed busy while committing; nothing was written; try again.") from None
+            except apsw.Error:
+                pass  # SQLite rolls back the journal on the next open; the original error is what matters
+
+    def _audit_mark(self):
+        """The newest audit id, read inside the write: a later one after a failed COMMIT proves it landed."""
+        return self.conn.execute("SELECT max(id) FROM memviz_audit").fetchone()[0]
+
+    def _landed(self, mark) -> bool | None:
+        """Whether a write whose COMMIT failed is nevertheless in the store (None: cannot tell)."""
+        try:
+            now = self.conn.execute("SELECT max(id) FROM memviz_audit").fetchone()[0]
+        except apsw.Error:
+            return None
+        return now != mark
+
+    def _write_failure(self, err, doing: str, written) -> BaseException:
+        out = translate(err, self.path, doing=doing + " to it", written=written)
+        if out is err:
+            return err
+        if isinstance(out, CorruptStoreError):
+            reason = "damage was found while writing; run `memviz check`"
+            self.read_only_reason = reason if self.read_only_reason is None else f"{self.read_only_reason}; {reason}"
+        return out
 
     # ----------------------------------------------------------------- reads
     def embedding_models(self) -> list[tuple[str, int, int]]:
@@ -440,6 +482,20 @@ class Store:
                   (time.time(), action, memory_id, _audit_dump(before), _audit_dump(after), actor, note))
 
 
+def _at_boundary(fn):
+    """Translate apsw errors escaping a Store method (the store's public surface) into StoreErrors."""
+    @functools.wraps(fn)
+    def guarded(self, *args, **kwargs):
+        with store_errors(self.path):
+            return fn(self, *args, **kwargs)
+    return guarded
+
+
+for _name, _fn in list(vars(Store).items()):
+    if callable(_fn) and not _name.startswith("_") and _name not in ("transaction", "audit"):
+        setattr(Store, _name, _at_boundary(_fn))
+
+
 def _comparable(v, key):
     if key in JSON_COLUMNS:
         return decode_json(v, key)[0] if isinstance(v, str) else v
@@ -486,11 +542,12 @@ def create(path: str) -> Store:
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise StoreError(f"The folder {folder} does not exist.")
-    conn = connect(path, create=True)
-    conn.execute("PRAGMA journal_mode=WAL")  # our own file: WAL lets the agent and memviz work together
-    schema.migrate(conn)
-    conn.execute("INSERT INTO memviz_meta(key, value) VALUES ('created_by', ?)", (json.dumps("memviz"),))
-    return Store(path, conn, report=schema.inspect(conn))
+    with store_errors(path, doing="creating it"):
+        conn = connect(path, create=True)
+        conn.execute("PRAGMA journal_mode=WAL")  # our own file: WAL lets the agent and memviz work together
+        schema.migrate(conn)
+        conn.execute("INSERT INTO memviz_meta(key, value) VALUES ('created_by', ?)", (json.dumps("memviz"),))
+        return Store(path, conn, report=schema.inspect(conn))
 
 
 def open_store(path: str, *, read_only: bool = False) -> Store:
@@ -510,20 +567,42 @@ def open_and_read(path: str, read: Callable[[Store], T] | None, *, read_only: bo
     path = os.fspath(path)
     if not os.path.exists(path):
         raise StoreError(f"No such file: {path} (memviz does not create a store on open; use `memviz create`).")
+    try:
+        with store_errors(path, doing="opening it"):
+            return _open_and_read(path, read, read_only)
+    except CorruptStoreError as e:
+        wal = path + "-wal"
+        if os.path.exists(wal) and os.path.getsize(wal):
+            raise CorruptStoreError(
+                f"{e} A -wal file lies beside it ({os.path.getsize(wal)} bytes): if it belongs to another copy of the "
+                "store (a backup restored next to an old -wal), move that -wal aside and open again; memviz never "
+                "deletes it.") from e
+        raise
+
+
+def _open_and_read(path: str, read, read_only: bool):
     check_header(path)
-    conn = connect(path, readonly=True)
+    conn_path, media = detour(path) if needs_detour(path) else (path, None)
+    try:
+        conn = connect(conn_path, readonly=True)
+    except BaseException:
+        release_copy(conn_path)
+        raise
     try:
         report = _inspect(conn, path)
         if read is None or report.version < schema.SCHEMA_VERSION:
             damage = _quick_check(conn, path)  # first: nothing is migrated before the check
             check = None
         else:
-            damage, check = [], _checked_in_thread(path)
+            damage, check = [], _checked_in_thread(conn_path, path)
         reasons = _reasons(report, damage)
     except BaseException:
         conn.close()
+        release_copy(conn_path)
         raise
     folder = os.path.dirname(os.path.abspath(path))
+    if media:
+        reasons.insert(0, media)
     if read_only:
         reasons.insert(0, "opened with --read-only")
     elif not os.access(path, os.W_OK):
@@ -531,7 +610,7 @@ def open_and_read(path: str, read: Callable[[Store], T] | None, *, read_only: bo
     elif not os.access(folder, os.W_OK):
         reasons.insert(0, "its folder is not writable")
     if reasons:
-        store = Store(path, conn, read_only_reason="; ".join(reasons), report=report)
+        store = Store(path, conn, read_only_reason="; ".join(reasons), report=report, conn_path=conn_path)
     else:
         conn.close()
         conn = connect(path)
@@ -563,10 +642,10 @@ def open_and_read(path: str, read: Callable[[Store], T] | None, *, read_only: bo
     return store, result
 
 
-def _checked_in_thread(path: str):
+def _checked_in_thread(conn_path: str, path: str):
     """_quick_check on its own read-only connection, in a thread: a Future of its answer."""
     def check() -> list[str]:
-        conn = connect(path, readonly=True)
+        conn = connect(conn_path, readonly=True)
         try:
             return _quick_check(conn, path)
         finally:
