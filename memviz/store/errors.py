@@ -7,6 +7,7 @@ job) wraps itself in, so no raw SQLite error reaches the rest of the program.
 """
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 
 import apsw
@@ -68,7 +69,7 @@ IN_USE = "in exclusive use by another process, or another process is writing to 
 # (apsw classes, StoreError class, what happened, what the user can do)
 _KINDS = (
     ((apsw.BusyError, apsw.LockedError), BusyError, "it is " + IN_USE,
-     "wait until that process (probably the agent) is done and try again, or open it read-only"),
+     "wait until that process (probably the agent) is done, then try again"),
     ((apsw.CorruptError, apsw.NotADBError, apsw.FormatError, apsw.MismatchError), CorruptStoreError,
      "it is damaged", "open it read-only to see what can still be read, and run `memviz check` on it"),
     ((apsw.FullError,), DiskFullError, "the disk is full (or the file reached the size the system allows)",
@@ -80,7 +81,8 @@ _KINDS = (
      "open it read-only, or work on a copy in a writable folder"),
     ((apsw.CantOpenError,), ReadOnlyError, "SQLite cannot open it (a missing folder, a read-only medium "
      "without its -shm file, or no permission)", "check the path and permissions, or work on a copy"),
-    ((apsw.IOError,), StoreIOError, "the system reported a disk read or write error",
+    ((apsw.IOError,), StoreIOError, "the system reported a disk read or write error (or the file reached the "
+     "size the system allows)",
      "check the disk or network share it is on, then try again; `memviz check` tells whether it is intact"),
 )
 
@@ -89,6 +91,14 @@ _KINDS = (
 #: (a window job reading on a connection an edit wants is retried by the edit controller).
 _NOT_THE_STORE = (apsw.ThreadingViolationError, apsw.ConnectionClosedError, apsw.CursorClosedError,
                   apsw.ExecutionCompleteError, apsw.BindingsError, apsw.IncompleteExecutionError)
+
+
+# An extension (sqlite-vec's vec0, FTS5) reports SQLite's own failure inside an SQLError or a
+# constraint error with SQLite's text: read the kind from the text then.
+_WRAPPED = (apsw.SQLError, apsw.ConstraintError, apsw.InternalError, apsw.Error)
+_WRAPPED_TEXT = {apsw.BusyError: "database is locked", apsw.CorruptError: "malformed", apsw.FullError: "is full",
+                 apsw.NoMemError: "out of memory", apsw.ReadOnlyError: "readonly database",
+                 apsw.CantOpenError: "unable to open", apsw.IOError: "disk I/O error"}
 
 
 def _written_text(written: bool | None) -> str:
@@ -104,19 +114,31 @@ def translate(err: BaseException, path: str | None = None, *, doing: str | None 
     what = f"{path}" if path else "the store"
     cls, happened, todo = StoreError, "SQLite reported an error", "run `memviz check` on it"
     for kinds, kind_cls, kind_happened, kind_todo in _KINDS:
-        if isinstance(err, kinds):
+        if isinstance(err, kinds) or (type(err) in _WRAPPED and _WRAPPED_TEXT[kinds[0]] in str(err)):
             cls, happened, todo = kind_cls, kind_happened, kind_todo
             break
-    if isinstance(err, apsw.IOError) and "disk I/O error" not in str(err) and "full" in str(err).lower():
-        cls, happened, todo = DiskFullError, "the disk is full", "free some space and try again"
     if cls is BusyError:
         from .connection import BUSY_TIMEOUT_MS  # noqa: PLC0415 - connection imports this module's users
         happened += f" (memviz waited {BUSY_TIMEOUT_MS / 1000:g} s)"
+    if cls is CorruptStoreError:
+        todo += wal_hint(path)
     during = f" while {doing}" if doing else ""
     out = cls(f"Cannot use {what}{during}: {happened} ({type(err).__name__}: {err}).{_written_text(written)} "
               f"What to do: {todo}.")
     out.written = written
     return out
+
+
+def wal_hint(path: str | None) -> str:
+    """For damage: a -wal with content beside the file may be another copy's (a backup restored
+    next to an old -wal), which SQLite cannot tell from its own."""
+    wal = f"{path}-wal" if path else ""
+    try:
+        size = os.path.getsize(wal) if wal else 0
+    except OSError:
+        return ""
+    return (f". A -wal file lies beside it ({size} bytes): if it belongs to another copy of the store (a backup "
+            "restored next to an old -wal), move that -wal aside and open again (memviz never deletes it)") if size else ""
 
 
 def is_store_failure(err: BaseException) -> bool:

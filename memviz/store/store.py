@@ -26,6 +26,7 @@ from .arrays import MemoryArrays, load_arrays
 from .connection import connect
 from .errors import (
     ConflictError, CorruptStoreError, NotAStoreError, ReadOnlyError, StoreError, ValidationError, store_errors, translate,
+    wal_hint,
 )
 from .fileheader import check_header
 from .media import detour, needs_detour, release_copy, share_copy
@@ -567,17 +568,8 @@ def open_and_read(path: str, read: Callable[[Store], T] | None, *, read_only: bo
     path = os.fspath(path)
     if not os.path.exists(path):
         raise StoreError(f"No such file: {path} (memviz does not create a store on open; use `memviz create`).")
-    try:
-        with store_errors(path, doing="opening it"):
-            return _open_and_read(path, read, read_only)
-    except CorruptStoreError as e:
-        wal = path + "-wal"
-        if os.path.exists(wal) and os.path.getsize(wal):
-            raise CorruptStoreError(
-                f"{e} A -wal file lies beside it ({os.path.getsize(wal)} bytes): if it belongs to another copy of the "
-                "store (a backup restored next to an old -wal), move that -wal aside and open again; memviz never "
-                "deletes it.") from e
-        raise
+    with store_errors(path, doing="opening it"):
+        return _open_and_read(path, read, read_only)
 
 
 def _open_and_read(path: str, read, read_only: bool):
@@ -595,7 +587,7 @@ def _open_and_read(path: str, read, read_only: bool):
             check = None
         else:
             damage, check = [], _checked_in_thread(conn_path, path)
-        reasons = _reasons(report, damage)
+        reasons = _reasons(report, damage, path)
     except BaseException:
         conn.close()
         release_copy(conn_path)
@@ -631,7 +623,7 @@ def _open_and_read(path: str, read, read_only: bool):
             store.close()
             raise
         if damage:
-            reason = _damage_reason(damage)
+            reason = _damage_reason(damage, path)
             if failure is not None:
                 store.close()
                 raise CorruptStoreError(f"{path} is damaged and cannot be read ({reason}).") from failure
@@ -663,8 +655,10 @@ def _quick_check(conn, path) -> list[str]:
         raise NotAStoreError(f"{path} cannot be read: {e}") from None
 
 
-def _damage_reason(damage: list[str]) -> str:
-    return "SQLite's quick_check found damage: " + "; ".join(damage[:3])
+def _damage_reason(damage: list[str], path: str | None = None) -> str:
+    lines = [ln for d in damage for ln in d.splitlines() if ln.strip()]
+    more = f" (and {len(lines) - 3} more)" if len(lines) > 3 else ""
+    return "SQLite's quick_check found damage: " + "; ".join(lines[:3]) + more + wal_hint(path)
 
 
 def _inspect(conn, path) -> schema.SchemaReport:
@@ -677,9 +671,9 @@ def _inspect(conn, path) -> schema.SchemaReport:
     return report
 
 
-def _reasons(report: schema.SchemaReport, damage: list[str]) -> list[str]:
+def _reasons(report: schema.SchemaReport, damage: list[str], path: str | None = None) -> list[str]:
     """Why the store must be opened read-only (empty: it may be written)."""
-    reasons = [_damage_reason(damage)] if damage else []
+    reasons = [_damage_reason(damage, path)] if damage else []
     if report.version > schema.SCHEMA_VERSION:
         reasons.append(f"it was written by a newer memviz (schema {report.version}, this one knows {schema.SCHEMA_VERSION})")
     if report.version == 0:
