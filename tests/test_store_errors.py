@@ -299,3 +299,26 @@ def test_reading_the_header_keeps_the_read_lock_against_another_process(tmp_path
         r = subprocess.run([sys.executable, "-c", writer, str(p)], capture_output=True, text=True, timeout=60)
         s.conn.execute("COMMIT")
     assert r.stdout.strip() == "locked", r.stderr
+
+
+# ------------------------------------------------------------------ a writer that stopped mid-write
+_KILLED_WRITER = r"""
+import os, sys, apsw
+c = apsw.Connection(sys.argv[1])
+c.execute("PRAGMA cache_size=2")  # the change spills into the file before COMMIT: the journal is hot
+c.execute("BEGIN IMMEDIATE")
+c.execute("UPDATE memories SET content = content || ' (half written)'")
+os._exit(0)
+"""
+
+
+def test_store_left_mid_write_by_a_killed_process_is_recovered_by_sqlite_on_open(tmp_path):
+    p = rollback_journal(tmp_path)
+    subprocess.run([sys.executable, "-c", _KILLED_WRITER, str(p)], check=True, timeout=60)
+    assert os.path.exists(str(p) + "-journal")
+    with pytest.raises(ms.ReadOnlyError, match="unfinished write.*without --read-only"):
+        ms.open(str(p), read_only=True)  # recovery writes, so read-only asks first
+    with ms.open(str(p)) as s:
+        assert not s.read_only
+        assert s.conn.execute("SELECT count(*) FROM memories WHERE content LIKE '%(half written)'").fetchone()[0] == 0
+        assert problems(s) == []

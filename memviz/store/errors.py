@@ -101,14 +101,19 @@ _WRAPPED_TEXT = {apsw.BusyError: "database is locked", apsw.CorruptError: "malfo
                  apsw.CantOpenError: "unable to open", apsw.IOError: "disk I/O error"}
 
 
-def _written_text(written: bool | None) -> str:
-    return {False: " Nothing was written.", True: " The change was written before the error.",
-            None: ""}[written]
+#: `written` of a write whose outcome could not be read back (the disk failed again)
+UNKNOWN = "unknown"
+
+
+def _written_text(written) -> str:
+    return {False: " Nothing was written.", True: " The change was written before the error.", None: "",
+            UNKNOWN: " It is not known whether the change was written: reopen the store to see."}[written]
 
 
 def translate(err: BaseException, path: str | None = None, *, doing: str | None = None,
-              written: bool | None = None) -> BaseException:
-    """The StoreError for an apsw error (anything else is returned unchanged)."""
+              written: bool | None | str = None) -> BaseException:
+    """The StoreError for an apsw error (anything else is returned unchanged). `written`: for a
+    failed write, False / True / UNKNOWN; None when it was not a write."""
     if isinstance(err, StoreError) or not isinstance(err, apsw.Error) or isinstance(err, _NOT_THE_STORE):
         return err
     what = f"{path}" if path else "the store"
@@ -125,7 +130,7 @@ def translate(err: BaseException, path: str | None = None, *, doing: str | None 
     during = f" while {doing}" if doing else ""
     out = cls(f"Cannot use {what}{during}: {happened} ({type(err).__name__}: {err}).{_written_text(written)} "
               f"What to do: {todo}.")
-    out.written = written
+    out.written = written if isinstance(written, bool) else None
     return out
 
 

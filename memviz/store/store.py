@@ -25,8 +25,8 @@ from . import snapshot as snapshots
 from .arrays import MemoryArrays, load_arrays
 from .connection import connect
 from .errors import (
-    ConflictError, CorruptStoreError, NotAStoreError, ReadOnlyError, StoreError, ValidationError, store_errors, translate,
-    wal_hint,
+    UNKNOWN, ConflictError, CorruptStoreError, NotAStoreError, ReadOnlyError, StoreError, ValidationError, store_errors,
+    translate, wal_hint,
 )
 from .fileheader import check_header
 from .media import detour, needs_detour, release_copy, share_copy
@@ -126,7 +126,8 @@ class Store:
                 self.conn.execute("COMMIT")
             except apsw.Error as e:
                 self._rollback()
-                raise self._write_failure(e, "committing", self._landed(mark)) from e
+                landed = self._landed(mark)
+                raise self._write_failure(e, "committing", UNKNOWN if landed is None else landed) from e
 
     def _rollback(self) -> None:
         """Roll back what is still open: SQLite may already have rolled back (a full disk, an I/O
@@ -581,7 +582,14 @@ def _open_and_read(path: str, read, read_only: bool):
         release_copy(conn_path)
         raise
     try:
-        report = _inspect(conn, path)
+        try:
+            report = _inspect(conn, path)
+        except apsw.ReadOnlyError as e:
+            if e.extendedresult not in (apsw.SQLITE_READONLY_ROLLBACK, apsw.SQLITE_READONLY_RECOVERY):
+                raise
+            conn.close()
+            conn = _recover(path, allowed=not read_only and not media)
+            report = _inspect(conn, path)
         if read is None or report.version < schema.SCHEMA_VERSION:
             damage = _quick_check(conn, path)  # first: nothing is migrated before the check
             check = None
@@ -632,6 +640,27 @@ def _open_and_read(path: str, read, read_only: bool):
         store.close()
         raise failure
     return store, result
+
+
+def _recover(path: str, allowed: bool) -> apsw.Connection:
+    """A store left with an unfinished write by a process that stopped (a hot rollback journal, or
+    a WAL whose index must be rebuilt) can be read only after SQLite has undone that write, which
+    takes a writable connection. That is SQLite's own crash recovery, the same any writer (the
+    agent) does on its next open, and it restores the store as it was before the unfinished write;
+    done only when the user has not asked for read-only and the file can be written. Returns a
+    read-only connection to the recovered store."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not (allowed and os.access(path, os.W_OK) and os.access(folder, os.W_OK)):
+        raise ReadOnlyError(
+            f"{path} holds an unfinished write of a process that stopped (a hot journal). SQLite must undo it "
+            "before the store can be read, which needs write access: open it once without --read-only, from a "
+            "writable folder (or let the agent open it), then open it again.")
+    rw = connect(path)
+    try:
+        rw.execute("SELECT count(*) FROM sqlite_master").fetchall()
+    finally:
+        rw.close()
+    return connect(path, readonly=True)
 
 
 def _checked_in_thread(conn_path: str, path: str):
