@@ -29,7 +29,7 @@ from .errors import (
     translate, wal_hint,
 )
 from .fileheader import check_header
-from .media import detour, needs_detour, release_copy, share_copy
+from .read_only_media import detour, needs_detour, release_copy, share_copy
 from .records import decode_json, decode_text, embedding_blob, encode_json, new_id, normalize
 from .schema import JSON_COLUMNS, MEMORY_COLUMNS
 from .times import to_epoch
@@ -59,7 +59,7 @@ class Store:
                  report: schema.SchemaReport | None = None, conn_path: str | None = None):
         self.path = path
         self.conn = conn
-        self.conn_path = conn_path or path  # what SQLite opens: a URI or a copy on read-only media (media.py)
+        self.conn_path = conn_path or path  # what SQLite opens: a URI or a copy on read-only media (read_only_media.py)
         self.read_only_reason = read_only_reason
         self.report = report
         self._lock = threading.RLock()  # one writer per Store
