@@ -12,6 +12,8 @@ from contextlib import contextmanager
 
 import apsw
 
+from . import connection
+
 
 class StoreError(Exception):
     """A store could not be opened or used; the message says why and what to do.
@@ -123,8 +125,7 @@ def translate(err: BaseException, path: str | None = None, *, doing: str | None 
             cls, happened, todo = kind_cls, kind_happened, kind_todo
             break
     if cls is BusyError:
-        from .connection import BUSY_TIMEOUT_MS  # noqa: PLC0415 - connection imports this module's users
-        happened += f" (memviz waited {BUSY_TIMEOUT_MS / 1000:g} s)"
+        happened += f" (memviz waited {connection.BUSY_TIMEOUT_MS / 1000:g} s)"
     if cls is CorruptStoreError:
         todo += wal_hint(path)
     during = f" while {doing}" if doing else ""
@@ -144,11 +145,6 @@ def wal_hint(path: str | None) -> str:
         return ""
     return (f". A -wal file lies beside it ({size} bytes): if it belongs to another copy of the store (a backup "
             "restored next to an old -wal), move that -wal aside and open again (memviz never deletes it)") if size else ""
-
-
-def is_store_failure(err: BaseException) -> bool:
-    """An error the boundary translates or has translated (what a window slot shows in place)."""
-    return isinstance(err, (StoreError, apsw.Error))
 
 
 @contextmanager
