@@ -55,8 +55,24 @@ def check_header(path: str) -> None:
 def read_head(path: str, n: int) -> bytes:
     """The first `n` bytes of a database file (fewer if it is shorter), read through SQLite's
     VFS so that no lock this process holds on it is lost (see the module's note)."""
-    f = apsw.VFSFile("", os.path.abspath(path), [apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_MAIN_DB, 0])
+    f = _vfs_file(path)
     try:
         return bytes(f.xRead(n, 0))
+    finally:
+        f.xClose()
+
+
+def _vfs_file(path: str) -> apsw.VFSFile:
+    return apsw.VFSFile("", os.path.abspath(path), [apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_MAIN_DB, 0])
+
+
+def copy_through_sqlite(path: str, dst: str, chunk: int = 1 << 20) -> None:
+    """A byte copy of a database file read through SQLite's VFS (see read_head)."""
+    f = _vfs_file(path)
+    try:
+        size = f.xFileSize()
+        with open(dst, "wb") as out:
+            for at in range(0, size, chunk):
+                out.write(f.xRead(min(chunk, size - at), at))
     finally:
         f.xClose()

@@ -19,7 +19,7 @@ import tempfile
 import threading
 from urllib.parse import quote
 
-from .fileheader import read_head
+from .fileheader import copy_through_sqlite, read_head
 
 _copies: dict[str, int] = {}  # copy's path -> open Stores reading it
 _lock = threading.Lock()
@@ -45,7 +45,7 @@ def detour(path: str) -> tuple[str, str]:
                      "changes made elsewhere while it is open are not seen, and it cannot be edited")
     folder = tempfile.mkdtemp(prefix="memviz-ro-")
     copy = os.path.join(folder, os.path.basename(path))
-    shutil.copyfile(path, copy)
+    copy_through_sqlite(path, copy)  # another Store of this process may hold locks on it (fileheader.py)
     shutil.copyfile(wal, copy + "-wal")
     with _lock:
         _copies[copy] = 1
