@@ -114,20 +114,21 @@ class Store:
                 mark = self._audit_mark()
             except apsw.Error as e:
                 self._rollback()
-                raise self._write_failure(e, "starting a write", False) from e
+                self._raise_write_failure(e, "starting a write", False)
             try:
                 yield self.conn
             except BaseException as e:
                 self._rollback()
-                if not isinstance(e, apsw.Error):
+                cause = e if isinstance(e, apsw.Error) else e.__cause__  # a Store method inside translated it
+                if not isinstance(cause, apsw.Error) or (e is not cause and not isinstance(e, StoreError)):
                     raise
-                raise self._write_failure(e, "writing", False) from e
+                self._raise_write_failure(cause, "writing", False)
             try:
                 self.conn.execute("COMMIT")
             except apsw.Error as e:
                 self._rollback()
                 landed = self._landed(mark)
-                raise self._write_failure(e, "committing", UNKNOWN if landed is None else landed) from e
+                self._raise_write_failure(e, "committing", UNKNOWN if landed is None else landed)
 
     def _rollback(self) -> None:
         """Roll back what is still open: SQLite may already have rolled back (a full disk, an I/O
@@ -150,14 +151,15 @@ class Store:
             return None
         return now != mark
 
-    def _write_failure(self, err, doing: str, written) -> BaseException:
+    def _raise_write_failure(self, err, doing: str, written):
+        """Raise `err` as the StoreError of a failed write (it stays as it is if it is no store failure)."""
         out = translate(err, self.path, doing=doing + " to it", written=written)
         if out is err:
-            return err
+            raise err
         if isinstance(out, CorruptStoreError):
             reason = "damage was found while writing; run `memviz check`"
             self.read_only_reason = reason if self.read_only_reason is None else f"{self.read_only_reason}; {reason}"
-        return out
+        raise out from err
 
     # ----------------------------------------------------------------- reads
     def embedding_models(self) -> list[tuple[str, int, int]]:
