@@ -26,9 +26,8 @@ def make_window(qtbot, tmp_path):
 def test_open_of_a_store_in_exclusive_use_says_so(qtbot, tmp_path):
     db = sample_copy(tmp_path)
     win = make_window(qtbot, tmp_path)
-    with LockHolder(db, "exclusive-mode"):
-        with qtbot.waitSignal(win.open_failed, timeout=30000) as sig:
-            win.open_path(str(db))
+    with LockHolder(db, "exclusive-mode"), qtbot.waitSignal(win.open_failed, timeout=30000) as sig:
+        win.open_path(str(db))
     text = win.error_box.text()
     assert "in exclusive use by another process" in text and sig.args[1] in text
     assert "Unexpected error" not in text and "Traceback" not in text

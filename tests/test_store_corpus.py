@@ -30,7 +30,7 @@ def _build() -> bytes:
                             [f"m{i - 1:02d}"] if i else []} for i, v in enumerate(vecs)])
         s.set_valid_until("m03", 1_700_000_000)
         s.close()
-        with open(p, "rb") as f:  # noqa: PTH123 - the store is closed
+        with open(p, "rb") as f:  # the store is closed
             return f.read()
 
 
@@ -63,11 +63,11 @@ def _schema_edit(path: str, pick: int, how: str) -> None:
 def _check(data: bytes | None, schema: tuple[int, str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as d:
         p = os.path.join(d, "bad.db")
-        with open(p, "wb") as f:  # noqa: PTH123 - no store is open yet
+        with open(p, "wb") as f:  # no store is open yet
             f.write(SMALL if data is None else data)
         if schema is not None:
             _schema_edit(p, *schema)
-        with open(p, "rb") as f:  # noqa: PTH123
+        with open(p, "rb") as f:
             before = hashlib.sha256(f.read()).hexdigest()
         try:
             store = ms.open(p)
@@ -88,7 +88,7 @@ def _check(data: bytes | None, schema: tuple[int, str] | None = None) -> None:
                     assert answered == 8, "a store that opened writable (no damage seen) answers every read"
         for extra in ("-wal", "-shm", "-journal"):
             assert not os.path.exists(p + extra) or os.path.getsize(p + extra) == 0 or extra == "-shm"
-        with open(p, "rb") as f:  # noqa: PTH123
+        with open(p, "rb") as f:
             assert hashlib.sha256(f.read()).hexdigest() == before, "opening a damaged store wrote to it"
 
 

@@ -14,7 +14,7 @@ import sys
 import apsw
 import pytest
 from bad_stores import (
-    LockHolder, SAMPLE, bit_flips, cli_env, foreign_wal, index_missing_rows, rollback_journal, sample_copy, some_id,
+    SAMPLE, LockHolder, bit_flips, cli_env, foreign_wal, index_missing_rows, rollback_journal, sample_copy, some_id,
     with_pending_wal,
 )
 
@@ -32,12 +32,13 @@ def short_busy_wait(monkeypatch):
 
 
 def digest(path) -> str:
-    return hashlib.sha256(open(path, "rb").read()).hexdigest()  # noqa: SIM115 - no store is open on it here
+    with open(path, "rb") as f:  # no store is open on it here
+        return hashlib.sha256(f.read()).hexdigest()
 
 
 def cli(*args, preexec=None, env=None):
-    return subprocess.run([sys.executable, "-m", "memviz", *map(str, args)], capture_output=True, text=True,
-                          env=env or cli_env(), preexec_fn=preexec, timeout=120)
+    return subprocess.run([sys.executable, "-m", "memviz", *map(str, args)], check=False, capture_output=True,
+                          text=True, env=env or cli_env(), preexec_fn=preexec, timeout=120)
 
 
 # ------------------------------------------------------------------ translate
@@ -282,7 +283,8 @@ def test_reading_the_header_keeps_the_read_lock_against_another_process(tmp_path
         ms.open(str(p), read_only=True).close()
         writer = ("import apsw,sys; c=apsw.Connection(sys.argv[1]); c.set_busy_timeout(0)\n"
                   "try:\n c.execute('BEGIN EXCLUSIVE'); print('wrote')\nexcept apsw.BusyError: print('locked')")
-        r = subprocess.run([sys.executable, "-c", writer, str(p)], capture_output=True, text=True, timeout=60)
+        r = subprocess.run([sys.executable, "-c", writer, str(p)], check=False, capture_output=True, text=True,
+                           timeout=60)
         s.conn.execute("COMMIT")
     assert r.stdout.strip() == "locked", r.stderr
 
