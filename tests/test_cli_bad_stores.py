@@ -1,14 +1,12 @@
 """Every CLI command over every bad store of issue 19 (cases 1, 2, 3, 8, 9, 10, 11) and issue 17.1,
-each run as its own `python -m memviz` process: no run may print a Python traceback, and each ends
+each run as its own process: no run may print a Python traceback, and each ends
 with 0 (done), 2 (a message saying why not) or, for `stats` / `check`, 1 (damage reported)."""
 from __future__ import annotations
 
+import json
 import os
-import resource
-import signal
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -23,19 +21,47 @@ MID = some_id(SAMPLE)
 HAS_CHECK = "memviz.commands.check" in COMMANDS
 REPORTS_DAMAGE = ("stats", "check")  # their exit 1 means "damage found and reported"
 
-# Python with memviz's CLI after a change to the process: the OS's answers (read-only media) or
-# SQLite's heap (out of memory). argv[1] is the change, the rest the command line.
-_WRAPPED = r"""
-import os, sys
+# One Python process per bad store runs every command, each in its own forked child: the imports
+# are paid once, yet each command is a separate process with its own stdout, stderr and exit code,
+# and the child's state cannot leak into the next command. A child first applies the case's change
+# to the process (the OS's answers for read-only media, SQLite's heap, the file size limit), then
+# runs `memviz.cli.main` as `python -m memviz` would, printing any escaping exception as Python does.
+_DRIVER = r"""
+import json, os, resource, signal, sys, tempfile, traceback
 how, arg = sys.argv[1].split(":", 1)
-if how == "readonly-folder":
-    real = os.access
-    os.access = lambda p, m, **k: False if m == os.W_OK and os.path.abspath(os.fspath(p)) == arg else real(p, m, **k)
-elif how == "heap":
-    import apsw
-    apsw.hard_heap_limit(int(arg))
 from memviz.cli import main
-sys.exit(main(sys.argv[2:]))
+
+def child(cmd, out, err):
+    os.dup2(out, 1); os.dup2(err, 2)
+    if how == "readonly-folder":
+        real = os.access
+        os.access = lambda p, m, **k: False if m == os.W_OK and os.path.abspath(os.fspath(p)) == arg else real(p, m, **k)
+    elif how == "heap":
+        import apsw
+        apsw.hard_heap_limit(int(arg))
+    elif how == "fsize":
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails instead of killing
+        resource.setrlimit(resource.RLIMIT_FSIZE, (int(arg), int(arg)))
+    try:
+        code = main(cmd)
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush(); sys.stderr.flush()
+    os._exit(code)
+
+results = []
+for cmd in json.loads(sys.argv[2]):
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        pid = os.fork()
+        if pid == 0:
+            child(cmd, out.fileno(), err.fileno())
+        _, status = os.waitpid(pid, 0)
+        err.seek(0)
+        results.append([cmd, os.waitstatus_to_exitcode(status), err.read().decode("utf-8", "replace")])
+print(json.dumps(results))
 """
 
 
@@ -51,19 +77,12 @@ def commands(db: Path) -> list[list[str]]:
     return [[str(a) for a in c] for c in out]
 
 
-def _capped(limit):
-    def pre():
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-    return pre
-
-
-def run(cmd, wrap=None, preexec=None):
-    argv = [sys.executable, "-c", _WRAPPED, wrap, *cmd] if wrap else [sys.executable, "-m", "memviz", *cmd]
+def run_all(cmds, change="none:"):
     env = cli_env(MEMVIZ_LLM_API_KEY="test", OPENAI_API_KEY="test")
-    r = subprocess.run(argv, check=False, capture_output=True, text=True, env=env, preexec_fn=preexec,
-                       stdin=subprocess.DEVNULL, timeout=180)
-    return cmd, r
+    r = subprocess.run([sys.executable, "-c", _DRIVER, change, json.dumps(cmds)], check=False, capture_output=True,
+                       text=True, env=env, stdin=subprocess.DEVNULL, timeout=600)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])
 
 
 CASES = ["bit-flips", "index-out-of-step", "foreign-wal", "read-only-media", "file-size-limit", "out-of-memory",
@@ -72,7 +91,7 @@ CASES = ["bit-flips", "index-out-of-step", "foreign-wal", "read-only-media", "fi
 
 @pytest.mark.parametrize("case", CASES)
 def test_every_command_on_a_bad_store_ends_with_a_message_not_a_traceback(tmp_path, case):
-    wrap = preexec = holder = None
+    change, holder = "none:", None
     if case == "bit-flips":
         db = bit_flips(tmp_path)
     elif case == "index-out-of-step":
@@ -81,13 +100,13 @@ def test_every_command_on_a_bad_store_ends_with_a_message_not_a_traceback(tmp_pa
         db = foreign_wal(tmp_path)
     elif case == "read-only-media":
         db = with_pending_wal(tmp_path / "media")
-        wrap = f"readonly-folder:{db.parent}"
+        change = f"readonly-folder:{db.parent}"
     elif case == "file-size-limit":
         db = sample_copy(tmp_path)
-        preexec = _capped(60_000)
+        change = "fsize:60000"
     elif case == "out-of-memory":
         db = sample_copy(tmp_path)
-        wrap = f"heap:{384 << 10}"
+        change = f"heap:{384 << 10}"
     elif case == "exclusive-mode":
         db = sample_copy(tmp_path)
         holder = LockHolder(db, "exclusive-mode")
@@ -99,20 +118,19 @@ def test_every_command_on_a_bad_store_ends_with_a_message_not_a_traceback(tmp_pa
         from test_store_errors import _KILLED_WRITER
         subprocess.run([sys.executable, "-c", _KILLED_WRITER, str(db)], check=True, timeout=60)
     try:
-        with ThreadPoolExecutor(3) as pool:
-            results = list(pool.map(lambda c: run(c, wrap, preexec), commands(db)))
+        results = run_all(commands(db), change)
     finally:
         if holder:
             holder.close()
     bad = []
-    for cmd, r in results:
+    for cmd, code, stderr in results:
         allowed = (0, 1, 2) if cmd[0] in REPORTS_DAMAGE else (0, 2)
-        if "Traceback" in r.stderr or r.returncode not in allowed:
-            bad.append(f"memviz {' '.join(cmd)} -> {r.returncode}\n{r.stderr[-1500:]}")
-        elif r.returncode == 2:
-            assert r.stderr.strip().splitlines()[-1].startswith("memviz: error: "), r.stderr
+        if "Traceback" in stderr or code not in allowed:
+            bad.append(f"memviz {' '.join(cmd)} -> {code}\n{stderr[-1500:]}")
+        elif code == 2:
+            assert stderr.strip().splitlines()[-1].startswith("memviz: error: "), stderr
     assert not bad, "\n\n".join(bad)
     if case in ("exclusive-mode", "begin-exclusive"):
-        assert all("in exclusive use by another process" in r.stderr for _, r in results if r.returncode == 2)
+        assert all("in exclusive use by another process" in err for _, code, err in results if code == 2)
     if case == "read-only-media":
         assert sorted(os.listdir(db.parent)) == sorted([db.name, db.name + "-wal"])
