@@ -2,16 +2,21 @@
 
 Each subcommand lives in its own module under memviz/commands with `add_parser(subparsers)`
 setting `func`; a command returns an exit code. A StoreError (or any error meant for the
-user) becomes a one-line message and exit code 2, never a traceback.
+user) becomes a one-line message and exit code 2, never a traceback; a raw SQLite error that a
+command met outside the Store's methods (through `store.conn`) is translated here, the
+command's one boundary, by the same `translate` the store uses.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
 import importlib.util
+import os
 import sys
 
-from .store.errors import StoreError
+import apsw
+
+from .store.errors import StoreError, translate
 from .tasks import Cancelled
 
 COMMANDS = (
@@ -29,7 +34,7 @@ COMMANDS = (
 )
 
 #: errors whose message is meant for the user (anything else is a bug and keeps its traceback)
-USER_ERRORS: tuple[type[BaseException], ...] = (StoreError, ValueError, FileNotFoundError)
+USER_ERRORS: tuple[type[BaseException], ...] = (StoreError, apsw.Error, ValueError, OSError, MemoryError)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,8 +54,12 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
+    except BrokenPipeError:  # `memviz … | head` stopped reading: nothing is wrong, say nothing
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 0
     except USER_ERRORS as e:
-        print(f"memviz: error: {e}", file=sys.stderr)
+        e = translate(e, getattr(args, "db", None))
+        print(f"memviz: error: {e}" if str(e) else f"memviz: error: {type(e).__name__}", file=sys.stderr)
         return 2
     except Cancelled as e:  # Ctrl-C during a long job (see commands/interrupt.py)
         print(f"memviz: {e}", file=sys.stderr)

@@ -47,3 +47,12 @@ def test_the_window_without_qt_says_what_is_missing(tmp_path):
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 2, p.stderr
     assert "the window needs PySide6 and pyqtgraph" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_output_cut_short_by_a_closed_pipe_is_not_an_error(tmp_path):
+    """`memviz query … | head -1`: the reader stops early; memviz ends quietly, no traceback."""
+    db = str(tmp_path / "s.db")
+    subprocess.run([sys.executable, "-m", "memviz", "create", db], check=True, capture_output=True, timeout=120)
+    sh = f"{sys.executable} -m memviz stats {db} --json | head -c 1"
+    p = subprocess.run(["bash", "-o", "pipefail", "-c", sh], capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in p.stderr and "Broken pipe" not in p.stderr, p.stderr

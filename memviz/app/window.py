@@ -330,6 +330,7 @@ class MainWindow(QMainWindow):
             self.opened.emit(path)
 
         def failed(err: Exception) -> None:
+            err = ms.translate(err, path)  # a raw SQLite error read as the store's own message
             text = str(err) if isinstance(err, (ms.StoreError, OSError, ValueError)) else \
                 f"Unexpected error: {type(err).__name__}: {err}"
             self.show_error("Cannot open store", f"memviz could not open\n{path}\n\n{text}")
@@ -361,7 +362,7 @@ class MainWindow(QMainWindow):
             return
         store = data.store
         self.workers.submit("reload", lambda t: load_store_data(store), on_done=self.state.set_data,
-                            on_error=lambda e: self.show_error("Reload failed", str(e)))
+                            on_error=lambda e: self.show_error("Reload failed", str(ms.translate(e, store.path))))
 
     def show_error(self, title: str, text: str) -> None:
         """A non-blocking message box (plain text); kept in `error_box` so tests can read it."""

@@ -5,6 +5,7 @@ import json
 from ..edits import Confirm, Correct, EditKept, History, Restore, SetImportance, SetTags, SoftDelete, Unprotect, retired
 from ..edits.retired import as_json
 from ..store import BusyError, iso, open_store
+from ..store.errors import IN_USE
 
 ACTIONS = ("correct", "confirm", "unprotect", "delete", "restore", "importance", "tags", "retired", "history")
 
@@ -70,7 +71,8 @@ def run(args) -> int:
         try:
             out = History(store).perform(build(args))
         except EditKept:
-            raise BusyError("The agent kept the store busy; nothing was written. Run the command again.") from None
+            raise BusyError(f"{args.db} is {IN_USE} (memviz waited and retried); your edit was not written. "
+                            "Run the command again when that process is done.") from None
         print(out.text)
         if out.warning:
             print(f"warning: {out.warning}")

@@ -14,7 +14,7 @@ refresh and select. One History per open store, used from one thread.
 """
 from __future__ import annotations
 
-from ..store.errors import BusyError, ReadOnlyError, StoreError
+from ..store.errors import IN_USE, BusyError, ReadOnlyError, StoreError
 from .commands import Action, Outcome
 from .pending import EditKept, Pending, PendingStep, with_retry
 
@@ -87,7 +87,7 @@ class History:
                 except BusyError:
                     waiting = [s.describe() for s in self.pending]
                     raise EditKept(
-                        "The agent is busy writing to this store. Your edit is kept"
+                        f"This store is busy: {IN_USE}. Your edit is kept"
                         f" ({len(waiting)} waiting: {', '.join(waiting)}); retry?", list(self.pending)) from None
                 except StoreError as e:
                     self.pending.done_first()

@@ -7,10 +7,14 @@ extension loading is switched off again before any statement from the file runs.
 """
 from __future__ import annotations
 
+import os
+
 import apsw
 import sqlite_vec
 
-BUSY_TIMEOUT_MS = 5000
+# How long a statement waits for another process's lock before the store reports itself busy
+# ("in exclusive use by another process"); MEMVIZ_BUSY_TIMEOUT_MS changes it (tests shorten it).
+BUSY_TIMEOUT_MS = int(os.environ.get("MEMVIZ_BUSY_TIMEOUT_MS", "5000"))
 # Pages are read through a read-only memory map instead of a read() per page: a full scan of a
 # 100k store (what loading the arrays is) takes a third of the time. SQLite maps read-only and
 # keeps the usual path for pages in the WAL, so writes and crash safety are as before.

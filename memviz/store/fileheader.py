@@ -1,13 +1,18 @@
-"""Checks on the raw SQLite header, made before SQLite touches the file.
+"""Checks on the raw SQLite header, made before SQLite parses the file.
 
-Reading these 100 bytes is the only time memviz reads the file outside SQLite;
-it lets a 0-byte, foreign or truncated file get a precise message instead of
-SQLite's generic "file is not a database".
+They let a 0-byte, foreign or truncated file get a precise message instead of SQLite's
+generic "file is not a database". The bytes are read through SQLite's own VFS, never with
+open(): on POSIX, closing any descriptor of a file drops every lock this process holds on
+it, so a plain open()/close() while a connection is open would let another process write in
+the middle of memviz's read transaction. SQLite's unix VFS keeps such a descriptor open
+until the file's locks are released.
 """
 from __future__ import annotations
 
 import os
 import struct
+
+import apsw
 
 from .errors import CorruptStoreError, NotAStoreError, StoreError
 
@@ -15,15 +20,14 @@ MAGIC = b"SQLite format 3\x00"
 
 
 def check_header(path: str) -> None:
+    if os.path.isdir(path):
+        raise NotAStoreError(f"{path} is a folder, not a memory store (to bring in a folder, use `memviz import`).")
     try:
         size = os.path.getsize(path)
-        with open(path, "rb") as f:
-            head = f.read(100)
+        head = read_head(path, 100)
     except FileNotFoundError:
         raise StoreError(f"No such file: {path}") from None
-    except IsADirectoryError:
-        raise NotAStoreError(f"{path} is a folder, not a memory store (to bring in a folder, use `memviz import`).") from None
-    except PermissionError:
+    except (PermissionError, apsw.CantOpenError):
         raise StoreError(f"Cannot read {path}: permission denied.") from None
     if size == 0:
         raise NotAStoreError(f"{path} is empty (0 bytes): it is not a memory store.")
@@ -46,3 +50,29 @@ def check_header(path: str) -> None:
         raise CorruptStoreError(
             f"{path} is truncated: the header says {pages} pages ({pages * page_size} bytes) but the file has {size} bytes."
         )
+
+
+def read_head(path: str, n: int) -> bytes:
+    """The first `n` bytes of a database file (fewer if it is shorter), read through SQLite's
+    VFS so that no lock this process holds on it is lost (see the module's note)."""
+    f = _vfs_file(path)
+    try:
+        return bytes(f.xRead(n, 0))
+    finally:
+        f.xClose()
+
+
+def _vfs_file(path: str) -> apsw.VFSFile:
+    return apsw.VFSFile("", os.path.abspath(path), [apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_MAIN_DB, 0])
+
+
+def copy_through_sqlite(path: str, dst: str, chunk: int = 1 << 20) -> None:
+    """A byte copy of a database file read through SQLite's VFS (see read_head)."""
+    f = _vfs_file(path)
+    try:
+        size = f.xFileSize()
+        with open(dst, "wb") as out:
+            for at in range(0, size, chunk):
+                out.write(f.xRead(min(chunk, size - at), at))
+    finally:
+        f.xClose()

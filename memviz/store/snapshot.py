@@ -25,9 +25,11 @@ import os
 import threading
 import time
 
+import apsw
 import numpy as np
 
 from .arrays import MemoryArrays
+from .fileheader import read_head
 
 FORMAT = 2  # 2: bad_value
 MIN_ROWS = 20_000   # smaller stores read in well under 0.2 s: not worth the disk
@@ -54,14 +56,20 @@ def file_state(path: str) -> dict:
     def stat(p, head: slice):
         try:
             st = os.stat(p)
-            with open(p, "rb") as fh:
-                header = fh.read(head.stop)[head]
-        except FileNotFoundError:
+            # the database's own bytes through SQLite's VFS: an open()/close() here would drop
+            # this process's locks on it (fileheader.read_head)
+            header = (read_head(p, head.stop) if p == real else _read(p, head.stop))[head]
+        except (FileNotFoundError, apsw.CantOpenError):
             return None
         if p.endswith("-wal") and st.st_size == 0:
             return None
         return [st.st_ino, st.st_size, st.st_mtime_ns, header.hex()]
     return {"path": real, "db": stat(real, slice(24, 28)), "wal": stat(real + "-wal", slice(0, 32))}
+
+
+def _read(p: str, n: int) -> bytes:
+    with open(p, "rb") as fh:  # the -wal holds no lock of SQLite's, so a plain read is safe
+        return fh.read(n)
 
 
 MAGIC = b"MVZSNAP1"

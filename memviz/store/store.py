@@ -7,6 +7,7 @@ wholly there or wholly absent. Nothing here deletes a memory physically.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import re
@@ -24,9 +25,11 @@ from . import snapshot as snapshots
 from .arrays import MemoryArrays, load_arrays
 from .connection import connect
 from .errors import (
-    BusyError, ConflictError, CorruptStoreError, NotAStoreError, ReadOnlyError, StoreError, ValidationError,
+    UNKNOWN, ConflictError, CorruptStoreError, NotAStoreError, ReadOnlyError, StoreError, ValidationError, store_errors,
+    translate, wal_hint,
 )
 from .fileheader import check_header
+from .read_only_media import detour, needs_detour, release_copy, share_copy
 from .records import (
     MS_ABOVE, decode_json, decode_text, embedding_blob, encode_json, new_id, normalize, read_time, read_values,
 )
@@ -64,9 +67,10 @@ class Store:
     """Use `memviz.store.open(path)` or `memviz.store.create(path)` rather than this constructor."""
 
     def __init__(self, path: str, conn: apsw.Connection, *, read_only_reason: str | None = None,
-                 report: schema.SchemaReport | None = None):
+                 report: schema.SchemaReport | None = None, conn_path: str | None = None):
         self.path = path
         self.conn = conn
+        self.conn_path = conn_path or path  # what SQLite opens: a URI or a copy on read-only media (read_only_media.py)
         self.read_only_reason = read_only_reason
         self.report = report
         self._lock = threading.RLock()  # one writer per Store
@@ -77,13 +81,17 @@ class Store:
         return self.read_only_reason is not None
 
     def close(self) -> None:
-        self.conn.close()
+        try:
+            self.conn.close()
+        finally:
+            release_copy(self.conn_path)
 
     def reopen(self) -> "Store":
         """Another connection to the same store (a writer beside a thread reading on this one).
         The checks made when this one was opened still hold, so they are not repeated."""
-        return Store(self.path, connect(self.path, readonly=self.read_only), read_only_reason=self.read_only_reason,
-                     report=self.report)
+        conn = connect(self.conn_path, readonly=self.read_only)
+        return Store(self.path, conn, read_only_reason=self.read_only_reason, report=self.report,
+                     conn_path=share_copy(self.conn_path))
 
     def __enter__(self):
         return self
@@ -111,25 +119,63 @@ class Store:
 
     @contextmanager
     def transaction(self):
-        """One short BEGIN IMMEDIATE transaction; busy beyond the timeout raises BusyError."""
+        """One short BEGIN IMMEDIATE transaction. Any SQLite error becomes the StoreError that
+        says what happened and whether the change was written (`written`); no transaction is
+        left open. Damage found while writing makes the store read-only for the next edits."""
         if self.read_only:
             raise ReadOnlyError(f"{self.path} is open read-only: {self.read_only_reason}")
         with self._lock:
             try:
                 self.conn.execute("BEGIN IMMEDIATE")
-            except apsw.BusyError:
-                raise BusyError("The store is busy: another process (probably the agent) is writing. "
-                                "Nothing was written; try again.") from None
+                mark = self._audit_mark()
+            except apsw.Error as e:
+                self._rollback()
+                self._raise_write_failure(e, "starting a write", False)
             try:
                 yield self.conn
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
+            except BaseException as e:
+                self._rollback()
+                cause = e if isinstance(e, apsw.Error) else e.__cause__  # a Store method inside translated it
+                if not isinstance(cause, apsw.Error) or (e is not cause and not isinstance(e, StoreError)):
+                    raise
+                self._raise_write_failure(cause, "writing", False)
             try:
                 self.conn.execute("COMMIT")
-            except apsw.BusyError:
+            except apsw.Error as e:
+                self._rollback()
+                landed = self._landed(mark)
+                self._raise_write_failure(e, "committing", UNKNOWN if landed is None else landed)
+
+    def _rollback(self) -> None:
+        """Roll back what is still open: SQLite may already have rolled back (a full disk, an I/O
+        error), and ROLLBACK with no transaction would hide the real error."""
+        if self.conn.in_transaction:
+            try:
                 self.conn.execute("ROLLBACK")
-                raise BusyError("The store stayed busy while committing; nothing was written; try again.") from None
+            except apsw.Error:
+                pass  # SQLite rolls back the journal on the next open; the original error is what matters
+
+    def _audit_mark(self):
+        """The newest audit id, read inside the write: a later one after a failed COMMIT proves it landed."""
+        return self.conn.execute("SELECT max(id) FROM memviz_audit").fetchone()[0]
+
+    def _landed(self, mark) -> bool | None:
+        """Whether a write whose COMMIT failed is nevertheless in the store (None: cannot tell)."""
+        try:
+            now = self.conn.execute("SELECT max(id) FROM memviz_audit").fetchone()[0]
+        except apsw.Error:
+            return None
+        return now != mark
+
+    def _raise_write_failure(self, err, doing: str, written):
+        """Raise `err` as the StoreError of a failed write (it stays as it is if it is no store failure)."""
+        out = translate(err, self.path, doing=doing + " to it", written=written)
+        if out is err:
+            raise err
+        if isinstance(out, CorruptStoreError):
+            reason = "damage was found while writing; run `memviz check`"
+            self.read_only_reason = reason if self.read_only_reason is None else f"{self.read_only_reason}; {reason}"
+        raise out from err
 
     # ----------------------------------------------------------------- reads
     def embedding_models(self) -> list[tuple[str, int, int]]:
@@ -481,6 +527,20 @@ class Store:
                   (time.time(), action, memory_id, _audit_dump(before), _audit_dump(after), actor, note))
 
 
+def _at_boundary(fn):
+    """Translate apsw errors escaping a Store method (the store's public surface) into StoreErrors."""
+    @functools.wraps(fn)
+    def guarded(self, *args, **kwargs):
+        with store_errors(self.path):
+            return fn(self, *args, **kwargs)
+    return guarded
+
+
+for _name, _fn in list(vars(Store).items()):
+    if callable(_fn) and not _name.startswith("_") and _name not in ("transaction", "audit"):
+        setattr(Store, _name, _at_boundary(_fn))
+
+
 def _comparable(v, key):
     if key in JSON_COLUMNS:
         return decode_json(v, key)[0] if isinstance(v, str) else v
@@ -532,11 +592,12 @@ def create(path: str) -> Store:
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise StoreError(f"The folder {folder} does not exist.")
-    conn = connect(path, create=True)
-    conn.execute("PRAGMA journal_mode=WAL")  # our own file: WAL lets the agent and memviz work together
-    schema.migrate(conn)
-    conn.execute("INSERT INTO memviz_meta(key, value) VALUES ('created_by', ?)", (json.dumps("memviz"),))
-    return Store(path, conn, report=schema.inspect(conn))
+    with store_errors(path, doing="creating it"):
+        conn = connect(path, create=True)
+        conn.execute("PRAGMA journal_mode=WAL")  # our own file: WAL lets the agent and memviz work together
+        schema.migrate(conn)
+        conn.execute("INSERT INTO memviz_meta(key, value) VALUES ('created_by', ?)", (json.dumps("memviz"),))
+        return Store(path, conn, report=schema.inspect(conn))
 
 
 def open_store(path: str, *, read_only: bool = False) -> Store:
@@ -556,20 +617,40 @@ def open_and_read(path: str, read: Callable[[Store], T] | None, *, read_only: bo
     path = os.fspath(path)
     if not os.path.exists(path):
         raise StoreError(f"No such file: {path} (memviz does not create a store on open; use `memviz create`).")
+    with store_errors(path, doing="opening it"):
+        return _open_and_read(path, read, read_only)
+
+
+def _open_and_read(path: str, read, read_only: bool):
     check_header(path)
-    conn = connect(path, readonly=True)
+    conn_path, media = detour(path) if needs_detour(path) else (path, None)
     try:
-        report = _inspect(conn, path)
+        conn = connect(conn_path, readonly=True)
+    except BaseException:
+        release_copy(conn_path)
+        raise
+    try:
+        try:
+            report = _inspect(conn, path)
+        except apsw.ReadOnlyError as e:
+            if e.extendedresult not in (apsw.SQLITE_READONLY_ROLLBACK, apsw.SQLITE_READONLY_RECOVERY):
+                raise
+            conn.close()
+            conn = _recover(path, allowed=not read_only and not media)
+            report = _inspect(conn, path)
         if read is None or report.version < schema.SCHEMA_VERSION:
             damage = _quick_check(conn, path)  # first: nothing is migrated before the check
             check = None
         else:
-            damage, check = [], _checked_in_thread(path)
-        reasons = _reasons(report, damage)
+            damage, check = [], _checked_in_thread(conn_path, path)
+        reasons = _reasons(report, damage, path)
     except BaseException:
         conn.close()
+        release_copy(conn_path)
         raise
     folder = os.path.dirname(os.path.abspath(path))
+    if media:
+        reasons.insert(0, media)
     if read_only:
         reasons.insert(0, "opened with --read-only")
     elif not os.access(path, os.W_OK):
@@ -577,7 +658,7 @@ def open_and_read(path: str, read: Callable[[Store], T] | None, *, read_only: bo
     elif not os.access(folder, os.W_OK):
         reasons.insert(0, "its folder is not writable")
     if reasons:
-        store = Store(path, conn, read_only_reason="; ".join(reasons), report=report)
+        store = Store(path, conn, read_only_reason="; ".join(reasons), report=report, conn_path=conn_path)
     else:
         conn.close()
         conn = connect(path)
@@ -598,7 +679,7 @@ def open_and_read(path: str, read: Callable[[Store], T] | None, *, read_only: bo
             store.close()
             raise
         if damage:
-            reason = _damage_reason(damage)
+            reason = _damage_reason(damage, path)
             if failure is not None:
                 store.close()
                 raise CorruptStoreError(f"{path} is damaged and cannot be read ({reason}).") from failure
@@ -609,10 +690,31 @@ def open_and_read(path: str, read: Callable[[Store], T] | None, *, read_only: bo
     return store, result
 
 
-def _checked_in_thread(path: str):
+def _recover(path: str, allowed: bool) -> apsw.Connection:
+    """A store left with an unfinished write by a process that stopped (a hot rollback journal, or
+    a WAL whose index must be rebuilt) can be read only after SQLite has undone that write, which
+    takes a writable connection. That is SQLite's own crash recovery, the same any writer (the
+    agent) does on its next open, and it restores the store as it was before the unfinished write;
+    done only when the user has not asked for read-only and the file can be written. Returns a
+    read-only connection to the recovered store."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not (allowed and os.access(path, os.W_OK) and os.access(folder, os.W_OK)):
+        raise ReadOnlyError(
+            f"{path} holds an unfinished write of a process that stopped (a hot journal). SQLite must undo it "
+            "before the store can be read, which needs write access: open it once without --read-only, from a "
+            "writable folder (or let the agent open it), then open it again.")
+    rw = connect(path)
+    try:
+        rw.execute("SELECT count(*) FROM sqlite_master").fetchall()
+    finally:
+        rw.close()
+    return connect(path, readonly=True)
+
+
+def _checked_in_thread(conn_path: str, path: str):
     """_quick_check on its own read-only connection, in a thread: a Future of its answer."""
     def check() -> list[str]:
-        conn = connect(path, readonly=True)
+        conn = connect(conn_path, readonly=True)
         try:
             return _quick_check(conn, path)
         finally:
@@ -630,8 +732,10 @@ def _quick_check(conn, path) -> list[str]:
         raise NotAStoreError(f"{path} cannot be read: {e}") from None
 
 
-def _damage_reason(damage: list[str]) -> str:
-    return "SQLite's quick_check found damage: " + "; ".join(damage[:3])
+def _damage_reason(damage: list[str], path: str | None = None) -> str:
+    lines = [ln for d in damage for ln in d.splitlines() if ln.strip()]
+    more = f" (and {len(lines) - 3} more)" if len(lines) > 3 else ""
+    return "SQLite's quick_check found damage: " + "; ".join(lines[:3]) + more + wal_hint(path)
 
 
 def _inspect(conn, path) -> schema.SchemaReport:
@@ -644,9 +748,9 @@ def _inspect(conn, path) -> schema.SchemaReport:
     return report
 
 
-def _reasons(report: schema.SchemaReport, damage: list[str]) -> list[str]:
+def _reasons(report: schema.SchemaReport, damage: list[str], path: str | None = None) -> list[str]:
     """Why the store must be opened read-only (empty: it may be written)."""
-    reasons = [_damage_reason(damage)] if damage else []
+    reasons = [_damage_reason(damage, path)] if damage else []
     if report.version > schema.SCHEMA_VERSION:
         reasons.append(f"it was written by a newer memviz (schema {report.version}, this one knows {schema.SCHEMA_VERSION})")
     if report.version == 0:

@@ -39,7 +39,7 @@ from memviz.edits import applicable
 from memviz.embed import EmbedderUnavailable, default_embedder, embedder_for
 from memviz.embed import LOCAL_MODEL
 from memviz.session.state import AppState
-from memviz.store.errors import ConflictError, ReadOnlyError, StoreError
+from memviz.store.errors import ConflictError, ReadOnlyError, StoreError, translate
 
 from memviz.app.dialogs.edit_dialogs import BusyDialog, ConflictDialog, CorrectDialog, ImportanceDialog, TagsDialog
 from memviz.app.workers import Workers
@@ -436,8 +436,8 @@ class EditController(QObject):
         except ConflictError as e:
             self._conflict(e)
             return
-        except StoreError as e:
-            self._error(e)
+        except (StoreError, apsw.Error) as e:
+            self._error(translate(e))
             return
         if out is not None:
             self._written(out)
