@@ -63,6 +63,7 @@ def run(argv) -> int:
 
     win = MainWindow()
     win.show()
+    report_slot_errors(win)
     if os.environ.get("MEMVIZ_STARTUP_REPORT"):
         _report_startup(app, win, float(os.environ["MEMVIZ_STARTUP_REPORT"]))
     if args.path:
@@ -73,6 +74,33 @@ def run(argv) -> int:
         except OSError as e:
             win.statusBar().showMessage(str(e))
     return app.exec()
+
+
+def report_slot_errors(win) -> None:
+    """An exception that escapes a Qt slot is shown in the window, not left as a traceback on
+    the terminal: an SQLite error as the store's own message (what happened, what to do),
+    anything else as a bug whose details go to a log file in the user cache folder."""
+    from memviz.store.errors import StoreError, translate  # noqa: PLC0415
+    from memviz.userdirs import user_cache_dir  # noqa: PLC0415
+
+    def hook(kind, err, tb) -> None:
+        if issubclass(kind, KeyboardInterrupt):
+            return sys.__excepthook__(kind, err, tb)
+        err = translate(err)
+        if isinstance(err, StoreError):
+            win.show_error("Store error", str(err))
+            return
+        import traceback  # noqa: PLC0415
+        log = user_cache_dir() / "errors.log"
+        try:
+            log.parent.mkdir(parents=True, exist_ok=True)
+            with open(log, "a", encoding="utf-8") as f:
+                f.write("".join(traceback.format_exception(kind, err, tb)) + "\n")
+            where = f"The details are in {log}; please include them when you report it."
+        except OSError:
+            where = "".join(traceback.format_exception(kind, err, tb))
+        win.show_error("memviz hit a bug", f"{kind.__name__}: {err}\n\n{where}")
+    sys.excepthook = hook
 
 
 def _report_startup(app, win, began: float) -> None:

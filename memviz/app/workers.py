@@ -16,6 +16,7 @@ from typing import Callable
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
+from memviz.store.errors import translate
 from memviz.tasks import Cancelled, Task
 
 
@@ -134,6 +135,7 @@ class Workers(QObject):
         handlers = self._current(task)
         if handlers is None:
             return
+        error = translate(error)  # an SQLite error from any job reaches a panel as a StoreError
         if handlers[1] is not None:
             handlers[1](error)
         else:
