@@ -83,6 +83,15 @@ def test_bit_flipped_store_opens_read_only_and_its_failing_reads_are_store_error
     assert digest(p) == before
 
 
+def test_stats_on_a_bit_flipped_store_prints_what_it_can_read_and_names_the_rest(tmp_path):
+    p = bit_flips(tmp_path)
+    r = subprocess.run([sys.executable, "-m", "memviz", "stats", str(p)], capture_output=True, text=True,
+                       env=cli_env(), timeout=120)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert "read-only: " in r.stdout and "time span: " in r.stdout  # what the damage does not touch
+    assert "unreadable: counts: " in r.stdout and "damaged" in r.stdout
+
+
 def test_an_index_out_of_step_refuses_the_edit_whole_and_makes_the_store_read_only(tmp_path):
     p = index_missing_rows(tmp_path)
     mid = some_id(SAMPLE)  # the damaged index would answer the lookup wrongly

@@ -1,7 +1,10 @@
 """`memviz stats DB`: what a store holds, and whether it is sound."""
 import json
 
+import apsw
+
 from ..store import iso, open_store
+from ..store.errors import StoreError
 from ..store.check import fts_findings, vec_findings
 from ..store.clock import parse_clock, store_clock
 from .clock import add_now_argument
@@ -20,19 +23,35 @@ def add_parser(sub):
 
 
 def collect(store, integrity: bool = True) -> dict:
-    first, last = store.time_span()
-    return {
+    """Every figure that can be read; one the store's damage hides is None and named under
+    `unreadable` (a damaged page costs that figure, not the whole report)."""
+    unreadable: list[str] = []
+
+    def read(label, fn):
+        try:
+            return fn()
+        except (StoreError, apsw.Error) as e:
+            unreadable.append(f"{label}: {e}")
+            return None
+    span = read("time span", store.time_span) or (None, None)
+    info = {
         "path": store.path,
         "schema_version": store.report.version if store.report else None,
         "read_only": store.read_only_reason,
-        "notes": store.vector_index_notes(),
-        "counts": store.counts(),
-        "time_span": [iso(first), iso(last)] if first is not None else None,
-        "clock": _clock_info(store),
-        "embedding_models": [{"model": m, "dim": d, "count": n} for m, d, n in store.embedding_models()],
-        "entities": store.conn.execute("SELECT count(*) FROM entities").fetchone()[0],
-        "integrity": _integrity(store) if integrity else None,
+        "notes": read("vector index notes", store.vector_index_notes) or [],
+        "counts": read("counts", store.counts),
+        "time_span": [iso(span[0]), iso(span[1])] if span[0] is not None else None,
+        "clock": read("clock", lambda: _clock_info(store)),
+        "embedding_models": _models(read("embedding models", store.embedding_models)),
+        "entities": read("entities", lambda: store.conn.execute("SELECT count(*) FROM entities").fetchone()[0]),
+        "integrity": read("integrity", lambda: _integrity(store)) if integrity else None,
     }
+    info["unreadable"] = unreadable
+    return info
+
+
+def _models(rows):
+    return None if rows is None else [{"model": m, "dim": d, "count": n} for m, d, n in rows]
 
 
 def _integrity(store) -> list[str]:
@@ -48,6 +67,8 @@ def _integrity(store) -> list[str]:
         problems += [f.title + (f" ({f.count})" if f.count else "") + "; run `memviz check --repair`" for f in found]
         problems += [f"skipped {s}" for s in skipped]
     return problems or ["ok (SQLite, full-text index, vector index)"]
+
+
 def _clock_info(store) -> dict:
     c = store_clock(store)
     return {"mode": c.mode, "now": iso(c.now()), "source": c.source}
@@ -63,24 +84,32 @@ def run(args) -> int:
         return 0 if _sound(info) else 1
     c = info["counts"]
     print(f"{info['path']}  (schema v{info['schema_version']})")
-    print(f"memories: {c['total']}  live {c['live']}  retired {c['retired']}  entities: {info['entities']}")
+    if info["read_only"]:
+        print(f"read-only: {info['read_only']}")
+    if c is not None:
+        print(f"memories: {c['total']}  live {c['live']}  retired {c['retired']}  entities: {info['entities']}")
     ck = info["clock"]
-    print(f"clock: {ck['now']} UTC ({ck['mode']})" + (f" — {ck['source']}" if ck["source"] else ""))
+    if ck is not None:
+        print(f"clock: {ck['now']} UTC ({ck['mode']})" + (f" — {ck['source']}" if ck["source"] else ""))
     if info["time_span"]:
         print(f"time span: {info['time_span'][0]} .. {info['time_span'][1]} UTC")
-    for title, key in (("by kind", "by_kind"), ("by agent", "by_agent")):
+    for title, key in (("by kind", "by_kind"), ("by agent", "by_agent")) if c is not None else ():
         print(f"{title}:")
         for name, (live, retired) in sorted(c[key].items(), key=lambda kv: -sum(kv[1])):
             print(f"  {name or '(none)':<24} {live:>8} live {retired:>6} retired")
-    print("embedding models:")
-    for m in info["embedding_models"] or [{"model": "(none)", "dim": 0, "count": 0}]:
-        print(f"  {m['model']:<40} {m['dim']:>5}-d {m['count']:>8}")
+    if info["embedding_models"] is not None:
+        print("embedding models:")
+        for m in info["embedding_models"] or [{"model": "(none)", "dim": 0, "count": 0}]:
+            print(f"  {m['model']:<40} {m['dim']:>5}-d {m['count']:>8}")
     for n in info["notes"]:
         print(f"note: {n}")
     if info["integrity"] is not None:
         print("integrity: " + "; ".join(info["integrity"]))
+    for u in info["unreadable"]:
+        print(f"unreadable: {u}")
     return 0 if _sound(info) else 1
 
 
 def _sound(info) -> bool:
-    return info["integrity"] is None or all(p.startswith(("ok", "skipped")) for p in info["integrity"])
+    return not info["unreadable"] and (
+        info["integrity"] is None or all(p.startswith(("ok", "skipped")) for p in info["integrity"]))

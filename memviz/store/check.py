@@ -81,7 +81,7 @@ def check_store(store, task: Task | None = None) -> CheckReport:
         task.progress(i / len(steps), label)
         try:
             found, skipped = step(store)
-        except (apsw.Error, UnicodeError) as e:  # a damaged page or value: say so, go on with the rest
+        except (apsw.Error, StoreError, UnicodeError) as e:  # a damaged page or value: say so, go on
             found, skipped = [Finding("check_failed", f"the {label} check could not run: {e}",
                                       "A value it reads is damaged or cannot be decoded; the other checks "
                                       "ran. Restore a backup, or recover a copy (`sqlite3 DB .recover`).")], []
@@ -382,8 +382,12 @@ def supersede_cycles(links) -> list[list[str]]:
 
 
 def _ids_of_rowids(conn, rowids) -> list[str]:
-    return [_text(conn.execute("SELECT CAST(id AS BLOB) FROM memories WHERE rowid=?", (r,)).fetchone()[0])
-            for r in rowids]
+    """The ids of these rows; a rowid the (damaged) table no longer yields is named as such."""
+    out = []
+    for r in rowids:
+        row = conn.execute("SELECT CAST(id AS BLOB) FROM memories WHERE rowid=?", (r,)).fetchone()
+        out.append(f"(rowid {r}, unreadable)" if row is None else _text(row[0]))
+    return out
 
 
 def _text(raw) -> str:
