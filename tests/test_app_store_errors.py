@@ -6,6 +6,7 @@ import pytest
 from bad_stores import LockHolder, rollback_journal, sample_copy
 from PySide6.QtCore import QSettings
 
+from memviz.app import window as window_module
 from memviz.app.window import MainWindow
 from memviz.store import connection
 
@@ -13,6 +14,7 @@ from memviz.store import connection
 @pytest.fixture(autouse=True)
 def short_busy_wait(monkeypatch):
     monkeypatch.setattr(connection, "BUSY_TIMEOUT_MS", 300)
+    monkeypatch.setattr(window_module, "OPEN_WAIT_S", 3.0)
 
 
 def make_window(qtbot, tmp_path):
@@ -46,3 +48,33 @@ def test_reload_of_a_store_in_exclusive_use_says_so(qtbot, tmp_path):
     text = win.error_box.text()
     assert "in exclusive use by another process" in text and "Unexpected error" not in text
     assert win.state.data is data  # the store as last read stays on screen
+
+
+def test_open_waits_visibly_for_a_store_in_exclusive_use_and_opens_when_it_is_free(qtbot, tmp_path, monkeypatch):
+    monkeypatch.setattr(window_module, "OPEN_WAIT_S", 120.0)
+    db = sample_copy(tmp_path)
+    win = make_window(qtbot, tmp_path)
+    holder = LockHolder(db, "exclusive-mode")
+    try:
+        win.open_path(str(db))
+        qtbot.waitUntil(lambda: "in exclusive use by another process" in win.progress.format(), timeout=30000)
+        assert win.cancel_button.isVisible() and win.error_box is None  # waiting, stoppable, no error yet
+    finally:
+        holder.close()
+    with qtbot.waitSignal(win.opened, timeout=30000):
+        pass
+    assert win.state.data is not None and win.error_box is None
+
+
+def test_cancel_stops_the_wait_and_keeps_the_store_shown(qtbot, tmp_path, monkeypatch):
+    monkeypatch.setattr(window_module, "OPEN_WAIT_S", 120.0)
+    first, second = sample_copy(tmp_path, "a.db"), sample_copy(tmp_path, "b.db")
+    win = make_window(qtbot, tmp_path)
+    with qtbot.waitSignal(win.opened, timeout=30000):
+        win.open_path(str(first))
+    with LockHolder(second, "exclusive-mode"):
+        win.open_path(str(second))
+        qtbot.waitUntil(lambda: "in exclusive use" in win.progress.format(), timeout=30000)
+        win.cancel_button.click()
+        qtbot.waitUntil(lambda: not win.workers.running("open"), timeout=30000)
+    assert win.state.data.store.path == str(first) and win.error_box is None

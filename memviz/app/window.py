@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 
 import memviz.store as ms
 from memviz.samples.bundled import user_sample_copy
-from memviz.store import iso
+from memviz.store import connection, iso
 
 from memviz.app.panels.detail_panel import DetailPanel
 from memviz.app.controllers.edit_controller import EditController
@@ -45,6 +45,7 @@ from memviz.app.panels.timeline_panel import TimelinePanel
 from memviz.app.workers import Workers
 
 MAX_RECENT = 10
+OPEN_WAIT_S = 60.0  # how long an open waits for a store another process holds exclusively
 SETTINGS_VERSION = 1  # bump when the dock layout changes incompatibly (restoreState then falls back)
 
 
@@ -258,7 +259,7 @@ class MainWindow(QMainWindow):
             self.progress.setValue(int(fraction * 1000))
         self.progress.setFormat(f"{text or name} %p%" if fraction >= 0 else (text or name))
         self.progress.show()
-        self.cancel_button.setVisible(name != "open")
+        self.cancel_button.setVisible(True)  # cancelling an open keeps the store shown now
 
     def _job_finished(self, name: str) -> None:
         if name == self._job:
@@ -304,13 +305,24 @@ class MainWindow(QMainWindow):
         path = os.path.abspath(os.fspath(path))
         t0 = time.perf_counter()
 
-        def job(ticket):
-            if prefetched is not None:
-                store, data = prefetched.result()
-            else:
-                store, data = ms.open_and_read(path, open_store_data, read_only=read_only)
+        def job(task):
+            early, waited = prefetched, 0.0
+            while True:  # a store in exclusive use: say so and wait (Cancel stops), up to OPEN_WAIT_S
+                try:
+                    store, data = early.result() if early is not None else \
+                        ms.open_and_read(path, open_store_data, read_only=read_only)
+                    break
+                except ms.BusyError:
+                    early = None
+                    waited += connection.BUSY_TIMEOUT_MS / 1000  # each try waits SQLite's busy timeout
+                    if waited >= OPEN_WAIT_S:
+                        raise
+                    task.progress(-1, f"{os.path.basename(path)} is in exclusive use by another process — "
+                                      f"waiting ({waited:.0f} s); Cancel stops")
+                    task.wait(1.0)
+                    waited += 1.0
             try:
-                ticket.check()
+                task.check()
             except BaseException:
                 store.close()
                 raise

@@ -11,6 +11,7 @@ larger by their count; the regions of the map are named by their distinctive wor
 from __future__ import annotations
 
 
+import apsw
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QTimer, Signal
@@ -176,8 +177,8 @@ class MapPanel(ScatterPanel):
             if made and cacheable:
                 try:
                     L.store_labels(data.store, key, found)
-                except StoreError:
-                    pass  # busy: named again next time
+                except (StoreError, apsw.ThreadingViolationError):
+                    pass  # busy (another process, or a reload on a worker thread): named again next time
             self._set_label_items(found)
         self.workers.submit("map labels", job, on_done=done)
 
