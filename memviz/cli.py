@@ -21,6 +21,7 @@ COMMANDS = (
     "memviz.commands.query",
     "memviz.commands.reflect",
     "memviz.commands.consolidate",
+    "memviz.commands.copy",
 )
 
 #: errors whose message is meant for the user (anything else is a bug and keeps its traceback)

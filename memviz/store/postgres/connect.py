@@ -53,13 +53,18 @@ def connect(dsn: str, *, need_vector: bool = True):
         raise StoreError(_connect_message(scrub(str(e), dsn), where)) from None
     except psycopg.ProgrammingError as e:  # a malformed DSN
         raise StoreError(f"Cannot read the connection string {where}: {scrub(str(e), dsn)}") from None
-    if need_vector:
-        oid = vector_oid(conn)
-        if oid is None:
-            conn.close()
-            raise NotAStoreError(no_vector_message(where))
-        conn.adapters.register_dumper(PgVector, _vector_dumper(psycopg, oid))
+    if need_vector and not register_vector(conn):
+        conn.close()
+        raise NotAStoreError(no_vector_message(where))
     return conn
+
+
+def register_vector(conn) -> bool:
+    """Let PgVector values be sent to this connection's `vector` type (False: no extension)."""
+    oid = vector_oid(conn)
+    if oid is not None:
+        conn.adapters.register_dumper(PgVector, _vector_dumper(_psycopg(), oid))
+    return oid is not None
 
 
 def vector_oid(conn) -> int | None:
