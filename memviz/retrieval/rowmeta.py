@@ -34,8 +34,10 @@ def _num(v) -> float:
     return float(v) if np.isfinite(v) else np.nan
 
 
-def load_row_meta(conn, rowid: np.ndarray) -> RowMeta:
-    """Aligned with the arrays by rowid; rows written after the arrays were read are ignored."""
+def load_row_meta(store, rowid: np.ndarray) -> RowMeta:
+    """Aligned with the arrays by rowid; rows written after the arrays were read are ignored.
+    A store with `row_meta_rows()` (PostgreSQL) gives the same columns as _SQL itself."""
+    rows = store.row_meta_rows() if hasattr(store, "row_meta_rows") else store.conn.execute(_SQL)
     n = len(rowid)
     empty = frozenset()
     tags = [empty] * n
@@ -44,7 +46,7 @@ def load_row_meta(conn, rowid: np.ndarray) -> RowMeta:
     idle = np.zeros(n, dtype=bool)
     cycle = np.full(n, np.nan)
     index = {r: i for i, r in enumerate(rowid.tolist())}
-    for rid, tag_text, gt, nc, key, cyc in conn.execute(_SQL):
+    for rid, tag_text, gt, nc, key, cyc in rows:
         i = index.get(rid)
         if i is None:
             continue
