@@ -74,6 +74,11 @@ class PgServer:
             self._stop()
 
 
+def db_name(dsn: str) -> str:
+    import psycopg.conninfo as ci
+    return ci.conninfo_to_dict(dsn)["dbname"]
+
+
 _server: PgServer | None = None
 
 

@@ -52,7 +52,7 @@ def _rows(store, table):
         a = store.arrays()
         rows = store.get_many(list(a.ids))
         order = {m: i for i, m in enumerate(a.ids)}
-        return sorted(((order[r["id"]], tuple(sorted((k, v) for k, v in r.items()))) for r in rows))
+        return sorted((order[r["id"]], tuple(sorted(r.items()))) for r in rows)
     if isinstance(store, ms.Store):
         cols = ", ".join(_COLS[table])
         return [tuple(r) for r in store.conn.execute(f"SELECT {cols} FROM {table} ORDER BY {TABLES[table]}")]

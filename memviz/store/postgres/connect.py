@@ -99,6 +99,10 @@ def translate(e, dsn: str) -> StoreError:
     psycopg = _psycopg()
     where = redact(dsn)
     msg = scrub(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__, dsn)
+    if isinstance(e, psycopg.errors.UniqueViolation):
+        from ..errors import ValidationError
+        detail = scrub(e.diag.message_detail or msg, dsn)
+        return ValidationError(f"cannot insert: {detail} (is an id already in the store?) Nothing was written.")
     if isinstance(e, psycopg.errors.InsufficientPrivilege):
         from ..errors import ReadOnlyError
         return ReadOnlyError(f"The role used for {where} may not do this: {msg}")

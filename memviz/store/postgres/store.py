@@ -71,10 +71,11 @@ class PgStore:
         self.close()
 
     def _q(self, sql, params=()):
+        import psycopg
         try:
             return self.conn.execute(sql, params)
-        except Exception as e:
-            raise self._translated(e) from None
+        except psycopg.Error as e:
+            raise translate(e, self.dsn) from None
 
     def _translated(self, e):
         import psycopg
@@ -293,20 +294,14 @@ class PgStore:
             rows.append(row)
         if not rows:
             return []
-        import psycopg
-        try:
-            with self.transaction() as c:
-                self._insert(c, rows)
-                if audit:
-                    with c.cursor() as cur:
-                        cur.executemany(
-                            "INSERT INTO memviz_audit(at, action, memory_id, before, after, actor, note) "
-                            "VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                            [(now, "insert", r["id"], None, _audit_dump(r), actor, note) for r in rows])
-        except psycopg.errors.UniqueViolation as e:
-            raise ValidationError(f"cannot insert: {e.diag.message_detail or e} (is an id already in the store?)") from None
-        except ReadOnlyError as e:
-            raise e
+        with self.transaction() as c:  # a duplicate id becomes ValidationError (connect.translate)
+            self._insert(c, rows)
+            if audit:
+                with c.cursor() as cur:
+                    cur.executemany(
+                        "INSERT INTO memviz_audit(at, action, memory_id, before, after, actor, note) "
+                        "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                        [(now, "insert", r["id"], None, _audit_dump(r), actor, note) for r in rows])
         return [r["id"] for r in rows]
 
     def _current(self, c, memory_id: str) -> dict:
