@@ -4,7 +4,7 @@ from .arrays import MemoryArrays
 from .errors import (
     BusyError, ConflictError, CorruptStoreError, NotAStoreError, ReadOnlyError, StoreError, ValidationError,
 )
-from .postgres.dsn import is_dsn
+from .postgres.dsn import is_dsn, redact
 from .store import Provenance, Store
 from .store import create as _create_sqlite
 from .store import open_and_read as _open_and_read_sqlite
@@ -44,6 +44,6 @@ open = open_store  # noqa: A001 - `memviz.store.open(path)` reads best
 
 __all__ = [
     "MemoryArrays", "Provenance", "Store", "create", "open", "open_and_read", "open_store", "iso", "parse_time", "to_epoch",
-    "is_dsn", "StoreError", "NotAStoreError", "CorruptStoreError", "ReadOnlyError", "ValidationError", "BusyError",
+    "is_dsn", "redact", "StoreError", "NotAStoreError", "CorruptStoreError", "ReadOnlyError", "ValidationError", "BusyError",
     "ConflictError",
 ]
