@@ -116,8 +116,7 @@ def store_agents(store) -> list[str]:
 
 
 def resolve_agent(store, agent: str | None) -> str:
-    if agent is not None and store.conn.execute(  # the common case, by index: no scan of every row
-            "SELECT 1 FROM memories WHERE agent = ? AND valid_until IS NULL LIMIT 1", (agent,)).fetchone():
+    if agent is not None and store.live_agent_exists(agent):  # the common case, by index: no scan of every row
         return agent
     agents = store_agents(store)
     if agent is None:
@@ -136,12 +135,8 @@ def importance_status(store, agent: str | None = None, threshold: float | None =
     agent = resolve_agent(store, agent)
     if threshold is None:
         threshold = float(store.meta(THRESHOLD_META_KEY, DEFAULT_THRESHOLD))
-    since = store.conn.execute("SELECT max(created_at) FROM memories WHERE kind='reflection' AND agent=?",
-                               (agent,)).fetchone()[0]
-    total, n = store.conn.execute(
-        "SELECT coalesce(sum(importance), 0), count(*) FROM memories WHERE valid_until IS NULL AND agent=? "
-        "AND kind != 'reflection' AND (?2 IS NULL OR created_at > ?2)", (agent, since)).fetchone()
-    return ImportanceStatus(agent, float(total), int(n), float(threshold), since)
+    since, total, n = store.importance_since_reflection(agent)
+    return ImportanceStatus(agent, total, n, float(threshold), since)
 
 
 class _Progress:

@@ -29,6 +29,7 @@ from .errors import (
 from .fileheader import check_header
 from .records import decode_json, decode_text, embedding_blob, encode_json, new_id, normalize
 from .schema import JSON_COLUMNS, MEMORY_COLUMNS
+from .sqlite_queries import SqliteQueries
 from .times import to_epoch
 from .vectors import vec_ddl, vec_table
 
@@ -49,7 +50,7 @@ class Provenance:
     dangling: list[tuple[str, str, str]] = field(default_factory=list)  # (from id, missing id, "source"|"supersedes")
 
 
-class Store:
+class Store(SqliteQueries):
     """Use `memviz.store.open(path)` or `memviz.store.create(path)` rather than this constructor."""
 
     def __init__(self, path: str, conn: apsw.Connection, *, read_only_reason: str | None = None,

@@ -28,6 +28,7 @@ from . import arrays as pg_arrays
 from . import schema
 from .connect import PgVector, connect, translate
 from .dsn import redact
+from .queries import PgQueries
 
 _SCALARS = tuple(c for c in MEMORY_COLUMNS if c != "embedding")
 
@@ -41,7 +42,7 @@ def vector_bytes(sent) -> bytes | None:
     return np.frombuffer(sent, dtype=">f4", count=dim, offset=4).astype("<f4").tobytes()
 
 
-class PgStore:
+class PgStore(PgQueries):
     """Use `memviz.store.open("postgresql://…")` or `memviz.store.create(...)` rather than this."""
 
     def __init__(self, dsn: str, conn, *, read_only_reason: str | None = None):

@@ -1,0 +1,56 @@
+"""Interface methods of the SQLite Store that replace raw SQL once run by other modules
+(reflection, the layout cache, the change watcher, the retired list): the PostgreSQL store
+implements the same names (postgres/queries.py), so those modules no longer see SQL."""
+from __future__ import annotations
+
+
+class SqliteQueries:
+    """Mixed into `Store`: `self.conn` is its apsw connection, `self.transaction()` its writes."""
+
+    # reflection
+    def live_agent_exists(self, agent: str) -> bool:
+        return self.conn.execute("SELECT 1 FROM memories WHERE agent = ? AND valid_until IS NULL LIMIT 1",
+                                 (agent,)).fetchone() is not None
+
+    def importance_since_reflection(self, agent: str) -> tuple[int | None, float, int]:
+        """(created_at of the agent's last reflection or None, importance summed over its live
+        non-reflection memories created after it, how many)."""
+        since = self.conn.execute("SELECT max(created_at) FROM memories WHERE kind='reflection' AND agent=?",
+                                  (agent,)).fetchone()[0]
+        total, n = self.conn.execute(
+            "SELECT coalesce(sum(importance), 0), count(*) FROM memories WHERE valid_until IS NULL AND agent=? "
+            "AND kind != 'reflection' AND (?2 IS NULL OR created_at > ?2)", (agent, since)).fetchone()
+        return since, float(total), int(n)
+
+    # change watcher
+    def max_rowid(self) -> int:
+        return self.conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0]
+
+    def memories_after(self, rowid: int) -> list[tuple[int, str]]:
+        """(rowid, id) of the memories added after `rowid`, in store order."""
+        return [(r, str(i)) for r, i in self.conn.execute(
+            "SELECT rowid, id FROM memories WHERE rowid > ? ORDER BY rowid", (rowid,))]
+
+    # layout cache
+    def layout_row(self, method: str, model: str | None, params: str):
+        """(key, created_at, ids JSON, coords bytes) of the newest cached layout, or None."""
+        import apsw  # noqa: PLC0415
+        try:
+            return self.conn.execute(
+                "SELECT key, created_at, ids, coords FROM memviz_layouts WHERE method=? AND model IS ? AND params=? "
+                "ORDER BY created_at DESC LIMIT 1", (method, model, params)).fetchone()
+        except apsw.SQLError:
+            return None  # a store without memviz's tables (opened read-only): nothing cached
+
+    def put_layout(self, key, method, model, params, created_at, ids_json, coords: bytes) -> None:
+        with self.transaction() as c:
+            c.execute("DELETE FROM memviz_layouts WHERE method=? AND model IS ? AND params=?", (method, model, params))
+            c.execute("INSERT INTO memviz_layouts(key, method, model, params, created_at, ids, coords) "
+                      "VALUES (?,?,?,?,?,?,?)", (key, method, model, params, created_at, ids_json, coords))
+
+    def forget_layouts(self, method: str | None = None) -> None:
+        with self.transaction() as c:
+            if method is None:
+                c.execute("DELETE FROM memviz_layouts")
+            else:
+                c.execute("DELETE FROM memviz_layouts WHERE method=?", (method,))
