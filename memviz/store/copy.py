@@ -224,6 +224,8 @@ def _copy_memories_pg(conn, reader, total, task, pg_schema, PgVector, vec_oid) -
                 cp.write_row(r[:emb] + r[emb + 1:] + tuple(vec))
         done += len(batch)
         _progress(task, done, total)
+    # the HNSW graph is built faster when it fits in memory (pgvector says so otherwise)
+    conn.execute("SET LOCAL maintenance_work_mem = '1GB'")
     for d in dims:
         for sql in pg_schema.vec_ddl(d):
             if "CREATE INDEX" in sql:

@@ -19,7 +19,6 @@ _JSON_OK = ("(source_ids = '[]' OR pg_input_is_valid(source_ids, 'json')) "
             "AND (entity_ids = '[]' OR pg_input_is_valid(entity_ids, 'json')) "
             "AND (tags = '[]' OR pg_input_is_valid(tags, 'json')) "
             "AND (attributes = '{}' OR pg_input_is_valid(attributes, 'json'))")
-_CHUNK_BYTES = 128 << 20  # one vector blob at most this big (a bytea is limited to 1 GB)
 
 
 def dim_expr(dims: list[int]) -> str:
@@ -53,17 +52,21 @@ def load_arrays(conn, dims: list[int], model: str | None = None, preview: int = 
 
     cur = conn.cursor(binary=True)
     cur.adapters.register_loader(1022, Raw)  # float8[]: read by numpy, not element by element
-    nums = ", ".join(f"array_agg(coalesce({c}::float8, 'NaN') ORDER BY rowid)" for c in _NUMERIC)
     text = "translate(left(content, {0}), E'\\n\\r\\t', '   ')".format(int(preview))
-    cur.execute(
-        f"SELECT array_agg(rowid::float8 ORDER BY rowid), array_agg(id ORDER BY rowid), "
-        f"array_agg(kind ORDER BY rowid), array_agg(agent ORDER BY rowid), {nums}, "
-        f"array_agg(CASE WHEN {_JSON_OK} THEN 1 ELSE 0 END::float8 ORDER BY rowid), "
-        f"array_agg(coalesce(embedding_model, '') ORDER BY rowid), "
-        f"array_agg(coalesce({dim_expr(dims)}, -1)::float8 ORDER BY rowid), "
-        f"{'array_agg(' + text + ' ORDER BY rowid)' if preview > 0 else 'NULL::text[]'} FROM memories")
-    row = cur.fetchone()
-    rowid = _float8_array(row[0]).astype(np.int64)
+    cols = (["rowid::float8", "id", "kind", "agent"] + [f"coalesce({c}::float8, 'NaN')" for c in _NUMERIC]
+            + [f"CASE WHEN {_JSON_OK} THEN 1 ELSE 0 END::float8", "coalesce(embedding_model, '')",
+               f"coalesce({dim_expr(dims)}, -1)::float8", text if preview > 0 else "NULL::text"])
+    inner = ", ".join(f"{c} AS c{i}" for i, c in enumerate(cols))
+    # Aggregating a subquery sorted once is several times faster than an ORDER BY in each
+    # array_agg; PostgreSQL keeps that order in practice but does not promise it, so the
+    # rowids are checked and the slow form is the fallback.
+    for ordered in ("", " ORDER BY c0"):
+        aggs = ", ".join(f"array_agg(c{i}{ordered})" for i in range(len(cols)))
+        cur.execute(f"SELECT {aggs} FROM (SELECT {inner} FROM memories ORDER BY rowid) s")
+        row = cur.fetchone()
+        rowid = _float8_array(row[0]).astype(np.int64)
+        if len(rowid) < 2 or (np.diff(rowid) > 0).all():
+            break
     n = len(rowid)
 
     def texts(col):
@@ -99,26 +102,16 @@ def load_arrays(conn, dims: list[int], model: str | None = None, preview: int = 
 
 
 def _vectors(conn, dim: int, model: str | None, count: int) -> np.ndarray:
-    """The (count, dim) float32 vectors of `model` in rowid order, in chunks of rows."""
+    """The (count, dim) float32 vectors of `model` in rowid order: one binary COPY, parsed by
+    numpy as fixed-width rows (no bytea built on the server, no object per row here)."""
     col = vec_column(dim)
-    per_row = 4 + 4 * dim
-    step = max(1, _CHUNK_BYTES // per_row)
-    cur = conn.cursor(binary=True)
-    out = np.empty((count, dim), dtype=np.float32)
-    filled, after = 0, None
-    while filled < count:
-        cur.execute(
-            f"SELECT string_agg(vector_send({col}), ''::bytea ORDER BY rowid), max(rowid) FROM ("
-            f"SELECT rowid, {col} FROM memories WHERE {col} IS NOT NULL AND coalesce(embedding_model, '') = %s "
-            f"AND rowid > %s ORDER BY rowid LIMIT %s) s",
-            (model or "", -1 if after is None else after, step))
-        blob, after = cur.fetchone()
-        if blob is None:
-            break
-        part = np.frombuffer(blob, dtype=">f4").reshape(-1, dim + 1)[:, 1:]  # drop the 4-byte header
-        take = min(len(part), count - filled)
-        out[filled:filled + take] = part[:take]
-        filled += take
-    if filled != count:  # rows changed between the two statements: the caller reads again
+    row = np.dtype([("fields", ">i2"), ("len", ">i4"), ("dim", ">i2"), ("unused", ">i2"), ("v", ">f4", (dim,))])
+    with conn.cursor().copy(
+            f"COPY (SELECT {col} FROM memories WHERE {col} IS NOT NULL AND coalesce(embedding_model, '') = %s "
+            f"ORDER BY rowid) TO STDOUT (FORMAT BINARY)", (model or "",)) as cp:
+        data = b"".join(bytes(block) for block in cp)
+    header = 19 + int.from_bytes(data[15:19], "big")  # signature, flags, header extension
+    body = np.frombuffer(data, dtype=row, count=(len(data) - header - 2) // row.itemsize, offset=header)
+    if len(body) != count or (len(body) and (body["len"] != 4 + 4 * dim).any()):
         raise StoreError("the store changed while its vectors were read; open it again")
-    return out
+    return body["v"].astype(np.float32)
