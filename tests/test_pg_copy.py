@@ -146,6 +146,17 @@ def test_hybrid_fuses_postgres_full_text_ranks(copies):
         assert [s for _, s in hits] == sorted(s for _, s in hits)
 
 
+def test_retired_list_and_reflection_meter_agree(copies):
+    from memviz.edits.retired import retired
+    from memviz.reflect.reflection import importance_status
+    src, dsn, _ = copies
+    with ms.open(src, read_only=True) as a, ms.open(dsn, read_only=True) as p:
+        ours, theirs = retired(a), retired(p)
+        assert len(ours) > 3 and [r.__dict__ for r in ours] == [r.__dict__ for r in theirs]
+        assert any(r.action == "soft_delete" for r in theirs) and any(r.action == "supersede" for r in theirs)
+        assert importance_status(a, "assistant") == importance_status(p, "assistant")
+
+
 def test_vec_search_agrees_with_sqlite_vec(copies):
     src, dsn, _ = copies
     with ms.open(src, read_only=True) as a, ms.open(dsn, read_only=True) as p:

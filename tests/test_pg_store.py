@@ -173,3 +173,23 @@ def test_dsn_passwords_are_never_shown():
     assert "s3cr" not in shown and "other" not in shown and shown.startswith("postgresql://ann@db.example:5432/mem")
     assert scrub("failed for s3cr%40t and other", dsn) == "failed for *** and ***"
     assert ms.is_dsn("postgres://x/y") and not ms.is_dsn("/tmp/x.db")
+
+
+def test_layout_cache_and_change_watcher_work_on_postgres(store, pg_db):  # noqa: F811
+    from memviz.edits.watch import ChangeWatcher
+    from memviz.layout.cache import LayoutCache
+
+    store.insert_memories(_records(6))
+    a = store.arrays()
+    coords = np.arange(12, dtype=np.float32).reshape(6, 2)
+    LayoutCache(store).put("umap", a, {"n_neighbors": 15}, coords)
+    with ms.open(pg_db) as again:  # read back from the server, not from memory
+        assert np.array_equal(LayoutCache(again).get("umap", again.arrays(), {"n_neighbors": 15}), coords)
+        LayoutCache(again).forget("umap")
+    assert LayoutCache(store).get("umap", a, {"n_neighbors": 15}) is None
+    watcher = ChangeWatcher(store)
+    assert watcher.poll() is None
+    with ms.open(pg_db) as agent:  # another process writes
+        agent.insert_memories([{"id": "new1", "kind": "fact", "content": "written by the agent"}])
+    change = watcher.poll()
+    assert change is not None and change.new_ids == ["new1"]

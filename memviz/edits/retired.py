@@ -37,16 +37,10 @@ class RetiredMemory:
 
 def retired(store, limit: int | None = None) -> list[RetiredMemory]:
     """Retired memories, most recently retired first."""
-    rows = store.conn.execute(
-        "SELECT CAST(id AS BLOB), CAST(content AS BLOB), CAST(kind AS BLOB), CAST(agent AS BLOB), valid_until "
-        "FROM memories WHERE valid_until IS NOT NULL ORDER BY valid_until DESC, rowid DESC"
-        + (" LIMIT ?" if limit else ""), (limit,) if limit else ()).fetchall()
+    rows = store.retired_rows(limit)
     if not rows:
         return []
-    # The latest audit entry per memory that set valid_until (max(id) picks that row's columns).
-    audit = {mid: (action, at, actor, note) for mid, _, action, at, actor, note in store.conn.execute(
-        "SELECT memory_id, max(id), action, at, actor, note FROM memviz_audit "
-        "WHERE json_valid(after) AND json_type(after, '$.valid_until') IN ('integer', 'real') GROUP BY memory_id")}
+    audit = store.last_retirements()  # the latest audit entry per memory that set valid_until
     superseded_by = {}
     for new, old in store.supersede_links():
         superseded_by.setdefault(old, []).append(new)

@@ -31,6 +31,21 @@ class SqliteQueries:
         return [(r, str(i)) for r, i in self.conn.execute(
             "SELECT rowid, id FROM memories WHERE rowid > ? ORDER BY rowid", (rowid,))]
 
+    # the retired list
+    def retired_rows(self, limit: int | None = None) -> list[tuple]:
+        """(id, content, kind, agent, valid_until) of retired memories, latest first; texts as
+        bytes or str (decode_text reads both)."""
+        return self.conn.execute(
+            "SELECT CAST(id AS BLOB), CAST(content AS BLOB), CAST(kind AS BLOB), CAST(agent AS BLOB), valid_until "
+            "FROM memories WHERE valid_until IS NOT NULL ORDER BY valid_until DESC, rowid DESC"
+            + (" LIMIT ?" if limit else ""), (limit,) if limit else ()).fetchall()
+
+    def last_retirements(self) -> dict[str, tuple]:
+        """memory id -> (action, at, actor, note) of its latest audit entry that set valid_until."""
+        return {mid: (action, at, actor, note) for mid, _, action, at, actor, note in self.conn.execute(
+            "SELECT memory_id, max(id), action, at, actor, note FROM memviz_audit "
+            "WHERE json_valid(after) AND json_type(after, '$.valid_until') IN ('integer', 'real') GROUP BY memory_id")}
+
     # layout cache
     def layout_row(self, method: str, model: str | None, params: str):
         """(key, created_at, ids JSON, coords bytes) of the newest cached layout, or None."""

@@ -25,6 +25,18 @@ class PgQueries:
         return [(int(r), i) for r, i in self._q(
             "SELECT rowid, id FROM memories WHERE rowid > %s ORDER BY rowid", (rowid,))]
 
+    def retired_rows(self, limit: int | None = None) -> list[tuple]:
+        return self._q("SELECT id, content, kind, agent, valid_until FROM memories WHERE valid_until IS NOT NULL "
+                       "ORDER BY valid_until DESC, rowid DESC" + (" LIMIT %s" if limit else ""),
+                       (limit,) if limit else ()).fetchall()
+
+    def last_retirements(self) -> dict[str, tuple]:
+        rows = self._q(
+            "SELECT DISTINCT ON (memory_id) memory_id, action, at, actor, note FROM memviz_audit "
+            "WHERE pg_input_is_valid(after, 'json') AND json_typeof(after::json) = 'object' "
+            "AND json_typeof(after::json -> 'valid_until') = 'number' ORDER BY memory_id, id DESC").fetchall()
+        return {mid: (action, at, actor, note) for mid, action, at, actor, note in rows}
+
     def layout_row(self, method: str, model: str | None, params: str):
         row = self._q("SELECT key, created_at, ids, coords FROM memviz_layouts WHERE method = %s "
                       "AND model IS NOT DISTINCT FROM %s AND params = %s ORDER BY created_at DESC LIMIT 1",
