@@ -22,7 +22,7 @@ def collect(store, integrity: bool = True) -> dict:
         "counts": store.counts(),
         "time_span": [iso(first), iso(last)] if first is not None else None,
         "embedding_models": [{"model": m, "dim": d, "count": n} for m, d, n in store.embedding_models()],
-        "entities": store.conn.execute("SELECT count(*) FROM entities").fetchone()[0],
+        "entities": len(store.entities()),
         "integrity": (store.integrity() or ["ok"]) if integrity else None,
     }
 

@@ -222,9 +222,7 @@ class Reflector:
         return run
 
     def _recent(self, n: int) -> list[Evidence]:
-        ids = [r[0] for r in self.store.conn.execute(
-            "SELECT id FROM memories WHERE valid_until IS NULL AND agent = ? "
-            "ORDER BY event_time DESC, rowid DESC LIMIT ?", (self.agent, int(n)))]
+        ids = self.store.recent_ids(self.agent, n)
         rows = {r["id"]: r for r in self.store.get_many(ids)}
         return [_evidence(rows[i]) for i in reversed(ids) if i in rows]  # oldest first, as they happened
 

@@ -7,16 +7,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-_SQL = """
-SELECT rowid,
-       CASE WHEN json_valid(tags) THEN tags END,
-       CASE WHEN json_valid(attributes) AND json_type(attributes) = 'object' THEN json_extract(attributes, '$.ga_type') END,
-       CASE WHEN json_valid(attributes) AND json_type(attributes) = 'object' THEN json_extract(attributes, '$.node_count') END,
-       CASE WHEN json_valid(attributes) AND json_type(attributes) = 'object' THEN json_extract(attributes, '$.embedding_key') END,
-       CASE WHEN json_valid(attributes) AND json_type(attributes) = 'object' THEN json_extract(attributes, '$.cycle') END
-FROM memories
-"""
-
 
 @dataclass
 class RowMeta:
@@ -36,8 +26,8 @@ def _num(v) -> float:
 
 def load_row_meta(store, rowid: np.ndarray) -> RowMeta:
     """Aligned with the arrays by rowid; rows written after the arrays were read are ignored.
-    A store with `row_meta_rows()` (PostgreSQL) gives the same columns as _SQL itself."""
-    rows = store.row_meta_rows() if hasattr(store, "row_meta_rows") else store.conn.execute(_SQL)
+    The store runs the query (`row_meta_rows()`, one per backend)."""
+    rows = store.row_meta_rows()
     n = len(rowid)
     empty = frozenset()
     tags = [empty] * n

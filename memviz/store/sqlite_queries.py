@@ -4,6 +4,17 @@ implements the same names (postgres/queries.py), so those modules no longer see 
 from __future__ import annotations
 
 
+_ROW_META = """
+SELECT rowid,
+       CASE WHEN json_valid(tags) THEN tags END,
+       CASE WHEN json_valid(attributes) AND json_type(attributes) = 'object' THEN json_extract(attributes, '$.ga_type') END,
+       CASE WHEN json_valid(attributes) AND json_type(attributes) = 'object' THEN json_extract(attributes, '$.node_count') END,
+       CASE WHEN json_valid(attributes) AND json_type(attributes) = 'object' THEN json_extract(attributes, '$.embedding_key') END,
+       CASE WHEN json_valid(attributes) AND json_type(attributes) = 'object' THEN json_extract(attributes, '$.cycle') END
+FROM memories
+"""
+
+
 class SqliteQueries:
     """Mixed into `Store`: `self.conn` is its apsw connection, `self.transaction()` its writes."""
 
@@ -21,6 +32,17 @@ class SqliteQueries:
             "SELECT coalesce(sum(importance), 0), count(*) FROM memories WHERE valid_until IS NULL AND agent=? "
             "AND kind != 'reflection' AND (?2 IS NULL OR created_at > ?2)", (agent, since)).fetchone()
         return since, float(total), int(n)
+
+    def recent_ids(self, agent: str, n: int) -> list[str]:
+        """The agent's n latest live memories (by event time, then store order), newest first."""
+        return [str(r[0]) for r in self.conn.execute(
+            "SELECT id FROM memories WHERE valid_until IS NULL AND agent = ? "
+            "ORDER BY event_time DESC, rowid DESC LIMIT ?", (agent, int(n)))]
+
+    # retrieval
+    def row_meta_rows(self):
+        """What retrieval/rowmeta.py reads: rowid, tags text, and four attributes (JSON values)."""
+        return self.conn.execute(_ROW_META).fetchall()
 
     # change watcher
     def max_rowid(self) -> int:

@@ -18,6 +18,18 @@ class PgQueries:
             (agent, since, since)).fetchone()
         return since, float(total), int(n)
 
+    def recent_ids(self, agent: str, n: int) -> list[str]:
+        return [r[0] for r in self._q("SELECT id FROM memories WHERE valid_until IS NULL AND agent = %s "
+                                      "ORDER BY event_time DESC, rowid DESC LIMIT %s", (agent, int(n)))]
+
+    def row_meta_rows(self):
+        """What retrieval/rowmeta.py reads: rowid, tags text, and four attributes (JSON values)."""
+        obj = "pg_input_is_valid(attributes, 'json') AND json_typeof(attributes::json) = 'object'"
+        attrs = ", ".join(f"CASE WHEN {obj} THEN attributes::json->'{k}' END"
+                          for k in ("ga_type", "node_count", "embedding_key", "cycle"))
+        return self._q(f"SELECT rowid, CASE WHEN pg_input_is_valid(tags, 'json') THEN tags END, {attrs} "
+                       "FROM memories").fetchall()
+
     def max_rowid(self) -> int:
         return int(self._q("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0])
 

@@ -250,14 +250,6 @@ class PgStore(PgQueries):
             raise self._translated(e) from None
         return [(i, float(d)) for i, d in rows]
 
-    def row_meta_rows(self):
-        """What retrieval/rowmeta.py reads: rowid, tags text, and four attributes (JSON values)."""
-        obj = "pg_input_is_valid(attributes, 'json') AND json_typeof(attributes::json) = 'object'"
-        attrs = ", ".join(f"CASE WHEN {obj} THEN attributes::json->'{k}' END"
-                          for k in ("ga_type", "node_count", "embedding_key", "cycle"))
-        return self._q(f"SELECT rowid, CASE WHEN pg_input_is_valid(tags, 'json') THEN tags END, {attrs} "
-                       "FROM memories").fetchall()
-
     def integrity(self) -> list[str]:
         missing = schema.missing_parts(self.conn)
         return [f"the native schema lacks {', '.join(missing)}"] if missing else []
