@@ -193,3 +193,21 @@ def test_layout_cache_and_change_watcher_work_on_postgres(store, pg_db):  # noqa
         agent.insert_memories([{"id": "new1", "kind": "fact", "content": "written by the agent"}])
     change = watcher.poll()
     assert change is not None and change.new_ids == ["new1"]
+
+
+@pytest.mark.parametrize("setting, error, message", [
+    ("lock_timeout", ms.BusyError, "busy: another session holds the row"),
+    ("statement_timeout", ms.StoreError, "cancelled the statement"),
+])
+def test_a_held_row_gives_a_clear_error_and_writes_nothing(store, pg, pg_db, setting, error, message):  # noqa: F811
+    """The agent holds the row in an open transaction; the server's timeout ends our wait."""
+    store.insert_memories(_records(2))
+    store.get("m0")
+    assert store.conn.info.transaction_status.name == "IDLE"  # reading left no transaction (and no lock) open
+    sep = "&" if "?" in pg_db else "?"
+    with pg.admin(db_name(pg_db)) as agent, ms.open(f"{pg_db}{sep}options=-c%20{setting}%3D300") as s:
+        with agent.transaction():
+            agent.execute("SELECT 1 FROM memories WHERE id = 'm0' FOR UPDATE")
+            with pytest.raises(error, match=message):
+                s.update_fields("m0", {"importance": 2}, expected={"importance": 5.0})
+    assert store.get("m0")["importance"] == 5.0 and [h["action"] for h in store.history("m0")] == ["insert"]

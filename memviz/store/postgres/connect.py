@@ -106,6 +106,10 @@ def translate(e, dsn: str) -> StoreError:
     if isinstance(e, psycopg.errors.InsufficientPrivilege):
         from ..errors import ReadOnlyError
         return ReadOnlyError(f"The role used for {where} may not do this: {msg}")
+    if isinstance(e, psycopg.errors.LockNotAvailable):
+        from ..errors import BusyError
+        return BusyError(f"The store at {where} is busy: another session holds the row (lock_timeout). "
+                         "Nothing was written; try again.")
     if isinstance(e, psycopg.errors.QueryCanceled):
         return StoreError(f"The server at {where} cancelled the statement (statement timeout?): {msg}. Nothing was written.")
     if isinstance(e, psycopg.OperationalError):
