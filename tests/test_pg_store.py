@@ -211,3 +211,20 @@ def test_a_held_row_gives_a_clear_error_and_writes_nothing(store, pg, pg_db, set
             with pytest.raises(error, match=message):
                 s.update_fields("m0", {"importance": 2}, expected={"importance": 5.0})
     assert store.get("m0")["importance"] == 5.0 and [h["action"] for h in store.history("m0")] == ["insert"]
+
+
+def test_both_backends_implement_the_interface_alike():
+    """Every method of the interface exists on both stores, with the same parameters."""
+    import inspect
+
+    from memviz.store.store import Store
+    for name, fn in vars(MemoryStore).items():
+        if name.startswith("_") or not callable(fn):
+            continue
+        want = list(inspect.signature(fn).parameters)
+        for cls in (Store, PgStore):
+            assert hasattr(cls, name), f"{cls.__name__} lacks {name}"
+            got = list(inspect.signature(getattr(cls, name)).parameters)
+            if want[:1] == ["self"] and got[:1] != ["self"]:  # a staticmethod (audit)
+                got = ["self", *got]
+            assert got == want, f"{cls.__name__}.{name}{got} differs from the interface {want}"
