@@ -96,6 +96,10 @@ def test_round_trip_keeps_every_column(copies):
         assert a.counts() == p.counts()
         assert a.embedding_models() == p.embedding_models()
         assert a.history(a.arrays().ids[2]) == p.history(a.arrays().ids[2])
+        # the copy back is a whole SQLite store: its vector and full-text indexes were filled too
+        q = a.arrays().embedding[11]
+        assert b.vec_search(q, 8) == a.vec_search(q, 8) and b.fts_search("tea coffee") == a.fts_search("tea coffee")
+        assert b.integrity() == [] and p.integrity() == []
 
 
 def test_arrays_are_the_same_on_both_backends(copies):
