@@ -228,3 +228,14 @@ def test_both_backends_implement_the_interface_alike():
             if want[:1] == ["self"] and got[:1] != ["self"]:  # a staticmethod (audit)
                 got = ["self", *got]
             assert got == want, f"{cls.__name__}.{name}{got} differs from the interface {want}"
+
+
+def test_arrays_pick_one_model_among_vectors_of_the_same_size(store):
+    store.insert_memories(_records(5) + [{**r, "id": "o" + r["id"], "embedding_model": "other"}
+                                         for r in _records(3, seed=4)])
+    main, other = store.arrays(), store.arrays(model="other")
+    assert main.embedding_model == "m" and list(main.has_embedding) == [True] * 5 + [False] * 3
+    assert list(other.has_embedding) == [False] * 5 + [True] * 3
+    assert not other.embedding[:5].any() and np.array_equal(other.embedding[5], unit_vectors(3, 8, 4)[0])
+    sqlite_like = {"ids": list(main.ids), "rowid": list(main.rowid)}
+    assert sqlite_like["rowid"] == sorted(sqlite_like["rowid"])

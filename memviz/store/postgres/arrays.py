@@ -1,7 +1,14 @@
-"""MemoryArrays from PostgreSQL in bulk: not a Python object per cell.
+"""MemoryArrays from PostgreSQL in bulk: not a Python object per cell, not a message per row.
 
-The numbers and the vectors of the chosen (model, dim) come by binary COPY of fixed-width
-rows, read by numpy straight from the wire format; the texts by one array_agg statement.
+One statement returns every column as an array in one row (numbers sent in binary and read
+by numpy from the wire format, texts as text[] read by psycopg in C); then the vectors of the
+chosen (model, dim) come as `string_agg(vector_send(...))` values over rowid ranges (read by
+numpy as big-endian float4). Nothing is sorted on the server (a sort of every row spills to
+disk beyond work_mem): the aggregates of one statement see the rows in the same order, each
+statement also aggregates the rowids, and numpy puts everything in rowid order.
+Measured on 100k x 256 (bench/postgres.py): binary COPY out delivers one message per row,
+read one by one by psycopg (slower); all columns and vectors in one statement, or vectors in
+256 MB values, were slower than 8 MB ranges (large values are slow through libpq).
 """
 from __future__ import annotations
 
@@ -18,6 +25,7 @@ _JSON_OK = ("(source_ids = '[]' OR pg_input_is_valid(source_ids, 'json')) "
             "AND (entity_ids = '[]' OR pg_input_is_valid(entity_ids, 'json')) "
             "AND (tags = '[]' OR pg_input_is_valid(tags, 'json')) "
             "AND (attributes = '{}' OR pg_input_is_valid(attributes, 'json'))")
+_CHUNK_BYTES = 8 << 20  # vectors per statement (measured: 8 MB chunks beat 32 and 256 MB; a bytea is limited to 1 GB)
 
 
 def dim_expr(dims: list[int]) -> str:
@@ -27,52 +35,62 @@ def dim_expr(dims: list[int]) -> str:
     return "CASE " + " ".join(f"WHEN {vec_column(d)} IS NOT NULL THEN {d}" for d in dims) + " END"
 
 
+def _float8s(raw) -> np.ndarray:
+    """A one-dimensional float8[] without NULLs, from PostgreSQL's binary array format."""
+    if raw is None or int.from_bytes(raw[0:4], "big") == 0:  # NULL (no rows) or an empty array
+        return np.zeros(0)
+    # header: ndim, has-null flag, element type, then (size, lower bound); each element: length, value
+    body = np.frombuffer(raw, dtype=np.dtype([("len", ">i4"), ("v", ">f8")]), offset=20)
+    return body["v"].astype(np.float64)
+
+
+def _raw_cursor(conn):
+    """A binary cursor that hands float8[] over as bytes, for _float8s."""
+    from psycopg.adapt import Loader
+    from psycopg.pq import Format
+
+    class Raw(Loader):
+        format = Format.BINARY
+
+        def load(self, data):
+            return bytes(data)
+
+    cur = conn.cursor(binary=True)
+    cur.adapters.register_loader(1022, Raw)  # 1022 = float8[]
+    return cur
+
+
 def load_arrays(conn, dims: list[int], model: str | None = None, preview: int = 0) -> MemoryArrays:
-    # Numbers: one binary COPY of fixed-width rows (NULL sent as NaN), read by numpy at once.
-    # Texts: one statement of array_agg (psycopg reads text[] in C). Neither sorts on the
-    # server (a sort of every row spills to disk beyond work_mem): each carries the rowids,
-    # and numpy puts both in rowid order.
     nums = ["rowid::float8"] + [f"coalesce({c}::float8, 'NaN')" for c in _NUMERIC] + [
         f"CASE WHEN {_JSON_OK} THEN 1 ELSE 0 END::float8", f"coalesce({dim_expr(dims)}, -1)::float8"]
-    fixed = np.dtype([("fields", ">i2")] + [x for i in range(len(nums)) for x in ((f"l{i}", ">i4"), (f"c{i}", ">f8"))])
-    body = _copy_rows(conn, f"SELECT {', '.join(nums)} FROM memories", fixed)
-    rowid = body["c0"].astype(np.int64)
+    texts_sql = ["id", "kind", "agent", "coalesce(embedding_model, '')",
+                 f"left(content, {int(preview)})" if preview > 0 else "NULL::text"]
+    cur = _raw_cursor(conn)
+    cur.execute("SELECT " + ", ".join(f"array_agg({c})" for c in nums + texts_sql) + " FROM memories")
+    row = cur.fetchone()
+    rowid = _float8s(row[0]).astype(np.int64)
     order = np.argsort(rowid, kind="stable")
     rowid = rowid[order]
     n = len(rowid)
-    num = {c: body[f"c{i + 1}"][order].astype(np.float64) for i, c in enumerate(_NUMERIC)}
-    json_ok = body[f"c{len(_NUMERIC) + 1}"][order]
-    dim_of = body[f"c{len(_NUMERIC) + 2}"][order].astype(np.int64)
+    col = [_float8s(row[i])[order] for i in range(1, len(nums))]
+    num = dict(zip(_NUMERIC, col))
+    json_ok, dim_of = col[len(_NUMERIC)], col[len(_NUMERIC) + 1].astype(np.int64)
 
-    cur = conn.cursor(binary=True)
-    cur.execute("SELECT array_agg(rowid), array_agg(id), array_agg(kind), array_agg(agent), "
-                "array_agg(coalesce(embedding_model, '')), "
-                + (f"array_agg(left(content, {int(preview)}))" if preview > 0 else "NULL::text[]") + " FROM memories")
-    row = cur.fetchone()
-    text_order = np.argsort(np.array(row[0] or [], dtype=np.int64), kind="stable")
-    if len(text_order) != n or (n and not np.array_equal(np.array(row[0], dtype=np.int64)[text_order], rowid)):
-        raise StoreError("the store changed while it was read; open it again")
-
-    def texts(col):
+    def texts(values):
         out = np.empty(n, dtype=object)
         if n:
-            out[:] = col
-        return out[text_order]
-    ids, kind, agent = texts(row[1]), texts(row[2]), texts(row[3])
-    models = [m.encode("utf-8") for m in texts(row[4])] if n else []
+            out[:] = values
+        return out[order]
+    first = len(nums)
+    ids, kind, agent, models = (texts(row[first + i]) for i in range(4))
     names: dict[bytes, int] = {}
-    model_code = np.fromiter((names.setdefault(m, len(names)) for m in models), np.int64, count=n)
+    model_code = np.fromiter((names.setdefault(m.encode("utf-8"), len(names)) for m in models), np.int64, count=n)
     size = np.where(dim_of >= 0, dim_of * 4, -1)
-    key, dim = _pick_model(list(names), model_code, size,
-                           None if model is None else model.encode("utf-8"), None)
+    key, dim = _pick_model(list(names), model_code, size, None if model is None else model.encode("utf-8"), None)
     has = (model_code == names.get(key, -1)) & (size == 4 * dim) & (size > 0)
     emb = np.zeros((n, dim), dtype=np.float32)
     if dim and has.any():
-        vec_rowid, vecs = _vectors(conn, dim, None if key is None else key.decode("utf-8"))
-        at = np.minimum(np.searchsorted(rowid, vec_rowid), n - 1)
-        if len(vec_rowid) != has.sum() or not ((rowid[at] == vec_rowid) & has[at]).all():
-            raise StoreError("the store changed while its vectors were read; open it again")
-        emb[at] = vecs
+        _fill_vectors(conn, emb, rowid, has, dim, None if key is None else key.decode("utf-8"))
         emb = _normalize_rows(emb, has)
     return MemoryArrays(
         ids=ids, rowid=rowid, kind=kind, agent=agent,
@@ -82,35 +100,41 @@ def load_arrays(conn, dims: list[int], model: str | None = None, preview: int = 
         protected=np.nan_to_num(num["protected"]).astype(bool), embedding=emb, has_embedding=has,
         embedding_model=None if key is None else key.decode("utf-8"),
         bad_json=~json_ok.astype(bool), bad_text=np.zeros(n, bool),
-        preview=_one_line(texts(row[5])) if preview > 0 else None,
+        preview=_one_line(texts(row[first + 4])) if preview > 0 else None,
     )
 
 
-def _copy_rows(conn, select: str, row: np.dtype, params=()) -> np.ndarray:
-    """The rows of `select` by binary COPY, as a numpy record array (every field fixed-width,
-    none NULL: `row` spells out the wire format)."""
-    with conn.cursor().copy(f"COPY ({select}) TO STDOUT (FORMAT BINARY)", params) as cp:
-        data = b"".join(bytes(block) for block in cp)
-    header = 19 + int.from_bytes(data[15:19], "big")  # signature, flags, header extension
-    return np.frombuffer(data, dtype=row, count=(len(data) - header - 2) // row.itemsize, offset=header)
+def _fill_vectors(conn, emb: np.ndarray, rowid: np.ndarray, has: np.ndarray, dim: int, model: str | None) -> None:
+    """Put the vectors of `model` into the rows of `emb` (aligned with the sorted `rowid`)
+    marked by `has`, a chunk of rowids per statement."""
+    col = vec_column(dim)
+    wanted = rowid[has]
+    step = max(1, _CHUNK_BYTES // (4 + 4 * dim))
+    cur = _raw_cursor(conn)
+    got = 0
+    for start in range(0, len(wanted), step):
+        lo, hi = int(wanted[start]), int(wanted[min(start + step, len(wanted)) - 1])
+        cur.execute(f"SELECT array_agg(rowid::float8), string_agg(vector_send({col}), ''::bytea) FROM memories "
+                    f"WHERE rowid BETWEEN %s AND %s AND {col} IS NOT NULL AND coalesce(embedding_model, '') = %s",
+                    (lo, hi, model or ""))
+        ids, blob = cur.fetchone()
+        part_rowid = _float8s(ids).astype(np.int64)
+        vecs = np.frombuffer(blob or b"", dtype=">f4").reshape(-1, dim + 1)[:, 1:]  # drop dim+unused (4 bytes)
+        at = np.minimum(np.searchsorted(rowid, part_rowid), len(rowid) - 1)
+        if len(vecs) != len(part_rowid) or not ((rowid[at] == part_rowid) & has[at]).all():
+            raise StoreError("the store changed while its vectors were read; open it again")
+        emb[at] = vecs
+        got += len(part_rowid)
+    if got != len(wanted):
+        raise StoreError("the store changed while its vectors were read; open it again")
 
 
 def _one_line(col: np.ndarray) -> np.ndarray:
-    """Texts with CR, LF and tab as spaces (one str.translate per text, no regex)."""
-    table = str.maketrans("\r\n\t", "   ")
+    """Texts with CR, LF and tab as spaces: replaced once over the joined column, not per text."""
     out = np.empty(len(col), dtype=object)
-    out[:] = [t.translate(table) for t in col]
+    joined = "\x00".join(col.tolist())
+    parts = joined.replace("\r", " ").replace("\n", " ").replace("\t", " ").split("\x00")
+    if len(parts) != len(col):  # PostgreSQL text cannot hold NUL, but be safe
+        parts = [t.replace("\r", " ").replace("\n", " ").replace("\t", " ") for t in col]
+    out[:] = parts
     return out
-
-
-def _vectors(conn, dim: int, model: str | None) -> tuple[np.ndarray, np.ndarray]:
-    """(rowids, (m, dim) float32 vectors) of `model`, in no particular order: one binary COPY
-    parsed by numpy as fixed-width rows (no bytea built on the server, no object per row here)."""
-    col = vec_column(dim)
-    row = np.dtype([("fields", ">i2"), ("len1", ">i4"), ("rowid", ">i8"), ("len2", ">i4"), ("dim", ">i2"),
-                    ("unused", ">i2"), ("v", ">f4", (dim,))])
-    body = _copy_rows(conn, f"SELECT rowid, {col} FROM memories WHERE {col} IS NOT NULL "
-                            "AND coalesce(embedding_model, '') = %s", row, (model or "",))
-    if len(body) and ((body["len2"] != 4 + 4 * dim).any() or (body["len1"] != 8).any()):
-        raise StoreError("unexpected vector data from the server; open the store again")
-    return body["rowid"].astype(np.int64), body["v"].astype(np.float32)
