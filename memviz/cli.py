@@ -31,6 +31,7 @@ COMMANDS = (
     "memviz.commands.context",
     "memviz.commands.diff",
     "memviz.commands.clock",
+    "memviz.commands.copy",
 )
 
 #: errors whose message is meant for the user (anything else is a bug and keeps its traceback)

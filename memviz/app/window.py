@@ -301,8 +301,9 @@ class MainWindow(QMainWindow):
     def open_path(self, path: str, read_only: bool = False, prefetched: Future | None = None) -> None:
         """Open a store in the background; the current one stays until the new one is ready.
         Failures (not a store, damaged, missing) are shown in a message box; nothing is lost.
-        `prefetched`: a Future of open_and_read(path, open_store_data) already under way."""
-        path = os.path.abspath(os.fspath(path))
+        `prefetched`: a Future of open_and_read(path, open_store_data) already under way.
+        A `postgresql://` DSN opens a store on a server; only its redacted form is remembered."""
+        path = path if ms.is_dsn(path) else os.path.abspath(os.fspath(path))
         t0 = time.perf_counter()
 
         def job(task):
@@ -334,8 +335,8 @@ class MainWindow(QMainWindow):
             self.state.set_data(data)
             if old is not None and old.store is not data.store:
                 old.store.close()
-            self._add_recent(path)
-            msg = f"Opened {path} in {time.perf_counter() - t0:.2f} s"
+            self._add_recent(data.store.path)  # a DSN without its password
+            msg = f"Opened {data.store.path} in {time.perf_counter() - t0:.2f} s"
             if data.store.read_only:
                 msg += f" — read-only: {data.store.read_only_reason}"
             self.statusBar().showMessage(msg, 8000)
@@ -345,8 +346,8 @@ class MainWindow(QMainWindow):
             err = ms.translate(err, path)  # a raw SQLite error read as the store's own message
             text = str(err) if isinstance(err, (ms.StoreError, OSError, ValueError)) else \
                 f"Unexpected error: {type(err).__name__}: {err}"
-            self.show_error("Cannot open store", f"memviz could not open\n{path}\n\n{text}")
-            self.open_failed.emit(path, text)
+            self.show_error("Cannot open store", f"memviz could not open\n{ms.redact(path)}\n\n{text}")
+            self.open_failed.emit(ms.redact(path), text)
 
         self.workers.submit("open", job, on_done=done, on_error=failed)
 
@@ -397,7 +398,7 @@ class MainWindow(QMainWindow):
         self.recent_menu.clear()
         for p in self.recent_files():
             act = self.recent_menu.addAction(p, lambda p=p: self.open_path(p))
-            act.setEnabled(os.path.exists(p))
+            act.setEnabled(ms.is_dsn(p) or os.path.exists(p))
         if not self.recent_files():
             self.recent_menu.addAction("(none)").setEnabled(False)
 

@@ -1,14 +1,16 @@
-"""`memviz create DB`: a new, empty native store."""
+"""`memviz create DB`: a new, empty native store (a file, or a PostgreSQL database)."""
 from ..store import create
+from ..store.postgres.dsn import redact
 
 
 def add_parser(sub):
     p = sub.add_parser("create", help="create a new, empty memory store")
-    p.add_argument("db", help="path of the new store (must not exist)")
+    p.add_argument("db", help="path of the new store (must not exist), or postgresql://user@host/db "
+                              "(an existing, empty database; the password comes from PGPASSWORD or ~/.pgpass)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     create(args.db).close()
-    print(f"created {args.db}")
+    print(f"created {redact(args.db)}")
     return 0

@@ -3,7 +3,7 @@ import json
 
 import apsw
 
-from ..store import iso, open_store
+from ..store import iso, is_dsn, open_store
 from ..store.errors import StoreError
 from ..store.check import fts_findings, vec_findings
 from ..store.clock import parse_clock, store_clock
@@ -43,7 +43,7 @@ def collect(store, integrity: bool = True) -> dict:
         "time_span": [iso(span[0]), iso(span[1])] if span[0] is not None else None,
         "clock": read("clock", lambda: _clock_info(store)),
         "embedding_models": _models(read("embedding models", store.embedding_models)),
-        "entities": read("entities", lambda: store.conn.execute("SELECT count(*) FROM entities").fetchone()[0]),
+        "entities": read("entities", lambda: len(store.entities())),
         "integrity": read("integrity", lambda: _integrity(store)) if integrity else None,
     }
     info["unreadable"] = unreadable
@@ -56,7 +56,10 @@ def _models(rows):
 
 def _integrity(store) -> list[str]:
     """SQLite's integrity_check, then the full-text and vector indexes against the memories
-    (store.integrity() alone skips FTS5's check on a read-only open and never looks at vec0)."""
+    (store.integrity() alone skips FTS5's check on a read-only open and never looks at vec0).
+    A PostgreSQL store answers with its own integrity() (the server keeps its indexes itself)."""
+    if is_dsn(store.path):
+        return store.integrity() or ["ok"]
     problems = [r[0] for r in store.conn.execute("PRAGMA integrity_check(20)") if r[0] != "ok"]
     n = store.counts()["total"]
     if n > INDEX_CHECK_LIMIT:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from ..store.records import UNREADABLE_TIME, decode_text, read_time
+from ..store.records import UNREADABLE_TIME, decode_text
 from ..store.times import iso
 
 _WHY = {
@@ -43,20 +43,10 @@ class RetiredMemory:
 
 def retired(store, limit: int | None = None) -> list[RetiredMemory]:
     """Retired memories, most recently retired first."""
-    # valid_until may be ISO text or milliseconds (an agent wrote it): read through read_time and
-    # sorted here (SQL would order text after every number); unreadable times sort last
-    rows = store.conn.execute(
-        "SELECT CAST(id AS BLOB), CAST(content AS BLOB), CAST(kind AS BLOB), CAST(agent AS BLOB), valid_until, rowid "
-        "FROM memories WHERE valid_until IS NOT NULL").fetchall()
-    rows = [(rid, content, kind, agent, read_time(until)[0], rowid) for rid, content, kind, agent, until, rowid in rows]
-    rows.sort(key=lambda r: (r[4] is not None, r[4] or 0, r[5]), reverse=True)
-    rows = [r[:5] for r in (rows[:limit] if limit else rows)]
+    rows = store.retired_rows(limit)  # valid_until already read as UTC seconds (None: unreadable)
     if not rows:
         return []
-    # The latest audit entry per memory that set valid_until (max(id) picks that row's columns).
-    audit = {mid: (action, at, actor, note) for mid, _, action, at, actor, note in store.conn.execute(
-        "SELECT memory_id, max(id), action, at, actor, note FROM memviz_audit "
-        "WHERE json_valid(after) AND json_type(after, '$.valid_until') IN ('integer', 'real') GROUP BY memory_id")}
+    audit = store.last_retirements()  # the latest audit entry per memory that set valid_until
     superseded_by = {}
     for new, old in store.supersede_links():
         superseded_by.setdefault(old, []).append(new)

@@ -22,7 +22,7 @@ class ChangeWatcher:
         self._max_rowid = self._top_rowid()
 
     def _top_rowid(self) -> int:
-        return self.store.conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0]
+        return self.store.max_rowid()
 
     def poll(self) -> Change | None:
         """None when no other connection committed since the last poll."""
@@ -30,8 +30,7 @@ class ChangeWatcher:
         if version == self._version:
             return None
         self._version = version
-        rows = self.store.conn.execute("SELECT rowid, id FROM memories WHERE rowid > ? ORDER BY rowid",
-                                       (self._max_rowid,)).fetchall()
+        rows = self.store.memories_after(self._max_rowid)
         if rows:
             self._max_rowid = rows[-1][0]
         return Change(version, [str(i) for _, i in rows])

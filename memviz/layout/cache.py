@@ -16,7 +16,6 @@ import json
 import time
 from dataclasses import dataclass
 
-import apsw
 import numpy as np
 
 from memviz.store.errors import StoreError
@@ -97,12 +96,7 @@ class LayoutCache:
         return hit
 
     def _load(self, method, model, params) -> _Entry | None:
-        try:
-            row = self.store.conn.execute(
-                "SELECT key, created_at, ids, coords FROM memviz_layouts WHERE method=? AND model IS ? AND params=? "
-                "ORDER BY created_at DESC LIMIT 1", (method, model, params)).fetchone()
-        except apsw.SQLError:
-            return None  # a store without memviz's tables (opened read-only): nothing cached
+        row = self.store.layout_row(method, model, params)
         if row is None:
             return None
         key, created, ids_text, blob = row
@@ -133,12 +127,8 @@ class LayoutCache:
             self.last_write_error = f"the store is read-only ({self.store.read_only_reason})"
             return key
         try:
-            with self.store.transaction() as c:
-                c.execute("DELETE FROM memviz_layouts WHERE method=? AND model IS ? AND params=?", (method, model, pj))
-                c.execute("INSERT INTO memviz_layouts(key, method, model, params, created_at, ids, coords) "
-                          "VALUES (?,?,?,?,?,?,?)",
-                          (key, method, model, pj, entry.created_at, json.dumps(list(ids), ensure_ascii=False),
-                           entry.coords.astype("<f4").tobytes()))
+            self.store.put_layout(key, method, model, pj, entry.created_at, json.dumps(list(ids), ensure_ascii=False),
+                                  entry.coords.astype("<f4").tobytes())
         except StoreError as e:  # busy: the layout stays in memory and is written next time
             self.last_write_error = str(e)
         return key
@@ -147,8 +137,4 @@ class LayoutCache:
         """Drop cached layouts (of one method, or all) from memory and, if writable, the store."""
         self._memory = {k: v for k, v in self._memory.items() if method is not None and k[0] != method}
         if not self.store.read_only:
-            with self.store.transaction() as c:
-                if method is None:
-                    c.execute("DELETE FROM memviz_layouts")
-                else:
-                    c.execute("DELETE FROM memviz_layouts WHERE method=?", (method,))
+            self.store.forget_layouts(method)

@@ -118,8 +118,7 @@ def store_agents(store) -> list[str]:
 
 
 def resolve_agent(store, agent: str | None) -> str:
-    if agent is not None and store.conn.execute(  # the common case, by index: no scan of every row
-            "SELECT 1 FROM memories WHERE agent = ? AND valid_until IS NULL LIMIT 1", (agent,)).fetchone():
+    if agent is not None and store.live_agent_exists(agent):  # the common case, by index: no scan of every row
         return agent
     agents = store_agents(store)
     if agent is None:
@@ -144,13 +143,8 @@ def importance_status(store, agent: str | None = None, threshold: float | None =
         now = clock.at if clock.fixed else None
     if threshold is None:
         threshold = float(store.meta(THRESHOLD_META_KEY, DEFAULT_THRESHOLD))
-    since = store.conn.execute("SELECT max(created_at) FROM memories WHERE kind='reflection' AND agent=?1 "
-                               "AND (?2 IS NULL OR created_at <= ?2)", (agent, now)).fetchone()[0]
-    total, n = store.conn.execute(
-        "SELECT coalesce(sum(importance), 0), count(*) FROM memories WHERE valid_until IS NULL AND agent=?1 "
-        "AND kind != 'reflection' AND (?2 IS NULL OR created_at > ?2) AND (?3 IS NULL OR created_at <= ?3)",
-        (agent, since, now)).fetchone()
-    return ImportanceStatus(agent, float(total), int(n), float(threshold), since)
+    since, total, n = store.importance_since_reflection(agent, now)
+    return ImportanceStatus(agent, total, n, float(threshold), since)
 
 
 class _Progress:
@@ -237,9 +231,7 @@ class Reflector:
         return run
 
     def _recent(self, n: int) -> list[Evidence]:
-        ids = [r[0] for r in self.store.conn.execute(
-            "SELECT id FROM memories WHERE valid_until IS NULL AND agent = ? "
-            "ORDER BY event_time DESC, rowid DESC LIMIT ?", (self.agent, int(n)))]
+        ids = self.store.recent_ids(self.agent, n)
         rows = {r["id"]: r for r in self.store.get_many(ids)}
         return [_evidence(rows[i]) for i in reversed(ids) if i in rows]  # oldest first, as they happened
 

@@ -173,7 +173,7 @@ class Engine:
     def meta(self):
         """Tags and Generative Agents / ADA attributes of every row (read once)."""
         if self._meta is None:
-            self._meta = load_row_meta(self.store.conn, self.arrays.rowid)
+            self._meta = load_row_meta(self.store, self.arrays.rowid)
         return self._meta
 
     def _candidates(self, params: Params) -> tuple[tuple, _Candidates]:

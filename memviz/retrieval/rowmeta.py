@@ -7,16 +7,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-_SQL = """
-SELECT rowid,
-       CASE WHEN json_valid(tags) THEN tags END,
-       CASE WHEN json_valid(attributes) AND json_type(attributes) = 'object' THEN json_extract(attributes, '$.ga_type') END,
-       CASE WHEN json_valid(attributes) AND json_type(attributes) = 'object' THEN json_extract(attributes, '$.node_count') END,
-       CASE WHEN json_valid(attributes) AND json_type(attributes) = 'object' THEN json_extract(attributes, '$.embedding_key') END,
-       CASE WHEN json_valid(attributes) AND json_type(attributes) = 'object' THEN json_extract(attributes, '$.cycle') END
-FROM memories
-"""
-
 
 @dataclass
 class RowMeta:
@@ -34,8 +24,10 @@ def _num(v) -> float:
     return float(v) if np.isfinite(v) else np.nan
 
 
-def load_row_meta(conn, rowid: np.ndarray) -> RowMeta:
-    """Aligned with the arrays by rowid; rows written after the arrays were read are ignored."""
+def load_row_meta(store, rowid: np.ndarray) -> RowMeta:
+    """Aligned with the arrays by rowid; rows written after the arrays were read are ignored.
+    The store runs the query (`row_meta_rows()`, one per backend)."""
+    rows = store.row_meta_rows()
     n = len(rowid)
     empty = frozenset()
     tags = [empty] * n
@@ -44,7 +36,7 @@ def load_row_meta(conn, rowid: np.ndarray) -> RowMeta:
     idle = np.zeros(n, dtype=bool)
     cycle = np.full(n, np.nan)
     index = {r: i for i, r in enumerate(rowid.tolist())}
-    for rid, tag_text, gt, nc, key, cyc in conn.execute(_SQL):
+    for rid, tag_text, gt, nc, key, cyc in rows:
         i = index.get(rid)
         if i is None:
             continue

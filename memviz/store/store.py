@@ -34,6 +34,7 @@ from .records import (
     MS_ABOVE, decode_json, decode_text, embedding_blob, encode_json, new_id, normalize, read_time, read_values,
 )
 from .schema import JSON_COLUMNS, MEMORY_COLUMNS
+from .sqlite_queries import SqliteQueries
 from .times import to_epoch
 from .vectors import vec_ddl, vec_table
 
@@ -63,7 +64,7 @@ class Provenance:
     dangling: list[tuple[str, str, str]] = field(default_factory=list)  # (from id, missing id, "source"|"supersedes")
 
 
-class Store:
+class Store(SqliteQueries):
     """Use `memviz.store.open(path)` or `memviz.store.create(path)` rather than this constructor."""
 
     def __init__(self, path: str, conn: apsw.Connection, *, read_only_reason: str | None = None,

@@ -1,0 +1,87 @@
+"""The PostgreSQL + pgvector backend of the memory store (issue 13). No Qt here.
+
+`create(dsn)` makes the native schema on a server; `open(dsn)` returns a PgStore, which
+implements `memviz.store.interface.MemoryStore` like the SQLite Store.
+"""
+from __future__ import annotations
+
+import json
+
+from ..errors import NotAStoreError, StoreError
+from . import schema
+from .connect import _psycopg, connect, no_vector_message, translate, vector_oid
+from .dsn import is_dsn, redact
+from .store import PgStore
+
+__all__ = ["PgStore", "create", "open_store", "is_dsn", "redact"]
+
+
+def create(dsn: str) -> PgStore:
+    """Make the native schema in the (existing, empty) database of `dsn`; refuses a database
+    that already holds memories."""
+    psycopg = _psycopg()
+    where = redact(dsn)
+    conn = connect(dsn, need_vector=False)
+    try:
+        if conn.execute("SELECT to_regclass('memories')").fetchone()[0] is not None:
+            raise StoreError(f"{where} already has a `memories` table; memviz will not overwrite it.")
+        if vector_oid(conn) is None:
+            try:
+                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            except psycopg.errors.InsufficientPrivilege:
+                raise StoreError(no_vector_message(where) + " This role may not add it.") from None
+            except (psycopg.errors.UndefinedFile, psycopg.errors.FeatureNotSupported) as e:
+                raise StoreError(no_vector_message(where) + f" The server said: {str(e).splitlines()[0]}") from None
+        schema.migrate(conn)
+        conn.execute("INSERT INTO memviz_meta(key, value) VALUES ('created_by', %s)", (json.dumps("memviz"),))
+    except psycopg.Error as e:
+        conn.close()
+        raise translate(e, dsn) from None
+    except BaseException:
+        conn.close()
+        raise
+    conn.close()
+    return open_store(dsn)
+
+
+def open_store(dsn: str, *, read_only: bool = False) -> PgStore:
+    """Open the memory store in the database of `dsn`. Read-only (with the reason) when asked,
+    when the role may not write, when the server is read-only, or when a newer memviz wrote it."""
+    psycopg = _psycopg()
+    where = redact(dsn)
+    conn = connect(dsn, need_vector=False)
+    try:
+        missing = schema.missing_parts(conn)
+        if missing:
+            if "table memories" in missing:
+                raise NotAStoreError(f"{where} holds no memviz memory store (no `memories` table); "
+                                     "use `memviz create` to make one.")
+            raise NotAStoreError(f"{where} is not a memviz memory store: it lacks {', '.join(missing)}.")
+        if vector_oid(conn) is None:
+            raise NotAStoreError(no_vector_message(where))
+        reasons = ["opened with --read-only"] if read_only else []
+        reasons += _write_refusals(conn)
+    except psycopg.Error as e:
+        conn.close()
+        raise translate(e, dsn) from None
+    except BaseException:
+        conn.close()
+        raise
+    conn.close()
+    return PgStore(dsn, connect(dsn), read_only_reason="; ".join(reasons) or None)
+
+
+def _write_refusals(conn) -> list[str]:
+    """Why this connection may not write the store (empty: it may)."""
+    out = []
+    version = schema.applied_version(conn)
+    if version > schema.SCHEMA_VERSION:
+        out.append(f"it was written by a newer memviz (schema {version}, this one knows {schema.SCHEMA_VERSION})")
+    if conn.execute("SELECT current_setting('transaction_read_only')").fetchone()[0] == "on":
+        out.append("the server only allows reading (a standby, or default_transaction_read_only)")
+    role, can_write, can_audit = conn.execute(
+        "SELECT current_user, has_table_privilege('memories', 'INSERT, UPDATE'), "
+        "has_table_privilege('memviz_audit', 'INSERT')").fetchone()
+    if not (can_write and can_audit):
+        out.append(f"the role {role} may only read (it lacks INSERT/UPDATE on memories or INSERT on memviz_audit)")
+    return out

@@ -1,0 +1,117 @@
+"""Connections to a PostgreSQL server, and psycopg's errors said as memviz's StoreError.
+
+The password is libpq's business (PGPASSWORD, ~/.pgpass, or the DSN itself); memviz never
+stores it, and every message below shows the DSN through `redact`/`scrub`. Connections are
+in autocommit: a read holds no transaction open, and each write is an explicit short one.
+"""
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+from ..errors import NotAStoreError, StoreError
+from .dsn import redact, scrub
+
+CONNECT_TIMEOUT_S = 10
+
+
+def _psycopg():
+    try:
+        import psycopg
+    except ImportError:
+        raise StoreError("PostgreSQL stores need psycopg: pip install 'memviz[pg]'") from None
+    return psycopg
+
+
+class PgVector(bytes):
+    """float32 little-endian bytes meant for a pgvector `vector` column (sent in binary)."""
+
+
+def _vector_dumper(psycopg, oid: int):
+    from psycopg.adapt import Dumper
+    from psycopg.pq import Format
+
+    class VectorBinaryDumper(Dumper):
+        format = Format.BINARY
+
+        def dump(self, obj):
+            raw = np.frombuffer(bytes(obj), dtype="<f4")
+            # pgvector's binary form: int16 dim, int16 unused, then big-endian float4s (exact)
+            return struct.pack(">HH", raw.size, 0) + raw.astype(">f4").tobytes()
+    VectorBinaryDumper.oid = oid
+    return VectorBinaryDumper
+
+
+def connect(dsn: str, *, need_vector: bool = True):
+    """An autocommit connection; errors become StoreError with what to do."""
+    psycopg = _psycopg()
+    where = redact(dsn)
+    try:
+        conn = psycopg.connect(dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+    except psycopg.OperationalError as e:
+        raise StoreError(_connect_message(scrub(str(e), dsn), where)) from None
+    except psycopg.ProgrammingError as e:  # a malformed DSN
+        raise StoreError(f"Cannot read the connection string {where}: {scrub(str(e), dsn)}") from None
+    if need_vector and not register_vector(conn):
+        conn.close()
+        raise NotAStoreError(no_vector_message(where))
+    return conn
+
+
+def register_vector(conn) -> bool:
+    """Let PgVector values be sent to this connection's `vector` type (False: no extension)."""
+    oid = vector_oid(conn)
+    if oid is not None:
+        conn.adapters.register_dumper(PgVector, _vector_dumper(_psycopg(), oid))
+    return oid is not None
+
+
+def vector_oid(conn) -> int | None:
+    row = conn.execute("SELECT t.oid FROM pg_type t JOIN pg_extension e ON e.extname = 'vector' "
+                       "WHERE t.typname = 'vector' AND t.typnamespace = e.extnamespace").fetchone()
+    return None if row is None else int(row[0])
+
+
+def no_vector_message(where: str) -> str:
+    return (f"The database {where} has no `vector` extension (pgvector), which memviz needs for embeddings. "
+            "A superuser (or the database owner, where pgvector is trusted) can add it with "
+            "`CREATE EXTENSION vector;` in that database; the server needs pgvector installed "
+            "(e.g. the postgresql-NN-pgvector package).")
+
+
+def _connect_message(msg: str, where: str) -> str:
+    first = msg.strip().splitlines()[-1] if msg.strip() else msg
+    low = msg.lower()
+    if "password authentication failed" in low or "no password supplied" in low:
+        return (f"The server at {where} refused the login: wrong or missing password. Set PGPASSWORD or add the "
+                "password to ~/.pgpass (memviz never stores it).")
+    if "does not exist" in low and "database" in low:
+        return f"The server at {where} has no such database ({first}). Create it first (createdb), then `memviz create`."
+    if any(s in low for s in ("connection refused", "no such file or directory", "could not translate host",
+                              "timeout expired", "could not connect", "network is unreachable", "connection failed")):
+        return f"Cannot reach the PostgreSQL server at {where}: {first}. Is it running, and is the host/port right?"
+    return f"Cannot connect to {where}: {first}"
+
+
+def translate(e, dsn: str) -> StoreError:
+    """A psycopg error met while using a store, as a StoreError with a clean message."""
+    psycopg = _psycopg()
+    where = redact(dsn)
+    msg = scrub(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__, dsn)
+    if isinstance(e, psycopg.errors.UniqueViolation):
+        from ..errors import ValidationError
+        detail = scrub(e.diag.message_detail or msg, dsn)
+        return ValidationError(f"cannot insert: {detail} (is an id already in the store?) Nothing was written.")
+    if isinstance(e, psycopg.errors.InsufficientPrivilege):
+        from ..errors import ReadOnlyError
+        return ReadOnlyError(f"The role used for {where} may not do this: {msg}")
+    if isinstance(e, psycopg.errors.LockNotAvailable):
+        from ..errors import BusyError
+        return BusyError(f"The store at {where} is busy: another session holds the row (lock_timeout). "
+                         "Nothing was written; try again.")
+    if isinstance(e, psycopg.errors.QueryCanceled):
+        return StoreError(f"The server at {where} cancelled the statement (statement timeout?): {msg}. Nothing was written.")
+    if isinstance(e, psycopg.OperationalError):
+        return StoreError(f"The connection to {where} failed: {msg}. Nothing was written.")
+    return StoreError(f"PostgreSQL error on {where}: {msg}")

@@ -1,0 +1,388 @@
+"""PgStore: a memory store on a PostgreSQL server, behind the same interface as the SQLite Store.
+
+Every write is one short transaction (the row, its vector column, its audit row); a read
+holds no transaction open, so no lock is kept while the window shows a row or a dialog.
+Conflict detection is the SQLite store's: the row is read `FOR UPDATE` inside the write and
+compared with the values the caller showed (`expected`).
+"""
+from __future__ import annotations
+
+import json
+import re
+import struct
+import threading
+import time
+from contextlib import contextmanager
+
+import numpy as np
+
+from ..arrays import MemoryArrays
+from ..errors import ConflictError, ReadOnlyError, StoreError, ValidationError
+from ..records import decode_json, embedding_blob, normalize
+from ..schema import MEMORY_COLUMNS
+from ..store import (
+    _EDITABLE, Provenance, Store, _audit_dump, _audit_load, _supersede_ids,
+)
+from ..times import to_epoch
+from . import arrays as pg_arrays
+from . import schema
+from .connect import PgVector, connect, translate
+from .dsn import redact
+from .queries import PgQueries
+
+_SCALARS = tuple(c for c in MEMORY_COLUMNS if c != "embedding")
+
+
+def vector_bytes(sent) -> bytes | None:
+    """float32 little-endian bytes from pgvector's binary form (`vector_send`)."""
+    if sent is None:
+        return None
+    sent = bytes(sent)
+    dim = struct.unpack(">H", sent[:2])[0]
+    return np.frombuffer(sent, dtype=">f4", count=dim, offset=4).astype("<f4").tobytes()
+
+
+class PgStore(PgQueries):
+    """Use `memviz.store.open("postgresql://…")` or `memviz.store.create(...)` rather than this."""
+
+    def __init__(self, dsn: str, conn, *, read_only_reason: str | None = None):
+        self.dsn = dsn
+        self.path = redact(dsn)  # what titles and messages show: never the password
+        self.conn = conn
+        self.read_only_reason = read_only_reason
+        self.report = None
+        self._lock = threading.RLock()
+        self._dims = schema.vector_dims(conn)
+
+    # ----------------------------------------------------------------- basics
+    @property
+    def read_only(self) -> bool:
+        return self.read_only_reason is not None
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def reopen(self) -> "PgStore":
+        return PgStore(self.dsn, connect(self.dsn), read_only_reason=self.read_only_reason)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _q(self, sql, params=()):
+        import psycopg
+        try:
+            return self.conn.execute(sql, params)
+        except psycopg.Error as e:
+            raise translate(e, self.dsn) from None
+
+    def _translated(self, e):
+        import psycopg
+        return translate(e, self.dsn) if isinstance(e, psycopg.Error) else e
+
+    def data_version(self):
+        """(last rowid, last audit id): changes when anyone adds a memory or memviz edits one."""
+        return tuple(self._q("SELECT (SELECT coalesce(max(rowid), 0) FROM memories), "
+                             "(SELECT coalesce(max(id), 0) FROM memviz_audit)").fetchone())
+
+    def meta(self, key: str, default=None):
+        row = self._q("SELECT value FROM memviz_meta WHERE key = %s", (key,)).fetchone()
+        return json.loads(row[0]) if row else default
+
+    def set_meta(self, key: str, value) -> None:
+        with self.transaction() as c:
+            c.execute("INSERT INTO memviz_meta(key, value) VALUES (%s, %s) "
+                      "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, json.dumps(value)))
+
+    @contextmanager
+    def transaction(self):
+        """One short transaction; yields the connection (its SQL is PostgreSQL's, `%s` params)."""
+        if self.read_only:
+            raise ReadOnlyError(f"{self.path} is open read-only: {self.read_only_reason}")
+        import psycopg
+        with self._lock:
+            try:
+                with self.conn.transaction():
+                    yield self.conn
+            except psycopg.Error as e:
+                raise self._translated(e) from None
+
+    # ----------------------------------------------------------------- reads
+    def _vec_select(self) -> str:
+        """SQL: the row's vector in pgvector's binary form (NULL when it has none)."""
+        self._dims = schema.vector_dims(self.conn)
+        if not self._dims:
+            return "NULL::bytea"
+        return "coalesce(" + ", ".join(f"vector_send({schema.vec_column(d)})" for d in self._dims) + ")"
+
+    def embedding_models(self) -> list[tuple[str, int, int]]:
+        self._dims = schema.vector_dims(self.conn)
+        if not self._dims:
+            return []
+        rows = self._q(f"SELECT coalesce(embedding_model, ''), d, count(*) FROM (SELECT embedding_model, "
+                       f"{pg_arrays.dim_expr(self._dims)} AS d FROM memories) s WHERE d IS NOT NULL "
+                       "GROUP BY 1, 2 ORDER BY 3 DESC, 1").fetchall()
+        return [(m, int(d), int(n)) for m, d, n in rows]
+
+    def vector_index_notes(self) -> list[str]:
+        return [f"vectors of {d} dimensions are searched exactly: pgvector indexes at most {schema.HNSW_MAX_DIM}"
+                for d in schema.vector_dims(self.conn) if d > schema.HNSW_MAX_DIM]
+
+    def main_model(self) -> tuple[str | None, int]:
+        models = self.embedding_models()
+        return (models[0][0], models[0][1]) if models else (None, 0)
+
+    def model_dim(self, model: str | None) -> int | None:
+        self._dims = schema.vector_dims(self.conn)
+        for d in self._dims:
+            if self._q(f"SELECT 1 FROM memories WHERE embedding_model = %s AND {schema.vec_column(d)} IS NOT NULL "
+                       "LIMIT 1", (model,)).fetchone():
+                return d
+        return None
+
+    def arrays(self, model: str | None = None, preview: int = 0, snapshot: bool = False) -> MemoryArrays:
+        """Every memory as columns, read in bulk inside one read-only snapshot (`snapshot` is a
+        SQLite file cache and means nothing here)."""
+        import psycopg
+        try:
+            with self._lock, self.conn.transaction():
+                self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                self._dims = schema.vector_dims(self.conn)
+                return pg_arrays.load_arrays(self.conn, self._dims, model, preview=preview)
+        except psycopg.Error as e:
+            raise self._translated(e) from None
+
+    def _select_rows(self, where: str, params) -> list[dict]:
+        cols = ", ".join(_SCALARS)
+        rows = self._q(f"SELECT {cols}, {self._vec_select()} FROM memories {where}", params).fetchall()
+        return [self._row(r) for r in rows]
+
+    @staticmethod
+    def _row(r) -> dict:
+        d = dict(zip(_SCALARS, r))
+        d["embedding"] = vector_bytes(r[-1])
+        return {c: d[c] for c in MEMORY_COLUMNS}
+
+    def get(self, memory_id: str) -> dict | None:
+        rows = self._select_rows("WHERE id = %s", (memory_id,))
+        return Store._decode_row(tuple(rows[0].values())) if rows else None
+
+    def get_many(self, ids) -> list[dict]:
+        rows = self._select_rows("WHERE id = ANY(%s) ORDER BY rowid", (list(ids),))
+        return [Store._decode_row(tuple(r.values())) for r in rows]
+
+    def counts(self) -> dict:
+        rows = self._q("SELECT kind, agent, valid_until IS NULL, count(*) FROM memories GROUP BY 1, 2, 3").fetchall()
+        by_kind, by_agent, total, live = {}, {}, 0, 0
+        for kind, agent, is_live, n in rows:
+            by_kind.setdefault(kind, [0, 0])[0 if is_live else 1] += n
+            by_agent.setdefault(agent, [0, 0])[0 if is_live else 1] += n
+            total += n
+            live += n if is_live else 0
+        return {"total": total, "live": live, "retired": total - live, "by_kind": by_kind, "by_agent": by_agent}
+
+    def time_span(self):
+        row = self._q("SELECT min(event_time), max(event_time) FROM memories").fetchone()
+        return row[0], row[1]
+
+    _SUPERSEDES = ("CASE WHEN pg_input_is_valid(attributes, 'json') AND json_typeof(attributes::json) = 'object' "
+                   "THEN attributes::json->>'supersedes' END")
+
+    def provenance(self) -> Provenance:
+        rows = self._q(f"SELECT id, source_ids, {self._SUPERSEDES} FROM memories "
+                       "WHERE source_ids NOT IN ('[]', '') OR attributes LIKE '%%supersedes%%'").fetchall()
+        known = {r[0] for r in self._q("SELECT id FROM memories")}
+        prov = Provenance()
+        for mid, src, sup in rows:
+            for s in map(str, decode_json(src, "source_ids")[0]):
+                (prov.sources.append((mid, s)) if s in known else prov.dangling.append((mid, s, "source")))
+            for o in _supersede_ids(sup):
+                (prov.supersedes.append((mid, o)) if o in known else prov.dangling.append((mid, o, "supersedes")))
+        return prov
+
+    def supersede_links(self) -> list[tuple[str, str]]:
+        return [(mid, o) for mid, sup in self._q(
+            f"SELECT id, {self._SUPERSEDES} FROM memories WHERE attributes LIKE '%%supersedes%%'")
+            for o in _supersede_ids(sup)]
+
+    def entities(self) -> list[dict]:
+        return [{"id": eid, "canonical_name": name, "type": typ, "aliases": decode_json(aliases, "tags")[0],
+                 "summary": summary, "mention_count": mentions, "protected": bool(prot)}
+                for eid, name, typ, aliases, summary, mentions, prot in self._q(
+                    "SELECT id, canonical_name, type, aliases, summary, mention_count, protected FROM entities "
+                    "ORDER BY canonical_name")]
+
+    def history(self, memory_id: str) -> list[dict]:
+        rows = self._q("SELECT id, at, action, before, after, actor, note FROM memviz_audit WHERE memory_id = %s "
+                       "ORDER BY id", (memory_id,))
+        return [{"id": i, "at": at, "action": a, "before": _audit_load(b), "after": _audit_load(af), "actor": actor,
+                 "note": note} for i, at, a, b, af, actor, note in rows]
+
+    def fts_search(self, query: str, limit: int = 100) -> list[tuple[str, float]]:
+        """(id, -ts_rank) best first: any of the query's words, as plain terms (the 'simple'
+        configuration: lower-cased, no stemming; unlike FTS5's unicode61 it keeps diacritics).
+        ts_rank weighs term frequency without BM25's length normalisation, so the order can
+        differ from SQLite's; the hybrid preset fuses ranks, not these scores."""
+        words = re.findall(r"\w+", query, flags=re.UNICODE)
+        if not words:
+            return []
+        q = " || ".join(["plainto_tsquery('simple', %s)"] * len(words))
+        rows = self._q(f"SELECT id, ts_rank(content_tsv, q) AS r FROM memories, ({'SELECT ' + q} AS q) qq "
+                       "WHERE content_tsv @@ q ORDER BY r DESC, rowid LIMIT %s", (*words, int(limit)))
+        return [(i, -float(r)) for i, r in rows]
+
+    def vec_search(self, vector, k: int = 50) -> list[tuple[str, float]]:
+        """(id, cosine distance) nearest first: pgvector's HNSW index (d <= 2000), else exact."""
+        blob = embedding_blob(vector, what="query vector")
+        dim = len(blob) // 4
+        if dim not in schema.vector_dims(self.conn):
+            return []
+        col = schema.vec_column(dim)
+        import psycopg
+        try:
+            with self._lock, self.conn.transaction():
+                self.conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(min(1000, max(40, k))),))
+                rows = self.conn.execute(f"SELECT id, {col} <=> %s AS d FROM memories WHERE {col} IS NOT NULL "
+                                         "ORDER BY d LIMIT %s", (PgVector(blob), int(k))).fetchall()
+        except psycopg.Error as e:
+            raise self._translated(e) from None
+        return [(i, float(d)) for i, d in rows]
+
+    def integrity(self) -> list[str]:
+        missing = schema.missing_parts(self.conn)
+        return [f"the native schema lacks {', '.join(missing)}"] if missing else []
+
+    # ----------------------------------------------------------------- writes
+    def _ensure_vec_column(self, c, dim: int) -> None:
+        if dim not in schema.vector_dims(c):
+            for sql in schema.vec_ddl(dim):
+                c.execute(sql)
+            self._dims = schema.vector_dims(c)
+
+    def _insert(self, c, rows: list[dict]) -> None:
+        by_dim: dict[int | None, list[dict]] = {}
+        for r in rows:
+            by_dim.setdefault(None if r["embedding"] is None else len(r["embedding"]) // 4, []).append(r)
+        for dim, group in by_dim.items():
+            cols = list(_SCALARS) + ([schema.vec_column(dim)] if dim else [])
+            if dim:
+                self._ensure_vec_column(c, dim)
+            sql = f"INSERT INTO memories ({', '.join(cols)}) VALUES ({', '.join(['%s'] * len(cols))})"
+            with c.cursor() as cur:
+                cur.executemany(sql, [tuple(r[k] for k in _SCALARS) + ((PgVector(r["embedding"]),) if dim else ())
+                                      for r in group])
+
+    def insert_memories(self, records, *, audit: bool = True, actor: str = "memviz", note: str | None = None) -> list[str]:
+        records = list(records)
+        models = {r.get("embedding_model") for r in records if r.get("embedding") is not None}
+        dims = {m: d for m in models if (d := self.model_dim(m)) is not None}
+        now = time.time()
+        rows = []
+        for rec in records:
+            row = normalize(rec, model_dims=dims, now=now)
+            if row["embedding"] is not None:
+                dims.setdefault(row["embedding_model"], len(row["embedding"]) // 4)
+            rows.append(row)
+        if not rows:
+            return []
+        with self.transaction() as c:  # a duplicate id becomes ValidationError (connect.translate)
+            self._insert(c, rows)
+            if audit:
+                with c.cursor() as cur:
+                    cur.executemany(
+                        "INSERT INTO memviz_audit(at, action, memory_id, before, after, actor, note) "
+                        "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                        [(now, "insert", r["id"], None, _audit_dump(r), actor, note) for r in rows])
+        return [r["id"] for r in rows]
+
+    def _current(self, c, memory_id: str) -> dict:
+        row = c.execute(f"SELECT {', '.join(_SCALARS)}, {self._vec_select()} FROM memories WHERE id = %s FOR UPDATE",
+                        (memory_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"No memory with id {memory_id!r} in this store.")
+        return self._row(row)
+
+    def update_fields(self, memory_id: str, changes: dict, *, action: str = "update", expected: dict | None = None,
+                      actor: str = "memviz", note: str | None = None) -> dict:
+        done = self.update_rows({memory_id: changes}, action=action,
+                                expected={memory_id: expected} if expected else None, actor=actor, note=note)
+        return done[memory_id][0]
+
+    def update_rows(self, changes: dict[str, dict], *, action: str = "update", expected: dict[str, dict] | None = None,
+                    actor: str = "memviz", note: str | None = None) -> dict[str, tuple[dict, dict]]:
+        cleaned = {}
+        for memory_id, ch in changes.items():
+            bad = set(ch) - _EDITABLE
+            if bad:
+                raise ValidationError(f"these fields cannot be edited: {', '.join(sorted(bad))}")
+            cleaned[memory_id] = Store._clean_changes(self, ch)
+        expected = expected or {}
+        done = {}
+        with self.transaction() as c:
+            for memory_id, clean in cleaned.items():
+                cur = self._current(c, memory_id)
+                Store._check_expected(memory_id, cur, expected.get(memory_id))
+                before = {k: cur[k] for k in clean}
+                sets, params = [], []
+                for k, v in clean.items():
+                    if k != "embedding":
+                        sets.append(f"{k} = %s")
+                        params.append(v)
+                        continue
+                    dim = None if v is None else len(v) // 4
+                    if dim:
+                        self._ensure_vec_column(c, dim)
+                    for d in self._dims:  # one vector column holds the row's vector; the others are NULL
+                        sets.append(f"{schema.vec_column(d)} = %s")
+                        params.append(PgVector(v) if d == dim else None)
+                if sets:
+                    c.execute(f"UPDATE memories SET {', '.join(sets)} WHERE id = %s", (*params, memory_id))
+                self.audit(c, action, memory_id, before, clean, actor, note)
+                done[memory_id] = (before, clean)
+        return done
+
+    def set_valid_until(self, memory_id: str, when, *, action: str | None = None, expected: dict | None = None,
+                        actor: str = "memviz", note: str | None = None) -> None:
+        when = to_epoch(when)
+        self.update_fields(memory_id, {"valid_until": when}, action=action or ("soft_delete" if when else "restore"),
+                           expected=expected, actor=actor, note=note)
+
+    def supersede(self, memory_id: str, new_content: str, *, embedding=None, embedding_model: str | None = None,
+                  when=None, new_id_: str | None = None, expected: dict | None = None,
+                  actor: str = "memviz", note: str | None = None) -> str:
+        """As the SQLite store's supersede (seed 002 `correct_fact`), in one transaction."""
+        from ..records import new_id
+        when = to_epoch(when) if when is not None else int(time.time())
+        nid = new_id_ or new_id()
+        dim = self.model_dim(embedding_model) if embedding is not None else None
+        with self.transaction() as c:
+            cur = self._current(c, memory_id)
+            Store._check_expected(memory_id, cur, expected)
+            if cur["valid_until"] is not None:
+                raise ConflictError(f"Memory {memory_id} is already retired; restore it before correcting it.",
+                                    current=cur)
+            attrs, _ = decode_json(cur["attributes"], "attributes")
+            attrs = {k: v for k, v in attrs.items() if k != "needs_embedding"}
+            attrs["supersedes"] = memory_id
+            if embedding is None:
+                attrs["needs_embedding"] = True
+            new = {k: cur[k] for k in ("agent", "kind", "importance", "confidence", "decay_rate", "protected",
+                                       "source_ids", "entity_ids", "tags")}
+            new.update(id=nid, content=new_content, attributes=attrs, event_time=cur["event_time"], created_at=when,
+                       embedding=embedding, embedding_model=embedding_model if embedding is not None else None)
+            row = normalize(new, model_dims={embedding_model: dim} if dim else {}, now=when)
+            self._insert(c, [row])
+            c.execute("UPDATE memories SET valid_until = %s WHERE id = %s", (when, memory_id))
+            self.audit(c, "supersede", memory_id, {"valid_until": None}, {"valid_until": when, "superseded_by": nid},
+                       actor, note)
+            self.audit(c, "insert", nid, None, row, actor, note or f"correction of {memory_id}")
+        return nid
+
+    @staticmethod
+    def audit(c, action, memory_id, before, after, actor, note):
+        """One audit row, inside the caller's open transaction (`with store.transaction() as c`)."""
+        c.execute("INSERT INTO memviz_audit(at, action, memory_id, before, after, actor, note) "
+                  "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                  (time.time(), action, memory_id, _audit_dump(before), _audit_dump(after), actor, note))

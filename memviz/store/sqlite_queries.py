@@ -1,0 +1,101 @@
+"""Interface methods of the SQLite Store that replace raw SQL once run by other modules
+(reflection, the layout cache, the change watcher, the retired list): the PostgreSQL store
+implements the same names (postgres/queries.py), so those modules no longer see SQL."""
+from __future__ import annotations
+
+from .records import read_time
+
+
+_ROW_META = """
+SELECT rowid,
+       CASE WHEN json_valid(tags) THEN tags END,
+       CASE WHEN json_valid(attributes) AND json_type(attributes) = 'object' THEN json_extract(attributes, '$.ga_type') END,
+       CASE WHEN json_valid(attributes) AND json_type(attributes) = 'object' THEN json_extract(attributes, '$.node_count') END,
+       CASE WHEN json_valid(attributes) AND json_type(attributes) = 'object' THEN json_extract(attributes, '$.embedding_key') END,
+       CASE WHEN json_valid(attributes) AND json_type(attributes) = 'object' THEN json_extract(attributes, '$.cycle') END
+FROM memories
+"""
+
+
+class SqliteQueries:
+    """Mixed into `Store`: `self.conn` is its apsw connection, `self.transaction()` its writes."""
+
+    # reflection
+    def live_agent_exists(self, agent: str) -> bool:
+        return self.conn.execute("SELECT 1 FROM memories WHERE agent = ? AND valid_until IS NULL LIMIT 1",
+                                 (agent,)).fetchone() is not None
+
+    def importance_since_reflection(self, agent: str, now: float | None = None) -> tuple[int | None, float, int]:
+        """(created_at of the agent's last reflection or None, importance summed over its live
+        non-reflection memories created after it, how many); only what exists at `now` if given
+        (a simulation's clock)."""
+        since = self.conn.execute("SELECT max(created_at) FROM memories WHERE kind='reflection' AND agent=?1 "
+                                  "AND (?2 IS NULL OR created_at <= ?2)", (agent, now)).fetchone()[0]
+        total, n = self.conn.execute(
+            "SELECT coalesce(sum(importance), 0), count(*) FROM memories WHERE valid_until IS NULL AND agent=?1 "
+            "AND kind != 'reflection' AND (?2 IS NULL OR created_at > ?2) AND (?3 IS NULL OR created_at <= ?3)",
+            (agent, since, now)).fetchone()
+        return since, float(total), int(n)
+
+    def recent_ids(self, agent: str, n: int) -> list[str]:
+        """The agent's n latest live memories (by event time, then store order), newest first."""
+        return [str(r[0]) for r in self.conn.execute(
+            "SELECT id FROM memories WHERE valid_until IS NULL AND agent = ? "
+            "ORDER BY event_time DESC, rowid DESC LIMIT ?", (agent, int(n)))]
+
+    # retrieval
+    def row_meta_rows(self):
+        """What retrieval/rowmeta.py reads: rowid, tags text, and four attributes (JSON values)."""
+        return self.conn.execute(_ROW_META).fetchall()
+
+    # change watcher
+    def max_rowid(self) -> int:
+        return self.conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0]
+
+    def memories_after(self, rowid: int) -> list[tuple[int, str]]:
+        """(rowid, id) of the memories added after `rowid`, in store order."""
+        return [(r, str(i)) for r, i in self.conn.execute(
+            "SELECT rowid, id FROM memories WHERE rowid > ? ORDER BY rowid", (rowid,))]
+
+    # the retired list
+    def retired_rows(self, limit: int | None = None) -> list[tuple]:
+        """(id, content, kind, agent, valid_until) of retired memories, latest first; texts as
+        bytes or str (decode_text reads both); valid_until as UTC seconds, None if unreadable.
+        An agent may have written it as ISO text or milliseconds: read through read_time and
+        sorted here (SQL would order text after every number); unreadable times sort last."""
+        rows = self.conn.execute(
+            "SELECT CAST(id AS BLOB), CAST(content AS BLOB), CAST(kind AS BLOB), CAST(agent AS BLOB), valid_until, "
+            "rowid FROM memories WHERE valid_until IS NOT NULL").fetchall()
+        rows = [(rid, content, kind, agent, read_time(until)[0], rowid) for rid, content, kind, agent, until, rowid in rows]
+        rows.sort(key=lambda r: (r[4] is not None, r[4] or 0, r[5]), reverse=True)
+        return [r[:5] for r in (rows[:limit] if limit else rows)]
+
+    def last_retirements(self) -> dict[str, tuple]:
+        """memory id -> (action, at, actor, note) of its latest audit entry that set valid_until."""
+        return {mid: (action, at, actor, note) for mid, _, action, at, actor, note in self.conn.execute(
+            "SELECT memory_id, max(id), action, at, actor, note FROM memviz_audit "
+            "WHERE json_valid(after) AND json_type(after, '$.valid_until') IN ('integer', 'real') GROUP BY memory_id")}
+
+    # layout cache
+    def layout_row(self, method: str, model: str | None, params: str):
+        """(key, created_at, ids JSON, coords bytes) of the newest cached layout, or None."""
+        import apsw  # noqa: PLC0415
+        try:
+            return self.conn.execute(
+                "SELECT key, created_at, ids, coords FROM memviz_layouts WHERE method=? AND model IS ? AND params=? "
+                "ORDER BY created_at DESC LIMIT 1", (method, model, params)).fetchone()
+        except apsw.SQLError:
+            return None  # a store without memviz's tables (opened read-only): nothing cached
+
+    def put_layout(self, key, method, model, params, created_at, ids_json, coords: bytes) -> None:
+        with self.transaction() as c:
+            c.execute("DELETE FROM memviz_layouts WHERE method=? AND model IS ? AND params=?", (method, model, params))
+            c.execute("INSERT INTO memviz_layouts(key, method, model, params, created_at, ids, coords) "
+                      "VALUES (?,?,?,?,?,?,?)", (key, method, model, params, created_at, ids_json, coords))
+
+    def forget_layouts(self, method: str | None = None) -> None:
+        with self.transaction() as c:
+            if method is None:
+                c.execute("DELETE FROM memviz_layouts")
+            else:
+                c.execute("DELETE FROM memviz_layouts WHERE method=?", (method,))
