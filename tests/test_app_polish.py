@@ -63,3 +63,33 @@ def test_hover_label_does_not_survive_opening_another_store(qtbot, make_window, 
     with qtbot.waitSignal(win.opened, timeout=20000):
         win.open_path(other_store)
     assert not any(p.hover.isVisible() for p in (win.timeline, win.map, win.graph))
+
+
+# ------------------------------------------------------------------ import dialog
+def test_import_proposes_the_user_data_folder_and_hides_the_idle_bar(qtbot, make_window, tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMVIZ_DATA_DIR", str(tmp_path / "userdata"))
+    persona = tmp_path / "dataset" / "Klaus" / "bootstrap_memory"
+    persona.mkdir(parents=True)
+    win = make_window()
+    dlg = win.show_import(str(persona))
+    qtbot.addWidget(dlg)
+    assert dlg.output.text() == str(tmp_path / "userdata" / "imports" / "Klaus.db")
+    assert not dlg.bar.isVisible()  # an idle empty bar looks like a text field
+
+
+# ------------------------------------------------------------------ plurals
+def test_counts_take_the_number_of_their_noun(make_window, tmp_path):
+    import memviz.store as ms
+    from memviz.embed import default_embedder
+    from memviz.words import count
+    assert [count(1, "memory"), count(2, "memory"), count(1605, "agent")] == ["1 memory", "2 memories", "1,605 agents"]
+    emb = default_embedder()
+    path = tmp_path / "one.db"
+    store = ms.create(str(path))
+    store.insert_memories([{"id": "m1", "kind": "fact", "agent": "", "content": "One fact.", "importance": 5,
+                            "event_time": 1_767_225_600, "embedding": emb.embed_one("One fact."),
+                            "embedding_model": emb.model}])
+    store.close()
+    win = make_window(path)
+    text = win.status_counts.text()
+    assert text.startswith("1 memory (1 current, 0 retired) · 1 kind · 1 agent"), text

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 import memviz.store as ms
 from memviz.samples.bundled import user_sample_copy
 from memviz.store import iso
+from memviz.words import count
 
 from memviz.app.panels.detail_panel import DetailPanel
 from memviz.app.controllers.edit_controller import EditController
@@ -273,8 +274,10 @@ class MainWindow(QMainWindow):
         self.status_store.setToolTip(s.path)
         sel = len(self.state.selection)
         filt = "" if self.state.time_range is None else " · time filter on"
-        self.status_counts.setText(f"{c['total']:,} memories ({c['live']:,} current, {c['retired']:,} retired) · "
-                                   f"{len(c['by_kind'])} kinds · {len(c['by_agent'])} agents"
+        agents = list(c["by_agent"])
+        who = f"agent {agents[0]}" if len(agents) == 1 and agents[0] else count(len(agents), "agent")
+        self.status_counts.setText(f"{count(c['total'], 'memory')} ({c['live']:,} current, {c['retired']:,} retired) · "
+                                   f"{count(len(c['by_kind']), 'kind')} · {who}"
                                    f"{f' · {sel:,} selected' if sel else ''}{filt}")
         model, dim = data.model
         self.status_model.setText(f"{model} ({dim}-d)" if model else "no embeddings")
@@ -411,7 +414,7 @@ class MainWindow(QMainWindow):
     def describe(self) -> str:
         """One line on what is shown (the launcher's startup report)."""
         data = self.state.data
-        return "no store" if data is None else f"{data.n} memories, map: {self.map.method}"
+        return "no store" if data is None else f"{count(data.n, 'memory')}, map: {self.map.method}"
 
     # ------------------------------------------------------------ actions
     def find(self) -> None:

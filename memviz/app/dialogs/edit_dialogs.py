@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
 
 from memviz.edits.commands import SHOWN_FIELDS
 from memviz.store import iso
+from memviz.words import count
 
 
 def plain_label(text: str = "", *, wrap: bool = True) -> QLabel:
@@ -159,7 +160,7 @@ class ImportanceDialog(QDialog):
         self.setWindowTitle("Set importance")
         lay = QFormLayout(self)
         self.spin = QDoubleSpinBox(minimum=0, maximum=10, decimals=1, singleStep=0.5, value=value)
-        lay.addRow(f"Importance of {n} memor{'y' if n == 1 else 'ies'} (0-10):", self.spin)
+        lay.addRow(f"Importance of {count(n, 'memory')} (0-10):", self.spin)
         box = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
         box.accepted.connect(self.accept)
         box.rejected.connect(self.reject)
@@ -180,7 +181,7 @@ class TagsDialog(QDialog):
         if self.single:
             lay.addRow("Tags (comma separated):", self.tags)
         else:
-            lay.addRow(plain_label(f"{n} memories selected"))
+            lay.addRow(plain_label(f"{count(n, 'memory')} selected"))
             lay.addRow("Add tags:", self.add)
             lay.addRow("Remove tags:", self.remove)
         box = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from memviz.retrieval import PRESETS, Engine, preset_params
+from memviz.words import count
 
 from memviz.session.state import AppState, StoreData
 from memviz.app.workers import Workers
@@ -523,7 +524,7 @@ class QueryPanel(QWidget):
         self.results.set_result(result, data, previous)
         self._prev_ranks = {m: i for i, m in enumerate(result.ids, 1)}
         self.shown_params = params
-        self.legend.setText(f"{len(result.ids)} of {result.candidates:,} candidates · bar colours: "
+        self.legend.setText(f"{len(result.ids)} of {count(result.candidates, 'candidate')} · bar colours: "
                             + ", ".join(self.results.components)
                             + "".join(f"\n⚠ {n}" for n in result.notes if n.startswith("warning: ")))
         self.state.set_result(result, vec if vec is not None else self.state.query_vector)
