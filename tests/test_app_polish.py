@@ -93,3 +93,53 @@ def test_counts_take_the_number_of_their_noun(make_window, tmp_path):
     win = make_window(path)
     text = win.status_counts.text()
     assert text.startswith("1 memory (1 current, 0 retired) · 1 kind · 1 agent"), text
+
+
+# ------------------------------------------------------------------ help, toolbar
+def test_help_lists_every_shortcut_of_the_actions_and_opens_the_guide(make_window):
+    from PySide6.QtGui import QKeySequence
+    win = make_window()
+    names = [a.text().replace("&", "") for a in win.menuBar().actions()[-1].menu().actions()]
+    assert "Keyboard shortcuts" in names and "User guide" in names
+    dlg = win.show_shortcuts()
+    shown = {dlg.table.topLevelItem(i).text(2) for i in range(dlg.table.topLevelItemCount())}
+    for act in (win.open_action, win.undo_action, win.redo_action, win.reload_action):
+        assert act.shortcut().toString(QKeySequence.NativeText) in " ".join(shown)
+    rows = {dlg.table.topLevelItem(i).text(1): dlg.table.topLevelItem(i).text(2)
+            for i in range(dlg.table.topLevelItemCount())}
+    assert rows["Correct"] == "F2" and rows["Soft-delete"] == QKeySequence("Delete").toString(QKeySequence.NativeText)
+    guide = win.show_guide()
+    assert "Editing" in guide.browser.toPlainText() and "The window" in guide.browser.toPlainText()
+
+
+def test_toolbar_buttons_do_not_move_when_the_undo_label_changes(qtbot, make_window, store_file, tmp_path):
+    import shutil
+    path = tmp_path / "copy.db"
+    shutil.copy(store_file, path)
+    win = make_window(path)
+    buttons = [win.toolbar.widgetForAction(a) for a in win.toolbar.actions() if not a.isSeparator()]
+    before = [b.geometry() for b in buttons]
+    win.state.select_ids(["ep00"])
+    win.edits.run("confirm", ["ep00"])
+    qtbot.waitUntil(lambda: win.undo_stack.count() == 1)
+    QApplication.processEvents()
+    assert win.undo_action.text() != "&Undo"          # the menu names what it undoes
+    assert win.toolbar_undo.isEnabled() and win.toolbar_undo.toolTip().startswith("Undo Confirm")
+    assert [b.geometry() for b in buttons] == before
+
+
+# ------------------------------------------------------------------ command line help
+def test_help_tells_how_to_open_the_window_and_names_no_design_documents(capsys):
+    import subprocess
+    import sys
+
+    from memviz.cli import build_parser
+    text = build_parser().format_help()
+    for piece in ("memviz [--read-only] [DB]", "memviz DB", "--read-only DB", "COMMAND"):
+        assert piece in text
+    sub = build_parser()._subparsers._group_actions[0]
+    helps = " ".join(a.help or "" for a in sub._choices_actions) + " ".join(p.description or "" for p in sub.choices.values())
+    assert "seed 0" not in helps and "ADR 0" not in helps
+    out = subprocess.run([sys.executable, "-m", "memviz", "--read-only", "--help"], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0 and "memviz [--read-only] [DB]" in out.stdout and "edits are refused" in out.stdout

@@ -34,6 +34,7 @@ from memviz.app.panels.detail_panel import DetailPanel
 from memviz.app.controllers.edit_controller import EditController
 from memviz.app.panels.graph_panel import GraphPanel
 from memviz.app.dialogs.check_dialog import CheckDialog
+from memviz.app.dialogs.help_dialogs import GuideDialog, ShortcutsDialog, shortcut_rows
 from memviz.app.dialogs.import_dialog import ImportDialog, is_import_source
 from memviz.app.panels.map_panel import MapPanel
 from memviz.app.panels.query_panel import QueryPanel
@@ -64,6 +65,7 @@ class MainWindow(QMainWindow):
         self.error_box: QMessageBox | None = None
         self.check_dialog: CheckDialog | None = None
         self.import_dialog: ImportDialog | None = None  # made on first use
+        self.help_dialog = None  # the help dialog shown last
         self.setWindowTitle("memviz")
         self.setAcceptDrops(True)
         self.setDockNestingEnabled(True)
@@ -203,13 +205,24 @@ class MainWindow(QMainWindow):
         self.check_action = tools.addAction("&Check store…", self.check_store)
 
         help_ = mb.addMenu("&Help")
+        help_.addAction("&User guide", self.show_guide).setShortcut(QKeySequence.HelpContents)
+        help_.addAction("&Keyboard shortcuts", self.show_shortcuts).setShortcut(QKeySequence("Ctrl+/"))
+        help_.addSeparator()
         help_.addAction("&About memviz", self._about)
 
+        # the toolbar's Undo/Redo keep a fixed label (the menu's say what; here the tooltip does),
+        # so the buttons after them do not jump each time the label would change
+        self.toolbar_undo = QAction("Undo", self, enabled=False, triggered=self.undo_stack.undo)
+        self.toolbar_redo = QAction("Redo", self, enabled=False, triggered=self.undo_stack.redo)
+        self.undo_stack.canUndoChanged.connect(self.toolbar_undo.setEnabled)
+        self.undo_stack.canRedoChanged.connect(self.toolbar_redo.setEnabled)
+        self.undo_stack.undoTextChanged.connect(lambda t: self.toolbar_undo.setToolTip(f"Undo {t}".strip()))
+        self.undo_stack.redoTextChanged.connect(lambda t: self.toolbar_redo.setToolTip(f"Redo {t}".strip()))
         self.toolbar = QToolBar("Main")
         self.toolbar.setObjectName("toolbar_main")
         self.toolbar.addAction(self.open_action)
-        self.toolbar.addAction(self.undo_action)
-        self.toolbar.addAction(self.redo_action)
+        self.toolbar.addAction(self.toolbar_undo)
+        self.toolbar.addAction(self.toolbar_redo)
         self.toolbar.addSeparator()
         self.toolbar.addAction(self.reflect_action)
         self.toolbar.addSeparator()
@@ -444,6 +457,20 @@ class MainWindow(QMainWindow):
 
     def show_context_menu(self, ids: list, pos) -> None:
         self.context_menu_for(ids).popup(pos)
+
+    def show_shortcuts(self) -> ShortcutsDialog:
+        """Help ▸ Keyboard shortcuts: every shortcut the window's actions carry."""
+        dlg = ShortcutsDialog(shortcut_rows([a.menu() for a in self.menuBar().actions() if a.menu()]), self)
+        dlg.open()
+        self.help_dialog = dlg
+        return dlg
+
+    def show_guide(self) -> GuideDialog:
+        """Help ▸ User guide: the README, with its screenshots."""
+        dlg = GuideDialog(self)
+        dlg.show()
+        self.help_dialog = dlg
+        return dlg
 
     def _about(self) -> None:
         box = QMessageBox(QMessageBox.Information, "About memviz",
