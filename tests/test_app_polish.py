@@ -143,3 +143,45 @@ def test_help_tells_how_to_open_the_window_and_names_no_design_documents(capsys)
     out = subprocess.run([sys.executable, "-m", "memviz", "--read-only", "--help"], capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 0 and "memviz [--read-only] [DB]" in out.stdout and "edits are refused" in out.stdout
+
+
+# ------------------------------------------------------------------ edit reasons
+def test_edits_from_the_window_record_a_reason_in_the_history(qtbot, make_window, store_file, tmp_path):
+    import shutil
+    path = tmp_path / "copy.db"
+    shutil.copy(store_file, path)
+    win = make_window(path, size=(1200, 800))
+    ctl = win.edits
+
+    def settle():
+        qtbot.waitUntil(lambda: not ctl.embedding and not win.workers.running("reload"), timeout=10000)
+        qtbot.wait(20)
+
+    def notes(mid):
+        return [(h["action"], h["note"]) for h in win.state.data.store.history(mid)]
+
+    win.state.select_ids(["fact0"])
+    win.edits.actions["correct"].trigger()
+    ctl.dialog.new_text.setPlainText("Alice is allergic to peanuts and shellfish.")
+    ctl.dialog.reason.setText("  she told us on Monday ")
+    ctl.dialog.accept()
+    settle()
+    assert ("supersede", "she told us on Monday") in notes("fact0")
+    for key, mid, action, reason in (("delete_why", "ep05", "soft_delete", "duplicate of ep04"),
+                                     ("confirm_why", "ep06", "confirm", "checked with Bob")):
+        win.state.select_ids([mid])
+        menu = win.context_menu_for([mid])
+        next(a for a in menu.actions() if a.objectName() == f"edit_{key}").trigger()
+        ctl.dialog.reason.setText(reason)
+        ctl.dialog.accept()
+        settle()
+        assert (action, reason) in notes(mid)
+    win.state.select_ids(["ep06"])
+    changes = [win.detail.history.topLevelItem(i).text(3) for i in range(win.detail.history.topLevelItemCount())]
+    assert any("checked with Bob" in c for c in changes)
+    # no reason given: nothing recorded as one
+    win.state.select_ids(["ep07"])
+    win.edits.actions["delete_why"].trigger()
+    ctl.dialog.accept()
+    settle()
+    assert notes("ep07")[-1] == ("soft_delete", None)

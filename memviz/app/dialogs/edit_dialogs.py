@@ -59,6 +59,10 @@ class CorrectDialog(QDialog):
         self.new_text = QPlainTextEdit()
         self.new_text.setPlainText(row["content"] if text is None else text)
         lay.addWidget(self.new_text, 2)
+        self.reason = reason_field()
+        form = QFormLayout()
+        form.addRow("Reason (optional):", self.reason)
+        lay.addLayout(form)
         self.warning = plain_label(warning or "")
         self.warning.setStyleSheet("color: #a05a00;")
         self.warning.setVisible(bool(warning))
@@ -76,9 +80,44 @@ class CorrectDialog(QDialog):
     def text(self) -> str:
         return self.new_text.toPlainText()
 
+    def note(self) -> str | None:
+        return self.reason.text().strip() or None
+
     def _check(self) -> None:
         t = self.text().strip()
         self.buttons.button(QDialogButtonBox.Ok).setEnabled(bool(t) and t != self.row["content"].strip())
+
+
+def reason_field() -> QLineEdit:
+    """The optional reason of an edit, kept in the audit log like the CLI's --note."""
+    field = QLineEdit()
+    field.setObjectName("reason")
+    field.setPlaceholderText("why — kept in the memory's history (audit log)")
+    field.setMaxLength(500)
+    return field
+
+
+class ReasonDialog(QDialog):
+    """Soft-delete / Protect with a reason: what will change, and an optional reason."""
+
+    def __init__(self, verb: str, n: int, parent=None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle(f"{verb} with a reason")
+        self.setObjectName("reason_dialog")
+        lay = QFormLayout(self)
+        lay.addRow(plain_label(f"{verb}: {count(n, 'memory')}."))
+        self.reason = reason_field()
+        lay.addRow("Reason (optional):", self.reason)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
+        self.buttons.button(QDialogButtonBox.Ok).setText(verb)
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        lay.addRow(self.buttons)
+        self.resize(460, 120)
+        self.reason.setFocus()
+
+    def note(self) -> str | None:
+        return self.reason.text().strip() or None
 
 
 class ConflictDialog(QDialog):
