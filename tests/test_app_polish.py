@@ -185,3 +185,78 @@ def test_edits_from_the_window_record_a_reason_in_the_history(qtbot, make_window
     ctl.dialog.accept()
     settle()
     assert notes("ep07")[-1] == ("soft_delete", None)
+
+
+# ------------------------------------------------------------------ layout at every size
+def run_query(qtbot, win, text="peanut allergy"):
+    with qtbot.waitSignal(win.query.ranked, timeout=20000):
+        win.query.text.setText(text)
+        win.query.run_query()
+
+
+@pytest.mark.parametrize("size", [(1100, 700), (1500, 950), (1920, 1080)])
+def test_default_layout_keeps_the_results_readable(qtbot, make_window, store_file, size):
+    from memviz.app.panels.query_panel import RESULT_COLUMNS
+    win = make_window(store_file, size=size)
+    win.reset_layout()
+    qtbot.wait(50)
+    run_query(qtbot, win)
+    q = win.query
+    assert q.rows_visible() >= 8, size
+    h = q.view.horizontalHeader()
+    content = h.sectionSize(RESULT_COLUMNS.index("content"))
+    assert content >= (120 if size[0] < 1300 else 220), (size, content)
+    # every header's text fits its column
+    fm = h.fontMetrics()
+    for i, name in enumerate(RESULT_COLUMNS):
+        if not h.isSectionHidden(i):
+            assert h.sectionSize(i) >= fm.horizontalAdvance(name) + 8, name
+    assert not h.isSectionHidden(RESULT_COLUMNS.index("agent"))  # alice and bob: an agent column
+    # the table shows its memories' text without scrolling sideways
+    t = win.table.view
+    th = t.horizontalHeader()
+    from memviz.app.panels.table_panel import COLUMNS
+    assert th.sectionViewportPosition(COLUMNS.index("content")) < t.viewport().width() - 100
+    assert t.viewport().height() / t.verticalHeader().defaultSectionSize() >= 5
+
+
+def test_single_agent_results_have_no_agent_column(make_window, tmp_path):
+    import memviz.store as ms
+    from memviz.app.panels.query_panel import RESULT_COLUMNS
+    from memviz.embed import default_embedder
+    emb = default_embedder()
+    path = tmp_path / "solo.db"
+    with ms.create(str(path)) as s:
+        s.insert_memories([{"id": f"m{i}", "kind": "fact", "agent": "solo", "content": f"fact {i}",
+                            "embedding": emb.embed_one(f"fact {i}"), "embedding_model": emb.model} for i in range(3)])
+    win = make_window(path)
+    assert win.query.view.horizontalHeader().isSectionHidden(RESULT_COLUMNS.index("agent"))
+
+
+def test_timeline_lane_names_never_overlap(qtbot, make_window, store_file):
+    win = make_window(store_file, size=(1100, 700))
+    tl = win.timeline
+    for height in (400, 60, 30):
+        tl.plot.setFixedHeight(height)
+        qtbot.wait(30)
+        shown = tl.shown_lane_labels()
+        assert shown and shown[0] == 0
+        px = [tl.vb.mapViewToScene(QPointF(0, i)).y() for i in shown]
+        gaps = np.abs(np.diff(px))
+        assert (gaps >= tl.fontMetrics().height() - 0.5).all(), (height, gaps)
+        ticks = tl.plot.getAxis("left")._tickLevels[0]
+        assert [v for v, _ in ticks] == shown
+
+
+def test_a_layout_saved_by_an_older_version_falls_back_to_the_default(make_window, tmp_path):
+    from PySide6.QtCore import QSettings
+    from PySide6.QtCore import Qt as _Qt
+    win = make_window(settings="old.ini")
+    win.removeDockWidget(win.docks["query"])  # an old layout without the query column
+    win.addDockWidget(_Qt.BottomDockWidgetArea, win.docks["query"])
+    win.docks["query"].show()
+    win.settings.setValue("windowState", win.saveState(1))
+    win.settings.sync()
+    again = make_window(settings="old.ini")
+    assert again.dockWidgetArea(again.docks["query"]) == _Qt.RightDockWidgetArea
+    assert QSettings  # noqa: B018

@@ -46,7 +46,8 @@ from memviz.app.panels.timeline_panel import TimelinePanel
 from memviz.app.workers import Workers
 
 MAX_RECENT = 10
-SETTINGS_VERSION = 1  # bump when the dock layout changes incompatibly (restoreState then falls back)
+SETTINGS_VERSION = 2  # bump when the dock layout changes incompatibly (restoreState then falls back)
+MIN_RESULT_ROWS = 8   # the default layout leaves the query results at least this many rows
 
 
 class MainWindow(QMainWindow):
@@ -112,28 +113,31 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------ layout
     def _default_layout(self) -> None:
         d = self.docks
-        # query + detail run the full height on the right; timeline, plots and table stack on the left
+        # the query runs the full height on the right, so its results keep their rows at any size;
+        # on the left: the timeline, the two plots, then the table beside the detail
         self.setCorner(Qt.TopRightCorner, Qt.RightDockWidgetArea)
         self.setCorner(Qt.BottomRightCorner, Qt.RightDockWidgetArea)
         self.addDockWidget(Qt.TopDockWidgetArea, d["timeline"])
         self.addDockWidget(Qt.LeftDockWidgetArea, d["map"])
         self.splitDockWidget(d["map"], d["graph"], Qt.Horizontal)
         self.addDockWidget(Qt.RightDockWidgetArea, d["query"])
-        self.splitDockWidget(d["query"], d["detail"], Qt.Vertical)
         self.addDockWidget(Qt.BottomDockWidgetArea, d["table"])
-        self.addDockWidget(Qt.BottomDockWidgetArea, d["retired"])
+        self.splitDockWidget(d["table"], d["detail"], Qt.Horizontal)
         self.tabifyDockWidget(d["table"], d["retired"])  # behind the table
         d["table"].raise_()
         self._size_docks()
 
     def _size_docks(self) -> None:
-        """Proportions of the default layout (applied again once the window has its size)."""
+        """Proportions of the default layout (applied again once the window has its size): the
+        query column gets a larger share of a narrow window, its content column stays readable."""
         d = self.docks
         h, w = max(self.height(), 600), max(self.width(), 800)
-        self.resizeDocks([d["timeline"], d["map"], d["table"]], [int(h * .22), int(h * .45), int(h * .25)], Qt.Vertical)
-        self.resizeDocks([d["map"], d["graph"], d["query"]], [int(w * .34), int(w * .30), int(w * .36)], Qt.Horizontal)
-        share = .66 if h < 850 else .6  # a short window keeps room for the results list
-        self.resizeDocks([d["query"], d["detail"]], [int(h * share), int(h * (1 - share))], Qt.Vertical)
+        right = .44 if w < 1300 else .40 if w < 1700 else .36
+        left = w * (1 - right)
+        self.resizeDocks([d["timeline"], d["map"], d["table"]], [int(h * .23), int(h * .41), int(h * .36)], Qt.Vertical)
+        self.resizeDocks([d["map"], d["graph"], d["query"]], [int(left * .5), int(left * .5), int(w * right)],
+                         Qt.Horizontal)
+        self.resizeDocks([d["table"], d["detail"]], [int(left * .58), int(left * .42)], Qt.Horizontal)
 
     def reset_layout(self) -> None:
         for dock in self.docks.values():
@@ -427,7 +431,7 @@ class MainWindow(QMainWindow):
     def describe(self) -> str:
         """One line on what is shown (the launcher's startup report)."""
         data = self.state.data
-        return "no store" if data is None else f"{count(data.n, 'memory')}, map: {self.map.method}"
+        return "no store" if data is None else f"{data.n} {'memory' if data.n == 1 else 'memories'}, map: {self.map.method}"  # bench/launch.py reads it
 
     # ------------------------------------------------------------ actions
     def find(self) -> None:
