@@ -7,6 +7,7 @@ import pytest
 from PySide6.QtCore import QEvent, QPointF
 from PySide6.QtWidgets import QApplication
 
+from conftest import REAL_PERSONA, needs_real
 from test_app_support import build_store
 
 pytestmark = pytest.mark.qt
@@ -260,3 +261,85 @@ def test_a_layout_saved_by_an_older_version_falls_back_to_the_default(make_windo
     again = make_window(settings="old.ini")
     assert again.dockWidgetArea(again.docks["query"]) == _Qt.RightDockWidgetArea
     assert QSettings  # noqa: B018
+
+
+# ------------------------------------------------------------------ the reflection graph
+def assert_labels_apart_and_inside(graph):
+    rects = graph.label_rects()
+    assert rects
+    area = graph.vb.sceneBoundingRect()
+    for k, r in enumerate(rects):
+        assert area.contains(r), (r, area)
+        for other in rects[k + 1:]:
+            assert not r.intersects(other), (r, other)
+
+
+def test_graph_shows_direction_and_a_lineage_colour_no_kind_has(qtbot, make_window, store_file):
+    from PySide6.QtGui import QColor
+
+    from memviz.app.plots import style
+    win = make_window(store_file, graph=True)
+    gp = win.graph
+    win.state.select_ids(["refl0"])
+    qtbot.wait(20)
+    taken = [QColor(c) for c in list(style.KIND_COLORS.values()) + style.PALETTE]
+
+    def far_from_every_kind(c):
+        return min(np.hypot(np.hypot(c.red() - k.red(), c.green() - k.green()), c.blue() - k.blue()) for k in taken) > 80
+    for item in (gp.hot_edges, gp.hot_arrows):
+        assert far_from_every_kind(item.opts["pen"].color())
+    assert far_from_every_kind(QColor(style.LINEAGE))
+    # every drawn link has an arrowhead at its derived end: two strokes from a tip near that node
+    g = gp.graph
+    ax, ay = gp.arrows.getData()
+    hx, hy = gp.hot_arrows.getData()
+    tips_x, tips_y = np.r_[ax, hx][0::2], np.r_[ay, hy][0::2]
+    links = np.vstack([g.source_edges, g.supersede_edges])
+    assert len(tips_x) == 2 * len(links)
+    pw, ph = gp.vb.viewPixelSize()
+    for d, s in links:
+        near_head = np.hypot((tips_x - g.x[d]) / pw, (tips_y - g.y[d]) / ph).min()
+        assert near_head < 12, (d, s)
+    assert len(hx) >= 2 * 4  # refl0's lineage: fact0, ep00, ep01, refl2 links are black
+
+
+def test_graph_labels_never_overlap_and_stay_inside_after_fit(qtbot, make_window, store_file):
+    win = make_window(store_file, graph=True, size=(1100, 700))
+    gp = win.graph
+    gp.fit_view()
+    qtbot.wait(200)  # the labels follow the view on a short timer
+    assert_labels_apart_and_inside(gp)
+    g = gp.graph
+    (x0, x1), (y0, y1) = gp.vb.viewRange()
+    assert (g.x >= x0).all() and (g.x <= x1).all() and (g.y >= y0).all() and (g.y <= y1).all()
+
+
+def test_focus_header_counts_what_is_shown(qtbot, make_window, store_file):
+    win = make_window(store_file, graph=True)
+    gp = win.graph
+    win.state.select_ids(["refl0"])
+    gp.focus.setChecked(True)
+    qtbot.wait(20)
+    shown = np.flatnonzero(gp._shown)
+    real = shown[gp.graph.rows[shown] >= 0]
+    total = int((gp.graph.rows >= 0).sum())
+    links = gp.graph.source_edges
+    drawn = int((gp._shown[links[:, 0]] & gp._shown[links[:, 1]]).sum())
+    assert len(real) == 5 and drawn < len(links)
+    assert gp.info.text().startswith(f"{len(real)} of {total} memories · {drawn} source link")
+
+
+@needs_real
+def test_isabella_graph_labels_do_not_overlap(qtbot, make_window, tmp_path):
+    from memviz.importers import import_source
+    out = tmp_path / "isabella.db"
+    import_source("generative-agents", str(REAL_PERSONA / "bootstrap_memory"), str(out))
+    win = make_window(out, graph=True, size=(1500, 950), timeout=60000)
+    gp = win.graph
+    g = gp.graph
+    real = g.rows >= 0
+    win.state.select_ids([win.state.data.arrays.ids[g.rows[real][int(g.level[real].argmax())]]])
+    gp.fit_view()
+    qtbot.wait(200)
+    assert len(gp.label_rects()) >= 10
+    assert_labels_apart_and_inside(gp)
