@@ -343,3 +343,39 @@ def test_isabella_graph_labels_do_not_overlap(qtbot, make_window, tmp_path):
     qtbot.wait(200)
     assert len(gp.label_rects()) >= 10
     assert_labels_apart_and_inside(gp)
+
+
+# ------------------------------------------------------------------ the empty window
+def test_empty_window_says_what_to_do_instead_of_empty_axes(qtbot, make_window, store_file, tmp_path, monkeypatch):
+    from PySide6.QtCore import QPoint, Qt
+    monkeypatch.setenv("MEMVIZ_DATA_DIR", str(tmp_path / "userdata"))
+    win = make_window(size=(1100, 700))
+    page = win.start_page
+    assert page.isVisible()
+    for name in ("map", "graph", "timeline", "query"):  # the docks are covered
+        dock = win.docks[name]
+        centre = dock.mapTo(win, dock.rect().center())
+        assert page.geometry().contains(centre), name
+        assert win.childAt(centre) is page or page.isAncestorOf(win.childAt(centre)), name
+    assert not win.reload_action.isEnabled() and not win.check_action.isEnabled()
+    assert not win.export_menu.menuAction().isEnabled()
+    assert not page.recent.isVisible()  # nothing opened yet: no empty list
+    # the sample, from the page
+    with qtbot.waitSignal(win.opened, timeout=30000):
+        qtbot.mouseClick(page.sample_button, Qt.LeftButton)
+    assert not page.isVisible() and win.reload_action.isEnabled() and win.check_action.isEnabled()
+    # a bad file in a fresh window: the page stays, says why, and lists the recent stores
+    win2 = make_window(settings="settings.ini")
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"this is not a database" * 100)
+    with qtbot.waitSignal(win2.open_failed, timeout=20000):
+        win2.open_path(str(bad))
+    assert win2.start_page.isVisible() and "bad.db" in win2.start_page.problem.text()
+    win2.error_box.close()
+    win2.start_page.set_recent(win2.recent_files())
+    item = win2.start_page.recent.item(0)
+    assert item is not None and item.data(Qt.UserRole).endswith(".db")
+    with qtbot.waitSignal(win2.opened, timeout=30000):
+        win2.start_page.recent_chosen.emit(item.data(Qt.UserRole))
+    assert not win2.start_page.isVisible()
+    assert QPoint  # noqa: B018

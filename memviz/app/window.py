@@ -40,6 +40,7 @@ from memviz.app.panels.map_panel import MapPanel
 from memviz.app.panels.query_panel import QueryPanel
 from memviz.app.panels.reflect_panel import ReflectTools
 from memviz.app.panels.retired_panel import RetiredPanel
+from memviz.app.panels.start_page import StartPage
 from memviz.session.state import AppState, StoreData, load_store_data, open_store_data
 from memviz.app.panels.table_panel import TablePanel
 from memviz.app.panels.timeline_panel import TimelinePanel
@@ -105,6 +106,15 @@ class MainWindow(QMainWindow):
         self._build_status()
         # taken once every dock exists: View ▸ Reset layout restores exactly this
         self._default_state = self.saveState(SETTINGS_VERSION)
+        # with no store open, what to do is shown over the docks (empty axes would say nothing)
+        self.start_page = StartPage(self)
+        self.start_page.open_requested.connect(self.choose_file)
+        self.start_page.sample_requested.connect(self.open_sample)
+        self.start_page.import_requested.connect(lambda: self.show_import())
+        self.start_page.recent_chosen.connect(self.open_path)
+        self.open_failed.connect(lambda path, text: self.start_page.set_problem(f"Could not open {path}: {text}"))
+        self.state.data_changed.connect(self._show_start_page)
+        self._show_start_page(None)
         self.state.data_changed.connect(self._update_status)
         self.state.selection_changed.connect(lambda *a: self._update_status())
         self.state.time_filter_changed.connect(lambda *a: self._update_status())
@@ -160,6 +170,7 @@ class MainWindow(QMainWindow):
         self.reload_action.setShortcut(QKeySequence.Refresh)
         file.addSeparator()
         export = file.addMenu("&Export")
+        self.export_menu = export
         export.addAction("Query results as CSV…", lambda: self.export_dialog("results", "csv"))
         export.addAction("Query results as JSON…", lambda: self.export_dialog("results", "json"))
         export.addAction("Memory table as CSV…", lambda: self.export_dialog("table", "csv"))
@@ -207,6 +218,10 @@ class MainWindow(QMainWindow):
         tools.addAction(self.reflect_tools.consolidate_action)
         tools.addAction(self.reflect_tools.llm_action)
         self.check_action = tools.addAction("&Check store…", self.check_store)
+        self.umap_action = next(a for a in tools.actions() if a.text() == "Compute &UMAP")
+        # off while no store is open (the start page says what to do instead)
+        self.store_actions = [self.reload_action, export.menuAction(), find, self.clear_filter_action,
+                              self.umap_action, self.check_action]
 
         help_ = mb.addMenu("&Help")
         help_.addAction("&User guide", self.show_guide).setShortcut(QKeySequence.HelpContents)
@@ -260,6 +275,38 @@ class MainWindow(QMainWindow):
         self.workers.activity.connect(self._job_progress)
         self.workers.finished.connect(self._job_finished)
         self.cancel_button.clicked.connect(lambda: self._job and self.workers.cancel(self._job))
+
+    def _show_start_page(self, data) -> None:
+        """The start page while no store is open; the actions that need one are off meanwhile."""
+        empty = data is None
+        for act in self.store_actions:
+            act.setEnabled(not empty)
+        if empty:
+            self.start_page.set_recent(self.recent_files())
+            self._place_start_page()
+            self.start_page.show()
+            self.start_page.raise_()
+        else:
+            self.start_page.set_problem(None)
+            self.start_page.hide()
+
+    def _place_start_page(self) -> None:
+        """Over everything between the toolbar and the status bar."""
+        top = self.menuBar().geometry().bottom() + 1
+        if not self.toolbar.isHidden() and self.toolBarArea(self.toolbar) == Qt.TopToolBarArea:
+            top = max(top, self.toolbar.geometry().bottom() + 1)
+        bottom = self.statusBar().geometry().top() if not self.statusBar().isHidden() else self.height()
+        self.start_page.setGeometry(0, top, self.width(), max(bottom - top, 0))
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if not self.start_page.isHidden():  # the bars have their final geometry now
+            QTimer.singleShot(0, self._place_start_page)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if not self.start_page.isHidden():  # (isVisible is false until the window is shown)
+            self._place_start_page()
 
     def _job_progress(self, name: str, fraction: float, text: str) -> None:
         if name in ("score", "query", "graph"):  # quick jobs: no progress bar flicker
