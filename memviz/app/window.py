@@ -478,7 +478,9 @@ class MainWindow(QMainWindow):
     def describe(self) -> str:
         """One line on what is shown (the launcher's startup report)."""
         data = self.state.data
-        return "no store" if data is None else f"{data.n} {'memory' if data.n == 1 else 'memories'}, map: {self.map.method}"  # bench/launch.py reads it
+        if data is None:
+            return "no store"
+        return f"{data.n} {'memory' if data.n == 1 else 'memories'}, map: {self.map.method}"  # read by bench/launch.py
 
     # ------------------------------------------------------------ actions
     def find(self) -> None:
