@@ -48,7 +48,6 @@ from memviz.app.workers import Workers
 
 MAX_RECENT = 10
 SETTINGS_VERSION = 2  # bump when the dock layout changes incompatibly (restoreState then falls back)
-MIN_RESULT_ROWS = 8   # the default layout leaves the query results at least this many rows
 
 
 class MainWindow(QMainWindow):
@@ -214,11 +213,10 @@ class MainWindow(QMainWindow):
 
         tools = mb.addMenu("&Tools")
         tools.addAction(self.reflect_action)
-        tools.addAction("Compute &UMAP", self.map.start_umap)
+        self.umap_action = tools.addAction("Compute &UMAP", self.map.start_umap)
         tools.addAction(self.reflect_tools.consolidate_action)
         tools.addAction(self.reflect_tools.llm_action)
         self.check_action = tools.addAction("&Check store…", self.check_store)
-        self.umap_action = next(a for a in tools.actions() if a.text() == "Compute &UMAP")
         # off while no store is open (the start page says what to do instead)
         self.store_actions = [self.reload_action, export.menuAction(), find, self.clear_filter_action,
                               self.umap_action, self.check_action]
