@@ -379,3 +379,21 @@ def test_empty_window_says_what_to_do_instead_of_empty_axes(qtbot, make_window, 
         win2.start_page.recent_chosen.emit(item.data(Qt.UserRole))
     assert not win2.start_page.isVisible()
     assert QPoint  # noqa: B018
+
+
+def test_reset_layout_leaves_no_stale_tab_bars_and_restores_the_docks(qtbot, make_window, store_file):
+    from PySide6.QtCore import Qt as _Qt
+    from PySide6.QtWidgets import QTabBar
+    win = make_window(store_file)
+    win.removeDockWidget(win.docks["query"])
+    win.addDockWidget(_Qt.LeftDockWidgetArea, win.docks["query"])
+    win.docks["query"].show()
+    win.docks["map"].setFloating(True)
+    for size in ((1500, 950), (1100, 700), (1920, 1080)):
+        win.resize(*size)
+        win.reset_layout()
+        qtbot.wait(30)
+    assert win.dockWidgetArea(win.docks["query"]) == _Qt.RightDockWidgetArea and not win.docks["map"].isFloating()
+    on_screen = [b for b in win.findChildren(QTabBar) if b.isVisible() and b.count()
+                 and win.rect().intersects(b.geometry()) and "Memories" in [b.tabText(i) for i in range(b.count())]]
+    assert len(on_screen) == 1, [b.geometry() for b in on_screen]

@@ -103,8 +103,6 @@ class MainWindow(QMainWindow):
         self._default_layout()
         self._build_menus()
         self._build_status()
-        # taken once every dock exists: View ▸ Reset layout restores exactly this
-        self._default_state = self.saveState(SETTINGS_VERSION)
         # with no store open, what to do is shown over the docks (empty axes would say nothing)
         self.start_page = StartPage(self)
         self.start_page.open_requested.connect(self.choose_file)
@@ -149,10 +147,15 @@ class MainWindow(QMainWindow):
         self.resizeDocks([d["table"], d["detail"]], [int(left * .58), int(left * .42)], Qt.Horizontal)
 
     def reset_layout(self) -> None:
+        """View ▸ Reset layout: the docks placed again as _default_layout places them (rebuilt,
+        not restoreState(): restoring left the previous tab bars painted over the docks)."""
         for dock in self.docks.values():
             dock.setFloating(False)
+            self.removeDockWidget(dock)
+        self._default_layout()
+        for dock in self.docks.values():
             dock.show()
-        self.restoreState(self._default_state, SETTINGS_VERSION)
+        self.docks["table"].raise_()
         self._size_docks()
 
     # ------------------------------------------------------------ menus

@@ -158,6 +158,7 @@ class GraphPanel(ScatterPanel):
         self._relabel = QTimer(self, singleShot=True, interval=120, timeout=self._draw_hot)
         self._graph_timer = QTimer(self, singleShot=True, interval=150, timeout=self._start_graph_job)
         self.vb.sigRangeChanged.connect(lambda *a: self._relabel.start())
+        self.vb.sigResized.connect(lambda *a: self._relabel.start())  # labels and arrows are sized in pixels
         self.graph: Graph | None = None
         self.hot: set[int] = set()
         self.focus.toggled.connect(lambda _on: self.redraw(fit=True))
