@@ -131,7 +131,10 @@ class GraphPanel(ScatterPanel):
         self.toolbar.addWidget(self.info, 1)
         self.edges = pg.PlotDataItem(pen=pg.mkPen(120, 120, 120, 90, width=1), connect="pairs")
         self.sup_edges = pg.PlotDataItem(pen=pg.mkPen(90, 90, 90, 160, width=1.2, style=Qt.DashLine), connect="pairs")
-        self.hot_edges = pg.PlotDataItem(pen=pg.mkPen(style.LINEAGE, width=2), connect="pairs")
+        # translucent: a reflection over dozens of memories must not become a black wedge
+        lineage = QColor(style.LINEAGE)
+        lineage.setAlpha(150)
+        self.hot_edges = pg.PlotDataItem(pen=pg.mkPen(lineage, width=1.5), connect="pairs")
         self.bad_edges = pg.PlotDataItem(pen=pg.mkPen(style.BROKEN, width=1.3, style=Qt.DotLine), connect="pairs")
         # arrowheads (two short strokes each), recomputed in pixels whenever the view changes
         self.arrows = pg.PlotDataItem(pen=pg.mkPen(110, 110, 110, 150, width=1.2), connect="pairs")

@@ -36,7 +36,7 @@ OTHER_COLORS = ["#B279A2", "#72B7B2", "#EECA3B", "#9D755D"]
 RESULT_COLUMNS = ["rank", "Δ", "score", "why", "kind", "agent", "content"]
 #: starting widths (px) of every column but the content, which takes the rest of the view
 RESULT_WIDTHS = {"rank": 32, "Δ": 34, "score": 54, "why": 80, "kind": 66, "agent": 74}
-COMPACT_WIDTHS = {"rank": 28, "Δ": 30, "score": 52, "why": 54, "kind": 58, "agent": 62}
+COMPACT_WIDTHS = {"rank": 28, "Δ": 28, "score": 52, "why": 50, "kind": 72, "agent": 62}
 COMPACT_BELOW = 560   # px of results view: narrower than this, the columns beside the content shrink
 HEADER_TIPS = {"why": "The score's weighted components as a stacked bar (relevance, recency, importance); "
                       "hover a bar for its numbers", "Δ": "Change of rank since the previous setting"}
