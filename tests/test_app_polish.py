@@ -94,6 +94,8 @@ def test_counts_take_the_number_of_their_noun(make_window, tmp_path):
     win = make_window(path)
     text = win.status_counts.text()
     assert text.startswith("1 memory (1 current, 0 retired) · 1 kind · 1 agent"), text
+    # the reflection meter says what it measures without a hover
+    assert win.reflect_tools.meter.caption.text() == "importance since reflection"
 
 
 # ------------------------------------------------------------------ help, toolbar

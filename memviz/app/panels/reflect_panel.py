@@ -221,7 +221,7 @@ class ProposalCard(QGroupBox):
         self.evidence.itemClicked.connect(lambda it: select_ids([it.data(Qt.UserRole)]))
         ev_label = QLabel(f"Evidence cited ({len(proposal.cited)} of {len(proposal.evidence)} offered):")
         if proposal.dropped_citations:
-            ev_label.setText(ev_label.text()[:-1] + f"; {len(proposal.dropped_citations)} unknown ids dropped:")
+            ev_label.setText(ev_label.text()[:-1] + f"; {count(len(proposal.dropped_citations), 'unknown id')} dropped:")
         top = QHBoxLayout()
         top.addWidget(self.text, 1)
         top.addWidget(self.accept_box, 0, Qt.AlignTop)
