@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import REAL_PERSONA, needs_real
 from PySide6.QtCore import QEvent, QPointF
 from PySide6.QtWidgets import QApplication
-
-from conftest import REAL_PERSONA, needs_real
 from test_app_support import build_store
 
 pytestmark = pytest.mark.qt
@@ -252,7 +251,6 @@ def test_timeline_lane_names_never_overlap(qtbot, make_window, store_file):
 
 
 def test_a_layout_saved_by_an_older_version_falls_back_to_the_default(make_window, tmp_path):
-    from PySide6.QtCore import QSettings
     from PySide6.QtCore import Qt as _Qt
     win = make_window(settings="old.ini")
     win.removeDockWidget(win.docks["query"])  # an old layout without the query column
@@ -262,7 +260,6 @@ def test_a_layout_saved_by_an_older_version_falls_back_to_the_default(make_windo
     win.settings.sync()
     again = make_window(settings="old.ini")
     assert again.dockWidgetArea(again.docks["query"]) == _Qt.RightDockWidgetArea
-    assert QSettings  # noqa: B018
 
 
 # ------------------------------------------------------------------ the reflection graph
@@ -349,7 +346,7 @@ def test_isabella_graph_labels_do_not_overlap(qtbot, make_window, tmp_path):
 
 # ------------------------------------------------------------------ the empty window
 def test_empty_window_says_what_to_do_instead_of_empty_axes(qtbot, make_window, store_file, tmp_path, monkeypatch):
-    from PySide6.QtCore import QPoint, Qt
+    from PySide6.QtCore import Qt
     monkeypatch.setenv("MEMVIZ_DATA_DIR", str(tmp_path / "userdata"))
     win = make_window(size=(1100, 700))
     page = win.start_page
@@ -380,7 +377,6 @@ def test_empty_window_says_what_to_do_instead_of_empty_axes(qtbot, make_window, 
     with qtbot.waitSignal(win2.opened, timeout=30000):
         win2.start_page.recent_chosen.emit(item.data(Qt.UserRole))
     assert not win2.start_page.isVisible()
-    assert QPoint  # noqa: B018
 
 
 def test_reset_layout_leaves_no_stale_tab_bars_and_restores_the_docks(qtbot, make_window, store_file):
