@@ -38,8 +38,18 @@ COMMANDS = (
 USER_ERRORS: tuple[type[BaseException], ...] = (StoreError, apsw.Error, ValueError, OSError, MemoryError)
 
 
+USAGE = "memviz [--read-only] [DB]\n       memviz COMMAND [options]   (memviz COMMAND --help for its options)"
+WINDOW_HELP = """the window:
+  memviz                 open the bundled sample store (a private copy in the user's data folder)
+  memviz DB              open the memory store DB (a .db file) in the window
+  memviz --read-only DB  open it without writing anything (edits are refused)"""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="memviz", description="Inspect, query and edit the long-term memory of LLM agents.")
+    parser = argparse.ArgumentParser(prog="memviz", usage=USAGE, epilog=WINDOW_HELP,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     description="Inspect, query and edit the long-term memory of LLM agents:\n"
+                                                 "the window without a COMMAND, a headless command otherwise.")
     parser.add_argument("--version", action="version", version="memviz " + __import__("memviz").__version__)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:

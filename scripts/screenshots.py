@@ -3,7 +3,8 @@
 Opens DB read-only in a MainWindow with fresh settings, runs a query (when the retrieval
 engine is there), selects a reflection so the graph shows a neighbourhood, waits for the
 background work (store load, graph, UMAP) and saves the whole window and each panel as
-PNG (`window.png` at the first size, `window-WxH.png` at the others, `panel-timeline.png`, ...). Run under Xvfb (`xvfb-run -a python -m ...`)
+PNG (`window.png` at the first size, `window-WxH.png` at the others, `panel-timeline.png`, ...;
+`--name isabella` writes `isabella.png`, `isabella-WxH.png`; `--no-panels` only the window). Run under Xvfb (`xvfb-run -a python -m ...`)
 for real window decorations and fonts, or with QT_QPA_PLATFORM=offscreen.
 """
 from __future__ import annotations
@@ -22,6 +23,8 @@ def main(argv=None) -> int:
     ap.add_argument("--query", default="What does the user like to eat?")
     ap.add_argument("--select", default=None, help="id to select (default: the deepest reflection)")
     ap.add_argument("--umap-wait", type=float, default=90.0, help="seconds to wait for UMAP")
+    ap.add_argument("--name", default="window", help="file name of the window shots (default: window)")
+    ap.add_argument("--no-panels", dest="panels", action="store_false", help="no panel-*.png")
     args = ap.parse_args(argv)
     sizes = [tuple(int(v) for v in s.lower().split("x")) for s in (args.size or ["1500x950"])]
     os.makedirs(args.outdir, exist_ok=True)
@@ -70,8 +73,8 @@ def main(argv=None) -> int:
         win.resize(w, h)
         win.reset_layout()
         wait(lambda: False, 0.8)
-        win.grab().save(os.path.join(args.outdir, "window.png" if k == 0 else f"window-{w}x{h}.png"))
-        if k == 0:  # each panel as laid out in the first (main) size
+        win.grab().save(os.path.join(args.outdir, f"{args.name}.png" if k == 0 else f"{args.name}-{w}x{h}.png"))
+        if k == 0 and args.panels:  # each panel as laid out in the first (main) size
             for name in win.panels:
                 win.docks[name].grab().save(os.path.join(args.outdir, f"panel-{name}.png"))
     print("saved to", args.outdir, "| map:", win.map.method, "| selected:", target)

@@ -19,6 +19,13 @@ import memviz.store as ms  # noqa: E402
 from memviz.app.dialogs.import_dialog import ImportDialog, default_output  # noqa: E402
 
 
+@pytest.fixture(autouse=True)
+def user_data(tmp_path, monkeypatch):
+    """The user's data folder, where imports go by default (never the real one in tests)."""
+    monkeypatch.setenv("MEMVIZ_DATA_DIR", str(tmp_path / "userdata"))
+    return tmp_path / "userdata"
+
+
 @pytest.fixture
 def win(make_window):
     return make_window(size=(1200, 800))
@@ -63,13 +70,13 @@ def test_real_persona_imported_and_opened(qtbot, win, tmp_path):
     data = win.state.data
     assert data.store.path == str(out) and data.n == 912
     assert win.status_counts.text().startswith("912 memories")
-    assert "Isabella" in win.status_counts.text() or "1 agents" in win.status_counts.text()
+    assert "agent Isabella Rodriguez" in win.status_counts.text()
     # the thought graph reaches the reflection graph panel
     qtbot.waitUntil(lambda: win.graph.graph is not None, timeout=30000)
     assert (win.graph.graph.level > 0).any()
 
 
-def test_malformed_jsonl_lines_are_listed_and_the_rest_imported(qtbot, win, tmp_path):
+def test_malformed_jsonl_lines_are_listed_and_the_rest_imported(qtbot, win, tmp_path, user_data):
     src = tmp_path / "dump.jsonl"
     lines = [json.dumps({"id": f"m{i}", "content": f"Memory number {i} about the garden"}) for i in range(6)]
     lines[1] = '{"id": "broken", "content": '
@@ -77,7 +84,8 @@ def test_malformed_jsonl_lines_are_listed_and_the_rest_imported(qtbot, win, tmp_
     src.write_text("\n".join(lines) + "\n")
     dlg = dialog_for(qtbot, win, src)
     assert dlg.format.currentText() == "jsonl"
-    assert dlg.output.text() == str(tmp_path / "dump.db")  # default: beside the source, named after it
+    # default: in the user's data folder, never inside the data set imported, named after it
+    assert dlg.output.text() == str(user_data / "imports" / "dump.db")
     with qtbot.waitSignal(win.opened, timeout=60000):
         assert run_import(qtbot, dlg) == "done"
     text = dlg.details.toPlainText()
@@ -138,7 +146,7 @@ def test_failure_is_shown_in_the_dialog(qtbot, win, tmp_path):
     dlg.format.setCurrentText("jsonl")
     assert run_import(qtbot, dlg) == "failed"
     assert dlg.message.text().startswith("Import failed: Nothing to import")
-    assert not os.path.exists(dlg.output.text()) and no_leftovers(tmp_path) == []
+    assert not os.path.exists(dlg.output.text()) and no_leftovers(os.path.dirname(dlg.output.text())) == []
 
 
 def drop(win, path):
@@ -174,11 +182,12 @@ def test_dropping_a_jsonl_file_prefills_and_a_db_still_opens(qtbot, win, tmp_pat
 
 
 def test_default_output_names_the_persona_and_avoids_existing_files(tmp_path):
+    imports = tmp_path / "userdata" / "imports"
     mem = tmp_path / "Klaus" / "bootstrap_memory" / "associative_memory"
     mem.mkdir(parents=True)
-    assert default_output(str(mem)) == str(tmp_path / "Klaus.db")
-    (tmp_path / "Klaus.db").touch()
-    assert default_output(str(tmp_path / "Klaus")) == str(tmp_path / "Klaus-2.db")
+    assert default_output(str(mem)) == str(imports / "Klaus.db")
+    (imports / "Klaus.db").touch()
+    assert default_output(str(tmp_path / "Klaus")) == str(imports / "Klaus-2.db")
 
 
 @needs_real

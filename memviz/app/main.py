@@ -15,9 +15,11 @@ from memviz.background import in_thread
 from memviz.samples.bundled import user_sample_copy
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(prog="memviz", description="Open the memviz window.")
-    p.add_argument("path", nargs="?", help="a memory store (.db); default: the bundled sample")
-    p.add_argument("--read-only", action="store_true", help="open without writing anything")
+    p = argparse.ArgumentParser(prog="memviz", usage="memviz [--read-only] [DB]",
+                                description="Open the memviz window (memviz --help lists the headless commands).")
+    p.add_argument("path", nargs="?", metavar="DB",
+                   help="a memory store (.db); default: the bundled sample, copied to the user's data folder")
+    p.add_argument("--read-only", action="store_true", help="open without writing anything; edits are refused")
     return p.parse_args(argv)
 
 

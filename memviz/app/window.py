@@ -28,17 +28,20 @@ from PySide6.QtWidgets import (
 import memviz.store as ms
 from memviz.samples.bundled import user_sample_copy
 from memviz.store import connection, iso
+from memviz.words import count
 
 from memviz.app.panels.detail_panel import DetailPanel
 from memviz.app.controllers.edit_controller import EditController
 from memviz.app.panels.graph_panel import GraphPanel
 from memviz.app.dialogs.check_dialog import CheckDialog
+from memviz.app.dialogs.help_dialogs import GuideDialog, ShortcutsDialog, shortcut_rows
 from memviz.app.dialogs.import_dialog import ImportDialog, is_import_source
 from memviz.app.panels.map_panel import MapPanel
 from memviz.app.panels.query_panel import QueryPanel
 from memviz.app.dialogs.clock_dialog import ClockStatus
 from memviz.app.panels.reflect_panel import ReflectTools
 from memviz.app.panels.retired_panel import RetiredPanel
+from memviz.app.panels.start_page import StartPage
 from memviz.session.state import AppState, StoreData, load_store_data, open_store_data
 from memviz.app.panels.table_panel import TablePanel
 from memviz.app.panels.timeline_panel import TimelinePanel
@@ -46,7 +49,7 @@ from memviz.app.workers import Workers
 
 MAX_RECENT = 10
 OPEN_WAIT_S = 60.0  # how long an open waits for a store another process holds exclusively
-SETTINGS_VERSION = 1  # bump when the dock layout changes incompatibly (restoreState then falls back)
+SETTINGS_VERSION = 2  # bump when the dock layout changes incompatibly (restoreState then falls back)
 
 
 class MainWindow(QMainWindow):
@@ -65,6 +68,7 @@ class MainWindow(QMainWindow):
         self.error_box: QMessageBox | None = None
         self.check_dialog: CheckDialog | None = None
         self.import_dialog: ImportDialog | None = None  # made on first use
+        self.help_dialog = None  # the help dialog shown last
         self.setWindowTitle("memviz")
         self.setAcceptDrops(True)
         self.setDockNestingEnabled(True)
@@ -104,8 +108,15 @@ class MainWindow(QMainWindow):
         self._default_layout()
         self._build_menus()
         self._build_status()
-        # taken once every dock exists: View ▸ Reset layout restores exactly this
-        self._default_state = self.saveState(SETTINGS_VERSION)
+        # with no store open, what to do is shown over the docks (empty axes would say nothing)
+        self.start_page = StartPage(self)
+        self.start_page.open_requested.connect(self.choose_file)
+        self.start_page.sample_requested.connect(self.open_sample)
+        self.start_page.import_requested.connect(lambda: self.show_import())
+        self.start_page.recent_chosen.connect(self.open_path)
+        self.open_failed.connect(lambda path, text: self.start_page.set_problem(f"Could not open {path}: {text}"))
+        self.state.data_changed.connect(self._show_start_page)
+        self._show_start_page(None)
         self.state.data_changed.connect(self._update_status)
         self.state.selection_changed.connect(lambda *a: self._update_status())
         self.state.time_filter_changed.connect(lambda *a: self._update_status())
@@ -114,34 +125,42 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------ layout
     def _default_layout(self) -> None:
         d = self.docks
-        # query + detail run the full height on the right; timeline, plots and table stack on the left
+        # the query runs the full height on the right, so its results keep their rows at any size;
+        # on the left: the timeline, the two plots, then the table beside the detail
         self.setCorner(Qt.TopRightCorner, Qt.RightDockWidgetArea)
         self.setCorner(Qt.BottomRightCorner, Qt.RightDockWidgetArea)
         self.addDockWidget(Qt.TopDockWidgetArea, d["timeline"])
         self.addDockWidget(Qt.LeftDockWidgetArea, d["map"])
         self.splitDockWidget(d["map"], d["graph"], Qt.Horizontal)
         self.addDockWidget(Qt.RightDockWidgetArea, d["query"])
-        self.splitDockWidget(d["query"], d["detail"], Qt.Vertical)
         self.addDockWidget(Qt.BottomDockWidgetArea, d["table"])
-        self.addDockWidget(Qt.BottomDockWidgetArea, d["retired"])
+        self.splitDockWidget(d["table"], d["detail"], Qt.Horizontal)
         self.tabifyDockWidget(d["table"], d["retired"])  # behind the table
         d["table"].raise_()
         self._size_docks()
 
     def _size_docks(self) -> None:
-        """Proportions of the default layout (applied again once the window has its size)."""
+        """Proportions of the default layout (applied again once the window has its size): the
+        query column gets a larger share of a narrow window, its content column stays readable."""
         d = self.docks
         h, w = max(self.height(), 600), max(self.width(), 800)
-        self.resizeDocks([d["timeline"], d["map"], d["table"]], [int(h * .22), int(h * .45), int(h * .25)], Qt.Vertical)
-        self.resizeDocks([d["map"], d["graph"], d["query"]], [int(w * .34), int(w * .30), int(w * .36)], Qt.Horizontal)
-        share = .66 if h < 850 else .6  # a short window keeps room for the results list
-        self.resizeDocks([d["query"], d["detail"]], [int(h * share), int(h * (1 - share))], Qt.Vertical)
+        right = .44 if w < 1300 else .40 if w < 1700 else .36
+        left = w * (1 - right)
+        self.resizeDocks([d["timeline"], d["map"], d["table"]], [int(h * .23), int(h * .41), int(h * .36)], Qt.Vertical)
+        self.resizeDocks([d["map"], d["graph"], d["query"]], [int(left * .5), int(left * .5), int(w * right)],
+                         Qt.Horizontal)
+        self.resizeDocks([d["table"], d["detail"]], [int(left * .58), int(left * .42)], Qt.Horizontal)
 
     def reset_layout(self) -> None:
+        """View ▸ Reset layout: the docks placed again as _default_layout places them (rebuilt,
+        not restoreState(): restoring left the previous tab bars painted over the docks)."""
         for dock in self.docks.values():
             dock.setFloating(False)
+            self.removeDockWidget(dock)
+        self._default_layout()
+        for dock in self.docks.values():
             dock.show()
-        self.restoreState(self._default_state, SETTINGS_VERSION)
+        self.docks["table"].raise_()
         self._size_docks()
 
     # ------------------------------------------------------------ menus
@@ -158,6 +177,7 @@ class MainWindow(QMainWindow):
         self.reload_action.setShortcut(QKeySequence.Refresh)
         file.addSeparator()
         export = file.addMenu("&Export")
+        self.export_menu = export
         export.addAction("Query results as CSV…", lambda: self.export_dialog("results", "csv"))
         export.addAction("Query results as JSON…", lambda: self.export_dialog("results", "json"))
         export.addAction("Memory table as CSV…", lambda: self.export_dialog("table", "csv"))
@@ -201,20 +221,34 @@ class MainWindow(QMainWindow):
 
         tools = mb.addMenu("&Tools")
         tools.addAction(self.reflect_action)
-        tools.addAction("Compute &UMAP", self.map.start_umap)
+        self.umap_action = tools.addAction("Compute &UMAP", self.map.start_umap)
         tools.addAction(self.reflect_tools.consolidate_action)
         tools.addAction(self.reflect_tools.llm_action)
         self.check_action = tools.addAction("&Check store…", self.check_store)
         tools.addAction(self.clock_status.action)
+        # off while no store is open (the start page says what to do instead)
+        self.store_actions = [self.reload_action, export.menuAction(), find, self.clear_filter_action,
+                              self.umap_action, self.check_action, self.clock_status.action]
 
         help_ = mb.addMenu("&Help")
+        help_.addAction("&User guide", self.show_guide).setShortcut(QKeySequence.HelpContents)
+        help_.addAction("&Keyboard shortcuts", self.show_shortcuts).setShortcut(QKeySequence("Ctrl+/"))
+        help_.addSeparator()
         help_.addAction("&About memviz", self._about)
 
+        # the toolbar's Undo/Redo keep a fixed label (the menu's say what; here the tooltip does),
+        # so the buttons after them do not jump each time the label would change
+        self.toolbar_undo = QAction("Undo", self, enabled=False, triggered=self.undo_stack.undo)
+        self.toolbar_redo = QAction("Redo", self, enabled=False, triggered=self.undo_stack.redo)
+        self.undo_stack.canUndoChanged.connect(self.toolbar_undo.setEnabled)
+        self.undo_stack.canRedoChanged.connect(self.toolbar_redo.setEnabled)
+        self.undo_stack.undoTextChanged.connect(lambda t: self.toolbar_undo.setToolTip(f"Undo {t}".strip()))
+        self.undo_stack.redoTextChanged.connect(lambda t: self.toolbar_redo.setToolTip(f"Redo {t}".strip()))
         self.toolbar = QToolBar("Main")
         self.toolbar.setObjectName("toolbar_main")
         self.toolbar.addAction(self.open_action)
-        self.toolbar.addAction(self.undo_action)
-        self.toolbar.addAction(self.redo_action)
+        self.toolbar.addAction(self.toolbar_undo)
+        self.toolbar.addAction(self.toolbar_redo)
         self.toolbar.addSeparator()
         self.toolbar.addAction(self.reflect_action)
         self.toolbar.addSeparator()
@@ -250,6 +284,38 @@ class MainWindow(QMainWindow):
         self.workers.finished.connect(self._job_finished)
         self.cancel_button.clicked.connect(lambda: self._job and self.workers.cancel(self._job))
 
+    def _show_start_page(self, data) -> None:
+        """The start page while no store is open; the actions that need one are off meanwhile."""
+        empty = data is None
+        for act in self.store_actions:
+            act.setEnabled(not empty)
+        if empty:
+            self.start_page.set_recent(self.recent_files())
+            self._place_start_page()
+            self.start_page.show()
+            self.start_page.raise_()
+        else:
+            self.start_page.set_problem(None)
+            self.start_page.hide()
+
+    def _place_start_page(self) -> None:
+        """Over everything between the toolbar and the status bar."""
+        top = self.menuBar().geometry().bottom() + 1
+        if not self.toolbar.isHidden() and self.toolBarArea(self.toolbar) == Qt.TopToolBarArea:
+            top = max(top, self.toolbar.geometry().bottom() + 1)
+        bottom = self.statusBar().geometry().top() if not self.statusBar().isHidden() else self.height()
+        self.start_page.setGeometry(0, top, self.width(), max(bottom - top, 0))
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if not self.start_page.isHidden():  # the bars have their final geometry now
+            QTimer.singleShot(0, self._place_start_page)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if not self.start_page.isHidden():  # (isVisible is false until the window is shown)
+            self._place_start_page()
+
     def _job_progress(self, name: str, fraction: float, text: str) -> None:
         if name in ("score", "query", "graph"):  # quick jobs: no progress bar flicker
             return
@@ -280,8 +346,10 @@ class MainWindow(QMainWindow):
         self.status_store.setToolTip(s.path)
         sel = len(self.state.selection)
         filt = "" if self.state.time_range is None else " · time filter on"
-        self.status_counts.setText(f"{c['total']:,} memories ({c['live']:,} current, {c['retired']:,} retired) · "
-                                   f"{len(c['by_kind'])} kinds · {len(c['by_agent'])} agents"
+        agents = list(c["by_agent"])
+        who = f"agent {agents[0]}" if len(agents) == 1 and agents[0] else count(len(agents), "agent")
+        self.status_counts.setText(f"{count(c['total'], 'memory')} ({c['live']:,} current, {c['retired']:,} retired) · "
+                                   f"{count(len(c['by_kind']), 'kind')} · {who}"
                                    f"{f' · {sel:,} selected' if sel else ''}{filt}")
         model, dim = data.model
         self.status_model.setText(f"{model} ({dim}-d)" if model else "no embeddings")
@@ -431,7 +499,9 @@ class MainWindow(QMainWindow):
     def describe(self) -> str:
         """One line on what is shown (the launcher's startup report)."""
         data = self.state.data
-        return "no store" if data is None else f"{data.n} memories, map: {self.map.method}"
+        if data is None:
+            return "no store"
+        return f"{data.n} {'memory' if data.n == 1 else 'memories'}, map: {self.map.method}"  # read by bench/launch.py
 
     # ------------------------------------------------------------ actions
     def find(self) -> None:
@@ -461,6 +531,20 @@ class MainWindow(QMainWindow):
 
     def show_context_menu(self, ids: list, pos) -> None:
         self.context_menu_for(ids).popup(pos)
+
+    def show_shortcuts(self) -> ShortcutsDialog:
+        """Help ▸ Keyboard shortcuts: every shortcut the window's actions carry."""
+        dlg = ShortcutsDialog(shortcut_rows([a.menu() for a in self.menuBar().actions() if a.menu()]), self)
+        dlg.open()
+        self.help_dialog = dlg
+        return dlg
+
+    def show_guide(self) -> GuideDialog:
+        """Help ▸ User guide: the README, with its screenshots."""
+        dlg = GuideDialog(self)
+        dlg.show()
+        self.help_dialog = dlg
+        return dlg
 
     def _about(self) -> None:
         box = QMessageBox(QMessageBox.Information, "About memviz",

@@ -10,7 +10,7 @@ from .interrupt import command_task
 
 
 def add_parser(sub):
-    p = sub.add_parser("consolidate", help="decay confidence and soft-delete what falls below 0.05 (ADR 005 style)")
+    p = sub.add_parser("consolidate", help="decay confidence and soft-delete what falls below 0.05 (as the assistant memory does)")
     p.add_argument("db")
     p.add_argument("--agent")
     p.add_argument("--kinds", default=",".join(DECAY_KINDS),

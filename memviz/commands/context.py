@@ -20,8 +20,8 @@ from ..store import iso, open_store, to_epoch
 
 
 def add_parser(sub):
-    p = sub.add_parser("context", help="the prompt the agent would get from memory under a token budget (seed 004)",
-                       description="Assemble the working-memory context as seed 004 (HTM) does: strategies recent, "
+    p = sub.add_parser("context", help="the prompt the agent would get from memory under a token budget",
+                       description="Assemble the working-memory context as a hierarchical-memory agent does: strategies recent, "
                                    "important, balanced (importance × 1/(1 + age hours)); eviction lowest "
                                    "importance/(seconds since access + 1) first; a 10% margin off the budget; "
                                    "protected memories pinned. --query ranks with a retrieval preset instead.")

@@ -41,19 +41,25 @@ from memviz.embed import LOCAL_MODEL
 from memviz.session.state import AppState
 from memviz.store.errors import ConflictError, ReadOnlyError, StoreError, translate
 
-from memviz.app.dialogs.edit_dialogs import BusyDialog, ConflictDialog, CorrectDialog, ImportanceDialog, TagsDialog
+from memviz.app.dialogs.edit_dialogs import (
+    BusyDialog, ConflictDialog, CorrectDialog, ImportanceDialog, ReasonDialog, TagsDialog,
+)
 from memviz.app.workers import Workers
 
 POLL_MS = 500          # external-change check; panels refresh within a second of the agent's write
 STORE_IN_USE_MS = 100  # a background job (reload) holds the connection: try the write again this much later
 EMBED_JOB = "embedding"  # one worker job per correction being embedded: see embed_job()
 
+#: actions that are another action with a reason asked first: they follow its rule
+RULE_OF = {"delete_why": "delete", "confirm_why": "confirm"}
 # (key, menu text, shortcut, status tip)
 ACTIONS = (
     ("correct", "&Correct…", "F2", "Correct the text: a new memory supersedes this one"),
     ("confirm", "Confirm / &Protect", "Ctrl+Shift+P", "Protect: never decayed, pruned or superseded by automation"),
     ("unprotect", "&Unprotect", "Ctrl+Shift+U", "Let the memory decay again"),
     ("delete", "Soft-&delete", "Delete", "Retire the memory (valid_until = now); it stays in the retired list"),
+    ("delete_why", "Soft-delete with a reason…", "Shift+Delete", "Soft-delete, with a reason kept in the history"),
+    ("confirm_why", "Protect with a reason…", "Ctrl+Alt+P", "Confirm / protect, with a reason kept in the history"),
     ("restore", "&Restore", "Ctrl+Shift+R", "Make a retired memory current again"),
     ("importance", "Set &importance…", "Ctrl+Shift+I", "Change the importance (0-10)"),
     ("tags", "Edit &tags…", "Ctrl+Shift+T", "Replace, add or remove tags"),
@@ -200,7 +206,7 @@ class EditController(QObject):
     def refusal(self, key: str, ids: list[str]) -> str | None:
         """Why `key` does not apply to `ids` as loaded (None: it applies); see memviz.edits.applicable."""
         data = self.state.data
-        return applicable.refusal(key, None if data is None else data.arrays, ids)
+        return applicable.refusal(RULE_OF.get(key, key), None if data is None else data.arrays, ids)
 
     def applicable(self, key: str, ids: list[str]) -> bool:
         return self.refusal(key, ids) is None
@@ -284,6 +290,21 @@ class EditController(QObject):
     def _confirm(self, ids):
         self._field_action(Confirm, "confirm", ids)
 
+    def _confirm_why(self, ids):
+        self._with_reason(Confirm, "confirm", "Protect", ids)
+
+    def _delete_why(self, ids):
+        self._with_reason(SoftDelete, "delete", "Soft-delete", ids)
+
+    def _with_reason(self, cls, key, verb, ids):
+        """Ask for a reason (optional), then the edit with it as its audit note."""
+        if not applicable.targets(key, self.state.data.arrays, ids):
+            self._field_action(cls, key, ids)  # says why nothing applies
+            return
+        dlg = ReasonDialog(verb, len(applicable.targets(key, self.state.data.arrays, ids)), self.dialog_parent)
+        dlg.accepted.connect(lambda: self._field_action(cls, key, ids, note=dlg.note()))
+        self._open(dlg)
+
     def _unprotect(self, ids):
         self._field_action(Unprotect, "unprotect", ids)
 
@@ -331,13 +352,14 @@ class EditController(QObject):
         def done():
             shown = {**self.shown_rows(ids)[ids[0]], "content": row["content"]}
             if emb is None:  # nothing to compute: written at once, marked as needing an embedding
-                self.perform(Correct(ids[0], dlg.text(), embedded=without_embedding(why), shown_rows={ids[0]: shown}))
+                self.perform(Correct(ids[0], dlg.text(), embedded=without_embedding(why), shown_rows={ids[0]: shown},
+                                     note=dlg.note()))
             else:
-                self._embed_then_correct(ids[0], dlg.text(), emb, shown)
+                self._embed_then_correct(ids[0], dlg.text(), emb, shown, dlg.note())
         dlg.accepted.connect(done)
         self._open(dlg)
 
-    def _embed_then_correct(self, mid: str, text: str, emb, shown: dict) -> None:
+    def _embed_then_correct(self, mid: str, text: str, emb, shown: dict, note: str | None = None) -> None:
         """Embed `text` on a worker (the window stays responsive, even on a network model), then
         write the correction on this thread through the History of the store it was made for."""
         history, name = self.history, embed_job(mid)
@@ -353,7 +375,7 @@ class EditController(QObject):
             if self.history is not history:  # another store was opened meanwhile
                 self._keep_text(mid, text, "Not written: the store it was meant for is no longer open.")
                 return
-            self.perform(Correct(mid, text, embedder=emb, embedded=embedded, shown_rows={mid: shown}))
+            self.perform(Correct(mid, text, embedder=emb, embedded=embedded, shown_rows={mid: shown}, note=note))
 
         def failed(err: Exception) -> None:
             self._embedding.pop(name, None)

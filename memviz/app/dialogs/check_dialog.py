@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (
 
 from memviz.session.state import AppState
 from memviz.store.check import CheckReport, check_store, repair, repair_plan
+from memviz.words import count
 
 JOB = "check-store"
 
@@ -88,7 +89,7 @@ class CheckDialog(QDialog):
         if report.clean:
             self.status.setText(f"{report.path}: clean — SQLite, full-text and vector indexes, links and values agree.")
         else:
-            self.status.setText(f"{report.path}: {len(report.findings)} finding(s)"
+            self.status.setText(f"{report.path}: {count(len(report.findings), 'finding')}"
                                 + (f", {len(report.repairable)} repairable" if report.repairable else ""))
         why_not = (None if plan and store is not None and not store.read_only else
                    "nothing here can be rebuilt by memviz" if not plan else

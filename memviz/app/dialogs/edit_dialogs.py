@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
 
 from memviz.edits.commands import SHOWN_FIELDS
 from memviz.store import iso
+from memviz.words import count
 
 
 def plain_label(text: str = "", *, wrap: bool = True) -> QLabel:
@@ -58,6 +59,10 @@ class CorrectDialog(QDialog):
         self.new_text = QPlainTextEdit()
         self.new_text.setPlainText(row["content"] if text is None else text)
         lay.addWidget(self.new_text, 2)
+        self.reason = reason_field()
+        form = QFormLayout()
+        form.addRow("Reason (optional):", self.reason)
+        lay.addLayout(form)
         self.warning = plain_label(warning or "")
         self.warning.setStyleSheet("color: #a05a00;")
         self.warning.setVisible(bool(warning))
@@ -75,9 +80,44 @@ class CorrectDialog(QDialog):
     def text(self) -> str:
         return self.new_text.toPlainText()
 
+    def note(self) -> str | None:
+        return self.reason.text().strip() or None
+
     def _check(self) -> None:
         t = self.text().strip()
         self.buttons.button(QDialogButtonBox.Ok).setEnabled(bool(t) and t != self.row["content"].strip())
+
+
+def reason_field() -> QLineEdit:
+    """The optional reason of an edit, kept in the audit log like the CLI's --note."""
+    field = QLineEdit()
+    field.setObjectName("reason")
+    field.setPlaceholderText("why — kept in the memory's history (audit log)")
+    field.setMaxLength(500)
+    return field
+
+
+class ReasonDialog(QDialog):
+    """Soft-delete / Protect with a reason: what will change, and an optional reason."""
+
+    def __init__(self, verb: str, n: int, parent=None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle(f"{verb} with a reason")
+        self.setObjectName("reason_dialog")
+        lay = QFormLayout(self)
+        lay.addRow(plain_label(f"{verb}: {count(n, 'memory')}."))
+        self.reason = reason_field()
+        lay.addRow("Reason (optional):", self.reason)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
+        self.buttons.button(QDialogButtonBox.Ok).setText(verb)
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        lay.addRow(self.buttons)
+        self.resize(460, 120)
+        self.reason.setFocus()
+
+    def note(self) -> str | None:
+        return self.reason.text().strip() or None
 
 
 class ConflictDialog(QDialog):
@@ -159,7 +199,7 @@ class ImportanceDialog(QDialog):
         self.setWindowTitle("Set importance")
         lay = QFormLayout(self)
         self.spin = QDoubleSpinBox(minimum=0, maximum=10, decimals=1, singleStep=0.5, value=value)
-        lay.addRow(f"Importance of {n} memor{'y' if n == 1 else 'ies'} (0-10):", self.spin)
+        lay.addRow(f"Importance of {count(n, 'memory')} (0-10):", self.spin)
         box = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
         box.accepted.connect(self.accept)
         box.rejected.connect(self.reject)
@@ -180,7 +220,7 @@ class TagsDialog(QDialog):
         if self.single:
             lay.addRow("Tags (comma separated):", self.tags)
         else:
-            lay.addRow(plain_label(f"{n} memories selected"))
+            lay.addRow(plain_label(f"{count(n, 'memory')} selected"))
             lay.addRow("Add tags:", self.add)
             lay.addRow("Remove tags:", self.remove)
         box = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from PySide6.QtCore import QStandardPaths, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
     QMessageBox, QPlainTextEdit, QProgressBar, QPushButton, QVBoxLayout, QWidget,
@@ -20,6 +20,8 @@ from PySide6.QtWidgets import (
 
 from memviz.importers import FORMATS, ImportFailed, detect_format, import_source
 from memviz.tasks import Cancelled
+from memviz.userdirs import user_data_dir
+from memviz.words import count
 
 JOB = "import"
 #: files whose drop means "import this" rather than "open this store"
@@ -35,17 +37,15 @@ def is_import_source(path: str) -> bool:
 
 
 def default_output(source: str) -> str:
-    """A store path that does not exist yet: beside the source when that folder is writable,
-    else in the user's data folder (imports/). Named after the source (the GA persona)."""
+    """A store path that does not exist yet in the user's data folder (imports/), never inside
+    the data set being imported. Named after the source (the GA persona)."""
     src = Path(os.path.abspath(source))
     top = src
     while top.name in _GA_INNER and top.parent != top:
         top = top.parent
     name = top.stem if top.is_file() or top.suffix.lower() in IMPORT_SUFFIXES else top.name
-    folder = top.parent
-    if not os.access(folder, os.W_OK):
-        folder = Path(QStandardPaths.writableLocation(QStandardPaths.AppDataLocation)) / "imports"
-        folder.mkdir(parents=True, exist_ok=True)
+    folder = user_data_dir() / "imports"
+    folder.mkdir(parents=True, exist_ok=True)
     out, k = folder / f"{name or 'import'}.db", 2
     while out.exists():
         out, k = folder / f"{name or 'import'}-{k}.db", k + 1
@@ -104,6 +104,7 @@ class ImportDialog(QDialog):
         self.bar = QProgressBar(maximum=1000)
         self.bar.setFormat("")
         self.bar.setTextVisible(True)
+        self.bar.hide()  # shown once an import runs: an idle empty bar reads as a text field
         self.message = QLabel("Choose what to import.")
         self.message.setTextFormat(Qt.PlainText)
         self.message.setWordWrap(True)
@@ -226,6 +227,7 @@ class ImportDialog(QDialog):
         self.details.clear()
         self.bar.setRange(0, 0)   # busy until the importer knows its total (it reads the source first)
         self.bar.setFormat("reading…")
+        self.bar.show()
         self._say(f"Importing {source} …")
         self._set_running(True)
         ended = self._job_ended
@@ -272,7 +274,7 @@ class ImportDialog(QDialog):
             self.bar.setValue(1000)
             self.bar.setFormat("done")
             problems = len(payload.skipped)
-            self._say(f"Imported {payload.imported:,} of {payload.read:,} memories"
+            self._say(f"Imported {payload.imported:,} of {count(payload.read, 'memory')}"
                       + (f" ({problems:,} skipped, see below)" if problems else "")
                       + f" into {payload.output}. Opening it in the window.")
             self.details.setPlainText(report_text(payload))

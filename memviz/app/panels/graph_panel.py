@@ -1,9 +1,12 @@
 """Reflection graph: memories linked to what they were derived from (source_ids) and to what
 superseded them, layered (evidence below, reflections above by depth).
 
-Only memories that take part in a link are drawn. Selecting a memory highlights its
-ancestors (what it rests on) and descendants (what rests on it); focus mode shows only that
-neighbourhood. Links to ids that do not exist are drawn red to a red cross.
+Only memories that take part in a link are drawn; arrowheads point from what a memory was
+derived from to it (and from a superseded memory to its successor). Selecting a memory
+highlights its ancestors (what it rests on) and descendants (what rests on it) in near-black,
+a colour no kind has; focus mode shows only that neighbourhood. Links to ids that do not
+exist are drawn red to a red cross. Labels are placed where they overlap no other label and
+stay inside the plot; Fit leaves them room.
 The layout is memviz.layout.graph_layout's, computed as a background job.
 """
 from __future__ import annotations
@@ -13,15 +16,24 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QColor, QPen
+from PySide6.QtCore import QPointF, QRectF, Qt, QTimer
+from PySide6.QtGui import QColor, QFontMetricsF, QPen
 from PySide6.QtWidgets import QCheckBox, QGraphicsRectItem, QLabel, QSizePolicy, QToolButton
 
 from memviz.app.plots import style
 from memviz.app.plots.scatter_panel import ScatterPanel
 from memviz.app.plots.points_item import PointsItem
 from memviz.session.state import AppState, StoreData
+from memviz.words import count
 
+LABEL_CHARS = 22        # a node's label: the start of its text (hover shows all of it)
+LABEL_MARGIN = 1        # px around a label's text
+LABEL_GAP = 7           # px between a node's centre and its label
+LABEL_HALF_WIDTH = 80   # px Fit leaves beside the outermost nodes for their labels
+MAX_LABELS = 120
+ARROW_BACK = 8          # px: the arrow's tip stops short of the node's centre, at its rim
+ARROW_LEN = 7           # px from the tip to the base of the arrowhead
+ARROW_HALF = 3.5        # px: half the arrowhead's width
 
 
 @dataclass
@@ -119,10 +131,19 @@ class GraphPanel(ScatterPanel):
         self.toolbar.addWidget(self.info, 1)
         self.edges = pg.PlotDataItem(pen=pg.mkPen(120, 120, 120, 90, width=1), connect="pairs")
         self.sup_edges = pg.PlotDataItem(pen=pg.mkPen(90, 90, 90, 160, width=1.2, style=Qt.DashLine), connect="pairs")
-        self.hot_edges = pg.PlotDataItem(pen=pg.mkPen(230, 120, 0, 230, width=2), connect="pairs")
+        # translucent: a reflection over dozens of memories must not become a black wedge
+        lineage = QColor(style.LINEAGE)
+        lineage.setAlpha(150)
+        self.hot_edges = pg.PlotDataItem(pen=pg.mkPen(lineage, width=1.5), connect="pairs")
         self.bad_edges = pg.PlotDataItem(pen=pg.mkPen(style.BROKEN, width=1.3, style=Qt.DotLine), connect="pairs")
-        for z, it in enumerate((self.edges, self.sup_edges, self.bad_edges, self.hot_edges)):
-            it.setZValue(-10 + z if it is not self.hot_edges else 4)
+        # arrowheads (two short strokes each), recomputed in pixels whenever the view changes
+        self.arrows = pg.PlotDataItem(pen=pg.mkPen(110, 110, 110, 150, width=1.2), connect="pairs")
+        self.hot_arrows = pg.PlotDataItem(pen=pg.mkPen(style.LINEAGE, width=2), connect="pairs")
+        for z, it in enumerate((self.edges, self.sup_edges, self.bad_edges, self.arrows)):
+            it.setZValue(-10 + z)
+            self.plot.addItem(it)
+        for it in (self.hot_edges, self.hot_arrows):
+            it.setZValue(4)
             self.plot.addItem(it)
         self.labels: list[pg.TextItem] = []
         self.hot_points = PointsItem()
@@ -140,10 +161,11 @@ class GraphPanel(ScatterPanel):
         self._relabel = QTimer(self, singleShot=True, interval=120, timeout=self._draw_hot)
         self._graph_timer = QTimer(self, singleShot=True, interval=150, timeout=self._start_graph_job)
         self.vb.sigRangeChanged.connect(lambda *a: self._relabel.start())
+        self.vb.sigResized.connect(lambda *a: self._relabel.start())  # labels and arrows are sized in pixels
         self.graph: Graph | None = None
         self.hot: set[int] = set()
         self.focus.toggled.connect(lambda _on: self.redraw(fit=True))
-        self.fit.clicked.connect(lambda: self.vb.autoRange(padding=0.05))
+        self.fit.clicked.connect(self.fit_view)
         state.data_changed.connect(self._on_data)
         state.show_retired_changed.connect(lambda _s: self.redraw())
 
@@ -202,7 +224,7 @@ class GraphPanel(ScatterPanel):
             self._draw_hot()
             self.set_points([], [], [])
             self.points.clear()
-            for it in (self.edges, self.sup_edges, self.hot_edges, self.bad_edges):
+            for it in (self.edges, self.sup_edges, self.hot_edges, self.bad_edges, self.arrows, self.hot_arrows):
                 it.setData([], [])
             self.info.setText("no derived memories or supersede links in this store" if data is not None else "")
             self.draw_selection()
@@ -238,16 +260,79 @@ class GraphPanel(ScatterPanel):
         self.sup_edges.setData(*seg(g.supersede_edges))
         self.bad_edges.setData(*seg(g.broken_edges))
         self._shown = shown
-        self._draw_hot()
         n_levels = int(g.level.max()) + 1 if len(g.level) else 0
-        self.info.setText(f"{len(nodes):,} memories · {len(g.source_edges):,} source links · "
-                          f"{len(g.supersede_edges):,} supersedes · {len(g.broken_edges):,} broken · {n_levels} levels")
+        self.info.setText(self.describe_shown(nodes, missing))
         self.plot.getAxis("left").setTicks([[(L, str(L)) for L in range(n_levels)]])
         if fit:
-            self.vb.autoRange(padding=0.08)
-            lo, hi = self.vb.viewRange()[1]
-            self.vb.setYRange(min(lo, -0.6), max(hi, n_levels - 0.4), padding=0)  # room for the labels
+            self.fit_view()
+        self._draw_hot()
         self.draw_selection()
+
+    def shown_links(self) -> dict[str, int]:
+        """How many links of each sort are drawn (both ends shown)."""
+        g, shown = self.graph, self._shown
+        if g is None or not len(shown):
+            return {"source": 0, "supersede": 0, "broken": 0}
+        return {name: int((shown[e[:, 0]] & shown[e[:, 1]]).sum()) if len(e) else 0
+                for name, e in (("source", g.source_edges), ("supersede", g.supersede_edges),
+                                ("broken", g.broken_edges))}
+
+    def describe_shown(self, nodes: np.ndarray, missing: np.ndarray) -> str:
+        """The header: what is drawn now (in focus mode, of how many)."""
+        g, links = self.graph, self.shown_links()
+        total = int((g.rows >= 0).sum())
+        levels = len(np.unique(g.level[np.r_[nodes, missing].astype(np.int64)])) if len(nodes) + len(missing) else 0
+        what = count(len(nodes), "memory") if len(nodes) == total else f"{len(nodes):,} of {count(total, 'memory')}"
+        parts = [what, count(links["source"], "source link")]
+        parts += [count(links["supersede"], "supersede")] if links["supersede"] else []
+        parts += [f"{links['broken']:,} broken"] if links["broken"] else []
+        return " · ".join(parts + [count(levels, "level")])
+
+    def fit_view(self) -> None:
+        """Every drawn node in view with a margin in pixels for the labels beside and under them."""
+        g = self.graph
+        if g is None or not len(self._shown) or not self._shown.any():
+            self.vb.autoRange(padding=0.05)
+            return
+        idx = np.flatnonzero(self._shown)
+        x0, x1 = float(g.x[idx].min()), float(g.x[idx].max())
+        y0, y1 = float(g.y[idx].min()), float(g.y[idx].max())
+        w, h = max(self.vb.width(), 60.0), max(self.vb.height(), 60.0)
+        mx = min(LABEL_HALF_WIDTH, w / 3)                # half a label on either side
+        my = min(self._label_height() + 12, h / 4)       # a label above the top row, one under the bottom
+        sx = (x1 - x0 or 1.0) / max(w - 2 * mx, 20.0)    # view units per pixel
+        sy = (y1 - y0 or 1.0) / max(h - 2 * my, 20.0)
+        self.vb.setRange(xRange=(x0 - mx * sx, x1 + mx * sx), yRange=(y0 - my * sy, y1 + my * sy), padding=0)
+
+    def _label_height(self) -> float:
+        return QFontMetricsF(self._label(0).textItem.font()).height() + 2 * LABEL_MARGIN
+
+    def _draw_arrows(self, g: Graph, hot: np.ndarray) -> None:
+        """Arrowheads at the derived (or newer) end of each drawn link, a fixed size on screen."""
+        edges = np.vstack([g.source_edges, g.supersede_edges])
+        if not len(edges) or not len(self._shown):
+            self.arrows.setData([], [])
+            self.hot_arrows.setData([], [])
+            return
+        e = edges[self._shown[edges[:, 0]] & self._shown[edges[:, 1]]]
+        pw, ph = self.vb.viewPixelSize()
+        pw, ph = pw or 1.0, ph or 1.0
+        hx, hy = g.x[e[:, 0]], g.y[e[:, 0]]                  # head: the derived / newer memory
+        dx, dy = (hx - g.x[e[:, 1]]) / pw, (hy - g.y[e[:, 1]]) / ph
+        length = np.hypot(dx, dy)
+        keep = length > ARROW_BACK + ARROW_LEN
+        ux, uy = dx[keep] / length[keep], dy[keep] / length[keep]
+        tx, ty = hx[keep] / pw - ux * ARROW_BACK, hy[keep] / ph - uy * ARROW_BACK
+        bx, by = tx - ux * ARROW_LEN, ty - uy * ARROW_LEN
+        xs, ys = [], []
+        for side in (1, -1):
+            xs += [tx, bx + side * uy * ARROW_HALF]
+            ys += [ty, by - side * ux * ARROW_HALF]
+        px = np.stack(xs, axis=1).reshape(-1) * pw
+        py = np.stack(ys, axis=1).reshape(-1) * ph
+        is_hot = np.repeat((hot[e[:, 0]] & hot[e[:, 1]])[keep], 4)
+        self.arrows.setData(px[~is_hot], py[~is_hot])
+        self.hot_arrows.setData(px[is_hot], py[is_hot])
 
     def _draw_hot(self) -> None:
         """The selection's ancestors and descendants drawn over the base layer (cheap: only them)."""
@@ -257,6 +342,7 @@ class GraphPanel(ScatterPanel):
         if g is None or data is None or not len(self._shown):
             self.hot_points.clear()
             self.hot_edges.setData(np.zeros(0), np.zeros(0))
+            self._draw_arrows(g, np.zeros(0, bool)) if g is not None else None
             return
         hot = np.zeros(g.n, bool)
         if self.hot:
@@ -265,7 +351,7 @@ class GraphPanel(ScatterPanel):
         nodes = np.flatnonzero(hot & (g.rows >= 0))
         rows = g.rows[nodes]
         codes, styles = style.kind_styles(data, rows)
-        ring = pg.mkPen(230, 120, 0, 255, width=2)
+        ring = pg.mkPen(style.LINEAGE, width=2)
         for st in styles:
             st["pen"] = ring
         self.hot_points.set_data(g.x[nodes], g.y[nodes], codes, styles,
@@ -274,55 +360,70 @@ class GraphPanel(ScatterPanel):
         ok = hot[edges[:, 0]] & hot[edges[:, 1]] if len(edges) else np.zeros(0, bool)
         e = edges[ok]
         self.hot_edges.setData(g.x[e].ravel(), g.y[e].ravel())
+        self._draw_arrows(g, hot)
         self.hot_fade.setVisible(bool(self.hot))
         if self.hot_fade.isVisible():
             self.hot_fade.setRect(self.vb.viewRect())
         self._draw_labels(g, data, np.flatnonzero(self._shown))
 
     def _draw_labels(self, g: Graph, data: StoreData, shown: np.ndarray) -> None:
-        """Short labels only where they do not collide: per level, the selection first, then its
-        neighbourhood, then the rest, each placed above or below its node if that stretch of the
-        row is still free (hover shows any node's full text)."""
+        """Short labels where they fit: the selection first, then its neighbourhood, then the
+        rest left to right, each under or over its node if that rectangle (in pixels) overlaps
+        no label placed before it; a label near the plot's edge is moved inside it. Hover shows
+        any node's full text."""
         if not len(shown):
             return
-        pw = self.vb.viewPixelSize()[0] or 1.0
+        area = self.vb.sceneBoundingRect().adjusted(1, 1, -1, -1)
         (x0, x1), (y0, y1) = self.vb.viewRange()
         visible = shown[(g.x[shown] >= x0) & (g.x[shown] <= x1) & (g.y[shown] >= y0) & (g.y[shown] <= y1)]
         if len(visible) > 400:  # zoomed far out: only the selection and its neighbourhood compete
             visible = np.array([i for i in visible if i in self.hot], np.int64)
         selected = set(self.point_of_rows_graph(self.state.selection).tolist()) if self.graph is not None else set()
         prio = np.array([0 if i in selected else 1 if i in self.hot else 2 for i in visible])
-        taken: dict[tuple, list] = {}
+        placed: list[QRectF] = []
         k = 0
         for i in visible[np.lexsort((g.x[visible], prio))]:
             r = g.rows[i]
             text = ("missing: " + g.missing_ids.get(int(i), "?")) if r < 0 else data.previews[r]
-            text = text if len(text) <= 22 else text[:21] + "…"
-            half = (len(text) * 3.6 + 6) * pw  # half the label's width in view units (about 7 px a character)
-            lo, hi = g.x[i] - half, g.x[i] + half
-            for side in ("above", "below"):
-                # "above" anchors the text under the node on screen, "below" over it: the band under
-                # level L is the band over level L-1, so both sides of neighbouring levels share it
-                row = taken.setdefault(round(float(g.y[i]) + (-0.5 if side == "above" else 0.5), 3), [])
-                if all(hi < a or lo > b for a, b in row):
-                    row.append((lo, hi))
-                    break
-            else:
-                continue
+            text = text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "…"
             t = self._label(k)
-            k += 1
             t.setText(text, color=(70, 70, 70) if r >= 0 else style.BROKEN)
-            t.setAnchor((0.5, -0.3) if side == "above" else (0.5, 1.3))
-            t.setPos(g.x[i], g.y[i])
+            size = t.textItem.boundingRect().size()
+            node = self.vb.mapViewToScene(QPointF(g.x[i], g.y[i]))
+            spot = None
+            for dy in (LABEL_GAP, -LABEL_GAP - size.height()):      # under the node, else over it
+                left = min(max(node.x() - size.width() / 2, area.left()), area.right() - size.width())
+                rect = QRectF(left, node.y() + dy, size.width(), size.height())
+                if area.contains(rect) and not any(rect.intersects(p) for p in placed):
+                    spot = rect
+                    break
+            if spot is None:
+                continue
+            placed.append(spot)
+            t.setAnchor((0, 0))
+            t.setPos(self.vb.mapSceneToView(spot.topLeft()))
             t.show()
-            if k >= 120:
+            t.updateTransform(force=True)
+            k += 1
+            if k >= MAX_LABELS:
                 break
+
+    def label_rects(self) -> list[QRectF]:
+        """Where the shown labels are, in scene pixels (tests check they neither overlap nor leave the plot)."""
+        out = []
+        for t in self.labels:
+            if t.isVisible():
+                t.updateTransform(force=True)
+                out.append(t.mapRectToScene(t.boundingRect()))
+        return out
 
     def _label(self, k: int) -> pg.TextItem:
         while len(self.labels) <= k:
-            t = pg.TextItem(anchor=(0.5, -0.35))
+            t = pg.TextItem(anchor=(0, 0), fill=pg.mkBrush(255, 255, 255, 170))  # readable over edges
+            t.textItem.document().setDocumentMargin(LABEL_MARGIN)
             t.setZValue(6)  # above the veil
             self.plot.addItem(t, ignoreBounds=True)
+            t.hide()
             self.labels.append(t)
         return self.labels[k]
 

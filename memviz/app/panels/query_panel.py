@@ -17,7 +17,7 @@ import dataclasses
 import time
 
 import numpy as np
-from PySide6.QtCore import QAbstractTableModel, QDateTime, QModelIndex, QPoint, QRect, Qt, QTimeZone, QTimer, Signal
+from PySide6.QtCore import QAbstractTableModel, QDateTime, QEvent, QModelIndex, QPoint, QRect, Qt, QTimeZone, QTimer, Signal
 from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import (
     QAbstractItemView, QCheckBox, QComboBox, QDateTimeEdit, QDoubleSpinBox, QGridLayout,
@@ -27,13 +27,20 @@ from PySide6.QtWidgets import (
 
 from memviz.store.clock import store_clock  # issue 12 (clock)
 from memviz.retrieval import PRESETS, Engine, preset_params
+from memviz.words import count
 
 from memviz.session.state import AppState, StoreData
 from memviz.app.workers import Workers
 
 COMPONENT_COLORS = {"relevance": "#4C78A8", "recency": "#F58518", "importance": "#54A24B"}
 OTHER_COLORS = ["#B279A2", "#72B7B2", "#EECA3B", "#9D755D"]
-RESULT_COLUMNS = ["rank", "Δ", "score", "why (weighted components)", "kind", "content"]
+RESULT_COLUMNS = ["rank", "Δ", "score", "why", "kind", "agent", "content"]
+#: starting widths (px) of every column but the content, which takes the rest of the view
+RESULT_WIDTHS = {"rank": 32, "Δ": 34, "score": 54, "why": 80, "kind": 66, "agent": 74}
+COMPACT_WIDTHS = {"rank": 28, "Δ": 28, "score": 52, "why": 50, "kind": 72, "agent": 62}
+COMPACT_BELOW = 560   # px of results view: narrower than this, the columns beside the content shrink
+HEADER_TIPS = {"why": "The score's weighted components as a stacked bar (relevance, recency, importance); "
+                      "hover a bar for its numbers", "Δ": "Change of rank since the previous setting"}
 WEIGHT_MAX = 5.0      # slider range of α, β, γ
 SLIDER_STEPS = 500
 DEBOUNCE_MS = 20      # coalesce slider moves; the engine lane drops stale settings anyway
@@ -75,8 +82,10 @@ class ResultsModel(QAbstractTableModel):
         return 0 if parent.isValid() else len(RESULT_COLUMNS)
 
     def headerData(self, section, orientation, role=Qt.DisplayRole):
-        if role == Qt.DisplayRole and orientation == Qt.Horizontal:
+        if orientation == Qt.Horizontal and role == Qt.DisplayRole:
             return RESULT_COLUMNS[section]
+        if orientation == Qt.Horizontal and role == Qt.ToolTipRole:
+            return HEADER_TIPS.get(RESULT_COLUMNS[section])
         return None
 
     def row_of(self, i: int) -> int:
@@ -98,10 +107,14 @@ class ResultsModel(QAbstractTableModel):
                 return f"{float(self.result.score[i]):.4f}"
             if col == "kind":
                 return self.data_.arrays.kind[self.row_of(i)]
+            if col == "agent":
+                return self.data_.arrays.agent[self.row_of(i)]
             if col == "content":
                 return self.data_.previews[self.row_of(i)]
-            if col.startswith("why"):
+            if col == "why":
                 return None  # drawn by ResultBarDelegate
+        elif role == Qt.ToolTipRole and col in ("content", "agent", "kind"):
+            return self.data(index, Qt.DisplayRole)  # the whole text where the column cuts it
         elif role == Qt.ForegroundRole and col == "Δ" and self.delta[i]:
             return QColor("#2a7d2a") if self.delta[i].startswith("▲") else \
                 QColor("#b03030") if self.delta[i].startswith("▼") else QColor("#1f5fbf")
@@ -246,16 +259,19 @@ class QueryPanel(QWidget):
         self.results = ResultsModel(self)
         self.view = QTableView()
         self.view.setModel(self.results)
-        self.view.setItemDelegateForColumn(RESULT_COLUMNS.index("why (weighted components)"), ResultBarDelegate(self.view))
+        self.view.setItemDelegateForColumn(RESULT_COLUMNS.index("why"), ResultBarDelegate(self.view))
         self.view.setSelectionBehavior(QAbstractItemView.SelectRows)
         self.view.verticalHeader().setVisible(False)
         self.view.verticalHeader().setDefaultSectionSize(22)
         self.view.setWordWrap(False)
         h = self.view.horizontalHeader()
-        for i, w in enumerate([42, 44, 62, 170, 80]):
-            h.resizeSection(i, w)
-        h.setStretchLastSection(True)
+        h.setMinimumSectionSize(24)
+        self._compact: bool | None = None
+        self._size_columns(False)
+        self.view.viewport().installEventFilter(self)
+        h.setStretchLastSection(True)  # the content column takes what the others leave
         h.setSectionResizeMode(QHeaderView.Interactive)
+        self.view.setColumnHidden(RESULT_COLUMNS.index("agent"), True)
         self.view.setContextMenuPolicy(Qt.CustomContextMenu)
         self.view.customContextMenuRequested.connect(
             lambda pos: self.context_requested.emit(self.state.selected_ids, self.view.viewport().mapToGlobal(pos)))
@@ -328,6 +344,7 @@ class QueryPanel(QWidget):
         self.like_button.clicked.connect(self.query_selected)
         self.view.clicked.connect(self._result_clicked)
         state.data_changed.connect(self._on_data)
+        state.data_changed.connect(self._fit_columns)
         state.params_changed.connect(self._on_params)
         state.selection_changed.connect(lambda rows, cur, src: self.like_button.setEnabled(
             cur is not None))
@@ -446,6 +463,29 @@ class QueryPanel(QWidget):
         self.message.setText("")
         self._params_edited()  # the filters were reset to this store's lists: the state follows
 
+    def _size_columns(self, compact: bool) -> None:
+        """The columns beside the content at their normal or compact widths (never narrower
+        than their header's text); the content column takes the rest."""
+        h = self.view.horizontalHeader()
+        self._compact = compact
+        for name, w in (COMPACT_WIDTHS if compact else RESULT_WIDTHS).items():
+            h.resizeSection(RESULT_COLUMNS.index(name), max(w, h.fontMetrics().horizontalAdvance(name) + 16))
+
+    def eventFilter(self, obj, event) -> bool:
+        if event.type() == QEvent.Resize and obj is self.view.viewport():
+            compact = self.view.viewport().width() < COMPACT_BELOW
+            if compact != self._compact:  # only when crossing: a column the user sized stays
+                self._size_columns(compact)
+        return False
+
+    def _fit_columns(self, data: StoreData | None) -> None:
+        """An agent column only where there are several agents to tell apart."""
+        self.view.setColumnHidden(RESULT_COLUMNS.index("agent"), data is None or len(data.agents) < 2)
+
+    def rows_visible(self) -> float:
+        """How many result rows the view shows at its current size."""
+        return self.view.viewport().height() / self.view.verticalHeader().defaultSectionSize()
+
     def _engine(self, data: StoreData):
         """The engine for this store (made on the engine thread, once per open)."""
         if self.engine is None or self.engine_for is not data:
@@ -525,7 +565,7 @@ class QueryPanel(QWidget):
         self.results.set_result(result, data, previous)
         self._prev_ranks = {m: i for i, m in enumerate(result.ids, 1)}
         self.shown_params = params
-        self.legend.setText(f"{len(result.ids)} of {result.candidates:,} candidates · bar colours: "
+        self.legend.setText(f"{len(result.ids)} of {count(result.candidates, 'candidate')} · bar colours: "
                             + ", ".join(self.results.components)
                             + _clock_note(self.engine, params)  # issue 12 (clock): the "now" of recency
                             + "".join(("\n⚠ " if n.startswith("warning: ") else "\n") + n for n in result.notes))

@@ -28,6 +28,7 @@ from memviz.reflect.reflection import DEFAULT_THRESHOLD, THRESHOLD_META_KEY
 from memviz.session.state import AppState
 from memviz.store.errors import StoreError
 from memviz.tasks import Cancelled, Task
+from memviz.words import count
 
 from memviz.app.dialogs.llm_settings import LLMSettingsDialog, load_llm_settings
 from memviz.app.workers import Workers
@@ -47,6 +48,8 @@ class ImportanceMeter(QWidget):
         self.suggest.hide()
         lay = QHBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
+        self.caption = QLabel("importance since reflection")  # what the bar measures, without hovering
+        lay.addWidget(self.caption)
         lay.addWidget(self.bar)
         lay.addWidget(self.suggest)
         self.status = None
@@ -60,7 +63,7 @@ class ImportanceMeter(QWidget):
         self.bar.setValue(int(min(frac, 1.0) * 1000))
         self.bar.setFormat(f"{st.accumulated:g} / {st.threshold:g}")
         who = f" of {st.agent}" if st.agent else ""
-        self.setToolTip(f"Importance of {st.count} memories{who} recorded since the last reflection: "
+        self.setToolTip(f"Importance of {count(st.count, 'memory')}{who} recorded since the last reflection: "
                         f"{st.accumulated:g} (reflect at {st.threshold:g})")
         self.suggest.setVisible(st.crossed)
         self.show()
@@ -218,7 +221,7 @@ class ProposalCard(QGroupBox):
         self.evidence.itemClicked.connect(lambda it: select_ids([it.data(Qt.UserRole)]))
         ev_label = QLabel(f"Evidence cited ({len(proposal.cited)} of {len(proposal.evidence)} offered):")
         if proposal.dropped_citations:
-            ev_label.setText(ev_label.text()[:-1] + f"; {len(proposal.dropped_citations)} unknown ids dropped:")
+            ev_label.setText(ev_label.text()[:-1] + f"; {count(len(proposal.dropped_citations), 'unknown id')} dropped:")
         top = QHBoxLayout()
         top.addWidget(self.text, 1)
         top.addWidget(self.accept_box, 0, Qt.AlignTop)

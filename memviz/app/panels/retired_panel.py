@@ -18,6 +18,7 @@ from memviz.app.plain_text import plain_tooltip
 from memviz.edits import retired
 
 from memviz.session.state import AppState
+from memviz.words import count
 from memviz.app.workers import Workers
 
 LIMIT = 5000  # newest first; the count label says when there are more
@@ -154,7 +155,7 @@ class RetiredPanel(QWidget):
         self.model.set_items(items)
         self._row_of = {m.id: r for r, m in enumerate(items)}
         total = 0 if data is None else data.counts["retired"]
-        self.count.setText(f"{total:,} retired memories" + (f" (newest {LIMIT:,} shown)" if total > LIMIT else ""))
+        self.count.setText(f"{count(total, 'retired memory', 'retired memories')}" + (f" (newest {LIMIT:,} shown)" if total > LIMIT else ""))
         self._mark(self.state.selected_ids)
 
     def chosen_ids(self) -> list[str]:

@@ -157,9 +157,11 @@ class TablePanel(QWidget):
         self.view.customContextMenuRequested.connect(
             lambda pos: self.context_requested.emit(self.state.selected_ids, self.view.viewport().mapToGlobal(pos)))
         h = self.view.horizontalHeader()
-        for i, w in enumerate([80, 80, 85, 140, 420, 85, 75, 75, 120, 250, 28]):
+        for i, w in enumerate([76, 76, 80, 140, 360, 85, 75, 75, 120, 250, 28]):
             h.resizeSection(i, w)
         h.moveSection(COLUMNS.index(FLAG), 0)  # shown first; its logical index stays last
+        # the text right after who wrote it: a narrow table still shows it (the numbers follow)
+        h.moveSection(h.visualIndex(COLUMNS.index("content")), h.visualIndex(COLUMNS.index("agent")) + 1)
         h.setStretchLastSection(False)
         top = QHBoxLayout()
         top.addWidget(self.search, 1)

@@ -51,6 +51,25 @@ class TimelinePanel(ScatterPanel):
         state.show_retired_changed.connect(self._retired_toggled)
         state.time_filter_changed.connect(self._time_filter_changed)
         self.lane_names: list[str] = []
+        self.vb.sigResized.connect(lambda *_: self._label_lanes())
+
+    def shown_lane_labels(self) -> list[int]:
+        """The lanes whose name is written on the axis (every lane when they have room)."""
+        n = len(self.lane_names)
+        if not n:
+            return []
+        per_lane = self.vb.height() / n  # the fitted y range holds the n lanes
+        line = self.fontMetrics().height()
+        stride = max(1, int(np.ceil(line / max(per_lane, 1e-6))))
+        return list(range(0, n, stride))
+
+    def _label_lanes(self) -> None:
+        """Lane names on the axis, thinned out when the lanes are closer than a line of text (the
+        full list is in the axis tooltip)."""
+        names = self.lane_names
+        left = self.plot.getAxis("left")
+        left.setTicks([[(i, names[i] or "(none)") for i in self.shown_lane_labels()]])
+        left.setToolTip("lanes: " + ", ".join(n or "(none)" for n in names) if names else "")
 
     # ------------------------------------------------------------ drawing
     def redraw(self, fit: bool = False) -> None:
@@ -76,7 +95,7 @@ class TimelinePanel(ScatterPanel):
         codes, styles = style.kind_styles(data, rows)
         self.points.set_data(self.x, self.y, codes, styles, size=style.importance_sizes(a.importance[rows]))
         left = self.plot.getAxis("left")
-        left.setTicks([[(i, n or "(none)") for i, n in enumerate(names)]])
+        self._label_lanes()
         left.setWidth(min(160, 12 + 7 * max((len(n) for n in names), default=4)))
         self.vb.setLimits(yMin=-1, yMax=len(names))
         if fit:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPoint, QPointF, QRect, Qt, Signal
+from PySide6.QtCore import QEvent, QPoint, QPointF, QRect, Qt, Signal
 from PySide6.QtGui import QColor, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QGraphicsPathItem, QHBoxLayout, QVBoxLayout, QWidget
 
@@ -19,6 +19,8 @@ from memviz.app.plots.points_item import PointsItem
 from memviz.session.state import AppState
 
 PICK_PIXELS = 8
+HOVER_GAP = 12         # pixels between the pointer and its hover label
+HOVER_WIDTH = 420      # a hover label wraps at this width (less in a narrow plot)
 
 
 def points_in_polygon(x: np.ndarray, y: np.ndarray, poly: np.ndarray) -> np.ndarray:
@@ -123,6 +125,9 @@ class ScatterPanel(QWidget):
         lay.addWidget(self.plot, 1)
         self._sel_pen = pg.mkPen(QColor(style.SELECTED), width=2.5)
         self._mouse_proxy = pg.SignalProxy(self.plot.scene().sigMouseMoved, rateLimit=40, slot=self._mouse_moved)
+        self._pointer_left = False  # the proxy delivers moves late: one arriving after Leave is stale
+        self.plot.viewport().installEventFilter(self)
+        state.data_changed.connect(lambda _d: self.hover.hide())  # its row belongs to the old data
         self.plot.scene().sigMouseClicked.connect(self._mouse_clicked)
         self.vb.on_shape = self.on_shape
         state.selection_changed.connect(self._on_selection)
@@ -164,18 +169,41 @@ class ScatterPanel(QWidget):
         text = text if len(text) <= 160 else text[:157] + "…"
         return f"{a.kind[row]} · {a.agent[row]} · imp {a.importance[row]:g} · {iso(a.event_time[row])}{status}\n{text}"
 
+    def eventFilter(self, obj, event) -> bool:
+        if event.type() == QEvent.Leave:
+            self._pointer_left = True
+            self.hover.hide()
+        elif event.type() in (QEvent.MouseMove, QEvent.Enter):
+            self._pointer_left = False
+        return False
+
     def _mouse_moved(self, evt) -> None:
         pos = evt[0]
-        row = self.pick(pos) if self.state.data is not None else None
+        row = self.pick(pos) if self.state.data is not None and not self._pointer_left else None
         if row is None:
             self.hover.hide()
             return
         self.hover.setText(self.hover_text(row))  # TextItem.setText is plain text
-        v = self.vb.mapSceneToView(pos)
-        rect = self.vb.viewRect()
-        self.hover.setAnchor((1 if v.x() > rect.center().x() else 0, 1 if v.y() < rect.center().y() else 0))
-        self.hover.setPos(v)
         self.hover.show()
+        self.place_hover(pos)
+
+    def place_hover(self, scene_pos) -> None:
+        """Put the hover label beside the pointer, on the side with room, wholly inside the plot."""
+        area = self.vb.sceneBoundingRect()
+        self.hover.setTextWidth(max(80.0, min(HOVER_WIDTH, area.width() - 8)))
+        self.hover.updateTransform(force=True)  # pixel-sized in the current view before it is measured
+        size = self.hover.textItem.boundingRect().size()
+        w, h = size.width(), size.height()
+        x = scene_pos.x() + HOVER_GAP
+        if x + w > area.right():
+            x = scene_pos.x() - HOVER_GAP - w
+        y = scene_pos.y() + HOVER_GAP
+        if y + h > area.bottom():
+            y = scene_pos.y() - HOVER_GAP - h
+        x = min(max(x, area.left() + 1), area.right() - w - 1)
+        y = min(max(y, area.top() + 1), area.bottom() - h - 1)
+        self.hover.setAnchor((0, 0))
+        self.hover.setPos(self.vb.mapSceneToView(QPointF(x, y)))
 
     def _mouse_clicked(self, ev) -> None:
         if ev.button() == Qt.RightButton:

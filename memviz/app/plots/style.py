@@ -16,6 +16,7 @@ KIND_COLORS = {
 PALETTE = ["#4C78A8", "#F58518", "#54A24B", "#B279A2", "#E45756", "#72B7B2", "#EECA3B", "#9D755D",
            "#FF9DA6", "#BAB0AC", "#1B9E77", "#7570B3"]
 SELECTED = "#FFD400"
+LINEAGE = "#1B1B1B"  # the selection's ancestors and descendants: no kind or palette colour is this dark
 QUERY = "#E01E5A"
 BROKEN = "#D62728"
 N_SIZES = 6          # importance is drawn with this many marker sizes (few distinct symbols)
