@@ -29,12 +29,15 @@ import memviz.store as ms
 from memviz.samples.bundled import user_sample_copy
 from memviz.store import iso
 
+from memviz.app.panels.asof_bar import AsOfBar
 from memviz.app.panels.detail_panel import DetailPanel
+from memviz.app.panels.diff_panel import DiffPanel
 from memviz.app.controllers.edit_controller import EditController
 from memviz.app.panels.graph_panel import GraphPanel
 from memviz.app.dialogs.check_dialog import CheckDialog
 from memviz.app.dialogs.import_dialog import ImportDialog, is_import_source
 from memviz.app.panels.map_panel import MapPanel
+from memviz.app.panels.prompt_panel import PromptPanel
 from memviz.app.panels.query_panel import QueryPanel
 from memviz.app.panels.reflect_panel import ReflectTools
 from memviz.app.panels.retired_panel import RetiredPanel
@@ -85,11 +88,16 @@ class MainWindow(QMainWindow):
         self.reflect_tools = ReflectTools(self.state, self.workers, self.settings, self.edits.perform, self)
         self.reflect_tools.error.connect(self.show_error)
         self.reflect_action = self.reflect_tools.reflect_action
+        # what the agent sees, and when (issue 15): the prompt view, diffs, the window's "as of" moment
+        self.prompt = PromptPanel(self.state, self.workers)
+        self.diff = DiffPanel(self.state, self.workers)
+        self.as_of_bar = AsOfBar(self.state)
 
         self.docks: dict[str, QDockWidget] = {}
         titles = {"timeline": "Timeline", "graph": "Reflection graph", "map": "Map", "query": "Query",
-                  "table": "Memories", "detail": "Detail", "retired": "Retired"}
-        for name, panel in {**self.panels, "retired": self.retired}.items():
+                  "table": "Memories", "detail": "Detail", "retired": "Retired", "prompt": "Prompt view",
+                  "diff": "Diff"}
+        for name, panel in {**self.panels, "retired": self.retired, "prompt": self.prompt, "diff": self.diff}.items():
             dock = QDockWidget(titles[name], self)
             dock.setObjectName(f"dock_{name}")
             dock.setWidget(panel)
@@ -120,7 +128,10 @@ class MainWindow(QMainWindow):
         self.addDockWidget(Qt.BottomDockWidgetArea, d["table"])
         self.addDockWidget(Qt.BottomDockWidgetArea, d["retired"])
         self.tabifyDockWidget(d["table"], d["retired"])  # behind the table
+        self.tabifyDockWidget(d["table"], d["diff"])
+        self.tabifyDockWidget(d["query"], d["prompt"])  # behind the query
         d["table"].raise_()
+        d["query"].raise_()
         self._size_docks()
 
     def _size_docks(self) -> None:
@@ -215,6 +226,11 @@ class MainWindow(QMainWindow):
         for key in ("correct", "confirm", "delete", "restore"):
             self.toolbar.addAction(self.edits.actions[key])
         self.addToolBar(self.toolbar)
+        self.as_of_toolbar = QToolBar("As of")
+        self.as_of_toolbar.setObjectName("toolbar_as_of")
+        self.as_of_toolbar.addWidget(self.as_of_bar)
+        self.addToolBarBreak()
+        self.addToolBar(self.as_of_toolbar)
 
     def _build_status(self) -> None:
         sb = self.statusBar()

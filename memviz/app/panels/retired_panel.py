@@ -98,6 +98,7 @@ class RetiredPanel(QWidget):
         lay.addWidget(self.tree, 1)
         state.data_changed.connect(lambda _d: self._data_changed())
         state.selection_changed.connect(self._on_selection)
+        state.as_of_changed.connect(lambda _t: self._update_button())  # restoring is an edit: not in the past
         self._data_changed()
 
     def _data_changed(self) -> None:
