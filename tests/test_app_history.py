@@ -121,7 +121,8 @@ def test_prompt_view_budget_moves_the_cut_and_copy_is_exact(make_window, lived, 
     expected = assemble(arrays, TokenCounter().count_many(content), now=p.plan.now, strategy="important",
                         budget=budget).text(content)
     p.copy_button.click()
-    assert QGuiApplication.clipboard().text() == expected == p.text.toPlainText()
+    assert QGuiApplication.clipboard().text() == expected
+    qtbot.waitUntil(lambda: p.text.toPlainText() == expected)
     p.save(str(tmp_path / "ctx.json"))
     saved = json.loads((tmp_path / "ctx.json").read_text())
     assert saved["text"] == expected and saved["budget"] == budget

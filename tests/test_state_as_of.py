@@ -88,3 +88,23 @@ def test_edits_refused_while_viewing_the_past(state):
     assert why is not None and why.startswith("viewing the past")
     assert applicable.store_refusal(store, T) == why
     assert applicable.store_refusal(store, None) is None
+
+
+def test_engine_with_arrays_ranks_the_view_like_a_fresh_engine(state):
+    """The query panel's step: the same query on the as-of arrays, nothing searched again."""
+    from memviz.embed import EmbedderUnavailable
+    from memviz.retrieval import Engine, preset_params
+
+    params = preset_params("hybrid", as_of=T)
+    eng = Engine(state.data.store, state.loaded_arrays)
+    with pytest.raises(EmbedderUnavailable):  # no vectors in this store: the full-text part ranks
+        eng.set_query("Alice tea coffee")
+    eng.score(params)
+    state.set_as_of(T)
+    moved = eng.with_arrays(state.data.arrays)
+    fresh = Engine(state.data.store, state.data.arrays)
+    with pytest.raises(EmbedderUnavailable):
+        fresh.set_query("Alice tea coffee")
+    got, want = moved.score(params), fresh.score(params)
+    assert moved.arrays is state.data.arrays and got.ids == want.ids
+    assert got.ids[0] == "m1" and set(got.ids) <= {"m1", "m2"}  # m3 and the corrected text came later

@@ -18,7 +18,7 @@ import json
 import time
 
 import numpy as np
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPoint, QRect, Qt, Signal
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPoint, QRect, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QGuiApplication, QPainter
 from PySide6.QtWidgets import (
     QAbstractItemView, QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QPlainTextEdit, QPushButton,
@@ -34,6 +34,7 @@ MAX_BUDGET = 1_000_000
 SLIDER_STEPS = 1000
 CUT_COLOR = QColor("#c0392b")
 PIN_COLOR = QColor("#7b4fa0")
+TEXT_MS = 120  # the assembled text (~0.5 MB at 128k tokens) is laid out when the plan settles
 
 
 def budget_of(pos: int) -> int:
@@ -228,6 +229,8 @@ class PromptPanel(QWidget):
         lay.addWidget(self.summary)
         lay.addWidget(split, 1)
 
+        self._text_timer = QTimer(self, singleShot=True, interval=TEXT_MS,
+                                  timeout=lambda: self.text.setPlainText(self.assembled_text()))
         self._set_budget(DEFAULT_BUDGET)
         self.budget_slider.valueChanged.connect(lambda pos: self._set_budget(budget_of(pos), refresh=True))
         self.budget.valueChanged.connect(lambda v: self._set_budget(v, refresh=True))
@@ -343,7 +346,7 @@ class PromptPanel(QWidget):
                         candidates=candidates, ranking=ranking)
         self.plan = plan
         self.model.set_plan(plan, arrays, data.previews)
-        self.text.setPlainText(plan.text(self.texts()))
+        self._text_timer.start()  # a scrubbed or dragged plan: the long text once it settles
         self._say(plan)
         self.assembled.emit(plan, time.perf_counter() - t0)
 

@@ -434,7 +434,7 @@ class QueryPanel(QWidget):
             self.engine = Engine(data.store, data.arrays)
             self.engine_for = data
         elif self.engine.arrays is not data.arrays:
-            self.engine = same_query(self.engine, Engine(data.store, data.arrays))
+            self.engine = self.engine.with_arrays(data.arrays)
         return self.engine
 
     # ------------------------------------------------------------ running
@@ -521,17 +521,6 @@ class QueryPanel(QWidget):
     def _result_clicked(self, index) -> None:
         if self.results.result is not None and index.isValid():
             self.state.select([self.results.row_of(index.row())], source=self)
-
-
-def same_query(old: Engine, new: Engine) -> Engine:
-    """`new` (an Engine on other arrays of the same store) given `old`'s query, without embedding
-    its text again: the same vector, text (full-text part) or example memory."""
-    if old.like is not None:
-        new.set_query(like=old.like)
-    elif old.query_vector is not None:
-        new.set_query(vector=old.query_vector)
-    new.query_text = old.query_text
-    return new
 
 
 def _query_vector(engine, data: StoreData, key):
