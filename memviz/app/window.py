@@ -104,6 +104,9 @@ class MainWindow(QMainWindow):
             self.docks[name] = dock
             panel.context_requested.connect(self.show_context_menu)
         self.docks["retired"].visibilityChanged.connect(self.retired.set_shown)  # read only while in view
+        self.as_of_toolbar = QToolBar("As of")
+        self.as_of_toolbar.setObjectName("toolbar_as_of")
+        self.as_of_toolbar.addWidget(self.as_of_bar)
         self._default_layout()
         self._build_menus()
         self._build_status()
@@ -128,10 +131,10 @@ class MainWindow(QMainWindow):
         self.addDockWidget(Qt.BottomDockWidgetArea, d["table"])
         self.addDockWidget(Qt.BottomDockWidgetArea, d["retired"])
         self.tabifyDockWidget(d["table"], d["retired"])  # behind the table
+        # one tab group only: Qt (6.x) leaves a stale copy of the tab bar of a second group on screen
+        self.tabifyDockWidget(d["table"], d["prompt"])
         self.tabifyDockWidget(d["table"], d["diff"])
-        self.tabifyDockWidget(d["query"], d["prompt"])  # behind the query
         d["table"].raise_()
-        d["query"].raise_()
         self._size_docks()
 
     def _size_docks(self) -> None:
@@ -226,9 +229,6 @@ class MainWindow(QMainWindow):
         for key in ("correct", "confirm", "delete", "restore"):
             self.toolbar.addAction(self.edits.actions[key])
         self.addToolBar(self.toolbar)
-        self.as_of_toolbar = QToolBar("As of")
-        self.as_of_toolbar.setObjectName("toolbar_as_of")
-        self.as_of_toolbar.addWidget(self.as_of_bar)
         self.addToolBarBreak()
         self.addToolBar(self.as_of_toolbar)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from PySide6.QtCore import QDateTime, Qt, QTimeZone, QTimer, Signal
+from PySide6.QtCore import QDateTime, Qt, QTimer, QTimeZone, Signal
 from PySide6.QtWidgets import QComboBox, QDateTimeEdit, QHBoxLayout, QLabel, QSlider, QToolButton, QWidget
 
 from memviz.edits.applicable import past_refusal

@@ -13,8 +13,22 @@ import time
 
 from PySide6.QtCore import QDateTime, QPoint, Qt, QTimeZone, Signal
 from PySide6.QtWidgets import (
-    QCheckBox, QComboBox, QDateTimeEdit, QFileDialog, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit,
-    QPushButton, QSplitter, QStackedWidget, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget,
+    QCheckBox,
+    QComboBox,
+    QDateTimeEdit,
+    QFileDialog,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QSplitter,
+    QStackedWidget,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
 )
 
 import memviz.store as ms
@@ -241,7 +255,7 @@ class DiffPanel(QWidget):
                 item.addChild(ev)
             top.addChild(item)
         for top in groups.values():
-            top.setExpanded(top.childCount() <= 200)
+            top.setExpanded(top.childCount() <= 25)  # long groups stay folded: the rare kinds show first
         total = len(diff.changes)
         self.message.setText(f"{diff.a_label} → {diff.b_label}: {total:,} change{'s' * (total != 1)} "
                              f"({seconds:.2f} s)" + "".join(f"\nnote: {n}" for n in diff.notes))

@@ -21,8 +21,21 @@ import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPoint, QRect, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QGuiApplication, QPainter
 from PySide6.QtWidgets import (
-    QAbstractItemView, QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QPlainTextEdit, QPushButton,
-    QSlider, QSpinBox, QSplitter, QStyledItemDelegate, QTableView, QVBoxLayout, QWidget,
+    QAbstractItemView,
+    QComboBox,
+    QFileDialog,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QSlider,
+    QSpinBox,
+    QSplitter,
+    QStyledItemDelegate,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
 )
 
 from memviz.app.workers import Workers
@@ -90,7 +103,7 @@ class PlanModel(QAbstractTableModel):
             return None
         i, col, p = index.row(), COLUMNS[index.column()], self.plan
         if self.is_cut(i):
-            if role == Qt.DisplayRole and col == "content":
+            if role == Qt.DisplayRole and col == "#":  # spans the line (PromptPanel sets the span)
                 return (f"✂ cut: {p.used:,} of {p.usable:,} usable tokens used (budget {p.budget:,} less the "
                         f"margin) · {len(p.rows):,} of {p.candidates:,} memories in")
             if role == Qt.ForegroundRole:
@@ -105,14 +118,14 @@ class PlanModel(QAbstractTableModel):
             if col == "#":
                 return str(i + 1) if inside else ""
             if col == "":
-                return ("📌 pinned" if p.pinned[i] else "in") if inside else drop.stage
+                return ("pinned" if p.pinned[i] else "in") if inside else drop.stage
             if col == "tokens":
                 return f"{int(p.tokens[i]) if inside else drop.tokens:,}"
             if col == "cumulative":
                 return None if inside else ""  # drawn by CumulativeBar
             if col == "score":
                 s = float(p.score[i]) if inside else drop.score
-                return "" if np.isnan(s) else f"{s:.4g}"
+                return "" if np.isnan(s) else f"{s:.3g}"
             if col == "kind":
                 return self.arrays.kind[r]
             if col == "content":
@@ -188,7 +201,7 @@ class PromptPanel(QWidget):
         self.view.verticalHeader().setDefaultSectionSize(22)
         self.view.setWordWrap(False)
         h = self.view.horizontalHeader()
-        for i, w in enumerate([44, 74, 60, 130, 64, 74]):
+        for i, w in enumerate([44, 60, 56, 120, 72, 74]):
             h.resizeSection(i, w)
         h.setStretchLastSection(True)
         h.setSectionResizeMode(QHeaderView.Interactive)
@@ -197,6 +210,8 @@ class PromptPanel(QWidget):
             lambda pos: self.context_requested.emit(self.state.selected_ids, self.view.viewport().mapToGlobal(pos)))
         self.text = QPlainTextEdit(readOnly=True)
         self.text.setPlaceholderText("The assembled context appears here.")
+        self.cut_button = QPushButton("Go to the cut")
+        self.cut_button.setToolTip("Scroll the list to the cut line and what fell out below it")
         self.copy_button = QPushButton("Copy")
         self.copy_button.setToolTip("Copy the assembled context, exactly as it would be sent")
         self.save_button = QPushButton("Save…")
@@ -208,6 +223,7 @@ class PromptPanel(QWidget):
         top.addWidget(self.budget)
         top.addWidget(QLabel("strategy"))
         top.addWidget(self.strategy)
+        top.addWidget(self.cut_button)
         bottom = QWidget()
         bl = QVBoxLayout(bottom)
         bl.setContentsMargins(0, 0, 0, 0)
@@ -235,6 +251,7 @@ class PromptPanel(QWidget):
         self.budget_slider.valueChanged.connect(lambda pos: self._set_budget(budget_of(pos), refresh=True))
         self.budget.valueChanged.connect(lambda v: self._set_budget(v, refresh=True))
         self.strategy.currentIndexChanged.connect(lambda _i: self.refresh())
+        self.cut_button.clicked.connect(self.show_cut)
         self.copy_button.clicked.connect(self.copy)
         self.save_button.clicked.connect(self.save_dialog)
         self.view.clicked.connect(self._clicked)
@@ -259,6 +276,8 @@ class PromptPanel(QWidget):
         self.workers.cancel("prompt texts")
         self.workers.cancel("token count")
         self._for, self.content, self.tokens, self.counter = data, None, None, None
+        self._text_timer.stop()
+        self.plan = None  # until this store's texts are read
         if data is None:
             self.counting.setText("")
             self.refresh()
@@ -346,6 +365,8 @@ class PromptPanel(QWidget):
                         candidates=candidates, ranking=ranking)
         self.plan = plan
         self.model.set_plan(plan, arrays, data.previews)
+        self.view.clearSpans()
+        self.view.setSpan(self.model.n_in, 0, 1, len(COLUMNS))  # the cut line across the list
         self._text_timer.start()  # a scrubbed or dragged plan: the long text once it settles
         self._say(plan)
         self.assembled.emit(plan, time.perf_counter() - t0)
@@ -363,10 +384,17 @@ class PromptPanel(QWidget):
             + (f" · {len(plan.evicted):,} evicted" if len(plan.evicted) else "") + when
             + "".join(f"\n{n}" for n in plan.notes))
 
+    def show_cut(self) -> None:
+        """Scroll the list so the cut line and the memories below it are in view."""
+        if self.plan is not None:
+            self.view.scrollTo(self.model.index(self.model.rowCount() - 1, 0))
+            self.view.scrollTo(self.model.index(max(self.model.n_in - 3, 0), 0), QAbstractItemView.PositionAtTop)
+
     # ------------------------------------------------------------ out
     def assembled_text(self) -> str:
         """The exact text that would be sent ('' before a plan exists)."""
-        return "" if self.plan is None else self.plan.text(self.texts())
+        texts = self.texts()
+        return "" if self.plan is None or texts is None else self.plan.text(texts)
 
     def copy(self) -> None:
         QGuiApplication.clipboard().setText(self.assembled_text())

@@ -53,7 +53,7 @@ class TimelinePanel(ScatterPanel):
         self.lane_names: list[str] = []
         # the window's "as of" moment, drawn on the timeline and draggable: a scrubber on the timeline
         self.as_of_line = pg.InfiniteLine(angle=90, movable=True, pen=pg.mkPen(200, 40, 40, 220, width=2),
-                                          label="as of", labelOpts={"position": 0.95, "color": (200, 40, 40)})
+                                          label="as of", labelOpts={"position": 0.85, "color": (200, 40, 40)})
         self.as_of_line.setZValue(20)
         self.as_of_line.hide()
         self.plot.addItem(self.as_of_line, ignoreBounds=True)
