@@ -161,6 +161,22 @@ def test_diff_panel_lists_known_changes_and_selects_them(make_window, lived, qtb
     assert "green tea" in d.before.toPlainText() and "black coffee" in d.after.toPlainText()
 
 
+def test_diff_panel_shows_how_the_current_query_top_k_moved(make_window, lived, qtbot):
+    path, new_id = lived
+    win = make_window(path)
+    q, d = win.query, win.diff
+    q.preset.setCurrentText("hybrid")  # no vectors in this store: full-text ranking
+    q.text.setText("Alice coffee")
+    with qtbot.waitSignal(q.ranked, timeout=20000):
+        q.run_query()
+    assert d.query.text() == "Alice coffee"  # the Diff panel follows the current query
+    d.t1.setDateTime(QDateTime.fromSecsSinceEpoch(int(T), QTimeZone.utc()))
+    with qtbot.waitSignal(d.compared, timeout=20000):
+        d.compare()
+    ranks = [c for c in d.diff.changes if c.kind == "rank"]
+    assert any(c.ids == [new_id] and c.before is None for c in ranks)  # the corrected text entered the top k
+
+
 def test_diff_panel_reports_a_missing_store_file(make_window, lived, qtbot, tmp_path):
     path, _ = lived
     win = make_window(path)

@@ -170,6 +170,7 @@ class AppState:
         self.show_retired = True
         self.result: Any = None
         self.query_vector: np.ndarray | None = None  # what the map draws as the query marker
+        self.query_text: str | None = None  # the text of the query being ranked (None: by example, or none)
         self._params = Params()  # the query setting without the time filter (that is `time_range`)
         self.data_changed = Callbacks()
         self.selection_changed = Callbacks()
@@ -192,6 +193,7 @@ class AppState:
         self.data = data
         self.result = None
         self.query_vector = None
+        self.query_text = None
         if not same_store:
             keep, cur_id, self.time_range = [], None, None
             self.as_of = None

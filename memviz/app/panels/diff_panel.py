@@ -143,6 +143,8 @@ class DiffPanel(QWidget):
         self.query.returnPressed.connect(self.compare)
         self.tree.currentItemChanged.connect(lambda item, _old: self._chosen(item))
         state.data_changed.connect(self._on_data)
+        state.result_changed.connect(lambda _r: self._follow_query())
+        self._auto_query = ""
         self._on_data(state.data)
 
     @staticmethod
@@ -171,6 +173,13 @@ class DiffPanel(QWidget):
             if lo is not None:
                 self._set_date(self.t1, lo + (hi - lo) / 2)
                 self._set_date(self.t2, hi)
+
+    def _follow_query(self) -> None:
+        """The query box shows the query panel's current text unless the user typed another."""
+        text = self.state.query_text or ""
+        if text and self.query.text() in ("", self._auto_query):
+            self.query.setText(text)
+            self._auto_query = text
 
     def from_the_scrubber(self) -> None:
         """Compare the moment the window shows (its scrubber) with now."""

@@ -480,6 +480,7 @@ class QueryPanel(QWidget):
         def done(out):
             result, err, vec = out
             self.query_key = key
+            self.state.query_text = key[1] if key[0] == "text" else None  # e.g. the Diff panel's top-k query
             self.message.setText(f"The query could not be embedded: {err}" if err else "")
             self._prev_ranks = None  # a new query: no rank changes to show
             if result is None:
