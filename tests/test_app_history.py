@@ -77,6 +77,17 @@ def test_scrubbing_into_the_past(make_window, lived, qtbot):
     assert "black coffee" in win.detail.content.toPlainText()
 
 
+def test_retired_dock_as_of(make_window, lived, qtbot):
+    path, _ = lived
+    win = make_window(path)
+    win.retired.set_shown(True)
+    qtbot.waitUntil(lambda: [m.id for m in win.retired.items] == ["m1"], timeout=10000)  # retired by the correction
+    win.as_of_bar.go_to(T)
+    qtbot.waitUntil(lambda: win.retired.items == [], timeout=10000)  # before the correction: nothing retired yet
+    assert "by the moment shown" in win.retired.count.text()
+    assert not win.retired.restore_button.isEnabled()
+
+
 def test_play_replays_to_now(make_window, lived, qtbot):
     path, _ = lived
     win = make_window(path)
