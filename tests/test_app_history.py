@@ -107,7 +107,13 @@ def test_prompt_view_budget_moves_the_cut_and_copy_is_exact(make_window, lived, 
     path, new_id = lived
     win = make_window(path)
     p = win.prompt
-    qtbot.waitUntil(lambda: p.plan is not None and (p.exact_counts() or p.counter is not None), timeout=20000)
+    qtbot.waitUntil(lambda: p.counter is not None, timeout=20000)
+    win.docks["table"].raise_()
+    p.budget.setValue(5000)
+    assert p.plan is None or p.plan.budget != 5000  # hidden, it only remembers to assemble
+    win.docks["prompt"].raise_()
+    qtbot.waitUntil(lambda: p.plan is not None and p.plan.budget == 5000, timeout=20000)
+    p.budget.setValue(128_000)
     exact = TokenCounter().exact
     qtbot.waitUntil(lambda: p.exact_counts() == exact, timeout=30000)
     p.strategy.setCurrentText("important")

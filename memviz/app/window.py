@@ -104,6 +104,7 @@ class MainWindow(QMainWindow):
             self.docks[name] = dock
             panel.context_requested.connect(self.show_context_menu)
         self.docks["retired"].visibilityChanged.connect(self.retired.set_shown)  # read only while in view
+        self.docks["prompt"].visibilityChanged.connect(self.prompt.set_shown)  # assembles only while in view
         self.as_of_toolbar = QToolBar("As of")
         self.as_of_toolbar.setObjectName("toolbar_as_of")
         self.as_of_toolbar.addWidget(self.as_of_bar)

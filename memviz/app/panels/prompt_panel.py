@@ -178,6 +178,8 @@ class PromptPanel(QWidget):
         self.tokens: np.ndarray | None = None
         self.counter: TokenCounter | None = None  # what `tokens` were counted with
         self._for: StoreData | None = None
+        self._stale = False  # a refresh is owed for when the panel is shown
+        self._shown = True
         self.budget_slider = QSlider(Qt.Horizontal)
         self.budget_slider.setRange(0, SLIDER_STEPS)
         self.budget = QSpinBox(minimum=1, maximum=MAX_BUDGET, singleStep=1000, suffix=" tokens")
@@ -336,10 +338,20 @@ class PromptPanel(QWidget):
             out[r] = self.counter.count(t)
         return out
 
+    def set_shown(self, shown: bool) -> None:
+        """Connected to the dock's visibilityChanged (a tab behind another is not shown)."""
+        self._shown = shown
+        if shown and self._stale:
+            self.refresh()
+
     def refresh(self) -> None:
-        """Assemble with the current budget, strategy and moment, and show it."""
-        t0 = time.perf_counter()
+        """Assemble with the current budget, strategy and moment, and show it. While the panel
+        is hidden (a tab behind another) it only remembers to, so a scrubber step costs it nothing."""
         data = self.state.data
+        self._stale = not self._shown and data is not None
+        if self._stale:
+            return
+        t0 = time.perf_counter()
         self.plan = None
         if data is None or self.tokens is None:
             self.model.set_plan(None, None, None)
