@@ -60,7 +60,7 @@ def test_scrubbing_into_the_past(make_window, lived, qtbot):
     act = win.edits.actions["correct"]
     assert not act.isEnabled() and "viewing the past" in act.toolTip()
     assert not win.reflect_action.isEnabled()
-    assert "edits off" in bar.info.text()
+    assert "edits off" in bar.info.text() and " · as of 20" in win.status_counts.text()
     # the query follows the window's moment (one control)
     assert win.state.params.as_of == T_shown and win.query.as_of.text().startswith("as of: 20")
 

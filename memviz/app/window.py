@@ -116,6 +116,7 @@ class MainWindow(QMainWindow):
         self.state.data_changed.connect(self._update_status)
         self.state.selection_changed.connect(lambda *a: self._update_status())
         self.state.time_filter_changed.connect(lambda *a: self._update_status())
+        self.state.as_of_changed.connect(lambda *a: self._update_status())
         self._restore_settings()
 
     # ------------------------------------------------------------ layout
@@ -290,6 +291,7 @@ class MainWindow(QMainWindow):
         self.status_store.setToolTip(s.path)
         sel = len(self.state.selection)
         filt = "" if self.state.time_range is None else " · time filter on"
+        filt += "" if self.state.as_of is None else f" · as of {iso(self.state.as_of)} UTC"
         self.status_counts.setText(f"{c['total']:,} memories ({c['live']:,} current, {c['retired']:,} retired) · "
                                    f"{len(c['by_kind'])} kinds · {len(c['by_agent'])} agents"
                                    f"{f' · {sel:,} selected' if sel else ''}{filt}")
