@@ -30,13 +30,16 @@ from memviz.samples.bundled import user_sample_copy
 from memviz.store import connection, iso
 from memviz.words import count
 
+from memviz.app.panels.asof_bar import AsOfBar
 from memviz.app.panels.detail_panel import DetailPanel
+from memviz.app.panels.diff_panel import DiffPanel
 from memviz.app.controllers.edit_controller import EditController
 from memviz.app.panels.graph_panel import GraphPanel
 from memviz.app.dialogs.check_dialog import CheckDialog
 from memviz.app.dialogs.help_dialogs import GuideDialog, ShortcutsDialog, shortcut_rows
 from memviz.app.dialogs.import_dialog import ImportDialog, is_import_source
 from memviz.app.panels.map_panel import MapPanel
+from memviz.app.panels.prompt_panel import PromptPanel
 from memviz.app.panels.query_panel import QueryPanel
 from memviz.app.dialogs.clock_dialog import ClockStatus
 from memviz.app.panels.reflect_panel import ReflectTools
@@ -94,17 +97,26 @@ class MainWindow(QMainWindow):
         self.clock_status = ClockStatus(self.state, self)  # the store's clock: status bar, Tools menu
         self.clock_status.error.connect(self.show_error)
         self.clock_status.reload_requested.connect(self.reload)
+        # what the agent sees, and when (issue 15): the prompt view, diffs, the window's "as of" moment
+        self.prompt = PromptPanel(self.state, self.workers)
+        self.diff = DiffPanel(self.state, self.workers)
+        self.as_of_bar = AsOfBar(self.state)
 
         self.docks: dict[str, QDockWidget] = {}
         titles = {"timeline": "Timeline", "graph": "Reflection graph", "map": "Map", "query": "Query",
-                  "table": "Memories", "detail": "Detail", "retired": "Retired"}
-        for name, panel in {**self.panels, "retired": self.retired}.items():
+                  "table": "Memories", "detail": "Detail", "retired": "Retired", "prompt": "Prompt view",
+                  "diff": "Diff"}
+        for name, panel in {**self.panels, "retired": self.retired, "prompt": self.prompt, "diff": self.diff}.items():
             dock = QDockWidget(titles[name], self)
             dock.setObjectName(f"dock_{name}")
             dock.setWidget(panel)
             self.docks[name] = dock
             panel.context_requested.connect(self.show_context_menu)
         self.docks["retired"].visibilityChanged.connect(self.retired.set_shown)  # read only while in view
+        self.docks["prompt"].visibilityChanged.connect(self.prompt.set_shown)  # assembles only while in view
+        self.as_of_toolbar = QToolBar("As of")
+        self.as_of_toolbar.setObjectName("toolbar_as_of")
+        self.as_of_toolbar.addWidget(self.as_of_bar)
         self._default_layout()
         self._build_menus()
         self._build_status()
@@ -120,6 +132,7 @@ class MainWindow(QMainWindow):
         self.state.data_changed.connect(self._update_status)
         self.state.selection_changed.connect(lambda *a: self._update_status())
         self.state.time_filter_changed.connect(lambda *a: self._update_status())
+        self.state.as_of_changed.connect(lambda *a: self._update_status())
         self._restore_settings()
 
     # ------------------------------------------------------------ layout
@@ -136,6 +149,9 @@ class MainWindow(QMainWindow):
         self.addDockWidget(Qt.BottomDockWidgetArea, d["table"])
         self.splitDockWidget(d["table"], d["detail"], Qt.Horizontal)
         self.tabifyDockWidget(d["table"], d["retired"])  # behind the table
+        # one tab group only: Qt (6.x) leaves a stale copy of the tab bar of a second group on screen
+        self.tabifyDockWidget(d["table"], d["prompt"])
+        self.tabifyDockWidget(d["table"], d["diff"])
         d["table"].raise_()
         self._size_docks()
 
@@ -255,6 +271,8 @@ class MainWindow(QMainWindow):
         for key in ("correct", "confirm", "delete", "restore"):
             self.toolbar.addAction(self.edits.actions[key])
         self.addToolBar(self.toolbar)
+        self.addToolBarBreak()
+        self.addToolBar(self.as_of_toolbar)
 
     def _build_status(self) -> None:
         sb = self.statusBar()
@@ -348,6 +366,7 @@ class MainWindow(QMainWindow):
         filt = "" if self.state.time_range is None else " · time filter on"
         agents = list(c["by_agent"])
         who = f"agent {agents[0]}" if len(agents) == 1 and agents[0] else count(len(agents), "agent")
+        filt += "" if self.state.as_of is None else f" · as of {iso(self.state.as_of)} UTC"
         self.status_counts.setText(f"{count(c['total'], 'memory')} ({c['live']:,} current, {c['retired']:,} retired) · "
                                    f"{count(len(c['by_kind']), 'kind')} · {who}"
                                    f"{f' · {sel:,} selected' if sel else ''}{filt}")

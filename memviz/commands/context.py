@@ -1,6 +1,5 @@
 """`memviz context DB`: what goes into the agent's prompt from memory under a token budget (seed 004)."""
 import json
-import math
 import sys
 import time
 
@@ -15,6 +14,7 @@ from ..context import (
     assemble,
     load_texts,
     query_ranking,
+    report,
 )
 from ..store import iso, open_store, to_epoch
 
@@ -87,24 +87,12 @@ def run(args) -> int:
     if args.text:
         sys.stdout.write(text + ("\n" if text else ""))
         return 0
-    a = view.arrays
-    report = {
-        "strategy": strategy, "preset": args.preset if strategy == "query" else None, "query": args.query,
-        "budget": plan.budget, "margin": args.margin, "usable": plan.usable, "used": plan.used,
-        "text_tokens": int(counter.count(text)), "tokenizer": counter.name, "exact_tokens": counter.exact,
-        "now": iso(now), "as_of": iso(as_of) if as_of is not None else None, "candidates": plan.candidates,
-        "included": [{"rank": i + 1, "id": a.ids[r], "kind": a.kind[r], "agent": a.agent[r], "tokens": int(t),
-                      "cumulative": int(c), "pinned": bool(p), "score": _num(s), "content": content[r]}
-                     for i, (r, t, c, p, s) in enumerate(zip(plan.rows.tolist(), plan.tokens, plan.cumulative,
-                                                             plan.pinned, plan.score))],
-        "below": [{"id": a.ids[d.row], "tokens": d.tokens, "stage": d.stage, "score": _num(d.score),
-                   "reason": d.reason, "content": content[d.row]} for d in plan.below],
-        "evicted": len(plan.evicted), "notes": notes + plan.notes, "text": text,
-    }
+    out = report(plan, view.arrays, content, counter, as_of=as_of, query=args.query, preset=args.preset, notes=notes)
+    out["margin"] = args.margin
     if args.json:
-        print(json.dumps(report, indent=2, ensure_ascii=False))
+        print(json.dumps(out, indent=2, ensure_ascii=False))
         return 0
-    _print(report)
+    _print(out)
     return 0
 
 
@@ -122,11 +110,6 @@ def _ranking(store, view, args, now, as_of):
         notes.append(str(e))
     params = preset_params(info.name, as_of=as_of, agents=tuple(args.agent) if args.agent else None)
     return query_ranking(engine, params), notes
-
-
-def _num(v):
-    v = float(v)
-    return None if math.isnan(v) else v
 
 
 def _short(text, width=72):

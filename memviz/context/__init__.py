@@ -21,6 +21,8 @@ from .assembly import (
     assemble,
     eviction_scores,
     query_ranking,
+    report,
+    result_ranking,
     strategy_scores,
 )
 from .diff import Change, Diff, diff_agents, diff_moments, diff_stores
@@ -47,5 +49,7 @@ __all__ = [
     "eviction_scores",
     "load_texts",
     "query_ranking",
+    "report",
+    "result_ranking",
     "strategy_scores",
 ]

@@ -205,7 +205,11 @@ def _below(order, order_score, t, cum, n_in, usable, strategy, show) -> list[Dro
 def query_ranking(engine, params) -> tuple[np.ndarray, np.ndarray]:
     """(rows best first, scores) of every memory a retrieval preset scores: its exact top k
     first, then the other candidates by score (ties in store order)."""
-    res = engine.score(params)
+    return result_ranking(engine.score(params))
+
+
+def result_ranking(res) -> tuple[np.ndarray, np.ndarray]:
+    """query_ranking of a retrieval Result already made (e.g. the query panel's current one)."""
     s = res.all_scores
     scored = np.flatnonzero(~np.isnan(s))
     head = np.asarray(res.rows, np.int64)
@@ -215,3 +219,29 @@ def query_ranking(engine, params) -> tuple[np.ndarray, np.ndarray]:
     rest = _desc_order(rest, s[rest])
     rows = np.concatenate([head, rest]).astype(np.int64)
     return rows, s[rows]
+
+
+def report(plan: Assembly, arrays, content, counter, *, as_of=None, query=None, preset=None,
+           notes=()) -> dict:
+    """The assembly as plain data (JSON export of `memviz context --json` and the prompt view)."""
+    from ..store import iso  # noqa: PLC0415
+
+    def num(v):
+        v = float(v)
+        return None if np.isnan(v) else v
+    text = plan.text(content)
+    a = arrays
+    return {
+        "strategy": plan.strategy, "preset": preset if plan.strategy == "query" else None, "query": query,
+        "budget": plan.budget, "margin": round(1 - plan.usable / plan.budget, 6) if plan.budget else None,
+        "usable": plan.usable, "used": plan.used,
+        "text_tokens": int(counter.count(text)), "tokenizer": counter.name, "exact_tokens": counter.exact,
+        "now": iso(plan.now), "as_of": iso(as_of) if as_of is not None else None, "candidates": plan.candidates,
+        "included": [{"rank": i + 1, "id": a.ids[r], "kind": a.kind[r], "agent": a.agent[r], "tokens": int(t),
+                      "cumulative": int(c), "pinned": bool(p), "score": num(s), "content": content[r]}
+                     for i, (r, t, c, p, s) in enumerate(zip(plan.rows.tolist(), plan.tokens, plan.cumulative,
+                                                             plan.pinned, plan.score))],
+        "below": [{"id": a.ids[d.row], "tokens": d.tokens, "stage": d.stage, "score": num(d.score),
+                   "reason": d.reason, "content": content[d.row]} for d in plan.below],
+        "evicted": len(plan.evicted), "notes": list(notes) + plan.notes, "text": text,
+    }

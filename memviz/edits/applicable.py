@@ -9,23 +9,39 @@ from __future__ import annotations
 
 import numpy as np
 
+from memviz.store import iso
+
 #: the edits a user can ask for, in menu order
 EDITS = ("correct", "confirm", "unprotect", "delete", "restore", "importance", "tags")
 
 
-def store_refusal(store) -> str | None:
-    """Why no edit can be written to `store` at all (None: edits can be written)."""
+def store_refusal(store, as_of: float | None = None) -> str | None:
+    """Why no edit can be written to `store` at all (None: edits can be written). `as_of`: the
+    moment the window shows, when it shows the past."""
     if store is None:
         return "no store is open"
-    return f"read-only: {store.read_only_reason}" if store.read_only else None
+    if store.read_only:
+        return f"read-only: {store.read_only_reason}"
+    return past_refusal(as_of)
 
 
-def refusal(key: str, arrays, ids, store=None) -> str | None:
+def past_refusal(as_of: float | None) -> str | None:
+    """Edits change the store as it is now; while the window shows an earlier moment, what the
+    user sees is not what an edit would change."""
+    if as_of is None:
+        return None
+    return f"viewing the past (as of {iso(as_of)} UTC); go back to now to edit"
+
+
+def refusal(key: str, arrays, ids, store=None, as_of: float | None = None) -> str | None:
     """Why edit `key` does not apply to `ids` as loaded in `arrays` (None: it applies).
-    With `store`, a store that cannot be written refuses every edit first."""
+    With `store`, a store that cannot be written refuses every edit first; with `as_of`, so
+    does looking at the past."""
     if key not in EDITS:
         raise ValueError(f"unknown edit {key!r}; one of: {', '.join(EDITS)}")
     if store is not None and (why := store_refusal(store)):
+        return why
+    if why := past_refusal(as_of):
         return why
     if arrays is None:
         return "no store is open"

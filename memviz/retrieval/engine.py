@@ -169,6 +169,18 @@ class Engine:
             self._fts = fts_rows(self.store, self.arrays, self.query_text)
         return self._fts
 
+    def with_arrays(self, arrays) -> Engine:
+        """An Engine on `arrays`, other values of this engine's rows (an as-of view of the same
+        load: same ids, same rows, same vectors), with this engine's query: nothing embedded or
+        searched again. Score caches are not carried (they depend on the values)."""
+        new = Engine(self.store, arrays, embedder=self._embedder, now=self.now)
+        new.query_text, new.query_vector, new.like, new.query_error = (
+            self.query_text, self.query_vector, self.like, self.query_error)
+        new._exclude, new._rel_fast, new._exact, new._fts, new._query_time = (
+            self._exclude, self._rel_fast, self._exact, self._fts, self._query_time)
+        new._meta = self._meta  # tags and attributes are read per row id, not from the values
+        return new
+
     # ----------------------------------------------------------------- shared per-Engine data
     def meta(self):
         """Tags and Generative Agents / ADA attributes of every row (read once)."""

@@ -149,8 +149,8 @@ def counts_of(arrays: MemoryArrays, kind: tuple | None = None, agent: tuple | No
 
 
 class AppState:
-    """The current store, selection, time filter, retired visibility, retrieval parameters and
-    query result.
+    """The current store, selection, time filter, retired visibility, retrieval parameters,
+    query result and the "as of" moment the window shows the store at.
 
     Callbacks (arguments):
       data_changed(data: StoreData | None)          a store was opened, reloaded or closed
@@ -159,6 +159,7 @@ class AppState:
       show_retired_changed(show: bool)
       params_changed(params: Params, source)         the retrieval parameters (`params`) changed
       result_changed(result)                         a retrieval Result or None
+      as_of_changed(T: float | None)                 the window shows the store as of T (None: now)
     """
 
     def __init__(self) -> None:
@@ -169,6 +170,7 @@ class AppState:
         self.show_retired = True
         self.result: Any = None
         self.query_vector: np.ndarray | None = None  # what the map draws as the query marker
+        self.query_text: str | None = None  # the text of the query being ranked (None: by example, or none)
         self._params = Params()  # the query setting without the time filter (that is `time_range`)
         self.data_changed = Callbacks()
         self.selection_changed = Callbacks()
@@ -176,6 +178,10 @@ class AppState:
         self.show_retired_changed = Callbacks()
         self.params_changed = Callbacks()
         self.result_changed = Callbacks()
+        self.as_of: float | None = None
+        self.as_of_view = None  # memviz.context.AsOfView of `as_of`, None when showing now
+        self._past = AsOfCursor()
+        self.as_of_changed = Callbacks()
 
     # ------------------------------------------------------------ store
     def set_data(self, data: StoreData | None) -> None:
@@ -183,17 +189,23 @@ class AppState:
         keep = [] if self.data is None or data is None else [self.data.arrays.ids[i] for i in self.selection]
         cur_id = None if self.data is None or self.current is None else self.data.arrays.ids[self.current]
         same_store = self.data is not None and data is not None and self.data.store.path == data.store.path
+        was_as_of = self.as_of
         self.data = data
         self.result = None
         self.query_vector = None
+        self.query_text = None
         if not same_store:
             keep, cur_id, self.time_range = [], None, None
+            self.as_of = None
+        self.as_of_view = self._past.show(data, self.as_of)  # a reload keeps the moment shown
         rows = data.rows_of(keep) if data is not None else np.zeros(0, np.int64)
         cur = data.arrays.index_of(cur_id) if data is not None and cur_id is not None else None
         self.selection, self.current = rows, cur
         self.data_changed.emit(data)
         self.result_changed.emit(None)
         self.selection_changed.emit(self.selection, self.current, None)
+        if self.as_of != was_as_of:
+            self.as_of_changed.emit(self.as_of)
 
     # ------------------------------------------------------------ selection
     def select(self, rows, source=None, current: int | None = -1) -> None:
@@ -241,6 +253,8 @@ class AppState:
         if self.time_range is not None:
             lo, hi = self.time_range
             mask &= (a.event_time >= lo) & (a.event_time <= hi)
+        if self.as_of_view is not None:
+            mask &= self.as_of_view.visible
         return mask
 
     # ------------------------------------------------------------ retrieval
@@ -248,19 +262,88 @@ class AppState:
     def params(self) -> Params:
         """The retrieval parameters every query, reflection and consolidation uses: the query
         panel's setting with the time filter as `time_range`."""
-        return self._params.replace(time_range=self.time_range)
+        return self._params.replace(time_range=self.time_range, as_of=self.as_of)
 
     def set_params(self, params: Params, source=None) -> None:
         """Change the retrieval parameters (`source`: who did, so a view can skip its own echo).
         Their `time_range` is the time filter: setting it here filters the other panels too."""
-        own = params.replace(time_range=None)
+        own = params.replace(time_range=None, as_of=None)  # the moment is the window's (`set_as_of`)
         if own != self._params:
             self._params = own
             self.params_changed.emit(self.params, source)
         if params.time_range != self.time_range:
             self.set_time_range(params.time_range)
+        if params.as_of != self.as_of:
+            self.set_as_of(params.as_of)
 
     def set_result(self, result, query_vector: np.ndarray | None = None) -> None:
         self.result = result
         self.query_vector = query_vector
         self.result_changed.emit(result)
+
+    # ------------------------------------------------------------ as of (time travel)
+    def set_as_of(self, T: float | None) -> None:
+        """Show the store as it was at T (epoch seconds; None: as it is now). The store is not
+        touched: `data.arrays` becomes the as-of view's arrays (same rows), memories created
+        after T leave `visible_mask()`, and the retrieval parameters carry `as_of`."""
+        T = None if T is None else float(T)
+        if self.data is None:
+            T = None
+        if T == self.as_of:
+            return
+        self.as_of = T
+        self.as_of_view = self._past.show(self.data, T)
+        self.as_of_changed.emit(T)
+        self.params_changed.emit(self.params, None)  # the query follows the moment
+
+    @property
+    def loaded_arrays(self) -> MemoryArrays | None:
+        """The arrays as the store is now, whatever moment the panels show."""
+        return None if self.data is None else self._past.loaded(self.data)
+
+    def exists_mask(self) -> np.ndarray:
+        """Rows that existed at the moment shown (all of them when showing now)."""
+        if self.data is None:
+            return np.zeros(0, bool)
+        return self.as_of_view.visible if self.as_of_view is not None else np.ones(self.data.n, bool)
+
+    def timeline(self):
+        """The open store's memviz.context.Timeline (its audit log, read once per load)."""
+        return None if self.data is None else self._past.timeline(self.data)
+
+
+class AsOfCursor:
+    """Which arrays a StoreData shows: the loaded ones, or an as-of view of them. Keeps the
+    loaded arrays and the Timeline per load, so stepping the moment costs one Timeline.at."""
+
+    def __init__(self) -> None:
+        self._data: StoreData | None = None
+        self._loaded: MemoryArrays | None = None
+        self._timeline = None
+
+    def _own(self, data: StoreData) -> None:
+        if data is not self._data:
+            self._data, self._loaded, self._timeline = data, data.arrays, None
+
+    def loaded(self, data: StoreData) -> MemoryArrays:
+        self._own(data)
+        return self._loaded
+
+    def timeline(self, data: StoreData):
+        self._own(data)
+        if self._timeline is None:
+            from memviz.context import Timeline  # noqa: PLC0415 - read on the first step into the past
+            self._timeline = Timeline(data.store, self._loaded)
+        return self._timeline
+
+    def show(self, data: StoreData | None, T: float | None):
+        """Point `data.arrays` at the view of T (or back at the loaded arrays); the view or None."""
+        if data is None:
+            return None
+        self._own(data)
+        if T is None:
+            data.arrays = self._loaded
+            return None
+        view = self.timeline(data).at(T)
+        data.arrays = view.arrays
+        return view

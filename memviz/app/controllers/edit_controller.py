@@ -131,6 +131,7 @@ class EditController(QObject):
         self.watch_timer = QTimer(self, interval=POLL_MS, timeout=self.poll)
         self.state.data_changed.connect(self._on_data)
         self.state.selection_changed.connect(lambda *a: self.update_enabled())
+        self.state.as_of_changed.connect(lambda _t: self.update_enabled())  # no edits while viewing the past
         workers.finished.connect(self._job_ended)
         self._on_data(state.data)  # a store may be open already
 
@@ -201,7 +202,7 @@ class EditController(QObject):
 
     # ------------------------------------------------------------ enabling
     def read_only_reason(self) -> str | None:
-        return applicable.store_refusal(self._main)
+        return applicable.store_refusal(self._main, self.state.as_of)
 
     def refusal(self, key: str, ids: list[str]) -> str | None:
         """Why `key` does not apply to `ids` as loaded (None: it applies); see memviz.edits.applicable."""

@@ -7,6 +7,7 @@ the supersede chain are clickable and select that memory everywhere.
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 
 from PySide6.QtCore import QPoint, Qt, QTimer, Signal
@@ -144,6 +145,7 @@ class DetailPanel(QWidget):
             lambda pos: self.context_requested.emit([self.shown_id] if self.shown_id else [], self.mapToGlobal(pos)))
         state.data_changed.connect(self._on_data)
         state.selection_changed.connect(self._on_selection)
+        state.as_of_changed.connect(lambda _t: self._on_selection(state.selection, state.current, None))
         self._clear()
 
     def _on_data(self, data) -> None:
@@ -162,6 +164,7 @@ class DetailPanel(QWidget):
             self._clear()
             return
         self.show_memory(data.arrays.ids[current], len(rows))
+        show_as_of(self, self.state.as_of_view, current)
 
     def _clear(self) -> None:
         self.shown_id = None
@@ -293,3 +296,47 @@ def _short(v) -> str:
         return f"<{len(v)} bytes>"
     s = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
     return s if len(s) <= 80 else s[:77] + "…"
+
+
+# ------------------------------------------------------------------ as of (time travel)
+_AS_OF_FIELDS = ("agent", "kind", "importance", "event_time", "created_at", "valid_until", "confidence",
+                 "decay_rate", "access_count", "last_accessed", "protected")
+
+
+def show_as_of(panel: DetailPanel, view, row: int | None) -> None:
+    """Turn what `panel` shows of memory `row` into the memory as it was at `view.T`: its fields
+    and text then, no history after T; a memory created later shows the version of its supersede
+    chain that was there (a correction made after T shows the old text)."""
+    if view is None or row is None or panel.shown_id is None:
+        return
+    a = view.arrays
+    mid = a.ids[row]
+    note = ""
+    if not view.visible[row]:
+        then = [m for m in panel.links.chain(mid) if (r := a.index_of(m)) is not None and view.visible[r]]
+        if not then:
+            panel._clear()
+            panel.title.setText(f"As of {iso(view.T)} UTC: {mid} did not exist yet (created {iso(a.created_at[row])})")
+            return
+        row = a.index_of(then[-1])
+        panel.show_memory(then[-1])
+        note = f" · the version then of {mid}"
+    retired = not math.isnan(a.valid_until[row])
+    panel.title.setText(f"As of {iso(view.T)} UTC · {a.kind[row]} · {a.agent[row] or '(no agent)'} · importance "
+                        f"{a.importance[row]:g} · {'retired' if retired else 'current'}"
+                        f"{' · protected' if a.protected[row] else ''}{note}")
+    if row in view.content:
+        panel._set_content(view.content[row])
+    values = {f: getattr(a, f)[row] for f in _AS_OF_FIELDS}
+    values = {f: (None if isinstance(v, float) and math.isnan(v) else v.item() if hasattr(v, "item") else v)
+              for f, v in values.items()}
+    if row in view.tags:
+        values["tags"] = view.tags[row]
+    for i in range(panel.fields.topLevelItemCount()):
+        item = panel.fields.topLevelItem(i)
+        if item.text(0) in values:
+            item.setText(1, _fmt(item.text(0), values[item.text(0)]))
+    then = iso(view.T)
+    for i in reversed(range(panel.history.topLevelItemCount())):
+        if panel.history.topLevelItem(i).text(0) > then:  # ISO times compare as text
+            panel.history.takeTopLevelItem(i)

@@ -168,6 +168,7 @@ class GraphPanel(ScatterPanel):
         self.fit.clicked.connect(self.fit_view)
         state.data_changed.connect(self._on_data)
         state.show_retired_changed.connect(lambda _s: self.redraw())
+        state.as_of_changed.connect(lambda _t: self.redraw())
 
     def _on_data(self, data) -> None:
         self.graph, self.hot = None, set()
@@ -233,6 +234,7 @@ class GraphPanel(ScatterPanel):
         real = g.rows >= 0
         if not self.state.show_retired:
             shown[real] = data.arrays.live[g.rows[real]]
+        shown[real] &= self.state.exists_mask()[g.rows[real]]  # as of the moment shown
         hot = np.zeros(g.n, bool)
         if self.hot:
             hot[list(self.hot)] = True

@@ -100,6 +100,7 @@ class MapPanel(ScatterPanel):
         state.data_changed.connect(self._on_data)
         state.show_retired_changed.connect(lambda _s: self.redraw())
         state.time_filter_changed.connect(lambda _r: self.redraw())
+        state.as_of_changed.connect(lambda _t: self.redraw())  # points and colours as of the moment shown
         state.result_changed.connect(self._on_result)
 
     # ------------------------------------------------------------ layouts

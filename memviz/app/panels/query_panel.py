@@ -17,16 +17,16 @@ import dataclasses
 import time
 
 import numpy as np
-from PySide6.QtCore import QAbstractTableModel, QDateTime, QEvent, QModelIndex, QPoint, QRect, Qt, QTimeZone, QTimer, Signal
+from PySide6.QtCore import QAbstractTableModel, QEvent, QModelIndex, QPoint, QRect, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import (
-    QAbstractItemView, QCheckBox, QComboBox, QDateTimeEdit, QDoubleSpinBox, QGridLayout,
+    QAbstractItemView, QCheckBox, QComboBox, QDoubleSpinBox, QGridLayout,
     QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton, QSlider, QSpinBox, QStyledItemDelegate, QTableView,
     QVBoxLayout, QWidget,
 )
 
-from memviz.store.clock import store_clock  # issue 12 (clock)
 from memviz.retrieval import PRESETS, Engine, preset_params
+from memviz.store import iso
 from memviz.words import count
 
 from memviz.session.state import AppState, StoreData
@@ -249,10 +249,10 @@ class QueryPanel(QWidget):
         self.include_retired = QCheckBox("include retired")
         self.protected_only = QCheckBox("protected only")
         self.confidence_decay = QCheckBox("confidence decay")
-        self.as_of_on = QCheckBox("as of")
-        self.as_of = QDateTimeEdit(displayFormat="yyyy-MM-dd HH:mm 'UTC'", calendarPopup=True)
-        self.as_of.setTimeZone(QTimeZone.utc())
-        self.as_of.setEnabled(False)
+        # the moment queried is the window's "as of" (its scrubber): shown here, set there
+        self.as_of = QLabel("as of: now")
+        self.as_of.setTextFormat(Qt.PlainText)
+        self.as_of.setToolTip("The query scores the store as of the moment the window shows (the as-of bar)")
         self.message = QLabel()
         self.message.setTextFormat(Qt.PlainText)
         self.message.setWordWrap(True)
@@ -300,8 +300,7 @@ class QueryPanel(QWidget):
         grid.addWidget(self.decay, 4, 3)
         grid.addWidget(QLabel("k"), 5, 0)
         grid.addWidget(self.k, 5, 1)
-        grid.addWidget(self.as_of_on, 5, 2)
-        grid.addWidget(self.as_of, 5, 3)
+        grid.addWidget(self.as_of, 5, 2, 1, 2)
         grid.addWidget(QLabel("agent"), 6, 0)
         grid.addWidget(self.agent, 6, 1)
         grid.addWidget(QLabel("kind"), 6, 2)
@@ -334,9 +333,6 @@ class QueryPanel(QWidget):
             w.currentIndexChanged.connect(self._params_edited)
         for w in (self.include_retired, self.protected_only, self.confidence_decay):
             w.toggled.connect(self._params_edited)
-        self.as_of_on.toggled.connect(self.as_of.setEnabled)
-        self.as_of_on.toggled.connect(self._params_edited)
-        self.as_of.dateTimeChanged.connect(self._params_edited)
         self.preset.currentIndexChanged.connect(self._preset_chosen)
         self.text.returnPressed.connect(self.run_query)
         self.text.textEdited.connect(lambda: self._text_timer.start())
@@ -372,14 +368,7 @@ class QueryPanel(QWidget):
                 i = combo.findText(values[0]) if values and len(values) == 1 else -1
                 combo.setCurrentIndex(max(i, 0))
                 combo.blockSignals(False)
-            for w in (self.as_of_on, self.as_of):
-                w.blockSignals(True)
-            self.as_of_on.setChecked(p.as_of is not None)
-            self.as_of.setEnabled(p.as_of is not None)
-            if p.as_of is not None:
-                self.as_of.setDateTime(QDateTime.fromSecsSinceEpoch(int(p.as_of), QTimeZone.utc()))
-            for w in (self.as_of_on, self.as_of):
-                w.blockSignals(False)
+            self.as_of.setText("as of: now" if p.as_of is None else f"as of: {iso(p.as_of)} UTC")
         finally:
             self._loading = False
 
@@ -407,13 +396,10 @@ class QueryPanel(QWidget):
         """The Params the widgets describe now (fields without a widget, e.g. tags, kept from the state)."""
         name = self.preset.currentText()
         base = self.state.params if self.state.params.preset == name else preset_params(name)
-        as_of = None
-        if self.as_of_on.isChecked():
-            as_of = float(self.as_of.dateTime().toSecsSinceEpoch())
         return dataclasses.replace(
             base, alpha=self.alpha.value(), beta=self.beta.value(), gamma=self.gamma.value(),
             tau_hours=float(self.tau.value()), decay=float(self.decay.value()), k=int(self.k.value()),
-            as_of=as_of,
+            as_of=self.state.as_of,
             agents=(self.agent.currentText(),) if self.agent.currentIndex() > 0 else None,
             kinds=(self.kind.currentText(),) if self.kind.currentIndex() > 0 else None,
             time_range=self.state.time_range, include_retired=self.include_retired.isChecked(),
@@ -456,10 +442,6 @@ class QueryPanel(QWidget):
         if data is not None and data.store.meta("ga_weights"):
             # an imported Generative Agents store: start with the retrieval its agents used
             self.preset.setCurrentText("generative-agents")
-        if data is not None:  # issue 12 (clock): "as of" starts at the store's clock, which unticked is "now"
-            clock = store_clock(data.store, data.arrays)
-            self.as_of.setDateTime(QDateTime.fromSecsSinceEpoch(int(clock.now()), QTimeZone.utc()))
-            self.as_of_on.setToolTip(f"Unticked, ages are measured from the store's clock: {clock.describe()}")
         self.message.setText("")
         self._params_edited()  # the filters were reset to this store's lists: the state follows
 
@@ -487,10 +469,13 @@ class QueryPanel(QWidget):
         return self.view.viewport().height() / self.view.verticalHeader().defaultSectionSize()
 
     def _engine(self, data: StoreData):
-        """The engine for this store (made on the engine thread, once per open)."""
+        """The engine for this store (made on the engine thread, once per open; once per step of
+        the window's "as of" moment, on the arrays as of then, with the same query)."""
         if self.engine is None or self.engine_for is not data:
             self.engine = Engine(data.store, data.arrays)
             self.engine_for = data
+        elif self.engine.arrays is not data.arrays:
+            self.engine = self.engine.with_arrays(data.arrays)
         return self.engine
 
     # ------------------------------------------------------------ running
@@ -536,6 +521,7 @@ class QueryPanel(QWidget):
         def done(out):
             result, err, vec = out
             self.query_key = key
+            self.state.query_text = key[1] if key[0] == "text" else None  # e.g. the Diff panel's top-k query
             self.message.setText(f"The query could not be embedded: {err}" if err else "")
             self._prev_ranks = None  # a new query: no rank changes to show
             if result is None:
@@ -552,9 +538,9 @@ class QueryPanel(QWidget):
         if data is None or self.query_key is None:
             return
         params = self.params()
-        eng = self.engine
         self._submitted_at = time.perf_counter()
-        self.workers.submit("score", lambda task: eng.score(params), on_done=lambda r: self._show(r, params, None),
+        self.workers.submit("score", lambda task: self._engine(data).score(params),
+                            on_done=lambda r: self._show(r, params, None),
                             on_error=self._failed, lane="engine")
 
     def _show(self, result, params, vec) -> None:

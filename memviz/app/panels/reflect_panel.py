@@ -26,6 +26,7 @@ from memviz.reflect import (
 from memviz.reflect.undoable import AcceptReflections
 from memviz.reflect.reflection import DEFAULT_THRESHOLD, THRESHOLD_META_KEY
 from memviz.session.state import AppState
+from memviz.store import iso
 from memviz.store.errors import StoreError
 from memviz.tasks import Cancelled, Task
 from memviz.words import count
@@ -99,6 +100,7 @@ class ReflectTools(QObject):
         self._statuses: dict = {}  # agent -> ImportanceStatus of the data shown (two queries each)
         self.meter.hide()
         state.data_changed.connect(self._on_data)
+        state.as_of_changed.connect(self._on_as_of)
         # a full scan of the agent's rows: re-read when the data or the current agent changes, not per click
         state.selection_changed.connect(
             lambda *a: self.current_agent() != self.meter_agent and self.refresh_meter(reread=False))
@@ -108,6 +110,15 @@ class ReflectTools(QObject):
     @property
     def store(self):
         return None if self.state.data is None else self.state.data.store
+
+    def _on_as_of(self, T) -> None:
+        """Reflecting and consolidating write to the store as it is now: off while viewing the past."""
+        store = self.store
+        writable = store is not None and not store.read_only and T is None
+        for act in (self.reflect_action, self.consolidate_action):
+            act.setEnabled(writable)
+        if T is not None:
+            self.reflect_action.setStatusTip(f"Not available while viewing the past (as of {iso(T)} UTC)")
 
     def _on_data(self, data) -> None:
         self._statuses = {}

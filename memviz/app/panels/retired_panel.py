@@ -99,6 +99,7 @@ class RetiredPanel(QWidget):
         lay.addWidget(self.tree, 1)
         state.data_changed.connect(lambda _d: self._data_changed())
         state.selection_changed.connect(self._on_selection)
+        state.as_of_changed.connect(self._on_as_of)
         self._data_changed()
 
     def _data_changed(self) -> None:
@@ -150,12 +151,24 @@ class RetiredPanel(QWidget):
         self.workers.submit("retired", lambda _t: retired(store, limit=LIMIT), on_done=self._fill,
                             on_error=lambda e: self.count.setText(f"Could not read: {e}"))
 
+    def _on_as_of(self, T) -> None:
+        """As of T the list holds what was retired by then; restoring is an edit: not in the past."""
+        self._update_button()
+        self._data_changed()
+
     def _fill(self, items: list) -> None:
         data = self.state.data
+        T = self.state.as_of
+        if T is not None:
+            items = [m for m in items if m.retired_at is not None and m.retired_at <= T]
         self.model.set_items(items)
         self._row_of = {m.id: r for r, m in enumerate(items)}
         total = 0 if data is None else data.counts["retired"]
-        self.count.setText(f"{count(total, 'retired memory', 'retired memories')}" + (f" (newest {LIMIT:,} shown)" if total > LIMIT else ""))
+        if T is not None:
+            total = len(items)
+        self.count.setText(count(total, "retired memory", "retired memories")
+                           + (f" (newest {LIMIT:,} shown)" if total > LIMIT else "")
+                           + ("" if T is None else " by the moment shown"))
         self._mark(self.state.selected_ids)
 
     def chosen_ids(self) -> list[str]:

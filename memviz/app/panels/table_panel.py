@@ -182,6 +182,7 @@ class TablePanel(QWidget):
         state.selection_changed.connect(self._on_selection)
         state.time_filter_changed.connect(lambda _r: self.refilter())
         state.show_retired_changed.connect(lambda _s: self.refilter())
+        state.as_of_changed.connect(lambda _t: self.refilter())  # rows and values as of the moment shown
 
     # ------------------------------------------------------------ state -> view
     def _on_data(self, data: StoreData | None) -> None:

@@ -52,6 +52,14 @@ class TimelinePanel(ScatterPanel):
         state.time_filter_changed.connect(self._time_filter_changed)
         self.lane_names: list[str] = []
         self.vb.sigResized.connect(lambda *_: self._label_lanes())
+        # the window's "as of" moment, drawn on the timeline and draggable: a scrubber on the timeline
+        self.as_of_line = pg.InfiniteLine(angle=90, movable=True, pen=pg.mkPen(200, 40, 40, 220, width=2),
+                                          label="as of", labelOpts={"position": 0.85, "color": (200, 40, 40)})
+        self.as_of_line.setZValue(20)
+        self.as_of_line.hide()
+        self.plot.addItem(self.as_of_line, ignoreBounds=True)
+        self.as_of_line.sigPositionChangeFinished.connect(lambda line: state.set_as_of(line.value()))
+        state.as_of_changed.connect(self._on_as_of)
 
     def shown_lane_labels(self) -> list[int]:
         """The lanes whose name is written on the axis (every lane when they have room)."""
@@ -84,9 +92,9 @@ class TimelinePanel(ScatterPanel):
         names = data.kinds if by == "kind" else data.agents
         self.lane_names = names
         lane = data.kind_codes if by == "kind" else data.agent_codes
-        rows = np.arange(data.n)
+        rows = np.flatnonzero(self.state.exists_mask())  # as of the moment shown
         if not self.state.show_retired:
-            rows = rows[a.live]
+            rows = rows[a.live[rows]]
         # deterministic jitter inside the lane so equal times don't stack on one pixel
         jitter = ((a.rowid[rows] * 2654435761) % 1000) / 1000.0 - 0.5
         x = a.event_time[rows]
@@ -135,3 +143,12 @@ class TimelinePanel(ScatterPanel):
         self.region.blockSignals(False)
         self.region.show()
         self.range_label.setText(f"  filter: {iso(rng[0])} → {iso(rng[1])}")
+
+    # ------------------------------------------------------------ as of
+    def _on_as_of(self, T) -> None:
+        self.as_of_line.blockSignals(True)
+        if T is not None:
+            self.as_of_line.setValue(T)
+        self.as_of_line.blockSignals(False)
+        self.as_of_line.setVisible(T is not None)
+        self.redraw()

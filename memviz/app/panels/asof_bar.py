@@ -1,0 +1,158 @@
+"""The window's one "as of" control: a scrubber over the store's history, a date box, Now,
+and a play control that replays the store's growth.
+
+It only sets `AppState.set_as_of(T)`; every panel follows `state.as_of_changed` and shows
+the store as it was at T (memviz.context.Timeline: the store itself is not touched). The
+slider's right end is "now". A dragged slider is coalesced (SCRUB_MS) so a step is never
+queued behind a stale one. While the past is shown the bar says so, and why edits are off.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from PySide6.QtCore import QDateTime, Qt, QTimer, QTimeZone, Signal
+from PySide6.QtWidgets import QComboBox, QDateTimeEdit, QHBoxLayout, QLabel, QSlider, QToolButton, QWidget
+
+from memviz.edits.applicable import past_refusal
+from memviz.session.state import AppState
+
+STEPS = 1000          # slider positions over the store's history (the last one is "now")
+SCRUB_MS = 15         # coalesce slider moves
+PLAY_MS = 50          # a replay frame
+SPEEDS = {"whole history in 10 s": 10.0, "in 30 s": 30.0, "in 1 min": 60.0, "in 3 min": 180.0}
+
+
+class AsOfBar(QWidget):
+    """stepped(T, seconds): the panels show T, updated in `seconds` (benchmarks and tests)."""
+
+    stepped = Signal(object, float)
+
+    def __init__(self, state: AppState, parent=None) -> None:
+        super().__init__(parent)
+        self.state = state
+        self.span: tuple[float, float] | None = None   # first and last creation time of the store
+        self.slider = QSlider(Qt.Horizontal)
+        self.slider.setRange(0, STEPS)
+        self.slider.setValue(STEPS)
+        self.slider.setToolTip("Drag to see the store as it was at that moment; the right end is now")
+        self.date = QDateTimeEdit(displayFormat="yyyy-MM-dd HH:mm:ss 'UTC'", calendarPopup=True)
+        self.date.setTimeZone(QTimeZone.utc())
+        self.date.setToolTip("The moment shown (UTC); type a date and press Enter")
+        self.now_button = QToolButton(text="Now")
+        self.now_button.setToolTip("Show the store as it is now (edits are possible again)")
+        self.play_button = QToolButton(text="▶ Play", checkable=True)
+        self.play_button.setToolTip("Replay the store's growth from its first memory")
+        self.speed = QComboBox()
+        self.speed.addItems(list(SPEEDS))
+        self.info = QLabel()
+        self.info.setTextFormat(Qt.PlainText)
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(4, 0, 4, 0)
+        title = QLabel("As of")
+        title.setStyleSheet("font-weight: bold;")
+        for w in (title, self.slider):
+            lay.addWidget(w, 3 if w is self.slider else 0)
+        for w in (self.date, self.now_button, self.play_button, self.speed):
+            lay.addWidget(w)
+        lay.addWidget(self.info, 2)
+        self._pending: float | None = None
+        self._scrub = QTimer(self, singleShot=True, interval=SCRUB_MS, timeout=self._apply_pending)
+        self._play = QTimer(self, interval=PLAY_MS, timeout=self._play_frame)
+        self.slider.valueChanged.connect(self._slider_moved)
+        self.date.editingFinished.connect(lambda: self.go_to(float(self.date.dateTime().toSecsSinceEpoch())))
+        self.now_button.clicked.connect(lambda: self.go_to(None))
+        self.play_button.toggled.connect(self._play_toggled)
+        state.data_changed.connect(self._on_data)
+        state.as_of_changed.connect(self._on_as_of)
+        self._on_data(state.data)
+
+    # ------------------------------------------------------------ store
+    def _on_data(self, data) -> None:
+        self.span = None
+        if data is not None:
+            created = self.state.loaded_arrays.created_at
+            created = created[np.isfinite(created)]
+            if len(created):
+                self.span = (float(created.min()), float(created.max()))
+        for w in (self.slider, self.date, self.play_button, self.speed):
+            w.setEnabled(self.span is not None)
+        if self.span is None:
+            self._play.stop()
+        self._on_as_of(self.state.as_of)
+
+    # ------------------------------------------------------------ slider <-> moment
+    def moment_at(self, pos: int) -> float | None:
+        """The moment slider position `pos` stands for (None: now)."""
+        if self.span is None or pos >= STEPS:
+            return None
+        lo, hi = self.span
+        return lo + (hi - lo) * pos / (STEPS - 1)
+
+    def position_of(self, T: float | None) -> int:
+        if self.span is None or T is None:
+            return STEPS
+        lo, hi = self.span
+        if T >= hi:
+            return STEPS - 1
+        return int(round(max(T - lo, 0.0) / max(hi - lo, 1e-9) * (STEPS - 1)))
+
+    def _slider_moved(self, pos: int) -> None:
+        self._pending = self.moment_at(pos)
+        self._scrub.start()
+
+    def _apply_pending(self) -> None:
+        self.go_to(self._pending)
+
+    def go_to(self, T: float | None) -> None:
+        """Show the store as of T (None: now); every panel follows."""
+        t0 = time.perf_counter()
+        self.state.set_as_of(T)
+        self.stepped.emit(T, time.perf_counter() - t0)
+
+    def _on_as_of(self, T) -> None:
+        for w in (self.slider, self.date):
+            w.blockSignals(True)
+        if not self.slider.isSliderDown():
+            self.slider.setValue(self.position_of(T))
+        shown = T if T is not None else (self.span[1] if self.span else time.time())
+        self.date.setDateTime(QDateTime.fromSecsSinceEpoch(int(shown), QTimeZone.utc()))
+        for w in (self.slider, self.date):
+            w.blockSignals(False)
+        self.now_button.setEnabled(T is not None)
+        view = self.state.as_of_view
+        if T is None or view is None:
+            self.info.setText("now" if self.span else "")
+            self.info.setToolTip("")
+            self.info.setStyleSheet("")
+            return
+        n, then = self.state.data.n, int(view.visible.sum())
+        self.info.setText(f"viewing the past: {then:,} of {n:,} memories existed · edits off")
+        self.info.setToolTip(past_refusal(T))
+        self.info.setStyleSheet("color: #b00; font-weight: bold;")
+
+    # ------------------------------------------------------------ replay
+    def _play_toggled(self, on: bool) -> None:
+        if not on:
+            self._play.stop()
+            self.play_button.setText("▶ Play")
+            return
+        if self.span is None:
+            self.play_button.setChecked(False)
+            return
+        self.play_button.setText("❚❚ Pause")
+        if self.state.as_of is None:  # from the first memory
+            self.go_to(self.span[0])
+        self._play.start()
+
+    def _play_frame(self) -> None:
+        """One frame: the moment advances so the whole history takes the chosen time; at the
+        end the window is back at now."""
+        lo, hi = self.span
+        step = (hi - lo) * PLAY_MS / 1000.0 / SPEEDS[self.speed.currentText()]
+        T = (self.state.as_of if self.state.as_of is not None else lo) + max(step, 1.0)
+        if T >= hi:
+            self.play_button.setChecked(False)
+            self.go_to(None)
+        else:
+            self.go_to(T)
