@@ -271,8 +271,7 @@ class MainWindow(QMainWindow):
         for key in ("correct", "confirm", "delete", "restore"):
             self.toolbar.addAction(self.edits.actions[key])
         self.addToolBar(self.toolbar)
-        self.addToolBarBreak()
-        self.addToolBar(self.as_of_toolbar)
+        self.addToolBar(self.as_of_toolbar)  # beside the edit toolbar: one row, more room for the panels
 
     def _build_status(self) -> None:
         sb = self.statusBar()

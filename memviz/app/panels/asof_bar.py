@@ -33,6 +33,7 @@ class AsOfBar(QWidget):
         self.state = state
         self.span: tuple[float, float] | None = None   # first and last creation time of the store
         self.slider = QSlider(Qt.Horizontal)
+        self.slider.setMinimumWidth(120)  # shares its row with the edit toolbar on a small screen
         self.slider.setRange(0, STEPS)
         self.slider.setValue(STEPS)
         self.slider.setToolTip("Drag to see the store as it was at that moment; the right end is now")
