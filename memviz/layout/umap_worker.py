@@ -186,27 +186,30 @@ def _worker_main(conn, numba_dir: str, cache_all: bool = True):
     if cache_all:
         _cache_all_kernels()
     real_stdout = sys.stdout
-    while True:
-        try:
-            msg = conn.recv()
-        except (EOFError, OSError):
-            return
-        if msg[0] == "stop":
-            return
-        if msg[0] == "warm":
-            conn.send(("warm", None, _warm(msg[1]), msg[1]))
-        elif msg[0] == "fit":
-            _, job_id, X, params = msg
-            sink = _ProgressSink(conn, job_id)
-            sys.stdout = sink
+    try:
+        while True:
             try:
-                conn.send(("progress", job_id, "neighbours", 0.0))
-                coords = _fit(X, params, sink)
-                conn.send(("result", job_id, coords))
-            except Exception as e:  # noqa: BLE001 - reported to the caller as the job's error
-                conn.send(("error", job_id, f"{type(e).__name__}: {e}"))
-            finally:
-                sys.stdout = real_stdout
+                msg = conn.recv()
+            except (EOFError, OSError):
+                return
+            if msg[0] == "stop":
+                return
+            if msg[0] == "warm":
+                conn.send(("warm", None, _warm(msg[1]), msg[1]))
+            elif msg[0] == "fit":
+                _, job_id, X, params = msg
+                sink = _ProgressSink(conn, job_id)
+                sys.stdout = sink
+                try:
+                    conn.send(("progress", job_id, "neighbours", 0.0))
+                    coords = _fit(X, params, sink)
+                    conn.send(("result", job_id, coords))
+                except Exception as e:  # noqa: BLE001 - reported to the caller as the job's error
+                    conn.send(("error", job_id, f"{type(e).__name__}: {e}"))
+                finally:
+                    sys.stdout = real_stdout
+    except (EOFError, OSError):  # the window went away (closed, killed) mid-send: nobody to tell
+        return
 
 
 # ====================================================================== GUI process side
