@@ -131,3 +131,17 @@ def test_near_ties_at_the_kth_place_are_decided_exactly(store):
         # the duplicates keep store order among themselves
         dups = [i for i in got.ids if i in {f"m{j:04d}" for j in [3, 40, 41, 42, 43, 44]}]
         assert dups == sorted(dups)
+
+
+def test_kth_largest_by_block_maxima_equals_a_full_partition():
+    from memviz.retrieval.engine import _kth_largest
+
+    rng = np.random.default_rng(1)
+    for trial in range(120):
+        m = int(rng.integers(1, 200_000))
+        k = int(rng.integers(1, min(m, 400) + 1))
+        s = rng.integers(0, int(rng.integers(1, 40)), m).astype(float) if trial % 2 else rng.normal(size=m)  # ties
+        if trial % 5 == 0:
+            s[rng.integers(0, m)] = np.nan
+        got, want = _kth_largest(s, k), np.partition(s, m - k)[m - k]
+        assert got == want or (np.isnan(got) and np.isnan(want)), (m, k)

@@ -392,7 +392,7 @@ class Engine:
                 np.add(s, t, out=s)
         m = len(s)
         k = min(int(params.k), m)
-        kth = np.partition(s, m - k)[m - k]
+        kth = _kth_largest(s, k)
         fmax = float(np.abs(f).max()) if f is not None else 1.0
         # how far an error of 1 in a cosine can move a score; the sums' float64 rounding on top
         per_cos = abs(params.alpha) * rq["maxw"] * rq["scale"] * fmax
@@ -432,8 +432,7 @@ class Engine:
         raw["relevance"] = rel_t
         pick = np.argsort(-exact, kind="stable")[:k]   # region is in candidate order: ties keep it
 
-        all_scores = np.full(len(self.arrays), np.nan)
-        all_scores[cs.idx] = s
+        all_scores = _spread(s, cs, len(self.arrays))
         all_scores[rows] = exact
         sel = region[pick]
         out_raw = {c: raw[c][pick] for c in ("relevance", "recency", "importance")}
@@ -495,8 +494,7 @@ class Engine:
                "vector_rank": h["vector_rank"][sel]}
         if f is not None:
             raw["decay_factor"] = f[sel]
-        all_scores = np.full(len(a), np.nan)
-        all_scores[idx] = s
+        all_scores = _spread(s, cs, len(a))
         notes = []
         if hits is None:
             notes.append("no query text: vector ranks only")
@@ -522,8 +520,7 @@ class Engine:
         raw = {"recency": st["recency"][sel], "importance": st["importance"][sel], "age_hours": st["age_hours"][sel]}
         if f is not None:
             raw["decay_factor"] = f[sel]
-        all_scores = np.full(len(a), np.nan)
-        all_scores[idx] = s
+        all_scores = _spread(s, cs, len(a))
         rows = idx[sel]
         return Result(rows=rows, ids=[str(x) for x in a.ids[rows]], score=s[sel], raw=raw,
                       weighted={"importance×recency": s[sel]}, all_scores=all_scores,
@@ -536,11 +533,37 @@ def _display(order):
 
 def _topk(s: np.ndarray, k: int) -> np.ndarray:
     """Positions of the k best scores, best first; ties keep position order."""
-    m = len(s)
-    k = min(int(k), m)
-    kth = np.partition(s, m - k)[m - k]
+    k = min(int(k), len(s))
+    kth = _kth_largest(s, k)
     region = np.flatnonzero(s >= kth)
     return region[np.argsort(-s[region], kind="stable")][:k]
+
+
+def _kth_largest(s: np.ndarray, k: int) -> float:
+    """The k-th largest value of s (NaN counts as largest, as in np.partition). On a large array,
+    the k-th largest of its block maxima is a lower bound (k distinct values reach it), so only
+    the few values at or above it are partitioned: ~3 ms instead of ~10 at 1M."""
+    m = len(s)
+    nb = m // _BLOCK
+    if m < 16 * _BLOCK or nb < 4 * k:
+        return np.partition(s, m - k)[m - k]
+    maxima = s[:nb * _BLOCK].reshape(nb, _BLOCK).max(axis=1)   # NaN in a block makes its maximum NaN
+    if np.isnan(maxima).any() or np.isnan(s[nb * _BLOCK:]).any():
+        return np.partition(s, m - k)[m - k]
+    top = s[s >= np.partition(maxima, nb - k)[nb - k]]
+    return np.partition(top, len(top) - k)[len(top) - k]
+
+
+_BLOCK = 1024
+
+
+def _spread(s: np.ndarray, cs: _Candidates, n: int) -> np.ndarray:
+    """The candidates' scores as one value per row of the store, NaN for the rest."""
+    if cs.all_rows:
+        return s.copy()
+    out = np.full(n, np.nan)
+    out[cs.idx] = s
+    return out
 
 
 def _read_ga_weights(store) -> dict:
