@@ -4,12 +4,10 @@ float32 path, on random and adversarial stores (duplicated vectors, exact ties, 
 the k-th place, spiky vectors), at 256 and 1536 dimensions."""
 import numpy as np
 import pytest
-
-from memviz.retrieval import Engine, preset_params, quantized
-from memviz.retrieval import components as C
-from memviz.retrieval import reference
-
 from conftest import unit_vectors
+
+from memviz.retrieval import Engine, preset_params, quantized, reference
+from memviz.retrieval import components as C
 
 T0 = 1_700_000_000
 

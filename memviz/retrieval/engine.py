@@ -23,10 +23,10 @@ from collections import OrderedDict
 import numpy as np
 
 from ..embed import EmbedderUnavailable, embedder_for
+from ..store.check import known_fts_damage
 from . import components as C
 from . import quantized
 from .candidates import filter_mask, ga_order, ga_rule, last_accessed_at
-from ..store.check import known_fts_damage
 from .hybrid import fts_ranks, fts_rows, vector_ranks
 from .params import Params, Result
 from .presets import preset
