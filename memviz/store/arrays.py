@@ -103,8 +103,10 @@ def _load(conn, model, dim, preview, in_sqlite) -> MemoryArrays:
         return np.array(col, dtype=dtype) if n else np.zeros(0, dtype)
 
     # which (model, size) fills the matrix: model names as bytes (NULL = b""), blob sizes (-1 = no blob)
-    names: dict[bytes, int] = {}
-    model_code = np.fromiter((names.setdefault(m, len(names)) for m in c["model"]), np.int64, count=n)
+    names: dict = {}
+    model_code = np.array([names.setdefault(m, len(names)) for m in c["model"]], dtype=np.int64) if n \
+        else np.zeros(0, np.int64)
+    names = {(m.encode("utf-8", "surrogatepass") if isinstance(m, str) else m): i for m, i in names.items()}
     size = np.nan_to_num(num(c["size"]), nan=-1).astype(np.int64)
     key, dim = _pick_model(list(names), model_code, size,
                            None if model is None else model.encode("utf-8", "surrogatepass"), dim)
@@ -256,7 +258,7 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
         return out
     return {"rowid": rowid, "ids": texts(cols[1]), "kind": texts(cols[2]), "agent": texts(cols[3]),
             "bad_text": np.zeros(n, bool), **dict(zip(_NUMERIC, cols[4:13])), "json_ok": cols[13],
-            "model": [m.encode("utf-8", "surrogatepass") for m in cols[14]], "size": size,
+            "model": cols[14], "size": size,  # str here (valid UTF-8): encoded once per distinct name
             "odd_types": odd_types, "preview": texts(cols[16]) if preview > 0 else None, "vectors": vectors}
 
 
