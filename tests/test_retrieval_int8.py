@@ -143,3 +143,29 @@ def test_kth_largest_by_block_maxima_equals_a_full_partition():
             s[rng.integers(0, m)] = np.nan
         got, want = _kth_largest(s, k), np.partition(s, m - k)[m - k]
         assert got == want or (np.isnan(got) and np.isnan(want)), (m, k)
+
+
+def test_row_meta_reads_odd_json_like_the_row_reader(store):
+    """The one-aggregate read of tags and GA/ADA attributes: strings are not numbers, booleans
+    are not counts, a non-object is no GA node, malformed tags are none, text is kept as text."""
+    from memviz.retrieval.rowmeta import load_row_meta
+
+    store.insert_memories([
+        dict(id="a", kind="fact", content="a", tags=["x", "idle"],
+             attributes={"ga_type": "event", "node_count": 7, "embedding_key": "was idle", "cycle": 3}),
+        dict(id="b", kind="fact", content="b", attributes={"ga_type": "thought", "node_count": "12",
+                                                           "embedding_key": ["idle"], "cycle": True}),
+        dict(id="c", kind="fact", content="c", attributes={"ga_type": {"odd": 1}, "node_count": True}),
+        dict(id="d", kind="fact", content="d", attributes={"cycle": 2.5}),
+        dict(id="e", kind="fact", content="e"),
+    ])
+    with store.transaction() as c:
+        c.execute("UPDATE memories SET tags = '[broken' WHERE id = 'e'")
+        c.execute("UPDATE memories SET attributes = '[1, 2]' WHERE id = 'd'")
+    a = store.arrays()
+    m = load_row_meta(store.conn, a.rowid)
+    assert m.tags[0] == frozenset({"x", "idle"}) and m.tags[4] == frozenset()
+    assert m.ga_type.tolist() == ["event", "thought", '{"odd":1}', "", ""]
+    np.testing.assert_array_equal(m.node_count, [7.0, np.nan, np.nan, np.nan, np.nan])
+    assert m.idle.tolist() == [True, True, False, False, False]
+    np.testing.assert_array_equal(m.cycle, [3.0, np.nan, np.nan, np.nan, np.nan])
