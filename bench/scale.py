@@ -153,9 +153,8 @@ def pgvector_row(E, Q, truth, k, ids) -> dict:
 def open_probe(path: str) -> None:
     """Run in a fresh process: the window's read of a store, time and peak memory, as JSON."""
     import memviz.store as ms  # noqa: PLC0415
-    from memviz.session.state import open_store_data  # noqa: PLC0415
-
     from memviz.layout import first_map  # noqa: PLC0415
+    from memviz.session.state import open_store_data  # noqa: PLC0415
 
     t = time.perf_counter()
     store, data = ms.open_and_read(path, open_store_data, read_only=True)
