@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import apsw
 import numpy as np
 
+from ..background import in_thread
 from .records import MS_ABOVE, NUMBER_DEFAULTS, ODD_TYPES_SQL, TIME_COLUMNS, decode_text, read_values
 
 _SQL = """
@@ -117,6 +118,8 @@ def _load(conn, model, dim, preview, in_sqlite) -> MemoryArrays:
         emb = _normalize_rows(c["vectors"](has, size, nbytes), has)
     else:
         emb = np.zeros((n, dim), dtype=np.float32)
+    if c.get("settle"):
+        c["settle"]()  # a read of the vectors started early has ended before the savepoint does
     arrays = MemoryArrays(
         ids=c["ids"],
         rowid=num(c["rowid"], np.int64),
@@ -235,20 +238,33 @@ _SQL_AGG = _SQL_AGG.replace("{odd_types}", ODD_TYPES_SQL)
 
 def _scan_in_sqlite(conn, preview: int) -> dict | None:
     text = "replace(replace(replace(substr(content, 1, {0}), char(10), ' '), char(13), ' '), char(9), ' ')"
+    early = None
     try:
         row = conn.execute(_SQL_AGG.replace("{preview}", text.format(int(preview)) if preview > 0 else "NULL")
                            ).fetchone()
-        cols = [json.loads(x) for x in row[:17]]
+        rowid = np.array(json.loads(row[0]), dtype=np.int64)
+        if len(rowid) > 1 and not (np.diff(rowid) > 0).all():
+            return None  # the aggregate did not see the rows in rowid order: read them one by one
+        size = np.nan_to_num(np.array(json.loads(row[15]), dtype=np.float64), nan=-1).astype(np.int64)
+        n = len(rowid)
+        guess = _common_size(size)
+        if n >= _PREFETCH_ROWS and guess:
+            # the vectors of the most common size are read (SQLite, no GIL) while the columns are decoded
+            early = in_thread(lambda: _read_vectors(conn, rowid, size, size == guess, guess), "memviz-vectors")
+        cols = [None if i in (0, 15) else json.loads(x) for i, x in enumerate(row[:17])]
+        odd_types = json.loads(row[18])
     except (apsw.Error, UnicodeError, ValueError, TypeError):
+        if early is not None:
+            early.exception()   # let it finish before the scan falls back (one reader at a time)
         return None
-    rowid = np.array(cols[0], dtype=np.int64)
-    if len(rowid) > 1 and not (np.diff(rowid) > 0).all():
-        return None  # the aggregate did not see the rows in rowid order: read them one by one
-    n = len(rowid)
-    odd_types = json.loads(row[18])
-    size = np.nan_to_num(np.array(cols[15], dtype=np.float64), nan=-1).astype(np.int64)
 
     def vectors(has, size_, nbytes):
+        if early is not None and nbytes == guess:
+            out = early.result()
+            out[(size_ == nbytes) & ~has] = 0   # the same size but another model's vector
+            return out
+        if early is not None:
+            early.exception()
         return _read_vectors(conn, rowid, size_, has, nbytes)
 
     def texts(col):
@@ -259,7 +275,20 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
     return {"rowid": rowid, "ids": texts(cols[1]), "kind": texts(cols[2]), "agent": texts(cols[3]),
             "bad_text": np.zeros(n, bool), **dict(zip(_NUMERIC, cols[4:13])), "json_ok": cols[13],
             "model": cols[14], "size": size,  # str here (valid UTF-8): encoded once per distinct name
-            "odd_types": odd_types, "preview": texts(cols[16]) if preview > 0 else None, "vectors": vectors}
+            "odd_types": odd_types, "preview": texts(cols[16]) if preview > 0 else None, "vectors": vectors,
+            "settle": (lambda: early.exception()) if early is not None else None}
+
+
+_PREFETCH_ROWS = 50_000   # from this many rows the vectors are read beside the decoding of the columns
+
+
+def _common_size(size: np.ndarray) -> int:
+    """The most common blob size (bytes), 0 if no row has a vector-sized blob."""
+    ok = (size > 0) & (size % 4 == 0)
+    if not ok.any():
+        return 0
+    values, counts = np.unique(size[ok], return_counts=True)
+    return int(values[counts.argmax()])
 
 
 _BLOB_ROWS = 2048          # vectors this size or larger (a page of 4 KB holds one or two): one by one
