@@ -169,3 +169,23 @@ def test_row_meta_reads_odd_json_like_the_row_reader(store):
     np.testing.assert_array_equal(m.node_count, [7.0, np.nan, np.nan, np.nan, np.nan])
     assert m.idle.tolist() == [True, True, False, False, False]
     np.testing.assert_array_equal(m.cycle, [3.0, np.nan, np.nan, np.nan, np.nan])
+
+
+def test_a_vector_holding_nan_ranks_as_on_the_float32_path(store):
+    """An agent wrote a vector blob with NaN in it (the store's own writes refuse that): the int8
+    index warns of nothing and the ranking is the float32 path's."""
+    V = unit_vectors(200, 256, 8)
+    _store_with(store, V, 8, model="test/256")
+    bad = V[5].copy()
+    bad[3] = np.nan
+    with store.transaction() as c:
+        c.execute("UPDATE memories SET embedding = ? WHERE id = 'm0005'", (bad.astype("<f4").tobytes(),))
+    fast_arrays = store.arrays()
+    assert quantized.index_for(fast_arrays, wait=True, min_rows=0) is not None
+    fast, plain = Engine(store, fast_arrays, now=T0), Engine(store, store.arrays(), now=T0)
+    for e in (fast, plain):
+        e.set_query(vector=V[5])
+    assert np.isnan(fast._rel_fast[5])
+    for name, extra in _variants():
+        p = preset_params(name, **extra)
+        assert fast.score(p).ids == plain.score(p).ids, (name, extra)

@@ -68,12 +68,16 @@ def _dot_kernel():
 def _quantise(x: np.ndarray):
     """Codes, scales (float64) and the float64 norms of the residual and of the row, per row of x."""
     x64 = x.astype(np.float64)
+    finite = np.isfinite(x64).all(axis=1)
+    if not finite.all():  # a vector an agent wrote with NaN or inf: first-pass value NaN, as float32 gives
+        x64[~finite] = 0.0
     amax = np.abs(x64).max(axis=1) if x64.shape[1] else np.zeros(len(x64))
     scale = amax / 127.0
     safe = np.where(scale > 0, scale, 1.0)
     codes = np.rint(x64 / safe[:, None])
     np.clip(codes, -127, 127, out=codes)
     resid = x64 - codes * scale[:, None]
+    scale[~finite] = np.nan
     return (codes.astype(np.int8), scale, np.sqrt(np.einsum("ij,ij->i", resid, resid)),
             np.sqrt(np.einsum("ij,ij->i", x64, x64)))
 
@@ -146,7 +150,7 @@ def _build(arrays, key) -> None:
     try:
         idx = Int8Index(arrays.embedding)
         arrays._int8_index = idx if idx.usable else False
-    except (MemoryError, ValueError):
+    except Exception:  # noqa: BLE001 - whatever stops the build, queries keep the float32 product
         arrays._int8_index = False
     finally:
         with _build_lock:
