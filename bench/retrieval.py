@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import memviz.store as ms  # noqa: E402
 from memviz.embed import LOCAL_MODEL, default_embedder  # noqa: E402
-from memviz.retrieval import Engine, preset_params  # noqa: E402
+from memviz.retrieval import Engine, preset_params, quantized  # noqa: E402
 from memviz.retrieval import reference  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
@@ -89,6 +89,7 @@ def bench(n: int, dim: int, embedder) -> dict:
     arrays = store.arrays()
     load_s = time.perf_counter() - t
     now = float(T0 + n * 60 + 86400)
+    quantized.index_for(arrays, wait=True)   # a session has it a few seconds after opening
     engine = Engine(store, arrays, embedder=embedder if dim == 256 else None, now=now)
     reps = 15 if n <= 10_000 else 7
     rng = np.random.default_rng(0)

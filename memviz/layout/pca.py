@@ -37,10 +37,12 @@ def _pca_2d(embedding: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray
     if m == 0 or x.ndim != 2 or x.shape[1] == 0:
         return out
     mean = fit.mean(axis=0, dtype=np.float64)
-    # covariance without materialising the centred copy (100 MB at 100k x 256)
-    cov = (fit.T @ fit).astype(np.float64) / m - np.outer(mean, mean)
-    _, vecs = np.linalg.eigh(cov)             # ascending
-    comps = vecs[:, ::-1][:, :2]
+    # a large store's axes from every k-th row (about 50 M numbers: 200k rows at 256-d, 33k at
+    # 1536-d): that many fix two axes of a first map as well as all rows would
+    rows = max(2_000, _FIT_CELLS // x.shape[1])
+    part = fit[::-(-m // rows)] if m > rows else fit
+    part_mean = part.mean(axis=0, dtype=np.float64)
+    comps = _top_axes(part, part_mean) if x.shape[1] >= _ITERATE_DIM else _exact_axes(part, part_mean)
     if comps.shape[1] < 2:                    # 1-D embeddings: second axis is zero
         comps = np.pad(comps, ((0, 0), (0, 2 - comps.shape[1])))
     signs = np.sign(comps[np.abs(comps).argmax(axis=0), [0, 1]])
@@ -48,3 +50,28 @@ def _pca_2d(embedding: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray
     comps32 = comps.astype(np.float32)
     out[mask] = fit @ comps32 - (mean @ comps).astype(np.float32)
     return out
+
+
+_FIT_CELLS = 51_200_000
+_ITERATE_DIM = 768   # from here the d x d covariance (100k x 1536: 2.4e11 multiply-adds) costs seconds
+
+
+def _exact_axes(fit: np.ndarray, mean: np.ndarray) -> np.ndarray:
+    # covariance without materialising the centred copy (100 MB at 100k x 256)
+    cov = (fit.T @ fit).astype(np.float64) / fit.shape[0] - np.outer(mean, mean)
+    _, vecs = np.linalg.eigh(cov)             # ascending
+    return vecs[:, ::-1][:, :2]
+
+
+def _top_axes(fit: np.ndarray, mean: np.ndarray, block: int = 8, rounds: int = 8) -> np.ndarray:
+    """The two leading eigenvectors of the covariance by subspace iteration on a block of 8
+    (fixed start: deterministic), two thin products per round instead of the d x d matrix."""
+    m, d = fit.shape
+
+    def cov_times(v):
+        return (fit.T @ (fit @ v.astype(np.float32))).astype(np.float64) / m - np.outer(mean, mean @ v)
+    v = np.linalg.qr(np.random.default_rng(0).standard_normal((d, block)))[0]
+    for _ in range(rounds):
+        v = np.linalg.qr(cov_times(v))[0]
+    w, u = np.linalg.eigh(v.T @ cov_times(v))   # Rayleigh-Ritz on the block, ascending
+    return v @ u[:, ::-1][:, :2]

@@ -13,16 +13,18 @@ import numpy as np
 
 def fts_rows(store, arrays, text: str) -> tuple[np.ndarray, np.ndarray]:
     """(rows, bm25) of every memory matching any word of `text`, best first (bm25 ascending,
-    ties in store order). Memories written after the arrays were read are left out."""
-    hits = store.fts_search(text, limit=max(len(arrays), 1))
-    rows, scores = [], []
-    for mid, bm25 in hits:
-        i = arrays.index_of(mid)
-        if i is not None:
-            rows.append(i)
-            scores.append(bm25)
-    rows = np.array(rows, dtype=np.int64)
-    scores = np.array(scores, dtype=np.float64)
+    ties in store order). Memories written after the arrays were read are left out.
+
+    The store answers with rowids (`fts_hits`, one per backend), mapped to rows and sorted with
+    numpy here: a common word can match a quarter of a large store."""
+    pairs = store.fts_hits(text)
+    if not len(pairs):
+        return np.zeros(0, np.int64), np.zeros(0)
+    rowid, scores = pairs[:, 0].astype(np.int64), pairs[:, 1]
+    rows = np.searchsorted(arrays.rowid, rowid)   # arrays are in rowid order
+    known = rows < len(arrays.rowid)
+    known[known] = arrays.rowid[rows[known]] == rowid[known]
+    rows, scores = rows[known].astype(np.int64), scores[known].astype(np.float64)
     order = np.lexsort((rows, scores))
     return rows[order], scores[order]
 

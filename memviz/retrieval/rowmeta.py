@@ -17,17 +17,16 @@ class RowMeta:
     cycle: np.ndarray     # float64 ADA cycle, NaN when absent
 
 
-def _num(v) -> float:
-    """A JSON number, else NaN (a string "12" is not a cycle number)."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return np.nan
-    return float(v) if np.isfinite(v) else np.nan
+def _numbers(values) -> np.ndarray:
+    """JSON numbers as float64; null and non-finite values NaN."""
+    out = np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+    out[~np.isfinite(out)] = np.nan
+    return out
 
 
 def load_row_meta(store, rowid: np.ndarray) -> RowMeta:
     """Aligned with the arrays by rowid; rows written after the arrays were read are ignored.
-    The store runs the query (`row_meta_rows()`, one per backend)."""
-    rows = store.row_meta_rows()
+    The store runs the query (`row_meta_columns()`, one per backend)."""
     n = len(rowid)
     empty = frozenset()
     tags = [empty] * n
@@ -35,24 +34,28 @@ def load_row_meta(store, rowid: np.ndarray) -> RowMeta:
     node_count = np.full(n, np.nan)
     idle = np.zeros(n, dtype=bool)
     cycle = np.full(n, np.nan)
-    index = {r: i for i, r in enumerate(rowid.tolist())}
-    for rid, tag_text, gt, nc, key, cyc in rows:
-        i = index.get(rid)
-        if i is None:
-            continue
-        if tag_text and tag_text != "[]":
-            try:
-                value = json.loads(tag_text)
-            except ValueError:
-                value = []
-            if isinstance(value, list):
-                tags[i] = frozenset(str(t) for t in value)
-        if gt is not None:
-            ga_type[i] = str(gt)
-            node_count[i] = _num(nc)
-            idle[i] = "idle" in str(key or "")
-        if cyc is not None:
-            cycle[i] = _num(cyc)
+    cols = store.row_meta_columns()
+    rid = np.array(cols[0], dtype=np.int64)
+    if n == 0 or len(rid) == 0:
+        return RowMeta(tags=tags, ga_type=ga_type, node_count=node_count, idle=idle, cycle=cycle)
+    at = np.minimum(np.searchsorted(rowid, rid), n - 1)      # the arrays are in rowid order
+    known = rowid[at] == rid
+    rows, src = at[known], np.flatnonzero(known)
+    gt = np.array(cols[2], dtype=object)[src]
+    is_ga = np.not_equal(gt, None)
+    ga_type[rows[is_ga]] = gt[is_ga]
+    node_count[rows[is_ga]] = _numbers(cols[3])[src][is_ga]
+    idle[rows[is_ga]] = np.array([bool(v) for v in cols[4]], dtype=bool)[src][is_ga]
+    cycle[rows] = _numbers(cols[5])[src]
+    tag_text = np.array(cols[1], dtype=object)[src]
+    tagged = np.flatnonzero(np.not_equal(tag_text, None))
+    for i, text in zip(rows[tagged].tolist(), tag_text[tagged].tolist()):
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = []
+        if isinstance(value, list):
+            tags[i] = frozenset(str(t) for t in value)
     return RowMeta(tags=tags, ga_type=ga_type, node_count=node_count, idle=idle, cycle=cycle)
 
 

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import apsw
 import numpy as np
 
+from ..background import in_thread
 from .records import MS_ABOVE, NUMBER_DEFAULTS, ODD_TYPES_SQL, TIME_COLUMNS, decode_text, read_values
 
 _SQL = """
@@ -76,6 +78,25 @@ def load_arrays(conn, model: str | None = None, dim: int | None = None, preview:
     `Store.main_model()`; `dim` None = the most used dimension of `model`. `preview` > 0 also
     reads the first `preview` characters of each content (newlines and tabs made spaces).
     `in_sqlite` False skips the fast scan and reads row by row (what it falls back to)."""
+    with _one_read(conn):  # the columns and the vectors, read by separate statements, from one state
+        return _load(conn, model, dim, preview, in_sqlite)
+
+
+@contextmanager
+def _one_read(conn):
+    """A savepoint around the scan: every statement inside sees the same committed state."""
+    try:
+        conn.execute("SAVEPOINT memviz_scan")
+    except apsw.Error:
+        yield  # cannot open one (the scan still runs; each statement sees a consistent state)
+        return
+    try:
+        yield
+    finally:
+        conn.execute("RELEASE memviz_scan")
+
+
+def _load(conn, model, dim, preview, in_sqlite) -> MemoryArrays:
     c = (_scan_in_sqlite(conn, preview) if in_sqlite else None) or _scan_by_row(conn, preview)
     n = len(c["rowid"])
 
@@ -83,8 +104,10 @@ def load_arrays(conn, model: str | None = None, dim: int | None = None, preview:
         return np.array(col, dtype=dtype) if n else np.zeros(0, dtype)
 
     # which (model, size) fills the matrix: model names as bytes (NULL = b""), blob sizes (-1 = no blob)
-    names: dict[bytes, int] = {}
-    model_code = np.fromiter((names.setdefault(m, len(names)) for m in c["model"]), np.int64, count=n)
+    names: dict = {}
+    model_code = np.array([names.setdefault(m, len(names)) for m in c["model"]], dtype=np.int64) if n \
+        else np.zeros(0, np.int64)
+    names = {(m.encode("utf-8", "surrogatepass") if isinstance(m, str) else m): i for m, i in names.items()}
     size = np.nan_to_num(num(c["size"]), nan=-1).astype(np.int64)
     key, dim = _pick_model(list(names), model_code, size,
                            None if model is None else model.encode("utf-8", "surrogatepass"), dim)
@@ -95,6 +118,8 @@ def load_arrays(conn, model: str | None = None, dim: int | None = None, preview:
         emb = _normalize_rows(c["vectors"](has, size, nbytes), has)
     else:
         emb = np.zeros((n, dim), dtype=np.float32)
+    if c.get("settle"):
+        c["settle"]()  # a read of the vectors started early has ended before the savepoint does
     arrays = MemoryArrays(
         ids=c["ids"],
         rowid=num(c["rowid"], np.int64),
@@ -184,10 +209,10 @@ def _scan_by_row(conn, preview: int) -> dict:
             "preview": _one_line(cols[18]) if preview > 0 else None, "vectors": vectors}
 
 
-# Every column aggregated inside SQLite into one JSON array (numbers round-trip exactly) and the
-# vectors into one blob: no Python object per cell, and SQLite works with the GIL released, so
-# at launch the scan runs beside the imports of Qt. Text that is not valid UTF-8 (or a value JSON
-# cannot hold) makes it fail, and _scan_by_row reads the store instead.
+# Every column aggregated inside SQLite into one JSON array (numbers round-trip exactly): no Python
+# object per cell, and SQLite works with the GIL released, so at launch the scan runs beside the
+# imports of Qt. The vectors follow in a second pass (_read_vectors). Text that is not valid UTF-8
+# (or a value JSON cannot hold) makes it fail, and _scan_by_row reads the store instead.
 _SQL_AGG = """
 SELECT json_group_array(rowid), json_group_array(id), json_group_array(kind), json_group_array(agent),
        json_group_array(CAST(importance AS REAL)), json_group_array(CAST(event_time AS REAL)),
@@ -202,7 +227,7 @@ SELECT json_group_array(rowid), json_group_array(id), json_group_array(kind), js
        json_group_array(coalesce(embedding_model, '')),
        json_group_array(CASE WHEN typeof(embedding) = 'blob' THEN length(embedding) END),
        json_group_array({preview}),
-       CAST(group_concat(CASE WHEN typeof(embedding) = 'blob' THEN embedding ELSE X'' END, X'') AS BLOB),
+       NULL,
        json_group_array(rowid) FILTER (WHERE {odd_types})
 FROM memories  -- a full scan of a rowid table goes in rowid order (checked on the result)
 """
@@ -213,31 +238,34 @@ _SQL_AGG = _SQL_AGG.replace("{odd_types}", ODD_TYPES_SQL)
 
 def _scan_in_sqlite(conn, preview: int) -> dict | None:
     text = "replace(replace(replace(substr(content, 1, {0}), char(10), ' '), char(13), ' '), char(9), ' ')"
+    early = None
     try:
         row = conn.execute(_SQL_AGG.replace("{preview}", text.format(int(preview)) if preview > 0 else "NULL")
                            ).fetchone()
-        cols = [json.loads(x) for x in row[:17]]
+        rowid = np.array(json.loads(row[0]), dtype=np.int64)
+        if len(rowid) > 1 and not (np.diff(rowid) > 0).all():
+            return None  # the aggregate did not see the rows in rowid order: read them one by one
+        size = np.nan_to_num(np.array(json.loads(row[15]), dtype=np.float64), nan=-1).astype(np.int64)
+        n = len(rowid)
+        guess = _common_size(size)
+        if n >= _PREFETCH_ROWS and guess:
+            # the vectors of the most common size are read (SQLite, no GIL) while the columns are decoded
+            early = in_thread(lambda: _read_vectors(conn, rowid, size, size == guess, guess), "memviz-vectors")
+        cols = [None if i in (0, 15) else json.loads(x) for i, x in enumerate(row[:17])]
+        odd_types = json.loads(row[18])
     except (apsw.Error, UnicodeError, ValueError, TypeError):
-        return None
-    rowid = np.array(cols[0], dtype=np.int64)
-    if len(rowid) > 1 and not (np.diff(rowid) > 0).all():
-        return None  # the aggregate did not see the rows in rowid order: read them one by one
-    n, joined = len(rowid), row[17] or b""
-    odd_types = json.loads(row[18])
-    size = np.nan_to_num(np.array(cols[15], dtype=np.float64), nan=-1).astype(np.int64)
-    ends = np.cumsum(np.maximum(size, 0))
-    if (ends[-1] if n else 0) != len(joined):
+        if early is not None:
+            early.exception()   # let it finish before the scan falls back (one reader at a time)
         return None
 
     def vectors(has, size_, nbytes):
-        if has.all():  # the blob itself, no copy (read-only: _normalize_rows copies if it must write)
-            return np.frombuffer(joined, dtype="<f4").reshape(n, nbytes // 4)
-        flat = np.frombuffer(joined, dtype=np.uint8)
-        out = np.zeros((n, nbytes), dtype=np.uint8)
-        rows = np.flatnonzero(has)
-        starts = ends[rows] - nbytes
-        out[rows] = flat[starts[:, None] + np.arange(nbytes)]
-        return out.view("<f4")
+        if early is not None and nbytes == guess:
+            out = early.result()
+            out[(size_ == nbytes) & ~has] = 0   # the same size but another model's vector
+            return out
+        if early is not None:
+            early.exception()
+        return _read_vectors(conn, rowid, size_, has, nbytes)
 
     def texts(col):
         out = np.empty(n, dtype=object)
@@ -246,8 +274,77 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
         return out
     return {"rowid": rowid, "ids": texts(cols[1]), "kind": texts(cols[2]), "agent": texts(cols[3]),
             "bad_text": np.zeros(n, bool), **dict(zip(_NUMERIC, cols[4:13])), "json_ok": cols[13],
-            "model": [m.encode("utf-8", "surrogatepass") for m in cols[14]], "size": size,
-            "odd_types": odd_types, "preview": texts(cols[16]) if preview > 0 else None, "vectors": vectors}
+            "model": cols[14], "size": size,  # str here (valid UTF-8): encoded once per distinct name
+            "odd_types": odd_types, "preview": texts(cols[16]) if preview > 0 else None, "vectors": vectors,
+            "settle": (lambda: early.exception()) if early is not None else None}
+
+
+_PREFETCH_ROWS = 50_000   # from this many rows the vectors are read beside the decoding of the columns
+
+
+def _common_size(size: np.ndarray) -> int:
+    """The most common blob size (bytes), 0 if no row has a vector-sized blob."""
+    ok = (size > 0) & (size % 4 == 0)
+    if not ok.any():
+        return 0
+    values, counts = np.unique(size[ok], return_counts=True)
+    return int(values[counts.argmax()])
+
+
+_BLOB_ROWS = 2048          # vectors this size or larger (a page of 4 KB holds one or two): one by one
+_CHUNK_BYTES = 64 << 20   # otherwise concatenated by SQLite in rowid ranges of this many bytes
+
+
+def _read_vectors(conn, rowid: np.ndarray, size: np.ndarray, has: np.ndarray, nbytes: int) -> np.ndarray:
+    """The (n, nbytes/4) float32 matrix of the rows in `has` (zero rows elsewhere), read straight
+    into one preallocated array. Large vectors spill to overflow pages, where concatenating them
+    inside SQLite costs more than reading them (3 s against 1 s at 100k x 1536): each is read
+    with incremental blob I/O into its row. Small ones come from group_concat over rowid ranges
+    (one blob of every row's vector would pass SQLite's 1 GB limit at 1M x 256)."""
+    n = len(rowid)
+    out = np.zeros((n, nbytes // 4), dtype="<f4")
+    if n == 0 or not has.any():
+        return out
+    flat = memoryview(out).cast("B")
+    step = max(1, _CHUNK_BYTES // nbytes)
+    for lo in range(0, n, step):
+        hi = min(n, lo + step)
+        try:
+            if nbytes >= _BLOB_ROWS:
+                for i in (lo + np.flatnonzero(has[lo:hi])).tolist():
+                    with conn.blob_open("main", "memories", "embedding", int(rowid[i]), False) as blob:
+                        blob.read_into(flat, i * nbytes, nbytes)
+            else:
+                _concatenated(conn, rowid, size, has, nbytes, lo, hi, out)
+        except (apsw.Error, ValueError):
+            _row_by_row(conn, rowid, has, nbytes, lo, hi, out)  # a value that is not what the scan saw
+    return out
+
+
+def _concatenated(conn, rowid, size, has, nbytes, lo, hi, out) -> None:
+    joined = conn.execute(
+        "SELECT CAST(group_concat(CASE WHEN typeof(embedding) = 'blob' THEN embedding ELSE X'' END, X'') AS BLOB) "
+        "FROM memories WHERE rowid BETWEEN ? AND ?", (int(rowid[lo]), int(rowid[hi - 1]))).fetchone()[0] or b""
+    sz = np.maximum(size[lo:hi], 0)
+    ends = np.cumsum(sz)
+    if ends[-1] != len(joined):
+        raise ValueError("the vectors changed during the scan")
+    raw = np.frombuffer(joined, dtype=np.uint8)
+    block = out[lo:hi].view(np.uint8)
+    if has[lo:hi].all():
+        block[:] = raw.reshape(hi - lo, nbytes)
+        return
+    rows = np.flatnonzero(has[lo:hi])
+    block[rows] = raw[(ends[rows] - nbytes)[:, None] + np.arange(nbytes)]
+
+
+def _row_by_row(conn, rowid, has, nbytes, lo, hi, out) -> None:
+    want = {int(r): i for i, r in zip(range(lo, hi), rowid[lo:hi].tolist()) if has[i]}
+    for rid, blob in conn.execute("SELECT rowid, embedding FROM memories WHERE rowid BETWEEN ? AND ?",
+                                  (int(rowid[lo]), int(rowid[hi - 1]))):
+        i = want.get(rid)
+        if i is not None and isinstance(blob, bytes) and len(blob) == nbytes:
+            out[i] = np.frombuffer(blob, dtype="<f4")
 
 
 def _pick_model(names: list[bytes], model_code: np.ndarray, size: np.ndarray, model: bytes | None,

@@ -1,6 +1,10 @@
 """The PostgreSQL side of the interface methods in ../sqlite_queries.py (same names, same answers)."""
 from __future__ import annotations
 
+import re
+
+import numpy as np
+
 
 class PgQueries:
     """Mixed into `PgStore`: `self._q` runs one statement, `self.transaction()` one short write."""
@@ -23,8 +27,29 @@ class PgQueries:
         return [r[0] for r in self._q("SELECT id FROM memories WHERE valid_until IS NULL AND agent = %s "
                                       "ORDER BY event_time DESC, rowid DESC LIMIT %s", (agent, int(n)))]
 
-    def row_meta_rows(self):
-        """What retrieval/rowmeta.py reads: rowid, tags text, and four attributes (JSON values)."""
+    def fts_hits(self, query: str) -> np.ndarray:
+        """As the SQLite store's: (rowid, score) of every match, lower is better (-ts_rank)."""
+        words = re.findall(r"\w+", query, flags=re.UNICODE)
+        if not words:
+            return np.zeros((0, 2))
+        q = " || ".join(["plainto_tsquery('simple', %s)"] * len(words))
+        rows = self._q(f"SELECT rowid::float8, -ts_rank(content_tsv, q)::float8 FROM memories, "
+                       f"(SELECT {q} AS q) qq WHERE content_tsv @@ q", tuple(words)).fetchall()
+        return np.array(rows, dtype=np.float64).reshape(-1, 2)
+
+    def row_meta_columns(self) -> list[list]:
+        """As the SQLite store's: one list per column (rowid, tags, GA type, node count, idle, cycle)."""
+        cols: list[list] = [[], [], [], [], [], []]
+        for rid, tags, gt, nc, key, cyc in self._row_meta_rows():
+            num = [v if isinstance(v, (int, float)) and not isinstance(v, bool) else None for v in (nc, cyc)]
+            for col, v in zip(cols, (int(rid), tags if tags and tags != "[]" else None,
+                                     None if gt is None else str(gt), num[0],
+                                     None if gt is None and key is None else "idle" in str(key or ""), num[1])):
+                col.append(v)
+        return cols
+
+    def _row_meta_rows(self):
+        """rowid, tags text, and four attributes (JSON values), a row per memory."""
         obj = "pg_input_is_valid(attributes, 'json') AND json_typeof(attributes::json) = 'object'"
         attrs = ", ".join(f"CASE WHEN {obj} THEN attributes::json->'{k}' END"
                           for k in ("ga_type", "node_count", "embedding_key", "cycle"))

@@ -1,0 +1,269 @@
+"""Scale benchmark: memviz against numpy brute force, sqlite-vec KNN and pgvector HNSW on the same
+vectors, at 100k and 1M memories (256-d) and 100k at 1536-d, plus open/load and map rows.
+
+    PYTHONPATH=. python bench/scale.py [--sets 100000x256,1000000x256,100000x1536] [--queries 15]
+                                       [--k 10] [--no-umap]
+
+Stores are bench/retrieval.py's (random unit vectors, inserted through the store; cached under
+bench/out/, git-ignored; 1M x 256 is 2.5 GB on disk). For each set, one table row per method:
+median and spread (min-max) of the time per query, and recall@k against the exact top k (float64
+cosines of the float32 vectors). memviz is timed twice: as a pure cosine ranking (alpha=1, the
+same question the others answer) and with the default dual-memory weights; its top k is checked
+to be *identical* to the exact one. Open/load rows run in a fresh process each (time and peak
+resident memory): the window's read (`open_and_read` + `open_store_data`: arrays, counts, first
+map) on a first open and on an unchanged store (snapshot). The map rows time UMAP of the whole
+set (100k) and the sampled layout (layout/sampled.py) at 1M. Figures are from whatever else the
+machine is doing: run it on a quiet machine for targets, and read the spread.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+OUT = os.path.join(HERE, "out")
+
+
+def store_path(n: int, dim: int) -> str:
+    import retrieval  # noqa: PLC0415 - bench/retrieval.py builds and names the stores
+
+    path = os.path.join(OUT, f"retrieval_{n}_{dim}.db")
+    if not os.path.exists(path):
+        print(f"  building {os.path.basename(path)} (minutes at 1M) ...", file=sys.stderr, flush=True)
+        t = time.perf_counter()
+        retrieval.build(path, n, dim)
+        print(f"  built in {time.perf_counter() - t:.0f} s", file=sys.stderr, flush=True)
+    return path
+
+
+def timed(fn, reps: int):
+    """(median ms, min ms, max ms, last result)."""
+    times, out = [], None
+    for i in range(reps):
+        t = time.perf_counter()
+        out = fn(i)
+        times.append(time.perf_counter() - t)
+    ms_ = [x * 1e3 for x in times]
+    return statistics.median(ms_), min(ms_), max(ms_), out
+
+
+def exact_topk(E: np.ndarray, q: np.ndarray, k: int) -> list[int]:
+    """Rows of the k largest float64 cosines (ties by row), in 64k-row blocks."""
+    q64 = q.astype(np.float64)
+    s = np.concatenate([E[i:i + 65536].astype(np.float64) @ q64 for i in range(0, len(E), 65536)])
+    top = np.argpartition(-s, k)[:k + 32] if len(s) > k + 32 else np.arange(len(s))
+    return [int(r) for r in top[np.lexsort((top, -s[top]))][:k]]
+
+
+# --------------------------------------------------------------------------- methods
+def bench_queries(n: int, dim: int, nq: int, k: int) -> list[dict]:
+    import memviz.store as ms  # noqa: PLC0415
+    from memviz.blas import one_blas_thread  # noqa: PLC0415
+    from memviz.retrieval import Engine, preset_params, quantized  # noqa: PLC0415
+
+    store = ms.open(store_path(n, dim), read_only=True)
+    arrays = store.arrays()
+    E = arrays.embedding
+    rng = np.random.default_rng(7)
+    Q = rng.normal(size=(nq, dim)).astype(np.float32)
+    Q /= np.linalg.norm(Q, axis=1, keepdims=True)
+    truth = [exact_topk(E, q, k) for q in Q]
+    ids = arrays.ids
+    rows = []
+
+    def recall(got_rows, i):
+        return len(set(got_rows) & set(truth[i])) / k
+
+    t = time.perf_counter()
+    quantized.index_for(arrays, wait=True)
+    index_s = time.perf_counter() - t
+    engine = Engine(store, arrays, now=float(arrays.created_at.max() + 86400))
+    cosine = preset_params("dual-memory", alpha=1.0, beta=0.0, gamma=0.0, k=k)
+    dual = preset_params("dual-memory", k=k)
+    engine.set_query(vector=Q[0])
+    engine.score(cosine)
+    engine.score(dual)   # filters and the query-independent parts are cached from here on
+    same, recs = [], []
+
+    def memviz_cosine(i):
+        engine.set_query(vector=Q[i])
+        r = engine.score(cosine)
+        same.append([int(x) for x in r.rows] == truth[i])
+        recs.append(recall(r.rows.tolist(), i))
+    med, lo, hi, _ = timed(memviz_cosine, nq)
+    rows.append(dict(method="memviz (cosine only)", med=med, lo=lo, hi=hi, recall=np.mean(recs),
+                     note=f"top-k identical to exact: {sum(same)}/{nq}; int8 index built in {index_s:.1f} s"))
+    med, lo, hi, _ = timed(lambda i: (engine.set_query(vector=Q[i]), engine.score(dual)), nq)
+    rows.append(dict(method="memviz dual-memory (full query)", med=med, lo=lo, hi=hi, recall=None,
+                     note="cosine + recency + importance, exact rescoring"))
+    alphas = np.linspace(0.1, 0.9, 31)
+    med, lo, hi, _ = timed(lambda i: engine.score(dual.replace(alpha=float(alphas[i % 31]))), 31)
+    rows.append(dict(method="memviz slider recombine", med=med, lo=lo, hi=hi, recall=None,
+                     note="alpha changed, same query"))
+
+    recs = []
+
+    def brute(i):
+        with one_blas_thread():
+            s = E @ Q[i]
+        top = np.argpartition(-s, k)[:k]
+        top = top[np.argsort(-s[top], kind="stable")]
+        recs.append(recall(top.tolist(), i))
+    med, lo, hi, _ = timed(brute, nq)
+    rows.append(dict(method="numpy brute force (float32, 1 thread)", med=med, lo=lo, hi=hi, recall=np.mean(recs),
+                     note="E @ q + argpartition"))
+
+    recs = []
+
+    def vec(i):
+        hits = store.vec_search(Q[i], k)
+        recs.append(recall([arrays.index_of(m) for m, _ in hits], i))
+    med, lo, hi, _ = timed(vec, max(3, nq // 3) if n >= 1_000_000 else nq)
+    rows.append(dict(method="sqlite-vec KNN (vec0, brute force in C)", med=med, lo=lo, hi=hi,
+                     recall=np.mean(recs), note="WHERE embedding MATCH ? AND k = ?"))
+    rows.append(pgvector_row(E, Q, truth, k, ids))
+    store.close()
+    return rows
+
+
+def pgvector_row(E, Q, truth, k, ids) -> dict:
+    try:
+        import pgserver  # noqa: F401, PLC0415
+        import psycopg  # noqa: F401, PLC0415
+    except ImportError as e:
+        return dict(method="pgvector HNSW", med=None, lo=None, hi=None, recall=None,
+                    note=f"skipped: {e.name} is not importable (the PostgreSQL backend, branch pg, has not landed)")
+    return dict(method="pgvector HNSW", med=None, lo=None, hi=None, recall=None,
+                note="skipped: psycopg and pgserver import, but the PostgreSQL backend's loader is not in this branch")
+
+
+# --------------------------------------------------------------------------- open / load
+def open_probe(path: str) -> None:
+    """Run in a fresh process: the window's read of a store, time and peak memory, as JSON."""
+    import memviz.store as ms  # noqa: PLC0415
+    from memviz.layout import first_map  # noqa: PLC0415
+    from memviz.session.state import open_store_data  # noqa: PLC0415
+
+    t = time.perf_counter()
+    store, data = ms.open_and_read(path, open_store_data, read_only=True)
+    s = time.perf_counter() - t
+    # the open's peak, before the re-reads below: VmHWM (ru_maxrss would carry the parent's over exec)
+    with open("/proc/self/status") as fh:
+        status = dict(line.split(":", 1) for line in fh if ":" in line)
+    rss, anon, file_ = (int(status[k].split()[0]) / 1e6 for k in ("VmHWM", "RssAnon", "RssFile"))
+    t = time.perf_counter()
+    first_map(store, data.arrays)
+    map_s = time.perf_counter() - t
+    t = time.perf_counter()
+    arrays_only = store.arrays()
+    arrays_s = time.perf_counter() - t
+    del arrays_only
+    for th in threading.enumerate():
+        if th.name == "memviz-snapshot":
+            th.join()   # let the snapshot be written for the next, unchanged, open
+    print(json.dumps({"open_s": s, "arrays_s": arrays_s, "map_s": map_s, "rss_gb": rss, "anon_gb": anon, "file_gb": file_,
+                      "n": len(data.arrays)}))
+
+
+def bench_open(n: int, dim: int) -> list[dict]:
+    path = store_path(n, dim)
+    rows = []
+    with tempfile.TemporaryDirectory(dir=OUT) as cache:
+        env = dict(os.environ, MEMVIZ_CACHE_DIR=cache, PYTHONPATH=os.path.dirname(HERE))
+        for label in ("first open", "unchanged store (snapshot)"):
+            out = subprocess.run([sys.executable, __file__, "--open-probe", path], env=env, capture_output=True,
+                                 text=True, check=False)
+            if out.returncode != 0:
+                rows.append(dict(method=f"open: {label}", med=None, lo=None, hi=None, recall=None,
+                                 note="failed: " + out.stderr.strip().splitlines()[-1]))
+                continue
+            r = json.loads(out.stdout.strip().splitlines()[-1])
+            rows.append(dict(method=f"open: {label}", med=r["open_s"] * 1e3, lo=None, hi=None, recall=None,
+                             note=f"peak resident {r['rss_gb']:.2f} GB (after it: {r['anon_gb']:.2f} GB own memory + "
+                                  f"{r['file_gb']:.2f} GB of mapped file pages); of which (measured again after it): "
+                                  f"arrays {r['arrays_s']:.2f} s, first map (PCA) {r['map_s']:.2f} s"))
+    return rows
+
+
+# --------------------------------------------------------------------------- map
+def bench_map(n: int, dim: int) -> list[dict]:
+    import memviz.store as ms  # noqa: PLC0415
+    from memviz.layout import UmapJob  # noqa: PLC0415
+    from memviz.layout.sampled import needs_sample, sampled_layout  # noqa: PLC0415
+
+    store = ms.open(store_path(n, dim), read_only=True)
+    arrays = store.arrays()
+    X = np.ascontiguousarray(arrays.embedding[arrays.has_embedding])
+    store.close()
+    rows = []
+    t = time.perf_counter()
+    UmapJob(X[:2000]).run()   # worker started and compiled (the first-install cost is bench/layout.py's)
+    warm = time.perf_counter() - t
+    if not needs_sample(len(X)):
+        t = time.perf_counter()
+        UmapJob(X).run()
+        rows.append(dict(method="map: UMAP of every memory", med=(time.perf_counter() - t) * 1e3, lo=None, hi=None,
+                         recall=None, note=f"worker warm-up before it: {warm:.0f} s (not counted)"))
+    t = time.perf_counter()
+    out = sampled_layout(X, lambda Xs, task: UmapJob(Xs, task=task).run())
+    rows.append(dict(method="map: sampled layout", med=(time.perf_counter() - t) * 1e3, lo=None, hi=None, recall=None,
+                     note=out.method))
+    return rows
+
+
+# --------------------------------------------------------------------------- table
+def fmt_ms(v):
+    if v is None:
+        return "—"
+    return f"{v / 1e3:.1f} s" if v >= 10_000 else f"{v:.1f}" if v >= 10 else f"{v:.2f}"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sets", default="100000x256,1000000x256,100000x1536")
+    ap.add_argument("--queries", type=int, default=15)
+    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--no-umap", action="store_true")
+    ap.add_argument("--no-open", action="store_true")
+    ap.add_argument("--open-probe")
+    args = ap.parse_args(argv)
+    if args.open_probe:
+        open_probe(args.open_probe)
+        return 0
+    os.makedirs(OUT, exist_ok=True)
+    table = []
+    for spec in args.sets.split(","):
+        n, dim = (int(x) for x in spec.split("x"))
+        print(f"{n:,} x {dim}", file=sys.stderr, flush=True)
+        rows = bench_queries(n, dim, args.queries, args.k)
+        if not args.no_open:
+            rows += bench_open(n, dim)
+        if not args.no_umap and dim == 256:
+            rows += bench_map(n, dim)
+        table += [dict(r, set=f"{n:,} × {dim}") for r in rows]
+    print(f"\nk = {args.k}, {args.queries} random unit queries per set; times in ms (median, min–max) unless "
+          "marked s; recall@k against the exact top k. Busy shared machine: read the spread.\n")
+    head = ("set", "method", "median", "min–max", f"recall@{args.k}", "note")
+    print("| " + " | ".join(head) + " |")
+    print("|" + "|".join("---" for _ in head) + "|")
+    for r in table:
+        spread = "—" if r["lo"] is None else f"{fmt_ms(r['lo'])}–{fmt_ms(r['hi'])}"
+        rec = "—" if r["recall"] is None else f"{r['recall']:.3f}"
+        print(f"| {r['set']} | {r['method']} | {fmt_ms(r['med'])} | {spread} | {rec} | {r['note']} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

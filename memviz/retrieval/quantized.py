@@ -1,0 +1,157 @@
+"""An int8 copy of the embedding matrix for the first pass of a query, with a proven error bound.
+
+Reading a 1M x 256 float32 matrix costs ~100 ms of memory bandwidth on this machine; its int8
+codes are a quarter of that and an integer kernel (numba, one thread) reads them at full speed.
+The first pass only *selects*: every memory it cannot rule out is rescored from the float32
+vectors (engine.py), so the top k are those of exact scoring. Why nothing is lost:
+
+The bound. Row x (float32, unit length up to rounding) is stored as codes c (int8) and a scale
+s = max|x_j| / 127 (float64): x~ = s*c, residual r = x - x~, |r_j| <= s/2. The query q is
+coded the same way: q~ = s_q*c_q, r_q = q - q~. The first pass returns a = s*s_q*(c . c_q), the
+integer dot product being exact in int32 (|c . c_q| <= 1536 * 127^2 < 2^31) and the two float64
+multiplications adding a relative error <= 2u (u = 2^-53). Then, by Cauchy-Schwarz,
+
+    |x . q - x~ . q~| = |r . q + x~ . r_q| <= |r| |q| + |x~| |r_q| <= R |q| + (N + R) |r_q|
+
+with R = max over rows of |r| and N = max |x| (both measured in float64 when the index is built,
+each rounded up by a relative 1e-12). So every first-pass cosine is within
+
+    err = R |q| + (N + R) |r_q| + 2u (N + R) |q~| + 1e-12
+
+of the exact dot product of the float32 vectors (the last terms cover float64 rounding with a wide
+margin). `err` is the same for every row: it is `Engine`'s `relevance error` when this index is used.
+
+From cosines to rankings. Every linear preset's score is affine in the cosine for each row:
+score_i = A_i * cos_i + B_i, where A_i = alpha * (row weight) * (decay factor) * (1/(hi - lo) under
+Generative Agents' min-max normalisation, with lo and hi the *exact* extreme cosines, found by the
+same bound: the exact minimum lies among the rows whose first-pass value is within 2 err of the
+smallest). So |fast score - exact score| <= max|A_i| * err + the float64 rounding of the sums
+(engine.py adds 8 eps times the sum of the largest weighted terms for that). Call this E. If the
+k-th largest fast score is s_k, at least k rows have an exact score >= s_k - E, so the exact k-th
+score is >= s_k - E and a true top-k member j has fast score >= exact_j - E >= s_k - 2E. The engine
+rescores exactly every row with fast score >= s_k - 2E - ties included, since the test is >=,
+and duplicated vectors get identical codes and identical first-pass values - and ranks those.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+MIN_ROWS = 20_000     # below this the float32 product takes a few milliseconds: no index
+_CHUNK = 32_768       # rows quantised at a time (bounds the float64 temporaries)
+_U64 = 2.0 ** -53
+
+_kernel = None
+_kernel_lock = threading.Lock()
+_build_lock = threading.Lock()
+
+
+def _dot_kernel():
+    """The numba int8 x int8 -> int32 matrix-vector kernel (compiled once, cached on disk),
+    or None when numba cannot be used (the float32 product serves instead)."""
+    global _kernel
+    with _kernel_lock:
+        if _kernel is None:
+            try:
+                from .int8_kernel import int8_matvec  # noqa: PLC0415 - numba: ~0.2 s, large stores only
+
+                probe = np.ones((2, 3), np.int8)
+                res = np.empty(2, np.int32)
+                int8_matvec(probe, np.ones(3, np.int8), res)   # compile now, not on the first query
+                _kernel = int8_matvec if res.tolist() == [3, 3] else False
+            except Exception:  # noqa: BLE001 - any numba failure means: use the float32 path
+                _kernel = False
+        return _kernel or None
+
+
+def _quantise(x: np.ndarray):
+    """Codes, scales (float64) and the float64 norms of the residual and of the row, per row of x."""
+    x64 = x.astype(np.float64)
+    finite = np.isfinite(x64).all(axis=1)
+    if not finite.all():  # a vector an agent wrote with NaN or inf: first-pass value NaN, as float32 gives
+        x64[~finite] = 0.0
+    amax = np.abs(x64).max(axis=1) if x64.shape[1] else np.zeros(len(x64))
+    scale = amax / 127.0
+    safe = np.where(scale > 0, scale, 1.0)
+    codes = np.rint(x64 / safe[:, None])
+    np.clip(codes, -127, 127, out=codes)
+    resid = x64 - codes * scale[:, None]
+    scale[~finite] = np.nan
+    return (codes.astype(np.int8), scale, np.sqrt(np.einsum("ij,ij->i", resid, resid)),
+            np.sqrt(np.einsum("ij,ij->i", x64, x64)))
+
+
+class Int8Index:
+    """The int8 codes of an embedding matrix and what the error bound needs (see the module docstring)."""
+
+    def __init__(self, embedding: np.ndarray, kernel=None):
+        n, d = embedding.shape
+        self.dim = d
+        self.codes = np.empty((n, d), np.int8)
+        self.scale = np.empty(n, np.float64)
+        resid_max = norm_max = 0.0
+        for start in range(0, n, _CHUNK):
+            c, s, r, nx = _quantise(embedding[start:start + _CHUNK])
+            self.codes[start:start + len(c)] = c
+            self.scale[start:start + len(c)] = s
+            if len(c):
+                resid_max = max(resid_max, float(r.max()))
+                norm_max = max(norm_max, float(nx.max()))
+        self.resid_max = resid_max * (1 + 1e-12)
+        self.norm_max = norm_max * (1 + 1e-12)
+        self._kernel = kernel or _dot_kernel()
+
+    @property
+    def usable(self) -> bool:
+        return self._kernel is not None
+
+    def cosines(self, query: np.ndarray) -> tuple[np.ndarray, float]:
+        """(first-pass cosine of every row as float64, err): |value - exact dot| <= err for every row."""
+        q = np.asarray(query, dtype=np.float32)
+        (cq,), (sq,), (rq,), (nq,) = _quantise(q[None, :])
+        dots = np.empty(len(self.codes), np.int32)
+        self._kernel(self.codes, cq, dots)
+        approx = dots * (self.scale * sq)
+        nqt = float(np.linalg.norm(cq.astype(np.float64) * sq))
+        big = self.norm_max + self.resid_max
+        err = self.resid_max * nq + big * rq + 2 * _U64 * big * nqt + 1e-12
+        return approx, float(err * (1 + 1e-9))
+
+
+_building: dict[int, threading.Thread] = {}
+
+
+def index_for(arrays, *, wait: bool = False, min_rows: int = MIN_ROWS) -> Int8Index | None:
+    """The int8 index of `arrays.embedding`, built once per arrays in a background thread (the
+    first queries use the float32 product meanwhile); None until it is ready, or when the store
+    is small or numba is unavailable. `wait` blocks until it is built (benchmarks, tests)."""
+    idx = getattr(arrays, "_int8_index", None)
+    if idx is not None:
+        return idx or None
+    n = len(arrays)
+    if n < min_rows or arrays.dim == 0:
+        return None
+    key = id(arrays)
+    with _build_lock:
+        t = _building.get(key)
+        if t is None:
+            t = _building[key] = threading.Thread(target=_build, args=(arrays, key), name="memviz-int8-index",
+                                                  daemon=True)
+            t.start()
+    if wait:
+        t.join()
+        idx = getattr(arrays, "_int8_index", None)
+        return idx or None
+    return None
+
+
+def _build(arrays, key) -> None:
+    try:
+        idx = Int8Index(arrays.embedding)
+        arrays._int8_index = idx if idx.usable else False
+    except Exception:  # noqa: BLE001 - whatever stops the build, queries keep the float32 product
+        arrays._int8_index = False
+    finally:
+        with _build_lock:
+            _building.pop(key, None)
