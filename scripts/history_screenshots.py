@@ -55,7 +55,7 @@ def main(argv=None) -> int:
     process_until(lambda: False, 0.4)
     prompt.grab().save(os.path.join(args.outdir, "prompt-view.png"))
     prompt.setFloating(False)
-    win.reset_layout()
+    win.reset_docks()
 
     # a query, so the window's past shows its ranking as of then too
     ranked = []

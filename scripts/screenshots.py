@@ -71,7 +71,7 @@ def main(argv=None) -> int:
         win.state.select_ids([target])
     for k, (w, h) in enumerate(sizes):
         win.resize(w, h)
-        win.reset_layout()
+        win.reset_docks()
         wait(lambda: False, 0.8)
         win.grab().save(os.path.join(args.outdir, f"{args.name}.png" if k == 0 else f"{args.name}-{w}x{h}.png"))
         if k == 0 and args.panels:  # each panel as laid out in the first (main) size

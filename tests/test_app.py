@@ -284,7 +284,7 @@ def test_docks_and_geometry_are_remembered(qtbot, tmp_path, store_file):
     assert not w2.docks["graph"].isVisible() and w2.docks["map"].isVisible()
     assert w2.timeline.lanes.currentText() == "agent"
     w2.docks["retired"].setFloating(True)
-    w2.reset_layout()
+    w2.reset_docks()
     assert w2.docks["graph"].isVisible()
     # the default layout includes the Retired dock, tabbed behind the table
     assert not w2.docks["retired"].isFloating()

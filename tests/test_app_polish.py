@@ -197,10 +197,10 @@ def run_query(qtbot, win, text="peanut allergy"):
 
 
 @pytest.mark.parametrize("size", [(1100, 700), (1500, 950), (1920, 1080)])
-def test_default_layout_keeps_the_results_readable(qtbot, make_window, store_file, size):
+def test_default_docks_keep_the_results_readable(qtbot, make_window, store_file, size):
     from memviz.app.panels.query_panel import RESULT_COLUMNS
     win = make_window(store_file, size=size)
-    win.reset_layout()
+    win.reset_docks()
     qtbot.wait(50)
     run_query(qtbot, win)
     q = win.query
@@ -389,7 +389,7 @@ def test_reset_layout_leaves_no_stale_tab_bars_and_restores_the_docks(qtbot, mak
     win.docks["map"].setFloating(True)
     for size in ((1500, 950), (1100, 700), (1920, 1080)):
         win.resize(*size)
-        win.reset_layout()
+        win.reset_docks()
         qtbot.wait(30)
     assert win.dockWidgetArea(win.docks["query"]) == _Qt.RightDockWidgetArea and not win.docks["map"].isFloating()
     on_screen = [b for b in win.findChildren(QTabBar) if b.isVisible() and b.count()

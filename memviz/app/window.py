@@ -117,7 +117,7 @@ class MainWindow(QMainWindow):
         self.as_of_toolbar = QToolBar("As of")
         self.as_of_toolbar.setObjectName("toolbar_as_of")
         self.as_of_toolbar.addWidget(self.as_of_bar)
-        self._default_layout()
+        self._place_docks()
         self._build_menus()
         self._build_status()
         # with no store open, what to do is shown over the docks (empty axes would say nothing)
@@ -136,7 +136,7 @@ class MainWindow(QMainWindow):
         self._restore_settings()
 
     # ------------------------------------------------------------ layout
-    def _default_layout(self) -> None:
+    def _place_docks(self) -> None:
         d = self.docks
         # the query runs the full height on the right, so its results keep their rows at any size;
         # on the left: the timeline, the two plots, then the table beside the detail
@@ -167,13 +167,13 @@ class MainWindow(QMainWindow):
                          Qt.Horizontal)
         self.resizeDocks([d["table"], d["detail"]], [int(left * .58), int(left * .42)], Qt.Horizontal)
 
-    def reset_layout(self) -> None:
-        """View ▸ Reset layout: the docks placed again as _default_layout places them (rebuilt,
+    def reset_docks(self) -> None:
+        """View ▸ Reset layout: the docks placed again as _place_docks places them (rebuilt,
         not restoreState(): restoring left the previous tab bars painted over the docks)."""
         for dock in self.docks.values():
             dock.setFloating(False)
             self.removeDockWidget(dock)
-        self._default_layout()
+        self._place_docks()
         for dock in self.docks.values():
             dock.show()
         self.docks["table"].raise_()
@@ -233,7 +233,7 @@ class MainWindow(QMainWindow):
         self.retired_action.setChecked(True)
         self.retired_action.toggled.connect(self.state.set_show_retired)
         self.state.show_retired_changed.connect(self.retired_action.setChecked)
-        view.addAction("Reset &layout", self.reset_layout)
+        view.addAction("Reset &layout", self.reset_docks)
 
         tools = mb.addMenu("&Tools")
         tools.addAction(self.reflect_action)
