@@ -124,6 +124,7 @@ class EditController(QObject):
             self.actions[key] = act
         self.watch_timer = QTimer(self, interval=POLL_MS, timeout=self.poll)
         self.state.data_changed.connect(self._on_data)
+        self.state.rows_changed.connect(lambda _delta: self._on_data(self.state.data))
         self.state.selection_changed.connect(lambda *a: self.update_enabled())
         workers.finished.connect(self._job_ended)
         self._on_data(state.data)  # a store may be open already
@@ -183,15 +184,14 @@ class EditController(QObject):
 
     def poll(self) -> None:
         """Another process committed: reload (the selection is kept by id)."""
-        if self.watcher is None or self.workers.running("reload") or self.workers.running("open"):
+        if self.watcher is None or any(self.workers.running(j) for j in ("reload", "refresh", "open")):
             return
         try:
             change = self.watcher.poll()
         except (apsw.Error, StoreError):
             return  # in use by a background job, locked, or closed with the window: try at the next tick
         if change is not None:
-            self._say("The store was changed by another process; reloaded", 4000)
-            self.reload_requested.emit()
+            self.reload_requested.emit()  # the window reads what changed (a delta, or the store)
 
     # ------------------------------------------------------------ enabling
     def read_only_reason(self) -> str | None:

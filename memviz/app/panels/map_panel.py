@@ -24,6 +24,7 @@ from memviz.app.workers import Workers
 COLOR_BY = ["kind", "agent", "importance", "age", "score"]
 UMAP_MIN_POINTS = 20
 UMAP_DELAY_MS = 1500
+RECOMPUTE_SHARE = 0.1  # past this share of points placed by neighbours, the map offers a recompute
 
 
 def layout_api():
@@ -77,22 +78,32 @@ class MapPanel(ScatterPanel):
         self.legend = pg.LegendItem(offset=(10, 10), labelTextColor=(40, 40, 40), brush=pg.mkBrush(255, 255, 255, 200))
         self.legend.setParentItem(self.vb)
         self.coords: np.ndarray | None = None   # (n, 2) for every row; NaN where not embedded
+        self._shown_arrays = None                # the arrays `coords` was made for (rows matched by id)
         self._qpos = (None, None)               # (query/coords identity, marker position)
         self._result_timer = QTimer(self, singleShot=True, interval=80, timeout=self._apply_result)
         self._umap_timer = QTimer(self, singleShot=True, interval=UMAP_DELAY_MS, timeout=self._umap_after_open)
         self._umap_pending: tuple = (None, 0)
         self.method = ""
+        self.placed = 0  # points placed by their neighbours since the layout was computed (rows added since)
         self.auto_umap = True
         self.color_by.currentIndexChanged.connect(lambda: self.redraw())
         state.data_changed.connect(self._on_data)
+        state.rows_changed.connect(self._on_rows)
         state.show_retired_changed.connect(lambda _s: self.redraw())
         state.time_filter_changed.connect(lambda _r: self.redraw())
         state.result_changed.connect(self._on_result)
 
     # ------------------------------------------------------------ layouts
     def _on_data(self, data: StoreData | None) -> None:
+        if self.state.reloaded and self.coords is not None and self._shown_arrays is not None:
+            # the same store read again whole: the points stay where they were (by id), the view too,
+            # and a running UMAP goes on (its result is matched by id)
+            self._set_coords(self._by_id(self._shown_arrays, self.coords), self.method, fit=False, placed=self.placed)
+            self._place_missing()
+            return
         self.workers.cancel("umap")
-        self.coords, self.method = None, ""
+        self.workers.cancel("place")
+        self.coords, self.method, self.placed = None, "", 0
         if data is None:
             self.redraw(fit=True)
             return
@@ -108,18 +119,84 @@ class MapPanel(ScatterPanel):
 
     def _umap_after_open(self) -> None:
         (data, n_emb), self._umap_pending = self._umap_pending, (None, 0)
-        if data is None or self.state.data is not data or self.method.startswith("UMAP") \
+        now = self.state.data
+        if data is None or now is None or now.store is not data.store or self.method.startswith("UMAP") \
                 or not self.window().isVisible():
             return  # another store since, UMAP already there, or the window was closed
         layout_api().warm_up(n_emb)  # the worker process compiles now, not when UMAP is asked for
         if self.auto_umap and self.umap_button.isEnabled():
             self.start_umap()
 
-    def _set_coords(self, coords: np.ndarray, method: str) -> None:
-        self.coords, self.method = coords, method
-        self.method_label.setText(f"  {method}")
-        self.redraw(fit=True)
+    def _set_coords(self, coords: np.ndarray, method: str, fit: bool = True, placed: int = 0) -> None:
+        self.coords, self.method, self.placed = coords, method, placed
+        self._shown_arrays = None if self.state.data is None else self.state.data.arrays
+        self._show_method()
+        self.redraw(fit=fit)
         self.layout_changed.emit(method)
+
+    def _show_method(self) -> None:
+        """The layout's name, and how many points were placed by neighbours rather than laid out;
+        past RECOMPUTE_SHARE the UMAP button offers a recompute."""
+        n = 0 if self.coords is None else int(np.isfinite(self.coords[:, 0]).sum())
+        note = f" · {self.placed:,} of {n:,} placed by neighbours" if self.placed else ""
+        self.method_label.setText(f"  {self.method}{note}")
+        many = n and self.placed > RECOMPUTE_SHARE * n
+        self.umap_button.setText("Recompute UMAP" if many else "UMAP")
+
+    def _by_id(self, old_arrays, old_coords: np.ndarray) -> np.ndarray:
+        """`old_coords` (rows of `old_arrays`) moved to the rows of the current arrays, by id; NaN
+        for memories that were not there."""
+        a = self.state.data.arrays
+        out = np.full((len(a), 2), np.nan, np.float32)
+        if old_arrays is a or (len(old_arrays) <= len(a) and np.array_equal(old_arrays.rowid, a.rowid[:len(old_arrays)])
+                               and list(old_arrays.ids[-1:]) == list(a.ids[len(old_arrays) - 1:len(old_arrays)])):
+            out[:len(old_coords)] = old_coords[:len(a)]  # rows only appended since: same indices
+            return out
+        rows = np.array([-1 if (i := a.index_of(m)) is None else i for m in old_arrays.ids], np.int64)
+        ok = rows >= 0
+        out[rows[ok]] = old_coords[ok]
+        return out
+
+    def _on_rows(self, delta) -> None:
+        """A live refresh: new rows get a place by their neighbours (off the GUI thread), changed
+        rows are drawn again; the view stays where the user left it."""
+        if self.coords is None:
+            return
+        if len(self.coords) < self.state.data.n:
+            grown = np.full((self.state.data.n, 2), np.nan, np.float32)
+            grown[:len(self.coords)] = self.coords
+            self.coords = grown
+            self._shown_arrays = self.state.data.arrays
+        self.redraw()
+        self._place_missing()
+
+    def _place_missing(self) -> None:
+        """Rows with an embedding but no position (added since the layout) are placed by their
+        nearest laid-out neighbours (memviz.layout.place), on a worker."""
+        data = self.state.data
+        if data is None or self.coords is None:
+            return
+        a, coords = data.arrays, self.coords
+        todo = np.flatnonzero(a.has_embedding & ~np.isfinite(coords[:, 0]))
+        if not len(todo):
+            return
+        known = np.flatnonzero(a.has_embedding & np.isfinite(coords[:, 0]))
+
+        def run(task):
+            from memviz.layout.place import place_by_neighbours  # noqa: PLC0415 - scipy-free, but not needed at start
+            return place_by_neighbours(a.embedding[known], coords[known], a.embedding[todo])
+
+        def done(xy) -> None:
+            if self.coords is not coords:
+                self._place_missing()  # the coordinates were replaced meanwhile: place against the new ones
+                return
+            ok = np.isfinite(xy[:, 0])
+            self.coords[todo[ok]] = xy[ok]
+            self.placed += int(ok.sum())
+            self._show_method()
+            self.redraw()
+        if len(known):
+            self.workers.submit("place", run, on_done=done)
 
     def start_umap(self) -> None:
         """UMAP in memviz.layout's warm worker process (numba never compiles in this process);
@@ -138,14 +215,19 @@ class MapPanel(ScatterPanel):
 
         def done(result):
             coords, secs, params = result
-            if self.state.data is not data:
-                return
+            now = self.state.data
+            if now is None or now.store.path != data.store.path:
+                return  # another store since
             try:  # the cache is written here, on the thread that owns the store
                 if not data.store.read_only:
                     api.LayoutCache(data.store).put("umap", arrays, params, coords)
             except Exception as e:  # noqa: BLE001 - an unwritable cache only costs a recompute next time
                 self.method_label.setToolTip(f"UMAP not cached: {e}")
-            self._set_coords(np.asarray(coords, np.float32), f"UMAP ({secs:.1f} s)")
+            # laid out on the rows it started with; rows written since are placed by their neighbours
+            # (a new layout is a new coordinate space: the view is fitted to it)
+            self.umap_button.setEnabled(True)
+            self._set_coords(self._by_id(arrays, np.asarray(coords, np.float32)), f"UMAP ({secs:.1f} s)")
+            self._place_missing()
         self.umap_button.setEnabled(False)
         self.workers.submit("umap", run, on_done=done, on_error=self._umap_failed)
 

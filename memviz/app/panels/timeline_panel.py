@@ -32,9 +32,13 @@ class TimelinePanel(ScatterPanel):
                                    "(Shift+drag does the same)")
         self.clear_range = QToolButton(text="Clear range", enabled=False)
         self.fit = QToolButton(text="Fit")
+        self.follow = QCheckBox("follow newest")
+        self.follow.setToolTip("When the agent writes, move the view so its newest memory is at the right edge "
+                               "(the zoom stays)")
         self.range_label = QLabel()
         self.range_label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
-        for w in (QLabel("lanes by"), self.lanes, self.show_retired, self.range_tool, self.clear_range, self.fit):
+        for w in (QLabel("lanes by"), self.lanes, self.show_retired, self.range_tool, self.clear_range, self.fit,
+                  self.follow):
             self.toolbar.addWidget(w)
         self.toolbar.addWidget(self.range_label, 1)
         self.region = pg.LinearRegionItem(brush=pg.mkBrush(30, 120, 220, 35), movable=True)
@@ -47,7 +51,8 @@ class TimelinePanel(ScatterPanel):
         self.range_tool.toggled.connect(lambda on: setattr(self.vb, "tool", "xrange" if on else "pan"))
         self.clear_range.clicked.connect(lambda: state.set_time_range(None))
         self.fit.clicked.connect(lambda: self.vb.autoRange(padding=0.02))
-        state.data_changed.connect(lambda _d: self.redraw(fit=True))
+        state.data_changed.connect(lambda _d: self.redraw(fit=not state.reloaded))  # a re-read keeps the view
+        state.rows_changed.connect(self._on_rows)
         state.show_retired_changed.connect(self._retired_toggled)
         state.time_filter_changed.connect(self._time_filter_changed)
         self.lane_names: list[str] = []
@@ -86,6 +91,17 @@ class TimelinePanel(ScatterPanel):
                 pad = max((hi - lo) * 0.02, 60.0)
                 self.vb.setXRange(lo - pad, hi + pad, padding=0)
         self.draw_selection()
+
+    def _on_rows(self, delta) -> None:
+        """A live refresh: drawn again in the user's view; with "follow newest" the view slides
+        (same width) so that the newest memory is at its right edge."""
+        self.redraw()
+        if self.follow.isChecked() and len(delta.added):
+            newest = float(np.nanmax(self.state.data.arrays.event_time[delta.added]))
+            (lo, hi), _ = self.vb.viewRange()
+            if newest > hi or newest < lo:
+                width = hi - lo
+                self.vb.setXRange(newest - width * 0.95, newest + width * 0.05, padding=0)
 
     def _retired_toggled(self, show: bool) -> None:
         self.show_retired.blockSignals(True)
