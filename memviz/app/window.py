@@ -414,7 +414,7 @@ class MainWindow(QMainWindow):
                 return
             self.refreshes[kind] += 1
             if self._refresh_again:
-                QTimer.singleShot(0, self.refresh_changes)
+                self.refresh_changes()
 
         def failed(err: Exception) -> None:
             self.statusBar().showMessage(f"Could not read the store's changes: {err}", 8000)
