@@ -61,7 +61,8 @@ def finished(qtbot, proc, timeout=60000) -> dict:
 
 
 def caught_up(qtbot, win, path, timeout=30000):
-    """Wait until the window shows what the store holds (same rows, same values)."""
+    """Wait until the window shows what the store holds (same rows, same values) and the panels
+    have drawn it (their live redraws run in the next event-loop turn)."""
     fresh = ms.open(path, read_only=True)
     try:
         want = load_store_data(fresh).arrays
@@ -69,6 +70,7 @@ def caught_up(qtbot, win, path, timeout=30000):
                         and np.array_equal(win.state.data.arrays.access_count, want.access_count)
                         and np.array_equal(win.state.data.arrays.valid_until, want.valid_until, equal_nan=True),
                         timeout=timeout)
+        qtbot.waitUntil(lambda: not any(p._live.isActive() for p in (win.table, win.timeline, win.map)), timeout=5000)
         return want
     finally:
         fresh.close()

@@ -47,6 +47,7 @@ def test_inserts_updates_and_soft_deletes_are_a_delta(store, store_path):
     assert a.ids[delta.added].tolist() == ["new1"]
     assert sorted(a.ids[delta.changed].tolist()) == ["m5", "m7"]
     assert a.ids[delta.retired].tolist() == ["m7"]
+    assert delta.fields == {"access_count", "last_accessed", "valid_until"}  # what panels decide redraws on
     assert state.data.kinds[state.data.kind_codes[a.index_of("new1")]] == "thought"
     assert state.data.counts["total"] == 61 and state.data.counts["retired"] == 1
     # the patched arrays hold exactly what a fresh read of the store holds

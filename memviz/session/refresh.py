@@ -29,6 +29,8 @@ class FreshRows:
     rows: MemoryArrays | None   # the added and changed rows, in rowid order
     links: bool                 # one of them has sources or a supersede link (provenance to re-read)
     data: object = None         # the StoreData it was read for
+    room: np.ndarray | None = None  # the embedding matrix copied into a buffer with spare rows (off the
+                                    # GUI thread) when the one in use has too little room left
 
 
 @dataclass
@@ -41,6 +43,7 @@ class RowsDelta:
     restored: np.ndarray  # of `changed`: retired before, current now
     links: bool           # source or supersede links may have changed
     n_before: int         # rows before the refresh
+    fields: frozenset = frozenset()  # the MemoryArrays columns whose value changed in `changed` rows
 
 
 def read_refresh(data, max_share: float | None = None):
@@ -65,17 +68,21 @@ def read_refresh(data, max_share: float | None = None):
     linked = store.conn.execute(
         "SELECT count(*) FROM memories WHERE rowid IN (SELECT value FROM json_each(?)) "
         "AND (source_ids NOT IN ('[]', '') OR attributes LIKE '%supersedes%')", (json.dumps(wanted),)).fetchone()[0]
-    return FreshRows(changes, rows, bool(linked), data)
+    emb = a.embedding
+    room = None if _spare(emb) >= 4 * len(changes.added) else _with_room(emb, 4 * len(changes.added))
+    return FreshRows(changes, rows, bool(linked), data, room)
 
 
 _SKIP = {"embedding", "embedding_model", "_index"}
 
 
-def apply_rows(a: MemoryArrays, fresh: MemoryArrays) -> tuple[MemoryArrays, np.ndarray, np.ndarray] | None:
+def apply_rows(a: MemoryArrays, fresh: MemoryArrays, room: np.ndarray | None = None
+               ) -> tuple[MemoryArrays, np.ndarray, np.ndarray] | None:
     """New arrays with `fresh`'s rows appended (rowid above the last loaded one) or patched in
     place of the rows with their rowid; (arrays, added rows, changed rows). None when `fresh`
     does not fit (a rowid unknown below the last, a rowid now holding another id, another
-    embedding model): the caller re-reads everything."""
+    embedding model): the caller re-reads everything. `room`: a.embedding already copied into a
+    buffer with spare rows (see read_refresh), used if it still holds a.embedding's rows."""
     n = len(a)
     last = int(a.rowid[-1]) if n else -1
     is_new = fresh.rowid > last
@@ -101,10 +108,13 @@ def apply_rows(a: MemoryArrays, fresh: MemoryArrays) -> tuple[MemoryArrays, np.n
         if len(at):
             col[at] = add[old_part]
         cols[name] = col
-    emb = _grow(a.embedding, fresh.embedding[new_part])
+    base = a.embedding if room is None or room.shape != a.embedding.shape else room
+    emb = _grow(base, fresh.embedding[new_part])
     if len(at):
         emb[at] = fresh.embedding[old_part]  # writes into the shared buffer: a re-embedded row
-    index = dict(a._index) if a._index is not None else None
+    # the id index is shared and extended (copying 100k entries per refresh costs more than it
+    # saves): the old arrays answer index_of for a new id with a row they do not have
+    index = a._index
     if index is not None:
         for k, mid in enumerate(fresh.ids[new_part].tolist()):
             index[mid] = n + k
@@ -112,18 +122,37 @@ def apply_rows(a: MemoryArrays, fresh: MemoryArrays) -> tuple[MemoryArrays, np.n
     return out, np.arange(n, n + len(new_part), dtype=np.int64), np.sort(at).astype(np.int64)
 
 
+def _buffer(emb: np.ndarray) -> np.ndarray | None:
+    """The writable buffer `emb` is the first rows of (None: it is not such a view)."""
+    base = emb.base
+    if isinstance(base, np.ndarray) and base.ndim == 2 and emb.flags.writeable and base.shape[1] == emb.shape[1] \
+            and base.dtype == emb.dtype and emb.ctypes.data == base.ctypes.data and base.flags.c_contiguous:
+        return base
+    return None
+
+
+def _spare(emb: np.ndarray) -> int:
+    """Rows that can still be appended to `emb` without a copy."""
+    buf = _buffer(emb)
+    return -1 if buf is None else buf.shape[0] - emb.shape[0]
+
+
+def _with_room(emb: np.ndarray, k: int = 0) -> np.ndarray:
+    """A copy of `emb` as the first rows of a buffer with spare rows (GROW of the store, at least 256 + k)."""
+    n = emb.shape[0]
+    buf = np.empty((n + k + max(256, int(n * GROW)), emb.shape[1]), dtype=emb.dtype)
+    buf[:n] = emb
+    return buf[:n]
+
+
 def _grow(emb: np.ndarray, add: np.ndarray) -> np.ndarray:
     """emb with `add` below it: a view into a buffer with spare rows, copied only when full."""
     n, k = emb.shape[0], add.shape[0]
-    base = emb.base if isinstance(emb.base, np.ndarray) and emb.base.ndim == 2 else None
-    if base is not None and emb.flags.writeable and base.shape[0] >= n + k and base.shape[1] == emb.shape[1] \
-            and np.shares_memory(base[:1], emb[:1]) and emb.ctypes.data == base.ctypes.data:
-        buf = base
-    else:
-        if k == 0 and emb.flags.writeable:
-            return emb
-        buf = np.empty((n + k + max(256, int((n + k) * GROW)), emb.shape[1]), dtype=emb.dtype)
-        buf[:n] = emb
+    if k == 0 and emb.flags.writeable:
+        return emb
+    if _spare(emb) < k:
+        emb = _with_room(emb, k)
+    buf = _buffer(emb)
     buf[n:n + k] = add
     return buf[:n + k]
 
@@ -135,7 +164,7 @@ def install(data, fresh: FreshRows) -> RowsDelta | None:
     from memviz.session.state import counts_of  # noqa: PLC0415
 
     a = data.arrays
-    got = apply_rows(a, fresh.rows)
+    got = apply_rows(a, fresh.rows, fresh.room)
     if got is None:
         return None
     new, added, changed = got
@@ -149,7 +178,24 @@ def install(data, fresh: FreshRows) -> RowsDelta | None:
     if fresh.links:
         with data._lock:
             data.provenance_ = None
-    return RowsDelta(added, changed, changed[before & ~after], changed[~before & after], fresh.links, len(a))
+    return RowsDelta(added, changed, changed[before & ~after], changed[~before & after], fresh.links, len(a),
+                     _changed_fields(a, new, changed))
+
+
+def _changed_fields(old: MemoryArrays, new: MemoryArrays, rows: np.ndarray) -> frozenset:
+    """Columns whose value differs in `rows` between two arrays (panels redraw only for what they show)."""
+    out = set()
+    if not len(rows):
+        return frozenset()
+    for f in fields(MemoryArrays):
+        x, y = getattr(old, f.name), getattr(new, f.name)
+        if isinstance(x, np.ndarray) and isinstance(y, np.ndarray) and len(x) and f.name != "rowid":
+            a, b = x[rows], y[rows]
+            same = np.array_equal(a, b, equal_nan=True) if a.dtype.kind == "f" else \
+                (list(a) == list(b) if a.dtype == object else np.array_equal(a, b))
+            if not same:
+                out.add(f.name)
+    return frozenset(out)
 
 
 def _extend_codes(codes: np.ndarray, names: list[str], values: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:

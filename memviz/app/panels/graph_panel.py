@@ -169,7 +169,8 @@ class GraphPanel(ScatterPanel):
         if delta.links:
             self._keep_view = self.graph is not None
             self._graph_timer.start()
-        elif self.graph is not None and (len(delta.changed) and np.isin(delta.changed, self.graph.rows).any()):
+        elif self.graph is not None and delta.fields & {"importance", "valid_until", "kind"} \
+                and np.isin(delta.changed, self.graph.rows).any():
             self.redraw()
 
     def _start_graph_job(self) -> None:

@@ -77,12 +77,15 @@ class MapPanel(ScatterPanel):
         self.plot.addItem(self.marker)
         self.legend = pg.LegendItem(offset=(10, 10), labelTextColor=(40, 40, 40), brush=pg.mkBrush(255, 255, 255, 200))
         self.legend.setParentItem(self.vb)
+        self._legend_rows: list[tuple] = []  # (brush, text) the legend should show
+        self._legend_key: list | None = None  # what it shows
         self.coords: np.ndarray | None = None   # (n, 2) for every row; NaN where not embedded
         self._shown_arrays = None                # the arrays `coords` was made for (rows matched by id)
         self._qpos = (None, None)               # (query/coords identity, marker position)
         self._result_timer = QTimer(self, singleShot=True, interval=80, timeout=self._apply_result)
         self._umap_timer = QTimer(self, singleShot=True, interval=UMAP_DELAY_MS, timeout=self._umap_after_open)
         self._umap_pending: tuple = (None, 0)
+        self._live = QTimer(self, singleShot=True, interval=0, timeout=self.redraw)
         self.method = ""
         self.placed = 0  # points placed by their neighbours since the layout was computed (rows added since)
         self.auto_umap = True
@@ -167,7 +170,11 @@ class MapPanel(ScatterPanel):
             grown[:len(self.coords)] = self.coords
             self.coords = grown
             self._shown_arrays = self.state.data.arrays
-        self.redraw()
+        # new rows appear once placed; a recall changes nothing drawn; retiring, restoring or a
+        # new importance do
+        by = self.color_by.currentText()
+        if delta.fields & {"valid_until", by if by in ("kind", "agent", "importance") else "event_time"}:
+            self._live.start()  # next event-loop turn: one redraw for refreshes that come together
         self._place_missing()
 
     def _place_missing(self) -> None:
@@ -194,7 +201,7 @@ class MapPanel(ScatterPanel):
             self.coords[todo[ok]] = xy[ok]
             self.placed += int(ok.sum())
             self._show_method()
-            self.redraw()
+            self._live.start()
         if len(known):
             self.workers.submit("place", run, on_done=done)
 
@@ -244,8 +251,9 @@ class MapPanel(ScatterPanel):
 
     def redraw(self, fit: bool = False) -> None:
         data = self.state.data
-        self.legend.clear()
+        self._legend_rows = []
         if data is None or self.coords is None:
+            self._show_legend()
             self.set_points([], [], [])
             self.points.clear()
             self.draw_selection()
@@ -254,6 +262,7 @@ class MapPanel(ScatterPanel):
         rows = self.shown_rows()
         self.set_points(self.coords[rows, 0], self.coords[rows, 1], rows)
         codes, brushes = self.point_colours(rows)
+        self._show_legend()
         retired = ~np.isnan(data.arrays.valid_until[rows])
         self.points.set_data(self.x, self.y, codes, [{"brush": b, "pen": None} for b in brushes],
                         size=np.where(retired, 4.0, 6.0))
@@ -270,8 +279,7 @@ class MapPanel(ScatterPanel):
         if by in ("kind", "agent"):
             names = data.kinds if by == "kind" else data.agents
             brushes = style.category_brushes(names, alpha=190, by_kind=by == "kind")
-            for b, n in zip(brushes, names[:12]):
-                self.legend.addItem(pg.ScatterPlotItem(brush=b, pen=None, size=8, symbol="o"), n or "(none)")
+            self._legend_rows = [(b, n or "(none)") for b, n in zip(brushes, names[:12])]
             codes = (data.kind_codes if by == "kind" else data.agent_codes)[rows]
         else:
             if by == "importance":
@@ -285,9 +293,18 @@ class MapPanel(ScatterPanel):
             codes = style.ramp_codes(values)
             low, high = {"importance": ("low", "high"), "age": ("old", "new"),
                          "score": ("low score", "high score")}[by]
-            self.legend.addItem(pg.ScatterPlotItem(brush=brushes[0], pen=None, size=8), f"{by}: {low}")
-            self.legend.addItem(pg.ScatterPlotItem(brush=brushes[style.N_RAMP - 1], pen=None, size=8), high)
+            self._legend_rows = [(brushes[0], f"{by}: {low}"), (brushes[style.N_RAMP - 1], high)]
         return codes, brushes
+
+    def _show_legend(self) -> None:
+        """The legend of `_legend_rows` (brush, text), rebuilt only when they differ from what it shows."""
+        key = [(b.color().rgba(), t) for b, t in self._legend_rows]
+        if key == self._legend_key:
+            return
+        self._legend_key = key
+        self.legend.clear()
+        for b, t in self._legend_rows:
+            self.legend.addItem(pg.ScatterPlotItem(brush=b, pen=None, size=8, symbol="o"), t)
 
     def _on_result(self, result) -> None:
         # While a slider moves the results table repaints first; the map (a 100k-point repaint)
@@ -326,9 +343,10 @@ class MapPanel(ScatterPanel):
             return None
         a = data.arrays
         if q is not None and np.shape(q)[-1] == a.dim:
-            key = (q, self.coords, a)  # held, so identity cannot be reused by a new object
-            if self._qpos[0] is not None and all(x is y for x, y in zip(self._qpos[0], key)):
-                return self._qpos[1]  # a slider moved: same query, same place (no 100k-row pass)
+            key = (np.array(q, np.float32), self.coords, self.method)  # coords held: its identity cannot be reused
+            old = self._qpos[0]
+            if old is not None and old[1] is key[1] and old[2] == key[2] and np.array_equal(old[0], key[0]):
+                return self._qpos[1]  # same query (a slider moved, or it ran again after a write): same place
             sims = a.embedding @ np.asarray(q, np.float32)   # no copy of the matrix
             sims[~(a.has_embedding & np.isfinite(self.coords[:, 0]))] = -np.inf
             near = np.argpartition(-sims, min(4, len(sims) - 1))[:5]

@@ -182,6 +182,8 @@ class TablePanel(QWidget):
         self._sort = (3, Qt.AscendingOrder)
         self._applying = False
         self._refilter_timer = QTimer(self, singleShot=True, interval=150, timeout=self.refilter)
+        self._live = QTimer(self, singleShot=True, interval=0, timeout=lambda: self.refilter(keep_top=self._live_top))
+        self._live_top: str | None = None
         self.search.textChanged.connect(lambda: self._refilter_timer.start())
         self.kind.currentIndexChanged.connect(lambda: self.refilter())
         self.view.selectionModel().selectionChanged.connect(self._view_selection_changed)
@@ -214,15 +216,18 @@ class TablePanel(QWidget):
         self.refilter(keep_top=top)
 
     def _on_rows(self, delta) -> None:
-        """A live refresh: new rows enter the filtered, sorted order; the row at the top of the
-        viewport, the filters and the selection stay."""
-        top = self._top_id()
+        """A live refresh: new rows enter the filtered, sorted order (in the next event-loop turn,
+        once for refreshes that come together); the row at the top of the viewport, the filters
+        and the selection stay."""
+        if not self._live.isActive():
+            self._live_top = self._top_id()
         self.model.update_rows(delta)
         known = {self.kind.itemText(i) for i in range(self.kind.count())}
         self.kind.blockSignals(True)
         self.kind.addItems([k for k in self.state.data.kinds if k not in known])
         self.kind.blockSignals(False)
-        self.refilter(keep_top=top)
+        self.view.viewport().update()  # changed cells repaint now; the order follows
+        self._live.start()
 
     def _top_id(self) -> str | None:
         """The memory in the first row the viewport shows."""

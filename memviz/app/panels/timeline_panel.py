@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QSizePolicy, QToolButton
 
 from memviz.store import iso
@@ -15,6 +16,9 @@ from memviz.store import iso
 from memviz.app.plots import style
 from memviz.app.plots.scatter_panel import ScatterPanel
 from memviz.session.state import AppState
+
+
+DRAWN = {"event_time", "importance", "valid_until", "kind", "agent"}  # what a point shows
 
 
 class TimelinePanel(ScatterPanel):
@@ -53,6 +57,8 @@ class TimelinePanel(ScatterPanel):
         self.fit.clicked.connect(lambda: self.vb.autoRange(padding=0.02))
         state.data_changed.connect(lambda _d: self.redraw(fit=not state.reloaded))  # a re-read keeps the view
         state.rows_changed.connect(self._on_rows)
+        self._live = QTimer(self, singleShot=True, interval=0, timeout=self._live_redraw)
+        self._newest: float | None = None  # event time of the newest memory added since the last live redraw
         state.show_retired_changed.connect(self._retired_toggled)
         state.time_filter_changed.connect(self._time_filter_changed)
         self.lane_names: list[str] = []
@@ -93,11 +99,19 @@ class TimelinePanel(ScatterPanel):
         self.draw_selection()
 
     def _on_rows(self, delta) -> None:
-        """A live refresh: drawn again in the user's view; with "follow newest" the view slides
-        (same width) so that the newest memory is at its right edge."""
+        """A live refresh: drawn again in the user's view (in the next event-loop turn, one
+        redraw for refreshes that come together); with "follow newest" the view slides (same
+        width) so that the newest memory is at its right edge."""
+        if len(delta.added) or delta.fields & DRAWN:
+            if len(delta.added):
+                newest = float(np.nanmax(self.state.data.arrays.event_time[delta.added]))
+                self._newest = newest if self._newest is None else max(self._newest, newest)
+            self._live.start()
+
+    def _live_redraw(self) -> None:
         self.redraw()
-        if self.follow.isChecked() and len(delta.added):
-            newest = float(np.nanmax(self.state.data.arrays.event_time[delta.added]))
+        newest, self._newest = self._newest, None
+        if self.follow.isChecked() and newest is not None and np.isfinite(newest):
             (lo, hi), _ = self.vb.viewRange()
             if newest > hi or newest < lo:
                 width = hi - lo

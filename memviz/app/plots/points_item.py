@@ -35,6 +35,7 @@ class PointsItem(pg.GraphicsObject):
         self._entries: list[tuple] = []           # (symbol, size, pen, brush) per atlas entry
         self._entry_z: list[float] = []
         self._atlas: QPixmap | None = None
+        self._atlas_key: list | None = None       # what the atlas was drawn for (kept while the same)
         self._rects = np.zeros((0, 4))            # per entry: left, top, width, height in the atlas
         self._dpr = 0.0
         self._bounds: tuple | None = None         # (xmin, xmax, ymin, ymax) of the finite points
@@ -63,7 +64,10 @@ class PointsItem(pg.GraphicsObject):
             self._entry_z.append(st.get("z", 0))
         self._given = (x, y)
         self._x, self._y, self._entry = x[order], y[order], entry.ravel().astype(np.int64)
-        self._atlas = None
+        key = [(sym, size, pen.color().rgba(), pen.widthF(), int(pen.style().value), brush.color().rgba(),
+                int(brush.style().value)) for sym, size, pen, brush in self._entries]
+        if key != self._atlas_key:  # the same symbols (a live refresh): the atlas stays
+            self._atlas, self._atlas_key = None, key
         self._max_px = max((e[1] + e[2].widthF() for e in self._entries), default=0.0)
         ok = np.isfinite(self._x) & np.isfinite(self._y)
         self._bounds = (self._x[ok].min(), self._x[ok].max(), self._y[ok].min(), self._y[ok].max()) if ok.any() \
