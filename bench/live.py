@@ -168,8 +168,12 @@ def run_case(app, template: str, n: int, rate: float, seconds: float, umap: bool
     log = os.path.join(DIR, "live-writer.log")
     refreshes0 = dict(win.refreshes)
     cpu0, t0 = cpu_s(), time.monotonic()
-    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--writer", db, str(rate), str(seconds), log])
-    pump(app, lambda: proc.poll() is not None, seconds + 60)
+    if rate > 0:
+        proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--writer", db, str(rate), str(seconds), log])
+        pump(app, lambda: proc.poll() is not None, seconds + 60)
+    else:  # no writer: what the window and the machine do on their own (stalls from a busy machine)
+        open(log, "w").close()
+        pump(app, lambda: False, seconds)
     cpu1, t1 = cpu_s(), time.monotonic()
     with open(log) as f:
         commits = dict(line.split() for line in f if line.strip())
@@ -212,18 +216,22 @@ def template_for(n: int) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="10000,100000")
-    ap.add_argument("--rates", default="1,20,100")
+    ap.add_argument("--rates", default="1,20,100", help="writes per second; 0 = no writer (the machine's own stalls)")
     ap.add_argument("--seconds", type=float, default=30)
     ap.add_argument("--umap", action="store_true")
     args = ap.parse_args(argv)
-    from PySide6.QtWidgets import QApplication  # noqa: PLC0415
-
-    app = QApplication.instance() or QApplication([])
     rows = []
     for n in [int(x) for x in args.sizes.split(",")]:
-        template = template_for(n)
+        template_for(n)
         for rate in [float(x) for x in args.rates.split(",")]:
-            r = run_case(app, template, n, rate, args.seconds, args.umap)
+            # each case in its own process: its RSS is its own, not what the previous case left
+            got = subprocess.run([sys.executable, os.path.abspath(__file__), "--case", str(n), str(rate),
+                                  str(args.seconds), "1" if args.umap else "0"], capture_output=True, text=True)
+            try:
+                r = json.loads(got.stdout.strip().splitlines()[-1])
+            except (ValueError, IndexError):
+                print(got.stderr[-2000:], file=sys.stderr)
+                continue
             rows.append(r)
             print(json.dumps(r), file=sys.stderr, flush=True)
     print(f"\n{'memories':>9} {'w/s':>4} {'writes':>6} {'lat med':>8} {'lat p95':>8} {'CPU-s/s':>7} {'>50ms':>5} "
@@ -243,4 +251,11 @@ if __name__ == "__main__":
         sys.exit(writer(sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), sys.argv[5]))
     if len(sys.argv) > 1 and sys.argv[1] == "--fresh-rss":
         sys.exit(fresh_rss(sys.argv[2]))
+    if len(sys.argv) > 1 and sys.argv[1] == "--case":
+        from PySide6.QtWidgets import QApplication  # noqa: PLC0415
+
+        _app = QApplication([])
+        n_, rate_, secs_, umap_ = sys.argv[2:6]
+        print(json.dumps(run_case(_app, template_for(int(n_)), int(n_), float(rate_), float(secs_), umap_ == "1")))
+        sys.exit(0)
     sys.exit(main())

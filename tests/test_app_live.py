@@ -17,13 +17,12 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
+from conftest import assert_same_arrays  # noqa: E402
 from PySide6.QtWidgets import QAbstractItemView  # noqa: E402
 
 import memviz.store as ms  # noqa: E402
 from memviz.retrieval import Engine  # noqa: E402
 from memviz.session.state import load_store_data  # noqa: E402
-
-from conftest import assert_same_arrays  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WRITER = os.path.join(HERE, "agent_writer.py")

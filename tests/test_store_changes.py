@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import numpy as np
+from conftest import assert_same_arrays, unit_vectors
 
 import memviz.store as ms
 from memviz.session.refresh import FreshRows, read_refresh
 from memviz.session.state import AppState, StoreData, load_store_data
 from memviz.store.changes import changes_since, token_now
 from memviz.store.connection import connect
-
-from conftest import assert_same_arrays, unit_vectors
 
 MODEL = "test-model"
 

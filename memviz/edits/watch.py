@@ -2,27 +2,23 @@
 
 `PRAGMA data_version` changes on this connection only when another connection commits, so
 polling it is cheap (no table read) and ignores memviz's own edits. The app polls from a
-timer (every ~0.5 s) and refreshes its panels when `poll()` returns a Change.
+timer (every ~0.5 s); when `poll()` returns a Change it reads what changed
+(memviz.store.changes, memviz.session.refresh), not the whole store.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass
 class Change:
     data_version: int
-    new_ids: list[str] = field(default_factory=list)  # memories added since the last poll (by rowid)
 
 
 class ChangeWatcher:
     def __init__(self, store):
         self.store = store
         self._version = store.data_version()
-        self._max_rowid = self._top_rowid()
-
-    def _top_rowid(self) -> int:
-        return self.store.conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0]
 
     def poll(self) -> Change | None:
         """None when no other connection committed since the last poll."""
@@ -30,8 +26,4 @@ class ChangeWatcher:
         if version == self._version:
             return None
         self._version = version
-        rows = self.store.conn.execute("SELECT rowid, id FROM memories WHERE rowid > ? ORDER BY rowid",
-                                       (self._max_rowid,)).fetchall()
-        if rows:
-            self._max_rowid = rows[-1][0]
-        return Change(version, [str(i) for _, i in rows])
+        return Change(version)

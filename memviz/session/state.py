@@ -7,13 +7,14 @@ reload, so the selection is kept by id when the arrays are re-read.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from memviz.retrieval.params import Params
-from memviz.session.refresh import FreshRows, RowsDelta, install
+from memviz.session.refresh import FreshRows, install
 from memviz.store import MemoryArrays, Provenance, Store
 from memviz.store.changes import ChangeToken, token_now
 

@@ -58,13 +58,19 @@ def _read_token(conn) -> ChangeToken:
     return ChangeToken(int(seq), int(max_rowid), int(count), conn.execute("PRAGMA schema_version").fetchone()[0])
 
 
-def token_now(store) -> ChangeToken:
-    """The token of the store as it is now (take it in the same read as the arrays, or just before)."""
-    return _read_token(store.conn)
+def token_now(store):
+    """The token of the store as it is now (take it just before reading the arrays). A store of
+    another backend that has its own `change_token()` answers instead."""
+    own = getattr(store, "change_token", None)
+    return own() if own is not None else _read_token(store.conn)
 
 
-def changes_since(store, token: ChangeToken, max_share: float = MAX_SHARE) -> Changes:
-    """Rows added and changed since `token`, in one read transaction (see the module docstring)."""
+def changes_since(store, token, max_share: float = MAX_SHARE) -> Changes:
+    """Rows added and changed since `token`, in one read transaction (see the module docstring).
+    A store of another backend that has its own `changes_since(token, max_share)` answers instead."""
+    own = getattr(store, "changes_since", None)
+    if own is not None:
+        return own(token, max_share)
     conn = store.conn
     conn.execute("BEGIN")  # one snapshot for every read below
     try:

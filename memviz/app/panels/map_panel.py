@@ -19,7 +19,7 @@ from memviz.app.plots import style
 from memviz.app.plots.scatter_panel import ScatterPanel
 from memviz.app.plots.points_item import PointsItem
 from memviz.session.state import AppState, StoreData
-from memviz.app.workers import Workers
+from memviz.app.workers import PacedCall, Workers
 
 COLOR_BY = ["kind", "agent", "importance", "age", "score"]
 UMAP_MIN_POINTS = 20
@@ -81,11 +81,12 @@ class MapPanel(ScatterPanel):
         self._legend_key: list | None = None  # what it shows
         self.coords: np.ndarray | None = None   # (n, 2) for every row; NaN where not embedded
         self._shown_arrays = None                # the arrays `coords` was made for (rows matched by id)
+        self._layout_id = 0                      # bumped by every new set of coordinates (_set_coords)
         self._qpos = (None, None)               # (query/coords identity, marker position)
         self._result_timer = QTimer(self, singleShot=True, interval=80, timeout=self._apply_result)
         self._umap_timer = QTimer(self, singleShot=True, interval=UMAP_DELAY_MS, timeout=self._umap_after_open)
         self._umap_pending: tuple = (None, 0)
-        self._live = QTimer(self, singleShot=True, interval=0, timeout=self.redraw)
+        self._live = PacedCall(self.redraw, self)  # live redraws: coalesced and paced
         self.method = ""
         self.placed = 0  # points placed by their neighbours since the layout was computed (rows added since)
         self.auto_umap = True
@@ -132,6 +133,7 @@ class MapPanel(ScatterPanel):
 
     def _set_coords(self, coords: np.ndarray, method: str, fit: bool = True, placed: int = 0) -> None:
         self.coords, self.method, self.placed = coords, method, placed
+        self._layout_id += 1
         self._shown_arrays = None if self.state.data is None else self.state.data.arrays
         self._show_method()
         self.redraw(fit=fit)
@@ -174,7 +176,7 @@ class MapPanel(ScatterPanel):
         # new importance do
         by = self.color_by.currentText()
         if delta.fields & {"valid_until", by if by in ("kind", "agent", "importance") else "event_time"}:
-            self._live.start()  # next event-loop turn: one redraw for refreshes that come together
+            self._live.request()  # next event-loop turn: one redraw for refreshes that come together
         self._place_missing()
 
     def _place_missing(self) -> None:
@@ -187,11 +189,11 @@ class MapPanel(ScatterPanel):
         todo = np.flatnonzero(a.has_embedding & ~np.isfinite(coords[:, 0]))
         if not len(todo):
             return
-        known = np.flatnonzero(a.has_embedding & np.isfinite(coords[:, 0]))
+        xy = np.where(a.has_embedding[:, None], coords, np.nan)  # a row without a vector is no neighbour
 
         def run(task):
-            from memviz.layout.place import place_by_neighbours  # noqa: PLC0415 - scipy-free, but not needed at start
-            return place_by_neighbours(a.embedding[known], coords[known], a.embedding[todo])
+            from memviz.layout.place import place_rows  # noqa: PLC0415 - not needed at start
+            return place_rows(a.embedding, xy, todo)
 
         def done(xy) -> None:
             if self.coords is not coords:
@@ -201,8 +203,8 @@ class MapPanel(ScatterPanel):
             self.coords[todo[ok]] = xy[ok]
             self.placed += int(ok.sum())
             self._show_method()
-            self._live.start()
-        if len(known):
+            self._live.request()
+        if np.isfinite(xy[:, 0]).any():
             self.workers.submit("place", run, on_done=done)
 
     def start_umap(self) -> None:
@@ -343,9 +345,11 @@ class MapPanel(ScatterPanel):
             return None
         a = data.arrays
         if q is not None and np.shape(q)[-1] == a.dim:
-            key = (np.array(q, np.float32), self.coords, self.method)  # coords held: its identity cannot be reused
+            # the same query (a slider moved, or it ran again after a write) on the same layout:
+            # same place (points placed since do not move the marker)
+            key = (np.array(q, np.float32), self._layout_id)
             old = self._qpos[0]
-            if old is not None and old[1] is key[1] and old[2] == key[2] and np.array_equal(old[0], key[0]):
+            if old is not None and old[1] == key[1] and np.array_equal(old[0], key[0]):
                 return self._qpos[1]  # same query (a slider moved, or it ran again after a write): same place
             sims = a.embedding @ np.asarray(q, np.float32)   # no copy of the matrix
             sims[~(a.has_embedding & np.isfinite(self.coords[:, 0]))] = -np.inf

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
 
 from memviz.store import iso
 
+from memviz.app.workers import PacedCall
 from memviz.session.state import AppState, StoreData
 from memviz.store.records import UNREADABLE_TIME
 
@@ -182,7 +183,7 @@ class TablePanel(QWidget):
         self._sort = (3, Qt.AscendingOrder)
         self._applying = False
         self._refilter_timer = QTimer(self, singleShot=True, interval=150, timeout=self.refilter)
-        self._live = QTimer(self, singleShot=True, interval=0, timeout=lambda: self.refilter(keep_top=self._live_top))
+        self._live = PacedCall(lambda: self.refilter(keep_top=self._live_top), self)  # coalesced and paced
         self._live_top: str | None = None
         self.search.textChanged.connect(lambda: self._refilter_timer.start())
         self.kind.currentIndexChanged.connect(lambda: self.refilter())
@@ -226,8 +227,7 @@ class TablePanel(QWidget):
         self.kind.blockSignals(True)
         self.kind.addItems([k for k in self.state.data.kinds if k not in known])
         self.kind.blockSignals(False)
-        self.view.viewport().update()  # changed cells repaint now; the order follows
-        self._live.start()
+        self._live.request()
 
     def _top_id(self) -> str | None:
         """The memory in the first row the viewport shows."""

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QSizePolicy, QToolButton
 
 from memviz.store import iso
 
 from memviz.app.plots import style
 from memviz.app.plots.scatter_panel import ScatterPanel
+from memviz.app.workers import PacedCall
 from memviz.session.state import AppState
 
 
@@ -57,7 +57,7 @@ class TimelinePanel(ScatterPanel):
         self.fit.clicked.connect(lambda: self.vb.autoRange(padding=0.02))
         state.data_changed.connect(lambda _d: self.redraw(fit=not state.reloaded))  # a re-read keeps the view
         state.rows_changed.connect(self._on_rows)
-        self._live = QTimer(self, singleShot=True, interval=0, timeout=self._live_redraw)
+        self._live = PacedCall(self._live_redraw, self)
         self._newest: float | None = None  # event time of the newest memory added since the last live redraw
         state.show_retired_changed.connect(self._retired_toggled)
         state.time_filter_changed.connect(self._time_filter_changed)
@@ -100,13 +100,13 @@ class TimelinePanel(ScatterPanel):
 
     def _on_rows(self, delta) -> None:
         """A live refresh: drawn again in the user's view (in the next event-loop turn, one
-        redraw for refreshes that come together); with "follow newest" the view slides (same
+        redraw for refreshes that come together, paced: memviz.app.workers.PacedCall); with "follow newest" the view slides (same
         width) so that the newest memory is at its right edge."""
         if len(delta.added) or delta.fields & DRAWN:
             if len(delta.added):
                 newest = float(np.nanmax(self.state.data.arrays.event_time[delta.added]))
                 self._newest = newest if self._newest is None else max(self._newest, newest)
-            self._live.start()
+            self._live.request()
 
     def _live_redraw(self) -> None:
         self.redraw()
