@@ -53,6 +53,13 @@ def agent(path, *args):
                             stdout=subprocess.PIPE, text=True)
 
 
+def sql(path, *statements):
+    """Run SQL statements in another process, through memviz's connection (sqlite-vec loaded)."""
+    script = ("import sys; sys.path.insert(0, sys.argv[1]); from memviz.store.connection import connect; "
+              "c = connect(sys.argv[2]); [c.execute(s) for s in sys.argv[3:]]")
+    subprocess.run([sys.executable, "-c", script, os.path.dirname(HERE), path, *statements], check=True)
+
+
 def finished(qtbot, proc, timeout=60000) -> dict:
     qtbot.waitUntil(lambda: proc.poll() is not None, timeout=timeout)
     assert proc.returncode == 0
@@ -152,8 +159,7 @@ def test_a_vacuum_is_read_whole_and_the_view_stays(qtbot, live):
     win, path = live
     set_view(qtbot, win)
     before = view_of(win)
-    subprocess.run([sys.executable, "-c", "import apsw, sys; apsw.Connection(sys.argv[1]).execute("
-                    "\"UPDATE memories SET importance = 3 WHERE id = 'm0001'\").execute('VACUUM')", path], check=True)
+    sql(path, "UPDATE memories SET importance = 3 WHERE id = 'm0001'", "VACUUM")
     qtbot.waitUntil(lambda: win.refreshes["full"] == 1, timeout=20000)
     caught_up(qtbot, win, path)
     assert win.refreshes["delta"] == 0
@@ -236,3 +242,29 @@ def test_another_store_starts_with_its_own_state(qtbot, make_window, tmp_path):
     (x0, x1), _ = win.map.vb.viewRange()
     assert x1 - x0 > 0.05  # fitted to the new store's map, not the old zoom
     assert win.table.view.horizontalHeader().sectionSize(4) > 0  # per-user: column widths stay
+
+
+def test_detail_scroll_and_follow_newest(qtbot, make_window, tmp_path):
+    path = make_store(tmp_path / "long.db", n=60)
+    s = ms.open(path)
+    s.update_fields("m0010", {"content": "\n".join(f"line {i} of a long memory" for i in range(400))})
+    s.close()
+    win = make_window(path)
+    win.state.select_ids(["m0010"])
+    bar = win.detail.content.verticalScrollBar()
+    qtbot.waitUntil(lambda: bar.maximum() > 50, timeout=5000)
+    bar.setValue(bar.maximum() // 2)
+    kept = bar.value()
+    win.timeline.follow.setChecked(True)
+    (lo, hi), _ = win.timeline.vb.viewRange()
+    win.timeline.vb.setXRange(lo, lo + (hi - lo) / 4, padding=0)  # zoomed into the oldest quarter
+    width = (hi - lo) / 4
+    # the agent recalls the memory on screen and writes a new one (event time: now, far right)
+    sql(path, "UPDATE memories SET access_count = 9 WHERE id = 'm0010'",
+        "INSERT INTO memories(id, kind, content, event_time, created_at) VALUES ('late', 'episode', 'x', 1800000000, "
+        "1800000000)")
+    caught_up(qtbot, win, path)
+    assert bar.value() == kept  # the detail panel was filled again (access count 9) at the same place
+    assert any(win.detail.fields.topLevelItem(i).text(1) == "9" for i in range(win.detail.fields.topLevelItemCount()))
+    (lo2, hi2), _ = win.timeline.vb.viewRange()
+    assert lo2 <= 1_800_000_000 <= hi2 and abs((hi2 - lo2) - width) < width * 1e-6  # slid, same zoom

@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import numpy as np
+from conftest import unit_vectors
 
 from memviz.layout.place import place_by_neighbours, place_rows
-
-from conftest import unit_vectors
 
 
 def test_place_rows_matches_placing_against_a_copy_of_the_laid_out_rows():

@@ -108,3 +108,20 @@ def test_embedding_buffer_grows_without_copying_every_time(store, store_path):
         assert np.allclose(emb[-1], vec)
         bases.append(emb.base if emb.base is not None else emb)
     assert bases[1] is bases[2]  # the second and third inserts went into the spare rows
+
+
+def test_links_of_new_rows_extend_the_provenance_held(store, store_path):
+    _fill(store, 10)
+    state = AppState()
+    state.set_data(load_store_data(store))
+    assert state.data.provenance.sources == []  # read once, before the agent writes
+    _agent(store_path).execute(
+        "INSERT INTO memories(id, kind, content, event_time, created_at, source_ids) "
+        "VALUES ('r1', 'reflection', 'both', 1, 1, '[\"m1\", \"m2\", \"gone\"]')")
+    seen = []
+    state.rows_changed.connect(seen.append)
+    assert state.apply_refresh(read_refresh(state.data)) == "delta"
+    assert seen[0].links
+    prov = state.data.provenance
+    assert sorted(prov.sources) == [("r1", "m1"), ("r1", "m2")] and prov.dangling == [("r1", "gone", "source")]
+    assert prov == store.provenance()  # what a whole read gives

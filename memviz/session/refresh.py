@@ -10,7 +10,6 @@ replaced, not mutated, so a job still reading the old one sees it whole.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
@@ -27,7 +26,7 @@ class FreshRows:
 
     changes: Changes
     rows: MemoryArrays | None   # the added and changed rows, in rowid order
-    links: bool                 # one of them has sources or a supersede link (provenance to re-read)
+    links: list                 # (id, source ids, superseded ids) of the added rows that have links
     data: object = None         # the StoreData it was read for
     room: np.ndarray | None = None  # the embedding matrix copied into a buffer with spare rows (off the
                                     # GUI thread) when the one in use has too little room left
@@ -41,7 +40,7 @@ class RowsDelta:
     changed: np.ndarray   # rows that were there and were re-read
     retired: np.ndarray   # of `changed`: current before, retired now
     restored: np.ndarray  # of `changed`: retired before, current now
-    links: bool           # source or supersede links may have changed
+    links: bool           # added rows brought source or supersede links (Provenance extended)
     n_before: int         # rows before the refresh
     fields: frozenset = frozenset()  # the MemoryArrays columns whose value changed in `changed` rows
 
@@ -65,12 +64,12 @@ def read_refresh(data, max_share: float | None = None):
     a = data.arrays
     rows = load_arrays(store.conn, a.embedding_model, a.dim if a.embedding_model else None, preview=PREVIEW_CHARS,
                        rowids=wanted)
-    linked = store.conn.execute(
-        "SELECT count(*) FROM memories WHERE rowid IN (SELECT value FROM json_each(?)) "
-        "AND (source_ids NOT IN ('[]', '') OR attributes LIKE '%supersedes%')", (json.dumps(wanted),)).fetchone()[0]
+    # links of new rows (a reflection's sources, a correction's supersedes); a link an agent
+    # rewrites on an existing row is seen at the next whole read
+    links = store.links_of(changes.added) if changes.added else []
     emb = a.embedding
     room = None if _spare(emb) >= 4 * len(changes.added) else _with_room(emb, 4 * len(changes.added))
-    return FreshRows(changes, rows, bool(linked), data, room)
+    return FreshRows(changes, rows, links, data, room)
 
 
 _SKIP = {"embedding", "embedding_model", "_index"}
@@ -177,8 +176,9 @@ def install(data, fresh: FreshRows) -> RowsDelta | None:
     data.token = fresh.changes.token
     if fresh.links:
         with data._lock:
-            data.provenance_ = None
-    return RowsDelta(added, changed, changed[before & ~after], changed[~before & after], fresh.links, len(a),
+            if data.provenance_ is not None:  # not read yet: it will hold them when it is
+                _add_links(data.provenance_, fresh.links, new)
+    return RowsDelta(added, changed, changed[before & ~after], changed[~before & after], bool(fresh.links), len(a),
                      _changed_fields(a, new, changed))
 
 
@@ -196,6 +196,16 @@ def _changed_fields(old: MemoryArrays, new: MemoryArrays, rows: np.ndarray) -> f
             if not same:
                 out.add(f.name)
     return frozenset(out)
+
+
+def _add_links(prov, links, arrays: MemoryArrays) -> None:
+    """New rows' links into a Provenance (a link to an id that does not exist is dangling)."""
+    for mid, sources, olds in links:
+        for s in sources:
+            (prov.sources.append((mid, s)) if arrays.index_of(s) is not None else prov.dangling.append((mid, s, "source")))
+        for o in olds:
+            (prov.supersedes.append((mid, o)) if arrays.index_of(o) is not None
+             else prov.dangling.append((mid, o, "supersedes")))
 
 
 def _extend_codes(codes: np.ndarray, names: list[str], values: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:

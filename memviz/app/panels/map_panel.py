@@ -203,7 +203,8 @@ class MapPanel(ScatterPanel):
             self.coords[todo[ok]] = xy[ok]
             self.placed += int(ok.sum())
             self._show_method()
-            self._live.request()
+            if not self._live.isActive() and not self._append(todo[ok]):
+                self._live.request()
         if np.isfinite(xy[:, 0]).any():
             self.workers.submit("place", run, on_done=done)
 
@@ -272,6 +273,24 @@ class MapPanel(ScatterPanel):
             self.vb.autoRange(padding=0.03)
         self.draw_selection()
         self._draw_result()
+
+    def _append(self, rows: np.ndarray) -> bool:
+        """Draw newly placed rows after the others, when nothing else has to change (colours by
+        kind or agent with the same names, not yet drawn); False: redraw instead."""
+        data = self.state.data
+        by = self.color_by.currentText()
+        if by not in ("kind", "agent") or len(self._legend_rows) != min(12, len(data.kinds if by == "kind" else
+                                                                             data.agents)):
+            return False
+        rows = rows[self.state.visible_mask()[rows]]
+        if not len(rows) or np.isin(rows, self.rows).any():
+            return not len(rows)
+        codes = (data.kind_codes if by == "kind" else data.agent_codes)[rows]
+        size = np.where(np.isnan(data.arrays.valid_until[rows]), 6.0, 4.0)
+        if not self.points.append(self.coords[rows, 0], self.coords[rows, 1], codes, size=size):
+            return False
+        self.add_points(self.coords[rows, 0], self.coords[rows, 1], rows)
+        return True
 
     def point_colours(self, rows: np.ndarray) -> tuple[np.ndarray, list]:
         """(code per point, one shared brush per code) for the chosen colouring; fills the legend."""

@@ -59,6 +59,9 @@ class TimelinePanel(ScatterPanel):
         state.rows_changed.connect(self._on_rows)
         self._live = PacedCall(self._live_redraw, self)
         self._newest: float | None = None  # event time of the newest memory added since the last live redraw
+        self._added: list = []             # rows added since the last live redraw
+        self._whole = False                # ... and whether a drawn field changed (everything is drawn again)
+        self._kinds_drawn = 0
         state.show_retired_changed.connect(self._retired_toggled)
         state.time_filter_changed.connect(self._time_filter_changed)
         self.lane_names: list[str] = []
@@ -74,15 +77,12 @@ class TimelinePanel(ScatterPanel):
         a = data.arrays
         by = self.lanes.currentText()
         names = data.kinds if by == "kind" else data.agents
-        self.lane_names = names
-        lane = data.kind_codes if by == "kind" else data.agent_codes
+        self.lane_names = list(names)
+        self._kinds_drawn = len(data.kinds)
         rows = np.arange(data.n)
         if not self.state.show_retired:
             rows = rows[a.live]
-        # deterministic jitter inside the lane so equal times don't stack on one pixel
-        jitter = ((a.rowid[rows] * 2654435761) % 1000) / 1000.0 - 0.5
-        x = a.event_time[rows]
-        y = lane[rows] + jitter * 0.7
+        x, y = self._positions(rows)
         self.set_points(x, y, rows)
         codes, styles = style.kind_styles(data, rows)
         self.points.set_data(self.x, self.y, codes, styles, size=style.importance_sizes(a.importance[rows]))
@@ -106,16 +106,45 @@ class TimelinePanel(ScatterPanel):
             if len(delta.added):
                 newest = float(np.nanmax(self.state.data.arrays.event_time[delta.added]))
                 self._newest = newest if self._newest is None else max(self._newest, newest)
+                self._added.append(delta.added)
+            self._whole |= bool(delta.fields & DRAWN)
             self._live.request()
 
     def _live_redraw(self) -> None:
-        self.redraw()
+        """New rows only: drawn after the others (PointsItem.append); else everything again."""
+        added, whole = self._added, self._whole
+        self._added, self._whole = [], False
+        if whole or not self._append(np.concatenate(added) if added else np.zeros(0, np.int64)):
+            self.redraw()
         newest, self._newest = self._newest, None
         if self.follow.isChecked() and newest is not None and np.isfinite(newest):
             (lo, hi), _ = self.vb.viewRange()
             if newest > hi or newest < lo:
                 width = hi - lo
                 self.vb.setXRange(newest - width * 0.95, newest + width * 0.05, padding=0)
+
+    def _append(self, rows: np.ndarray) -> bool:
+        data = self.state.data
+        names = data.kinds if self.lanes.currentText() == "kind" else data.agents
+        if names != self.lane_names or len(data.kinds) != self._kinds_drawn:
+            return False  # a new lane, or a new kind (its colour shifts the style codes): everything moves
+        if not self.state.show_retired:
+            rows = rows[data.arrays.live[rows]]
+        x, y = self._positions(rows)
+        codes, _ = style.kind_styles(data, rows)
+        if not self.points.append(x, y, codes, size=style.importance_sizes(data.arrays.importance[rows])):
+            return False
+        self.add_points(x, y, rows)
+        self.draw_selection()
+        return True
+
+    def _positions(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """x = event time, y = the lane with a deterministic jitter (equal times do not stack on one pixel)."""
+        data = self.state.data
+        a = data.arrays
+        lane = data.kind_codes if self.lanes.currentText() == "kind" else data.agent_codes
+        jitter = ((a.rowid[rows] * 2654435761) % 1000) / 1000.0 - 0.5
+        return a.event_time[rows], lane[rows] + jitter * 0.7
 
     def _retired_toggled(self, show: bool) -> None:
         self.show_retired.blockSignals(True)

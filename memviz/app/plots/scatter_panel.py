@@ -132,6 +132,11 @@ class ScatterPanel(QWidget):
         self.x, self.y, self.rows = np.asarray(x, float), np.asarray(y, float), np.asarray(rows, np.int64)
         self._row_to_point = None
 
+    def add_points(self, x: np.ndarray, y: np.ndarray, rows: np.ndarray) -> None:
+        """Points drawn after the others (PointsItem.append): their rows become pickable and selectable."""
+        self.set_points(np.r_[self.x, np.asarray(x, float)], np.r_[self.y, np.asarray(y, float)],
+                        np.r_[self.rows, np.asarray(rows, np.int64)])
+
     def point_of_rows(self, rows: np.ndarray) -> np.ndarray:
         """Indices of the drawn points showing these rows (rows not drawn are skipped)."""
         if self._row_to_point is None:
