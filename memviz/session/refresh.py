@@ -2,11 +2,11 @@
 
 `read_refresh(data)` runs off the GUI thread: it asks the store what changed since `data.token`
 (memviz.store.changes) and reads only those rows; when the change cannot be read as a delta it
-reads the whole store instead (a StoreData). `apply_rows(data, fresh)` runs on the GUI thread
-(AppState.apply_refresh calls it): appended rows go at the end of every column (the embedding
-matrix grows inside a buffer with spare room, so an insert does not copy 100 MB), changed rows
-are patched, and the answer is a RowsDelta naming the rows for the panels. The arrays object is
-replaced, not mutated, so a job still reading the old one sees it whole.
+reads the whole store instead (a StoreData). `install(data, fresh)` runs on the GUI thread
+(AppState.apply_refresh calls it): appended rows go at the end of every column (each column,
+the embedding matrix too, grows inside a buffer with spare rows, so an insert does not copy
+100 MB), changed rows are patched, and the answer is a RowsDelta naming the rows for the
+panels. The arrays object is replaced: a job still reading the old one sees its own rows.
 """
 from __future__ import annotations
 
@@ -72,16 +72,27 @@ def read_refresh(data, max_share: float | None = None):
     return FreshRows(changes, rows, links, data, room)
 
 
-_SKIP = {"embedding", "embedding_model", "_index"}
+@dataclass
+class Applied:
+    """What apply_rows made: the new arrays and what changed (values compared before patching)."""
+
+    arrays: MemoryArrays
+    added: np.ndarray     # appended rows
+    changed: np.ndarray   # patched rows, ascending
+    was_live: np.ndarray  # per changed row: current before the refresh
+    fields: frozenset     # columns whose value differs in the changed rows
 
 
-def apply_rows(a: MemoryArrays, fresh: MemoryArrays, room: np.ndarray | None = None
-               ) -> tuple[MemoryArrays, np.ndarray, np.ndarray] | None:
+def apply_rows(a: MemoryArrays, fresh: MemoryArrays, room: np.ndarray | None = None) -> Applied | None:
     """New arrays with `fresh`'s rows appended (rowid above the last loaded one) or patched in
-    place of the rows with their rowid; (arrays, added rows, changed rows). None when `fresh`
-    does not fit (a rowid unknown below the last, a rowid now holding another id, another
-    embedding model): the caller re-reads everything. `room`: a.embedding already copied into a
-    buffer with spare rows (see read_refresh), used if it still holds a.embedding's rows."""
+    place of the rows with their rowid. None when `fresh` does not fit (a rowid unknown below
+    the last, a rowid now holding another id, another embedding model): the caller re-reads
+    everything. `room`: a.embedding already copied into a buffer with spare rows (read_refresh),
+    used if it still holds a.embedding's rows.
+
+    Every column is a view into a buffer with spare rows, so an insert writes only the new
+    rows (no 100k-row copies per refresh). The old arrays keep seeing their own rows; a
+    patched row is patched for them too (the buffers are shared)."""
     n = len(a)
     last = int(a.rowid[-1]) if n else -1
     is_new = fresh.rowid > last
@@ -94,64 +105,70 @@ def apply_rows(a: MemoryArrays, fresh: MemoryArrays, room: np.ndarray | None = N
     if fresh.has_embedding.any() and (a.embedding_model != fresh.embedding_model or a.dim != fresh.dim):
         return None
     new_part = np.flatnonzero(is_new)
-    cols = {}
+    was_live = np.isnan(a.valid_until[at])
+    changed_fields, cols = set(), {}
     for f in fields(MemoryArrays):
         name = f.name
-        if name in _SKIP:
-            continue
         old, add = getattr(a, name), getattr(fresh, name)
-        if old is None:
-            cols[name] = None
+        if name in ("embedding_model", "_index") or old is None:
             continue
-        col = np.concatenate([old, add[new_part]]) if len(new_part) else old.copy()
+        if len(at) and name != "rowid" and not _same(old[at], add[old_part]):
+            changed_fields.add(name)
+        base = room if name == "embedding" and room is not None and room.shape == old.shape else old
+        col = grow(base, add[new_part], patch=len(at) > 0)
         if len(at):
             col[at] = add[old_part]
         cols[name] = col
-    base = a.embedding if room is None or room.shape != a.embedding.shape else room
-    emb = _grow(base, fresh.embedding[new_part])
-    if len(at):
-        emb[at] = fresh.embedding[old_part]  # writes into the shared buffer: a re-embedded row
     # the id index is shared and extended (copying 100k entries per refresh costs more than it
     # saves): the old arrays answer index_of for a new id with a row they do not have
     index = a._index
     if index is not None:
         for k, mid in enumerate(fresh.ids[new_part].tolist()):
             index[mid] = n + k
-    out = replace(a, embedding=emb, _index=index, **cols)
-    return out, np.arange(n, n + len(new_part), dtype=np.int64), np.sort(at).astype(np.int64)
+    out = replace(a, _index=index, **cols)
+    return Applied(out, np.arange(n, n + len(new_part), dtype=np.int64), at.astype(np.int64), was_live,
+                   frozenset(changed_fields))
 
 
-def _buffer(emb: np.ndarray) -> np.ndarray | None:
-    """The writable buffer `emb` is the first rows of (None: it is not such a view)."""
-    base = emb.base
-    if isinstance(base, np.ndarray) and base.ndim == 2 and emb.flags.writeable and base.shape[1] == emb.shape[1] \
-            and base.dtype == emb.dtype and emb.ctypes.data == base.ctypes.data and base.flags.c_contiguous:
+def _same(x: np.ndarray, y: np.ndarray) -> bool:
+    if x.dtype == object:
+        return list(x) == list(y)
+    return bool(np.array_equal(x, y, equal_nan=x.dtype.kind == "f"))
+
+
+def _buffer(col: np.ndarray) -> np.ndarray | None:
+    """The writable buffer `col` is the first rows of (None: it is not such a view)."""
+    base = col.base
+    if isinstance(base, np.ndarray) and base.ndim == col.ndim and col.flags.writeable \
+            and base.shape[1:] == col.shape[1:] and base.dtype == col.dtype and base.flags.c_contiguous \
+            and (not col.size or col.ctypes.data == base.ctypes.data):
         return base
     return None
 
 
-def _spare(emb: np.ndarray) -> int:
-    """Rows that can still be appended to `emb` without a copy."""
-    buf = _buffer(emb)
-    return -1 if buf is None else buf.shape[0] - emb.shape[0]
+def _spare(col: np.ndarray) -> int:
+    """Rows that can still be appended to `col` without a copy (-1: it is not in such a buffer)."""
+    buf = _buffer(col)
+    return -1 if buf is None else buf.shape[0] - col.shape[0]
 
 
-def _with_room(emb: np.ndarray, k: int = 0) -> np.ndarray:
-    """A copy of `emb` as the first rows of a buffer with spare rows (GROW of the store, at least 256 + k)."""
-    n = emb.shape[0]
-    buf = np.empty((n + k + max(256, int(n * GROW)), emb.shape[1]), dtype=emb.dtype)
-    buf[:n] = emb
+def _with_room(col: np.ndarray, k: int = 0) -> np.ndarray:
+    """A copy of `col` as the first rows of a buffer with spare rows (GROW of its length, at least 256 + k)."""
+    n = col.shape[0]
+    buf = np.empty((n + k + max(256, int(n * GROW)),) + col.shape[1:], dtype=col.dtype)
+    buf[:n] = col
     return buf[:n]
 
 
-def _grow(emb: np.ndarray, add: np.ndarray) -> np.ndarray:
-    """emb with `add` below it: a view into a buffer with spare rows, copied only when full."""
-    n, k = emb.shape[0], add.shape[0]
-    if k == 0 and emb.flags.writeable:
-        return emb
-    if _spare(emb) < k:
-        emb = _with_room(emb, k)
-    buf = _buffer(emb)
+def grow(col: np.ndarray, add: np.ndarray, patch: bool = False) -> np.ndarray:
+    """`col` with `add` below it: a view into a buffer with spare rows, copied only when full
+    (or when `col` is read-only and `patch` says rows of it will be written)."""
+    n, k = col.shape[0], add.shape[0]
+    if k == 0 and (col.flags.writeable or not patch):
+        return col
+    if _spare(col) < k:
+        col = _with_room(col, k)
+    buf = _buffer(col)
     buf[n:n + k] = add
     return buf[:n + k]
 
@@ -166,8 +183,8 @@ def install(data, fresh: FreshRows) -> RowsDelta | None:
     got = apply_rows(a, fresh.rows, fresh.room)
     if got is None:
         return None
-    new, added, changed = got
-    before, after = a.live[changed], new.live[changed]
+    new, added, changed = got.arrays, got.added, got.changed
+    before, after = got.was_live, new.live[changed]
     touched = np.concatenate([changed, added])
     data.kind_codes = _extend_codes(data.kind_codes, data.kinds, new.kind, touched, len(new))
     data.agent_codes = _extend_codes(data.agent_codes, data.agents, new.agent, touched, len(new))
@@ -179,23 +196,7 @@ def install(data, fresh: FreshRows) -> RowsDelta | None:
             if data.provenance_ is not None:  # not read yet: it will hold them when it is
                 _add_links(data.provenance_, fresh.links, new)
     return RowsDelta(added, changed, changed[before & ~after], changed[~before & after], bool(fresh.links), len(a),
-                     _changed_fields(a, new, changed))
-
-
-def _changed_fields(old: MemoryArrays, new: MemoryArrays, rows: np.ndarray) -> frozenset:
-    """Columns whose value differs in `rows` between two arrays (panels redraw only for what they show)."""
-    out = set()
-    if not len(rows):
-        return frozenset()
-    for f in fields(MemoryArrays):
-        x, y = getattr(old, f.name), getattr(new, f.name)
-        if isinstance(x, np.ndarray) and isinstance(y, np.ndarray) and len(x) and f.name != "rowid":
-            a, b = x[rows], y[rows]
-            same = np.array_equal(a, b, equal_nan=True) if a.dtype.kind == "f" else \
-                (list(a) == list(b) if a.dtype == object else np.array_equal(a, b))
-            if not same:
-                out.add(f.name)
-    return frozenset(out)
+                     got.fields)
 
 
 def _add_links(prov, links, arrays: MemoryArrays) -> None:

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
 from memviz.store import iso
 
 from memviz.app.workers import PacedCall
+from memviz.session.refresh import grow
 from memviz.session.state import AppState, StoreData
 from memviz.store.records import UNREADABLE_TIME
 
@@ -46,11 +47,10 @@ class MemoryTableModel(QAbstractTableModel):
     def update_rows(self, delta) -> None:
         """A live refresh: the lower-case texts searched, for added and changed rows only."""
         prev = self.data_.previews
-        lower = np.empty(len(prev), dtype=object)
-        lower[:len(self._lower)] = self._lower[:len(prev)]
-        for r in np.concatenate([delta.changed, delta.added]).tolist():
-            lower[r] = prev[r].lower()
-        self._lower = lower
+        add = np.array([prev[r].lower() for r in delta.added.tolist()] + [""], dtype=object)[:-1]
+        self._lower = grow(self._lower, add, patch=True)  # a buffer with spare rows: no 100k-row copy
+        for r in delta.changed.tolist():
+            self._lower[r] = prev[r].lower()
 
     def set_order(self, order: np.ndarray) -> None:
         self.layoutAboutToBeChanged.emit()
