@@ -244,7 +244,10 @@ def test_another_store_starts_with_its_own_state(qtbot, make_window, tmp_path):
     assert win.table.view.horizontalHeader().sectionSize(4) > 0  # per-user: column widths stay
 
 
-def test_detail_scroll_and_follow_newest(qtbot, make_window, tmp_path):
+def test_detail_scroll_and_follow_newest(qtbot, make_window, tmp_path, monkeypatch):
+    import memviz.app.plots.scatter_panel as scatter  # noqa: PLC0415
+
+    monkeypatch.setattr(scatter, "FLASH_MS", 600000)  # the rings stay until the test has looked
     path = make_store(tmp_path / "long.db", n=60)
     s = ms.open(path)
     s.update_fields("m0010", {"content": "\n".join(f"line {i} of a long memory" for i in range(400))})
@@ -268,3 +271,4 @@ def test_detail_scroll_and_follow_newest(qtbot, make_window, tmp_path):
     assert any(win.detail.fields.topLevelItem(i).text(1) == "9" for i in range(win.detail.fields.topLevelItemCount()))
     (lo2, hi2), _ = win.timeline.vb.viewRange()
     assert lo2 <= 1_800_000_000 <= hi2 and abs((hi2 - lo2) - width) < width * 1e-6  # slid, same zoom
+    assert list(win.timeline.fresh.get_data()[0]) == [1_800_000_000]  # the new memory is ringed a moment

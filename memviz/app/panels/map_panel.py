@@ -82,6 +82,7 @@ class MapPanel(ScatterPanel):
         self.coords: np.ndarray | None = None   # (n, 2) for every row; NaN where not embedded
         self._shown_arrays = None                # the arrays `coords` was made for (rows matched by id)
         self._layout_id = 0                      # bumped by every new set of coordinates (_set_coords)
+        self._laid_out_n = 0                     # rows when the coordinates were set (later rows: new)
         self._qpos = (None, None)               # (query/coords identity, marker position)
         self._result_timer = QTimer(self, singleShot=True, interval=80, timeout=self._apply_result)
         self._umap_timer = QTimer(self, singleShot=True, interval=UMAP_DELAY_MS, timeout=self._umap_after_open)
@@ -134,6 +135,7 @@ class MapPanel(ScatterPanel):
     def _set_coords(self, coords: np.ndarray, method: str, fit: bool = True, placed: int = 0) -> None:
         self.coords, self.method, self.placed = coords, method, placed
         self._layout_id += 1
+        self._laid_out_n = 0 if self.state.data is None else self.state.data.n  # rows beyond are new since
         self._shown_arrays = None if self.state.data is None else self.state.data.arrays
         self._show_method()
         self.redraw(fit=fit)
@@ -187,6 +189,7 @@ class MapPanel(ScatterPanel):
             return
         a, coords = data.arrays, self.coords
         todo = np.flatnonzero(a.has_embedding & ~np.isfinite(coords[:, 0]))
+        n_before = self._laid_out_n
         if not len(todo):
             return
         xy = np.where(a.has_embedding[:, None], coords, np.nan)  # a row without a vector is no neighbour
@@ -205,6 +208,9 @@ class MapPanel(ScatterPanel):
             self._show_method()
             if not self._live.isActive() and not self._append(todo[ok]):
                 self._live.request()
+            new = todo[ok][todo[ok] >= n_before]  # placed because they are new (not a layout's leftovers)
+            if len(new):
+                self.flash_new(self.coords[new, 0], self.coords[new, 1])
         if np.isfinite(xy[:, 0]).any():
             self.workers.submit("place", run, on_done=done)
 

@@ -114,8 +114,11 @@ class TimelinePanel(ScatterPanel):
         """New rows only: drawn after the others (PointsItem.append); else everything again."""
         added, whole = self._added, self._whole
         self._added, self._whole = [], False
-        if whole or not self._append(np.concatenate(added) if added else np.zeros(0, np.int64)):
+        rows = np.concatenate(added) if added else np.zeros(0, np.int64)
+        if whole or not self._append(rows):
             self.redraw()
+        if len(rows):
+            self.flash_new(*self._positions(rows))
         newest, self._newest = self._newest, None
         if self.follow.isChecked() and newest is not None and np.isfinite(newest):
             (lo, hi), _ = self.vb.viewRange()

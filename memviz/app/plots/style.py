@@ -17,6 +17,7 @@ PALETTE = ["#4C78A8", "#F58518", "#54A24B", "#B279A2", "#E45756", "#72B7B2", "#E
            "#FF9DA6", "#BAB0AC", "#1B9E77", "#7570B3"]
 SELECTED = "#FFD400"
 QUERY = "#E01E5A"
+NEW = "#1F5FBF"  # the ring around memories just written (the status bar's "+N new" has this colour)
 BROKEN = "#D62728"
 N_SIZES = 6          # importance is drawn with this many marker sizes (few distinct symbols)
 N_RAMP = 24          # continuous colourings are quantised to this many shared brushes
