@@ -29,7 +29,12 @@ Measured 2026-11-25 on the shared two-core machine (5 other sessions running), 2
       100,000  100   2000   1643ms   8338ms    0.50    26     17    618ms    11    0     545MB 1163MB  524MB
   --umap, 10,000 at 20 w/s for 90 s: the UMAP started before the writes finished after 12 s of
   them (180 delta refreshes, 0 full, p95 459 ms, 2 stalls over 100 ms).
-Threads and open files stayed at 8-9 and 17-19 in every case.
+  --query (a query by a memory on screen, run again after every write), 20 w/s for 20 s:
+       10,000   20    400    257ms    457ms    0.26     2      0     55ms    40    0     211MB  204MB  210MB
+      100,000   20    400    341ms    624ms    0.34    71     51    496ms    41    0     559MB  462MB  543MB
+  --recall-only, 10,000 at 20 recalls/s for 240 s: 481 delta refreshes, 0 full, 0.05 CPU-s/s,
+  0 stalls over 100 ms, RSS 209 MB → 206 MB (fresh open: 209 MB).
+Threads and open files stayed at 8-10 and 17-19 in every case.
 """
 from __future__ import annotations
 
@@ -75,8 +80,9 @@ def cpu_s() -> float:
 
 
 # ------------------------------------------------------------------ the writer process
-def writer(db: str, rate: float, seconds: float, log: str) -> int:
-    """Plain SQL like an agent; one line "id commit_time" per new memory, after its commit."""
+def writer(db: str, rate: float, seconds: float, log: str, recall_only: bool = False) -> int:
+    """Plain SQL like an agent; one line "id commit_time" per new memory, after its commit.
+    `recall_only`: every write is a recall (access count and time), the store keeps its rows."""
     import apsw  # noqa: PLC0415
 
     from memviz.embed import LOCAL_DIM, LOCAL_MODEL  # noqa: PLC0415
@@ -93,12 +99,13 @@ def writer(db: str, rate: float, seconds: float, log: str) -> int:
             vec = vrng.normal(size=LOCAL_DIM).astype("<f4")
             vec /= np.linalg.norm(vec)
             now = int(time.time())
-            for sql, args in ((
+            insert = None if recall_only else (
                     "INSERT INTO memories(id, agent, kind, content, embedding, embedding_model, event_time, created_at) "
                     "VALUES (?, 'assistant', 'episode', ?, ?, ?, ?, ?)",
-                    (mid, f"live observation {n}", vec.tobytes(), LOCAL_MODEL, now, now)),
-                    ("UPDATE memories SET access_count = access_count + 1, last_accessed = ? WHERE id = ?",
-                     (now, rng.choice(existing))) if n % 2 == 0 else (None, None)):
+                    (mid, f"live observation {n}", vec.tobytes(), LOCAL_MODEL, now, now))
+            recall = ("UPDATE memories SET access_count = access_count + 1, last_accessed = ? WHERE id = ?",
+                      (now, rng.choice(existing))) if n % 2 == 0 or recall_only else (None, None)
+            for sql, args in (insert or (None, None), recall):
                 while sql:
                     try:
                         conn.execute(sql, args)
@@ -145,7 +152,8 @@ def pump(app, until, seconds: float) -> bool:
     return False
 
 
-def run_case(app, template: str, n: int, rate: float, seconds: float, umap: bool) -> dict:
+def run_case(app, template: str, n: int, rate: float, seconds: float, umap: bool, recall_only: bool = False,
+             query: bool = False) -> dict:
     from PySide6.QtCore import QSettings, QTimer  # noqa: PLC0415
 
     from memviz.app.window import MainWindow  # noqa: PLC0415
@@ -164,6 +172,12 @@ def run_case(app, template: str, n: int, rate: float, seconds: float, umap: bool
     win.open_path(db)
     pump(app, lambda: opened, 600)
     pump(app, lambda: False, 3)
+    if query:  # a query on screen: it runs again after every write
+        ranked = []
+        win.query.ranked.connect(lambda *a: ranked.append(1))
+        win.state.select([5])
+        win.query.query_selected()
+        pump(app, lambda: ranked, 60)
     shown_at: dict[str, float] = {}
     win.state.rows_changed.connect(lambda d: shown_at.update(
         (m, time.time()) for m in win.state.data.arrays.ids[d.added].tolist()))
@@ -185,7 +199,8 @@ def run_case(app, template: str, n: int, rate: float, seconds: float, umap: bool
     refreshes0 = dict(win.refreshes)
     cpu0, t0 = cpu_s(), time.monotonic()
     if rate > 0:
-        proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--writer", db, str(rate), str(seconds), log])
+        proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--writer", db, str(rate), str(seconds), log,
+                                 "1" if recall_only else "0"])
         pump(app, lambda: proc.poll() is not None, seconds + 60)
     else:  # no writer: what the window and the machine do on their own (stalls from a busy machine)
         open(log, "w").close()
@@ -235,6 +250,8 @@ def main(argv=None) -> int:
     ap.add_argument("--rates", default="1,20,100", help="writes per second; 0 = no writer (the machine's own stalls)")
     ap.add_argument("--seconds", type=float, default=30)
     ap.add_argument("--umap", action="store_true")
+    ap.add_argument("--recall-only", action="store_true", help="the agent only recalls (RSS over a long run)")
+    ap.add_argument("--query", action="store_true", help="a query (by a memory) on screen, run again after writes")
     args = ap.parse_args(argv)
     rows = []
     for n in [int(x) for x in args.sizes.split(",")]:
@@ -242,7 +259,9 @@ def main(argv=None) -> int:
         for rate in [float(x) for x in args.rates.split(",")]:
             # each case in its own process: its RSS is its own, not what the previous case left
             got = subprocess.run([sys.executable, os.path.abspath(__file__), "--case", str(n), str(rate),
-                                  str(args.seconds), "1" if args.umap else "0"], capture_output=True, text=True)
+                                  str(args.seconds), "1" if args.umap else "0", "1" if args.recall_only else "0",
+                                  "1" if args.query else "0"],
+                                 capture_output=True, text=True)
             try:
                 r = json.loads(got.stdout.strip().splitlines()[-1])
             except (ValueError, IndexError):
@@ -264,14 +283,15 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--writer":
-        sys.exit(writer(sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), sys.argv[5]))
+        sys.exit(writer(sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), sys.argv[5], sys.argv[6:7] == ["1"]))
     if len(sys.argv) > 1 and sys.argv[1] == "--fresh-rss":
         sys.exit(fresh_rss(sys.argv[2]))
     if len(sys.argv) > 1 and sys.argv[1] == "--case":
         from PySide6.QtWidgets import QApplication  # noqa: PLC0415
 
         _app = QApplication([])
-        n_, rate_, secs_, umap_ = sys.argv[2:6]
-        print(json.dumps(run_case(_app, template_for(int(n_)), int(n_), float(rate_), float(secs_), umap_ == "1")))
+        n_, rate_, secs_, umap_, recall_, query_ = sys.argv[2:8]
+        print(json.dumps(run_case(_app, template_for(int(n_)), int(n_), float(rate_), float(secs_), umap_ == "1",
+                                  recall_ == "1", query_ == "1")))
         sys.exit(0)
     sys.exit(main())
