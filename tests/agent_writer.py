@@ -37,7 +37,7 @@ def run_agent(args) -> int:
     conn = connect(args.db)
     rng = random.Random(args.seed)
     vrng = np.random.default_rng(args.seed)
-    inserted, touches, busy = [], {}, 0
+    inserted, touches, retired, busy = [], {}, [], 0
     existing = [r[0] for r in conn.execute("SELECT id FROM memories")]
     start = time.monotonic()
     n = 0
@@ -67,9 +67,21 @@ def run_agent(args) -> int:
                 except apsw.BusyError:
                     busy += 1
             touches[target] = touches.get(target, 0) + 1
+        if args.retire_every and n % args.retire_every == 0 and len(existing) > 1:  # the agent forgets one
+            target = existing.pop(rng.randrange(len(existing)))
+            while True:
+                try:
+                    conn.execute("UPDATE memories SET valid_until = ? WHERE id = ? AND valid_until IS NULL",
+                                 (now, target))
+                    break
+                except apsw.BusyError:
+                    busy += 1
+            retired.append(target)
+        if args.stop_file and os.path.exists(args.stop_file):
+            break
         time.sleep(max(0.0, start + n / args.rate - time.monotonic()))
     conn.close()
-    print(json.dumps({"inserted": inserted, "touches": touches, "busy": busy,
+    print(json.dumps({"inserted": inserted, "touches": touches, "retired": retired, "busy": busy,
                       "seconds": round(time.monotonic() - start, 2)}))
     return 0
 
@@ -160,6 +172,8 @@ def main(argv=None) -> int:
     a.add_argument("--dim", type=int, default=256)
     a.add_argument("--model", default="wordllama/l2_supercat-256")
     a.add_argument("--seed", type=int, default=1)
+    a.add_argument("--retire-every", type=int, default=0, help="retire (soft-delete) an older memory every N writes")
+    a.add_argument("--stop-file", default="", help="stop early once this file exists")
     e = sub.add_parser("edit")
     e.add_argument("db")
     e.add_argument("--seed", type=int, default=1)

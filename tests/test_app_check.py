@@ -38,7 +38,7 @@ def test_check_dialog_finds_drift_and_repairs_it(qtbot, tmp_path):
     assert dlg.repair_button.text() == "Repair now" and "no memory is changed" in dlg.status.text()
     dlg.repair_button.click()
     qtbot.waitUntil(lambda: dlg.status.text().startswith("Repaired:") and dlg.report.clean, timeout=30000)
-    qtbot.waitUntil(lambda: not win.workers.running("reload"), timeout=20000)
+    qtbot.waitUntil(lambda: not any(win.workers.running(j) for j in ("reload", "refresh")), timeout=20000)
     assert _memories_digest(path) == before
     win.query.run_query()  # the repair is known: no warning any more
     qtbot.waitUntil(lambda: not win.workers.running("query") and "warning" not in win.query.legend.text(),

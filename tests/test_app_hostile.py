@@ -100,8 +100,8 @@ def test_soft_delete_and_undo_in_the_window_on_invalid_utf8(qtbot, tmp_path):
             c.close()
     select(w, "bad_utf8")
     w.edits.actions["delete"].trigger()
-    qtbot.waitUntil(lambda: raw()[1] is not None and not w.workers.running("reload"), timeout=10000)
+    qtbot.waitUntil(lambda: raw()[1] is not None and not any(w.workers.running(j) for j in ("reload", "refresh")), timeout=10000)
     assert raw()[0] == BAD_UTF8 and not getattr(w, "error_box", None)
     w.undo_action.trigger()
-    qtbot.waitUntil(lambda: raw()[1] is None and not w.workers.running("reload"), timeout=10000)
+    qtbot.waitUntil(lambda: raw()[1] is None and not any(w.workers.running(j) for j in ("reload", "refresh")), timeout=10000)
     assert raw()[0] == BAD_UTF8

@@ -66,6 +66,7 @@ def test_slider_changes_ranking_as_the_engine_says(qtbot, win, engine):
     moved(qtbot, win, alpha=0.0, beta=0.0, gamma=1.0)
     by_importance = shown_ids(win)
     assert by_importance == list(engine.score(q.params()).ids)
+    q.end_adjustment()  # the next move is a new adjustment: Δ compares with the ranking by importance
 
     moved(qtbot, win, alpha=1.0, beta=0.0, gamma=0.0)
     by_relevance = shown_ids(win)
@@ -73,12 +74,12 @@ def test_slider_changes_ranking_as_the_engine_says(qtbot, win, engine):
     assert by_relevance == list(expected.ids)
     assert by_relevance != by_importance
     np.testing.assert_allclose(q.results.result.score, expected.score)
-    # rank change since the previous setting
+    # rank change since the ranking before this adjustment
     old = {m: i for i, m in enumerate(by_importance, 1)}
     for i, mid in enumerate(by_relevance, 1):
         d = q.results.delta[i - 1]
         if mid not in old:
-            assert d == "new"
+            assert d == "in"
         elif old[mid] > i:
             assert d == f"▲{old[mid] - i}"
         elif old[mid] < i:

@@ -180,7 +180,7 @@ def test_consolidate_untick_apply_undo(qtbot, win):
     qtbot.waitUntil(win.undo_stack.canRedo, timeout=5000)
     win.redo_action.trigger()
     qtbot.waitUntil(lambda: store.get("old-low")["valid_until"] is not None, timeout=5000)
-    qtbot.waitUntil(lambda: not win.workers.running("reload"), timeout=10000)  # let the reload end before teardown
+    qtbot.waitUntil(lambda: not any(win.workers.running(j) for j in ("reload", "refresh")), timeout=10000)  # let the reload end before teardown
 
 
 def test_importance_meter_shows_status(qtbot, win):

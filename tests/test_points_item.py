@@ -109,3 +109,18 @@ def test_svg_export_draws_vector_symbols(plot, tmp_path):
     svg = open(path).read()
     assert "<image" not in svg  # not pixmaps
     assert svg.count("<path") >= 30 and "#dc1414" in svg.lower()
+
+
+def test_append_draws_like_set_data_of_everything(plot):
+    styles = [{"brush": pg.mkBrush(RED), "pen": None}, {"brush": pg.mkBrush(BLUE), "pen": None}]
+    a, b = PointsItem(), PointsItem()
+    x, y = np.arange(10.0), np.arange(10.0) % 3
+    codes = np.arange(10) % 2
+    a.set_data(x[:7], y[:7], codes[:7], styles, size=8)
+    assert a.append(x[7:], y[7:], codes[7:], size=8)
+    b.set_data(x, y, codes, styles, size=8)
+    np.testing.assert_array_equal(a.get_data()[0], b.get_data()[0])
+    np.testing.assert_array_equal(a._entry, b._entry)
+    assert a.dataBounds(0) == b.dataBounds(0) and a.dataBounds(1) == b.dataBounds(1)
+    assert not a.append([1.0], [1.0], [2], size=8)   # a style it was not given
+    assert not a.append([1.0], [1.0], [0], size=30)  # a size not drawn yet

@@ -45,6 +45,7 @@ from memviz.app.dialogs.clock_dialog import ClockStatus
 from memviz.app.panels.reflect_panel import ReflectTools
 from memviz.app.panels.retired_panel import RetiredPanel
 from memviz.app.panels.start_page import StartPage
+from memviz.session.refresh import read_refresh
 from memviz.session.state import AppState, StoreData, load_store_data, open_store_data
 from memviz.app.panels.table_panel import TablePanel
 from memviz.app.panels.timeline_panel import TimelinePanel
@@ -72,6 +73,8 @@ class MainWindow(QMainWindow):
         self.check_dialog: CheckDialog | None = None
         self.import_dialog: ImportDialog | None = None  # made on first use
         self.help_dialog = None  # the help dialog shown last
+        self.refreshes = {"delta": 0, "full": 0, "none": 0}
+        self._refresh_again = False
         self.setWindowTitle("memviz")
         self.setAcceptDrops(True)
         self.setDockNestingEnabled(True)
@@ -88,7 +91,7 @@ class MainWindow(QMainWindow):
         # the controllers: edits (actions, undo, external-change refresh), reflect/consolidate tools
         self.edits = EditController(self.state, self.undo_stack, self.workers, self)
         self.edits.message.connect(lambda text, ms: self.statusBar().showMessage(text, ms))
-        self.edits.reload_requested.connect(self.reload)
+        self.edits.reload_requested.connect(self.refresh_changes)
         self.add_context_provider(self.edits.context_actions)
         self.retired = RetiredPanel(self.state, self.edits, self.workers)
         self.reflect_tools = ReflectTools(self.state, self.workers, self.settings, self.edits.perform, self)
@@ -288,8 +291,19 @@ class MainWindow(QMainWindow):
         self.cancel_button = QPushButton("Cancel")
         self.progress.hide()
         self.cancel_button.hide()
+        # "+N new": memories written since the user last looked; a click selects them (nothing moves by itself)
+        self.new_button = QPushButton()
+        self.new_button.setFlat(True)
+        self.new_button.setStyleSheet("color: #1f5fbf; font-weight: bold;")
+        self.new_button.setToolTip("Memories written since you last looked: click to select them")
+        self.new_button.hide()
+        self.new_button.clicked.connect(self.select_new)
+        self._new_ids: list[str] = []
+        self.state.rows_changed.connect(self._rows_changed)
+        self.state.data_changed.connect(lambda _d: self.state.reloaded or self._forget_new())
         sb.addWidget(self.status_store, 2)
         sb.addWidget(self.status_counts, 3)
+        sb.addWidget(self.new_button)
         sb.addPermanentWidget(self.progress)
         sb.addPermanentWidget(self.cancel_button)
         sb.addPermanentWidget(self.status_model)
@@ -332,9 +346,26 @@ class MainWindow(QMainWindow):
         super().resizeEvent(event)
         if not self.start_page.isHidden():  # (isVisible is false until the window is shown)
             self._place_start_page()
+    def _rows_changed(self, delta) -> None:
+        data = self.state.data
+        self._new_ids += data.arrays.ids[delta.added].tolist()
+        self._new_ids = [m for m in self._new_ids if data.arrays.index_of(m) is not None]
+        self.new_button.setText(f"+{len(self._new_ids):,} new")
+        self.new_button.setVisible(bool(self._new_ids))
+        self._update_status()
+
+    def select_new(self) -> None:
+        """Select the memories counted by "+N new" (the panels show them where they are) and reset the count."""
+        ids = self._new_ids
+        self._forget_new()
+        self.state.select_ids(ids)
+
+    def _forget_new(self) -> None:
+        self._new_ids = []
+        self.new_button.hide()
 
     def _job_progress(self, name: str, fraction: float, text: str) -> None:
-        if name in ("score", "query", "graph"):  # quick jobs: no progress bar flicker
+        if name in ("score", "query", "graph", "refresh", "place"):  # quick jobs: no progress bar flicker
             return
         self._job = name
         self.progress.setRange(0, 0 if fraction < 0 else 1000)
@@ -455,13 +486,44 @@ class MainWindow(QMainWindow):
         self.open_path(path)
 
     def reload(self) -> None:
-        """Re-read the open store (after another process wrote to it), keeping the selection."""
+        """Re-read the whole open store (File ▸ Reload), keeping the selection and the view."""
         data = self.state.data
         if data is None:
             return
         store = data.store
-        self.workers.submit("reload", lambda t: load_store_data(store), on_done=self.state.set_data,
+
+        def done(new: StoreData) -> None:
+            if self.state.data is not None and self.state.data.store is store:
+                self.refreshes["full"] += 1
+                self.state.set_data(new)
+        self.workers.submit("reload", lambda t: load_store_data(store), on_done=done,
                             on_error=lambda e: self.show_error("Reload failed", str(ms.translate(e, store.path))))
+
+    def refresh_changes(self) -> None:
+        """Bring the panels up to date with the store after a write (another process's or the
+        user's own): only what changed is read and applied (memviz.session.refresh); a change a
+        delta cannot describe is a whole re-read. The view stays as the user left it.
+        `refreshes` counts each kind ("delta", "full", "none") for the status and the benchmark."""
+        data = self.state.data
+        if data is None:
+            return
+        if self.workers.running("refresh") or self.workers.running("reload"):
+            self._refresh_again = True  # one more once this one is in: it reads from its token
+            return
+        self._refresh_again = False
+
+        def done(out) -> None:
+            kind = self.state.apply_refresh(out)
+            if kind == "misfit":
+                self.reload()
+                return
+            self.refreshes[kind] += 1
+            if self._refresh_again:
+                self.refresh_changes()
+
+        def failed(err: Exception) -> None:
+            self.statusBar().showMessage(f"Could not read the store's changes: {err}", 8000)
+        self.workers.submit("refresh", lambda t: read_refresh(data), on_done=done, on_error=failed)
 
     def show_error(self, title: str, text: str) -> None:
         """A non-blocking message box (plain text); kept in `error_box` so tests can read it."""

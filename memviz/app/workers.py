@@ -11,10 +11,11 @@ by two threads at once; "bg" runs everything else.
 """
 from __future__ import annotations
 
+import time
 import traceback
 from typing import Callable
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
 
 from memviz.store.errors import translate
 from memviz.tasks import Cancelled, Task
@@ -147,3 +148,31 @@ class Workers(QObject):
             if handlers and handlers[2] is not None:
                 handlers[2](fraction, text)
             self.activity.emit(task.name, fraction, text)
+
+
+class PacedCall(QObject):
+    """A GUI-thread call that requests coalesce into (live redraws after a refresh): `request()`
+    runs `fn` in a later event-loop turn, once for every request made meanwhile, and never
+    sooner after the previous run than that run cost × (1/share − 1), so a panel whose redraw
+    takes 100 ms spends at most `share` of the GUI thread on live redraws (at most `max_ms`
+    apart). A 10k-row panel redraws at once; a 100k-row one a few times a second."""
+
+    def __init__(self, fn: Callable[[], None], parent: QObject | None = None, share: float = 0.25,
+                 max_ms: int = 1000) -> None:
+        super().__init__(parent)
+        self._fn, self._share, self._max_ms = fn, share, max_ms
+        self._next = 0.0  # monotonic time before which it does not run again
+        self._timer = QTimer(self, singleShot=True, timeout=self._run)
+
+    def request(self) -> None:
+        if not self._timer.isActive():
+            self._timer.start(max(0, int((self._next - time.monotonic()) * 1000)))
+
+    def isActive(self) -> bool:
+        return self._timer.isActive()
+
+    def _run(self) -> None:
+        t0 = time.monotonic()
+        self._fn()
+        cost = time.monotonic() - t0
+        self._next = time.monotonic() + min(self._max_ms / 1000, cost * (1 / self._share - 1))

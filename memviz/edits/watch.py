@@ -2,7 +2,8 @@
 
 `PRAGMA data_version` changes on this connection only when another connection commits, so
 polling it is cheap (no table read) and ignores memviz's own edits. The app polls from a
-timer (every ~0.5 s) and refreshes its panels when `poll()` returns a Change.
+timer (every ~0.5 s); when `poll()` returns a Change the window reads what changed
+(memviz.store.changes, memviz.session.refresh), not the whole store.
 """
 from __future__ import annotations
 

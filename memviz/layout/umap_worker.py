@@ -280,8 +280,8 @@ class UmapWorker:
                 return
             try:
                 conn.send(msg)
-            except (OSError, ValueError):  # the process was terminated (broken pipe): nothing more to send
-                return
+            except (OSError, ValueError, TypeError):  # the process was terminated (broken pipe), or its pipe
+                return                                # closed mid-send (TypeError from a handle gone): nothing more to send
 
     def _listen(self, proc, conn, outbox, sender):
         while True:

@@ -7,13 +7,16 @@ reload, so the selection is kept by id when the arrays are re-read.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from memviz.retrieval.params import Params
+from memviz.session.refresh import FreshRows, install
 from memviz.store import MemoryArrays, Provenance, Store
+from memviz.store.changes import ChangeToken, token_now
 
 PREVIEW_CHARS = 240
 
@@ -65,6 +68,8 @@ class StoreData:
     kind_codes: np.ndarray | None = None  # int: index into kinds, per row
     agent_codes: np.ndarray | None = None
     map_start_: tuple | None = None       # (coords, method): memviz.layout.first_map, read on first use
+    token: ChangeToken | None = None      # where a live refresh reads changes from (memviz.store.changes)
+    full_reason: str | None = None        # set on a re-read a delta could not describe: why
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -116,13 +121,14 @@ def load_store_data(store: Store, snapshot: bool = False) -> StoreData:
     """Read what the window shows first; safe to run off the GUI thread. One scan of the store
     (previews included), or its snapshot when opening (`snapshot`); counts come from the arrays;
     provenance is read later, on first use."""
+    token = token_now(store)  # before the scan: a row written between is read twice, never missed
     arrays = store.arrays(preview=PREVIEW_CHARS, snapshot=snapshot)
     kind, agent = factorize(arrays.kind), factorize(arrays.agent)  # once each, for counts and codes
     counts = counts_of(arrays, kind, agent)
     kinds = sorted(counts["by_kind"], key=lambda k: -sum(counts["by_kind"][k]))
     agents = sorted(counts["by_agent"], key=lambda a: -sum(counts["by_agent"][a]))
     data = StoreData(store=store, arrays=arrays, provenance_=None, counts=counts, kinds=kinds, agents=agents,
-                     kind_codes=category_codes(kind, kinds), agent_codes=category_codes(agent, agents))
+                     kind_codes=category_codes(kind, kinds), agent_codes=category_codes(agent, agents), token=token)
     data.map_start  # noqa: B018 - computed here, in the loading thread
     return data
 
@@ -153,7 +159,11 @@ class AppState:
     query result and the "as of" moment the window shows the store at.
 
     Callbacks (arguments):
-      data_changed(data: StoreData | None)          a store was opened, reloaded or closed
+      data_changed(data: StoreData | None)          a store was opened, re-read whole or closed
+                                                    (`reloaded` is True while a re-read of the same
+                                                    store fires it: keep the view)
+      rows_changed(delta: RowsDelta)                a live refresh patched `data` in place: rows
+                                                    appended / changed / retired / restored
       selection_changed(rows: ndarray, current: int | None, source)  `source` is who selected
       time_filter_changed(range: tuple[float, float] | None)
       show_retired_changed(show: bool)
@@ -172,7 +182,9 @@ class AppState:
         self.query_vector: np.ndarray | None = None  # what the map draws as the query marker
         self.query_text: str | None = None  # the text of the query being ranked (None: by example, or none)
         self._params = Params()  # the query setting without the time filter (that is `time_range`)
+        self.reloaded = False  # see data_changed
         self.data_changed = Callbacks()
+        self.rows_changed = Callbacks()
         self.selection_changed = Callbacks()
         self.time_filter_changed = Callbacks()
         self.show_retired_changed = Callbacks()
@@ -192,20 +204,44 @@ class AppState:
         was_as_of = self.as_of
         self.data = data
         self.result = None
-        self.query_vector = None
-        self.query_text = None
-        if not same_store:
+        if not same_store:  # a re-read of the same store keeps the query (it runs again on the new data)
             keep, cur_id, self.time_range = [], None, None
+            self.query_vector = None
+            self.query_text = None
             self.as_of = None
         self.as_of_view = self._past.show(data, self.as_of)  # a reload keeps the moment shown
         rows = data.rows_of(keep) if data is not None else np.zeros(0, np.int64)
         cur = data.arrays.index_of(cur_id) if data is not None and cur_id is not None else None
         self.selection, self.current = rows, cur
-        self.data_changed.emit(data)
+        self.reloaded = same_store
+        try:
+            self.data_changed.emit(data)
+        finally:
+            self.reloaded = False
         self.result_changed.emit(None)
         self.selection_changed.emit(self.selection, self.current, None)
         if self.as_of != was_as_of:
             self.as_of_changed.emit(self.as_of)
+
+    def apply_refresh(self, out) -> str:
+        """Install what memviz.session.refresh.read_refresh read: a delta patches `data` in place
+        and fires rows_changed (selection, result and view stay: rows keep their indices); a
+        whole re-read goes through set_data. Returns "delta", "full", "none", or "misfit" (the
+        delta did not fit the loaded arrays: the caller re-reads the store)."""
+        if out is None or self.data is None:
+            return "none"
+        if isinstance(out, StoreData):
+            if out.store is not self.data.store:
+                return "none"  # read for a store that is no longer open
+            self.set_data(out)
+            return "full"
+        if not isinstance(out, FreshRows) or out.data is not self.data:
+            return "none"  # read for data that has been replaced since
+        delta = install(self.data, out)
+        if delta is None:
+            return "misfit"
+        self.rows_changed.emit(delta)
+        return "delta"
 
     # ------------------------------------------------------------ selection
     def select(self, rows, source=None, current: int | None = -1) -> None:

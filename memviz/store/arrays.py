@@ -24,7 +24,7 @@ SELECT rowid, CAST(id AS BLOB), CAST(kind AS BLOB), CAST(agent AS BLOB),
        CAST(coalesce(embedding_model, '') AS BLOB), CASE WHEN typeof(embedding) = 'blob' THEN length(embedding) END,
        {odd_types}
        {preview}
-FROM memories ORDER BY rowid
+FROM memories {where} ORDER BY rowid
 """
 
 
@@ -73,13 +73,14 @@ class MemoryArrays:
 
 
 def load_arrays(conn, model: str | None = None, dim: int | None = None, preview: int = 0,
-                in_sqlite: bool = True) -> MemoryArrays:
+                in_sqlite: bool = True, rowids=None) -> MemoryArrays:
     """All memories in one scan. `model` None = the most used (model, dim), as
     `Store.main_model()`; `dim` None = the most used dimension of `model`. `preview` > 0 also
     reads the first `preview` characters of each content (newlines and tabs made spaces).
-    `in_sqlite` False skips the fast scan and reads row by row (what it falls back to)."""
+    `in_sqlite` False skips the fast scan and reads row by row (what it falls back to).
+    `rowids`: only these rows (a live refresh reads what changed; pass `model` and `dim`)."""
     with _one_read(conn):  # the columns and the vectors, read by separate statements, from one state
-        return _load(conn, model, dim, preview, in_sqlite)
+        return _load(conn, model, dim, preview, in_sqlite, rowids)
 
 
 @contextmanager
@@ -96,8 +97,11 @@ def _one_read(conn):
         conn.execute("RELEASE memviz_scan")
 
 
-def _load(conn, model, dim, preview, in_sqlite) -> MemoryArrays:
-    c = (_scan_in_sqlite(conn, preview) if in_sqlite else None) or _scan_by_row(conn, preview)
+def _load(conn, model, dim, preview, in_sqlite, rowids=None) -> MemoryArrays:
+    if rowids is not None:
+        c = _scan_by_row(conn, preview, [int(r) for r in rowids])
+    else:
+        c = (_scan_in_sqlite(conn, preview) if in_sqlite else None) or _scan_by_row(conn, preview)
     n = len(c["rowid"])
 
     def num(col, dtype=np.float64):
@@ -188,10 +192,12 @@ _NUMERIC = ("importance", "event_time", "created_at", "last_accessed", "valid_un
 _SQL = _SQL.replace("{odd_types}", ODD_TYPES_SQL)
 
 
-def _scan_by_row(conn, preview: int) -> dict:
-    """Every row as a tuple: exact for any content (invalid UTF-8 is replaced and flagged)."""
+def _scan_by_row(conn, preview: int, rowids: list[int] | None = None) -> dict:
+    """Every row (or those of `rowids`) as a tuple: exact for any content (invalid UTF-8 is
+    replaced and flagged)."""
     sql = _SQL.replace("{preview}", f", CAST(substr(content, 1, {int(preview)}) AS BLOB)" if preview > 0 else "")
-    rows = conn.execute(sql).fetchall()
+    where = "" if rowids is None else "WHERE rowid IN (SELECT value FROM json_each(?))"
+    rows = conn.execute(sql.replace("{where}", where), () if rowids is None else (json.dumps(rowids),)).fetchall()
     cols = list(zip(*rows)) if rows else [()] * 19
     ids, b1 = _texts(cols[1])
     kind, b2 = _texts(cols[2])

@@ -104,8 +104,33 @@ class Migration:
     apply: object  # callable(conn)
 
 
+# The change log (memviz.store.changes): one row per memory rowid holding the sequence number of
+# its last update or delete, kept by triggers so that the agent's own SQL is logged too. Inserts
+# need no entry (they are the rowids above the last one seen). One row per memory, so it never
+# outgrows the store; the index on seq makes "what changed since N" a range read.
+_V2 = [
+    "CREATE TABLE memviz_changes (memory_rowid INTEGER PRIMARY KEY, seq INTEGER NOT NULL)",
+    "CREATE INDEX idx_changes_seq ON memviz_changes(seq)",
+    "CREATE TRIGGER memviz_changes_au AFTER UPDATE ON memories BEGIN "
+    "INSERT INTO memviz_changes(memory_rowid, seq) VALUES (new.rowid, "
+    "(SELECT coalesce(max(seq), 0) + 1 FROM memviz_changes)) "
+    "ON CONFLICT(memory_rowid) DO UPDATE SET seq = excluded.seq; END",
+    "CREATE TRIGGER memviz_changes_ad AFTER DELETE ON memories BEGIN "
+    "INSERT INTO memviz_changes(memory_rowid, seq) VALUES (old.rowid, "
+    "(SELECT coalesce(max(seq), 0) + 1 FROM memviz_changes)) "
+    "ON CONFLICT(memory_rowid) DO UPDATE SET seq = excluded.seq; END",
+]
+CHANGE_TRIGGERS = {re.match(r"CREATE TRIGGER (\S+)", s).group(1): s for s in _V2 if s.startswith("CREATE TRIGGER")}
+
+
+def _m2_change_log(conn):
+    for sql in _V2:
+        conn.execute(sql)
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "native schema: memories, entities, fts5, meta, audit, layouts", _m1_native_schema),
+    Migration(2, "change log: memviz_changes kept by triggers (live refresh by delta)", _m2_change_log),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -184,7 +209,7 @@ def inspect(conn) -> SchemaReport:
         return SchemaReport("foreign", tables=tables, missing_columns=missing)
 
     report = SchemaReport("native", version=applied_version(conn), tables=tables)
-    expected_triggers = dict(NATIVE_TRIGGERS)
+    expected_triggers = {**NATIVE_TRIGGERS, **CHANGE_TRIGGERS}
     shadow = {"memories_fts_data", "memories_fts_idx", "memories_fts_docsize", "memories_fts_config", "memories_fts_content"}
     for t, name, _, sql in rows:
         if t == "table" and name.startswith(VEC_PREFIX) and sql and "vec0" in sql.lower():

@@ -291,6 +291,20 @@ class Store(SqliteQueries):
                 (prov.supersedes.append((mid, o)) if o in known else prov.dangling.append((mid, o, "supersedes")))
         return prov
 
+    def links_of(self, rowids) -> list[tuple[str, list[str], list[str]]]:
+        """(id, source ids, superseded ids) of those of `rowids` that have links (a live refresh
+        adds the links of new rows to the Provenance it holds instead of reading it all again)."""
+        out = []
+        for mid, src, sup in self.conn.execute(
+                "SELECT CAST(id AS BLOB), CAST(source_ids AS BLOB), CAST(CASE WHEN json_valid(attributes) THEN "
+                "json_extract(attributes, '$.supersedes') END AS BLOB) FROM memories "
+                "WHERE rowid IN (SELECT value FROM json_each(?)) "
+                "AND (source_ids NOT IN ('[]', '') OR attributes LIKE '%supersedes%')",
+                (json.dumps([int(r) for r in rowids]),)):
+            sources, _ = decode_json(_text(src), "source_ids")
+            out.append((_text(mid), [str(x) for x in sources], _supersede_ids(_text(sup))))
+        return out
+
     def supersede_links(self) -> list[tuple[str, str]]:
         """(new id, old id) of every `attributes.supersedes` link, whether the old one exists or
         not: what provenance() gives as supersedes, without its pass over every id."""

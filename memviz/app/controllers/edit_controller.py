@@ -14,7 +14,7 @@ step (busy agent, conflict); after any change of the History the stack is rebuil
 when the two differ, so they never drift apart.
 
 Edits are guarded by the row as the window showed it (the loaded arrays): a row the agent
-changed since raises the conflict dialog. A ChangeWatcher polled every 500 ms reloads the
+changed since raises the conflict dialog. A ChangeWatcher polled every 500 ms refreshes the
 panels when another process commits, keeping the selection. A read-only store disables
 every edit action, with the reason in the tooltip and the status bar.
 
@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 
 import apsw
+import numpy as np
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence, QUndoCommand, QUndoStack
 from PySide6.QtWidgets import QMessageBox, QWidget
@@ -130,6 +131,7 @@ class EditController(QObject):
             self.actions[key] = act
         self.watch_timer = QTimer(self, interval=POLL_MS, timeout=self.poll)
         self.state.data_changed.connect(self._on_data)
+        self.state.rows_changed.connect(self._on_rows)
         self.state.selection_changed.connect(lambda *a: self.update_enabled())
         self.state.as_of_changed.connect(lambda _t: self.update_enabled())  # no edits while viewing the past
         workers.finished.connect(self._job_ended)
@@ -162,6 +164,14 @@ class EditController(QObject):
             QTimer.singleShot(0, self, lambda: self.state.select_ids(ids))
         self.update_enabled()
 
+    def _on_rows(self, delta) -> None:
+        """A live refresh: select what our own edit asked for; the actions follow the selected
+        rows only if one of them changed (checking them costs more than a refresh should)."""
+        if self._select_after is not None:
+            self._on_data(self.state.data)
+        elif len(self.state.selection) and np.isin(self.state.selection, delta.changed).any():
+            self.update_enabled()
+
     @staticmethod
     def _open_second(main):
         try:
@@ -190,15 +200,14 @@ class EditController(QObject):
 
     def poll(self) -> None:
         """Another process committed: reload (the selection is kept by id)."""
-        if self.watcher is None or self.workers.running("reload") or self.workers.running("open"):
+        if self.watcher is None or any(self.workers.running(j) for j in ("reload", "refresh", "open")):
             return
         try:
             change = self.watcher.poll()
         except (apsw.Error, StoreError):
             return  # in use by a background job, locked, or closed with the window: try at the next tick
         if change is not None:
-            self._say("The store was changed by another process; reloaded", 4000)
-            self.reload_requested.emit()
+            self.reload_requested.emit()  # the window reads what changed (a delta, or the store)
 
     # ------------------------------------------------------------ enabling
     def read_only_reason(self) -> str | None:

@@ -144,13 +144,24 @@ class DetailPanel(QWidget):
         self.customContextMenuRequested.connect(
             lambda pos: self.context_requested.emit([self.shown_id] if self.shown_id else [], self.mapToGlobal(pos)))
         state.data_changed.connect(self._on_data)
+        state.rows_changed.connect(self._on_rows)
         state.selection_changed.connect(self._on_selection)
         state.as_of_changed.connect(lambda _t: self._on_selection(state.selection, state.current, None))
         self._clear()
 
     def _on_data(self, data) -> None:
         self._links = None  # built on first use: reading provenance is not on the open path
-        self.shown_id = None
+        if not self.state.reloaded:
+            self.shown_id = None
+
+    def _on_rows(self, delta) -> None:
+        """A live refresh: the memory shown is shown again if it changed, at the same scroll."""
+        if delta.links:
+            self._links = None
+        data, cur = self.state.data, self.state.current
+        if cur is not None and self.shown_id == data.arrays.ids[cur] and \
+                (cur in set(delta.changed.tolist()) or delta.links):
+            self.show_memory(self.shown_id, len(self.state.selection))
 
     @property
     def links(self) -> Links:
@@ -176,11 +187,14 @@ class DetailPanel(QWidget):
         self.history.clear()
 
     def show_memory(self, mid: str, n_selected: int = 1) -> None:
+        """Show memory `mid`; shown again (after a refresh) the content keeps its scroll position."""
         store = self.state.data.store
         rec = store.get(mid)
         if rec is None:
             self._clear()
             return
+        again = mid == self.shown_id
+        scroll = self.content.verticalScrollBar().value() if again else 0
         self.shown_id = mid
         status = "current" if rec["valid_until"] is None else "retired"
         more = f"   ({n_selected:,} selected)" if n_selected > 1 else ""
@@ -190,7 +204,9 @@ class DetailPanel(QWidget):
         problems = rec["problems"] + [f"entity_ids names entities that do not exist: {', '.join(broken)}"] * bool(broken)
         self.problems.setText("\n".join("⚠ " + p for p in problems))
         self.problems.setVisible(bool(problems))
-        self._set_content(rec["content"])
+        if not (again and self.content.toPlainText() == rec["content"][:PREFIX_CHARS]):
+            self._set_content(rec["content"])  # the same text is left as it is: "show all" and the scroll stay
+        self.content.verticalScrollBar().setValue(scroll)
         self.fields.clear()
         for f in _FIELDS:
             self.fields.addTopLevelItem(QTreeWidgetItem([f, _fmt(f, rec.get(f))]))

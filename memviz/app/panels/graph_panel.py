@@ -167,12 +167,16 @@ class GraphPanel(ScatterPanel):
         self.focus.toggled.connect(lambda _on: self.redraw(fit=True))
         self.fit.clicked.connect(self.fit_view)
         state.data_changed.connect(self._on_data)
+        state.rows_changed.connect(self._on_rows)
         state.show_retired_changed.connect(lambda _s: self.redraw())
         state.as_of_changed.connect(lambda _t: self.redraw())
+        self._keep_view = False  # the graph being built replaces one the user looks at: no fit
 
     def _on_data(self, data) -> None:
-        self.graph, self.hot = None, set()
-        self.redraw(fit=True)
+        self._keep_view = self.state.reloaded and self.graph is not None
+        if not self._keep_view:
+            self.graph, self.hot = None, set()
+            self.redraw(fit=True)
         if data is None:
             return
         if self.workers is None:  # no background workers (a panel on its own): build here
@@ -180,6 +184,17 @@ class GraphPanel(ScatterPanel):
             return
         self.info.setText("building the graph…")
         self._graph_timer.start()  # once the window has painted the other panels (the job competes for the GIL)
+
+    def _on_rows(self, delta) -> None:
+        """A live refresh: links may have changed (a reflection, a correction) -> the graph is
+        built again in the background and replaces this one in the same view; otherwise the
+        nodes are drawn again (importance, retired)."""
+        if delta.links:
+            self._keep_view = self.graph is not None
+            self._graph_timer.start()
+        elif self.graph is not None and delta.fields & {"importance", "valid_until", "kind"} \
+                and np.isin(delta.changed, self.graph.rows).any():
+            self.redraw()
 
     def _start_graph_job(self) -> None:
         data = self.state.data
@@ -193,7 +208,8 @@ class GraphPanel(ScatterPanel):
             return
         self.graph = g
         self._update_hot(self.state.selection)
-        self.redraw(fit=True)
+        self.redraw(fit=not self._keep_view)
+        self._keep_view = False
 
     def _update_hot(self, rows) -> None:
         g = self.graph

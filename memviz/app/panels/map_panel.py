@@ -22,12 +22,13 @@ from memviz.app.plots import style
 from memviz.app.plots.scatter_panel import ScatterPanel
 from memviz.app.plots.points_item import PointsItem
 from memviz.session.state import AppState, StoreData
+from memviz.app.workers import PacedCall, Workers
 from memviz.store.errors import StoreError
-from memviz.app.workers import Workers
 
 COLOR_BY = ["kind", "agent", "importance", "age", "score"]
 UMAP_MIN_POINTS = 20
 UMAP_DELAY_MS = 1500
+RECOMPUTE_SHARE = 0.1  # past this share of points placed by neighbours, the map offers a recompute
 
 
 def layout_api():
@@ -89,15 +90,23 @@ class MapPanel(ScatterPanel):
         self.plot.addItem(self.marker)
         self.legend = pg.LegendItem(offset=(10, 10), labelTextColor=(40, 40, 40), brush=pg.mkBrush(255, 255, 255, 200))
         self.legend.setParentItem(self.vb)
+        self._legend_rows: list[tuple] = []  # (brush, text) the legend should show
+        self._legend_key: list | None = None  # what it shows
         self.coords: np.ndarray | None = None   # (n, 2) for every row; NaN where not embedded
+        self._shown_arrays = None                # the arrays `coords` was made for (rows matched by id)
+        self._layout_id = 0                      # bumped by every new set of coordinates (_set_coords)
+        self._laid_out_n = 0                     # rows when the coordinates were set (later rows: new)
         self._qpos = (None, None)               # (query/coords identity, marker position)
         self._result_timer = QTimer(self, singleShot=True, interval=80, timeout=self._apply_result)
         self._umap_timer = QTimer(self, singleShot=True, interval=UMAP_DELAY_MS, timeout=self._umap_after_open)
         self._umap_pending: tuple = (None, 0)
+        self._live = PacedCall(self.redraw, self)  # live redraws: coalesced and paced
         self.method = ""
+        self.placed = 0  # points placed by their neighbours since the layout was computed (rows added since)
         self.auto_umap = True
         self.color_by.currentIndexChanged.connect(lambda: self.redraw())
         state.data_changed.connect(self._on_data)
+        state.rows_changed.connect(self._on_rows)
         state.show_retired_changed.connect(lambda _s: self.redraw())
         state.time_filter_changed.connect(lambda _r: self.redraw())
         state.as_of_changed.connect(lambda _t: self.redraw())  # points and colours as of the moment shown
@@ -105,8 +114,15 @@ class MapPanel(ScatterPanel):
 
     # ------------------------------------------------------------ layouts
     def _on_data(self, data: StoreData | None) -> None:
+        if self.state.reloaded and self.coords is not None and self._shown_arrays is not None:
+            # the same store read again whole: the points stay where they were (by id), the view too,
+            # and a running UMAP goes on (its result is matched by id)
+            self._set_coords(self._by_id(self._shown_arrays, self.coords), self.method, fit=False, placed=self.placed)
+            self._place_missing()
+            return
         self.workers.cancel("umap")
-        self.coords, self.method = None, ""
+        self.workers.cancel("place")
+        self.coords, self.method, self.placed = None, "", 0
         self.copies, self._copies_for = None, None
         if data is None:
             self.redraw(fit=True)
@@ -123,17 +139,21 @@ class MapPanel(ScatterPanel):
 
     def _umap_after_open(self) -> None:
         (data, n_emb), self._umap_pending = self._umap_pending, (None, 0)
-        if data is None or self.state.data is not data or self.method.startswith("UMAP") \
+        now = self.state.data
+        if data is None or now is None or now.store is not data.store or self.method.startswith("UMAP") \
                 or not self.window().isVisible():
             return  # another store since, UMAP already there, or the window was closed
         layout_api().warm_up(n_emb)  # the worker process compiles now, not when UMAP is asked for
         if self.auto_umap and self.umap_button.isEnabled():
             self.start_umap()
 
-    def _set_coords(self, coords: np.ndarray, method: str) -> None:
-        self.coords, self.method = coords, method
-        self.method_label.setText(f"  {method}")
-        self.redraw(fit=True)
+    def _set_coords(self, coords: np.ndarray, method: str, fit: bool = True, placed: int = 0) -> None:
+        self.coords, self.method, self.placed = coords, method, placed
+        self._layout_id += 1
+        self._laid_out_n = 0 if self.state.data is None else self.state.data.n  # rows beyond are new since
+        self._shown_arrays = None if self.state.data is None else self.state.data.arrays
+        self._show_method()
+        self.redraw(fit=fit)
         self.layout_changed.emit(method)
         self._start_labels()
 
@@ -227,6 +247,79 @@ class MapPanel(ScatterPanel):
         n = int(self.copies[row]) if self.copies is not None and row < len(self.copies) else 1
         return text + (f"\n×{n:,} memories share this vector (drawn as one, larger)" if n > 1 else "")
 
+    def _show_method(self) -> None:
+        """The layout's name, and how many points were placed by neighbours rather than laid out;
+        past RECOMPUTE_SHARE the UMAP button offers a recompute."""
+        n = 0 if self.coords is None else int(np.isfinite(self.coords[:, 0]).sum())
+        note = f" · {self.placed:,} of {n:,} placed by neighbours" if self.placed else ""
+        self.method_label.setText(f"  {self.method}{note}")
+        many = n and self.placed > RECOMPUTE_SHARE * n
+        self.umap_button.setText("Recompute UMAP" if many else "UMAP")
+
+    def _by_id(self, old_arrays, old_coords: np.ndarray) -> np.ndarray:
+        """`old_coords` (rows of `old_arrays`) moved to the rows of the current arrays, by id; NaN
+        for memories that were not there."""
+        a = self.state.data.arrays
+        out = np.full((len(a), 2), np.nan, np.float32)
+        if old_arrays is a or (len(old_arrays) <= len(a) and np.array_equal(old_arrays.rowid, a.rowid[:len(old_arrays)])
+                               and list(old_arrays.ids[-1:]) == list(a.ids[len(old_arrays) - 1:len(old_arrays)])):
+            out[:len(old_coords)] = old_coords[:len(a)]  # rows only appended since: same indices
+            return out
+        rows = np.array([-1 if (i := a.index_of(m)) is None else i for m in old_arrays.ids], np.int64)
+        ok = rows >= 0
+        out[rows[ok]] = old_coords[ok]
+        return out
+
+    def _on_rows(self, delta) -> None:
+        """A live refresh: new rows get a place by their neighbours (off the GUI thread), changed
+        rows are drawn again; the view stays where the user left it."""
+        if self.coords is None:
+            return
+        if len(self.coords) < self.state.data.n:
+            grown = np.full((self.state.data.n, 2), np.nan, np.float32)
+            grown[:len(self.coords)] = self.coords
+            self.coords = grown
+            self._shown_arrays = self.state.data.arrays
+        # new rows appear once placed; a recall changes nothing drawn; retiring, restoring or a
+        # new importance do
+        by = self.color_by.currentText()
+        if delta.fields & {"valid_until", by if by in ("kind", "agent", "importance") else "event_time"}:
+            self._live.request()  # next event-loop turn: one redraw for refreshes that come together
+        self._place_missing()
+
+    def _place_missing(self) -> None:
+        """Rows with an embedding but no position (added since the layout) are placed by their
+        nearest laid-out neighbours (memviz.layout.place), on a worker."""
+        data = self.state.data
+        if data is None or self.coords is None:
+            return
+        a, coords = data.arrays, self.coords
+        todo = np.flatnonzero(a.has_embedding & ~np.isfinite(coords[:, 0]))
+        n_before = self._laid_out_n
+        if not len(todo):
+            return
+        xy = np.where(a.has_embedding[:, None], coords, np.nan)  # a row without a vector is no neighbour
+
+        def run(task):
+            from memviz.layout.place import place_rows  # noqa: PLC0415 - not needed at start
+            return place_rows(a.embedding, xy, todo)
+
+        def done(xy) -> None:
+            if self.coords is not coords:
+                self._place_missing()  # the coordinates were replaced meanwhile: place against the new ones
+                return
+            ok = np.isfinite(xy[:, 0])
+            self.coords[todo[ok]] = xy[ok]
+            self.placed += int(ok.sum())
+            self._show_method()
+            if not self._live.isActive() and not self._append(todo[ok]):
+                self._live.request()
+            new = todo[ok][todo[ok] >= n_before]  # placed because they are new (not a layout's leftovers)
+            if len(new):
+                self.flash_new(self.coords[new, 0], self.coords[new, 1])
+        if np.isfinite(xy[:, 0]).any():
+            self.workers.submit("place", run, on_done=done)
+
     def start_umap(self) -> None:
         """UMAP in memviz.layout's warm worker process (numba never compiles in this process);
         the GUI keeps the PCA map until the result arrives, then swaps it in and caches it."""
@@ -244,14 +337,19 @@ class MapPanel(ScatterPanel):
 
         def done(result):
             coords, secs, params = result
-            if self.state.data is not data:
-                return
+            now = self.state.data
+            if now is None or now.store.path != data.store.path:
+                return  # another store since
             try:  # the cache is written here, on the thread that owns the store
                 if not data.store.read_only:
                     api.LayoutCache(data.store).put("umap", arrays, params, coords)
             except Exception as e:  # noqa: BLE001 - an unwritable cache only costs a recompute next time
                 self.method_label.setToolTip(f"UMAP not cached: {e}")
-            self._set_coords(np.asarray(coords, np.float32), f"UMAP ({secs:.1f} s)")
+            # laid out on the rows it started with; rows written since are placed by their neighbours
+            # (a new layout is a new coordinate space: the view is fitted to it)
+            self.umap_button.setEnabled(True)
+            self._set_coords(self._by_id(arrays, np.asarray(coords, np.float32)), f"UMAP ({secs:.1f} s)")
+            self._place_missing()
         self.umap_button.setEnabled(False)
         self.workers.submit("umap", run, on_done=done, on_error=self._umap_failed)
 
@@ -268,8 +366,9 @@ class MapPanel(ScatterPanel):
 
     def redraw(self, fit: bool = False) -> None:
         data = self.state.data
-        self.legend.clear()
+        self._legend_rows = []
         if data is None or self.coords is None:
+            self._show_legend()
             self.set_points([], [], [])
             self.points.clear()
             self.draw_selection()
@@ -278,6 +377,7 @@ class MapPanel(ScatterPanel):
         rows = self.shown_rows()
         self.set_points(self.coords[rows, 0], self.coords[rows, 1], rows)
         codes, brushes = self.point_colours(rows)
+        self._show_legend()
         retired = ~np.isnan(data.arrays.valid_until[rows])
         size = np.where(retired, 4.0, 6.0)
         if self.copies is not None and len(self.copies) == data.n:  # copies on one spot: larger by count
@@ -288,6 +388,24 @@ class MapPanel(ScatterPanel):
         self.draw_selection()
         self._draw_result()
 
+    def _append(self, rows: np.ndarray) -> bool:
+        """Draw newly placed rows after the others, when nothing else has to change (colours by
+        kind or agent with the same names, not yet drawn); False: redraw instead."""
+        data = self.state.data
+        by = self.color_by.currentText()
+        if by not in ("kind", "agent") or len(self._legend_rows) != min(12, len(data.kinds if by == "kind" else
+                                                                             data.agents)):
+            return False
+        rows = rows[self.state.visible_mask()[rows]]
+        if not len(rows) or np.isin(rows, self.rows).any():
+            return not len(rows)
+        codes = (data.kind_codes if by == "kind" else data.agent_codes)[rows]
+        size = np.where(np.isnan(data.arrays.valid_until[rows]), 6.0, 4.0)
+        if not self.points.append(self.coords[rows, 0], self.coords[rows, 1], codes, size=size):
+            return False
+        self.add_points(self.coords[rows, 0], self.coords[rows, 1], rows)
+        return True
+
     def point_colours(self, rows: np.ndarray) -> tuple[np.ndarray, list]:
         """(code per point, one shared brush per code) for the chosen colouring; fills the legend."""
         data = self.state.data
@@ -296,8 +414,7 @@ class MapPanel(ScatterPanel):
         if by in ("kind", "agent"):
             names = data.kinds if by == "kind" else data.agents
             brushes = style.category_brushes(names, alpha=190, by_kind=by == "kind")
-            for b, n in zip(brushes, names[:12]):
-                self.legend.addItem(pg.ScatterPlotItem(brush=b, pen=None, size=8, symbol="o"), n or "(none)")
+            self._legend_rows = [(b, n or "(none)") for b, n in zip(brushes, names[:12])]
             codes = (data.kind_codes if by == "kind" else data.agent_codes)[rows]
         else:
             if by == "importance":
@@ -311,9 +428,18 @@ class MapPanel(ScatterPanel):
             codes = style.ramp_codes(values)
             low, high = {"importance": ("low", "high"), "age": ("old", "new"),
                          "score": ("low score", "high score")}[by]
-            self.legend.addItem(pg.ScatterPlotItem(brush=brushes[0], pen=None, size=8), f"{by}: {low}")
-            self.legend.addItem(pg.ScatterPlotItem(brush=brushes[style.N_RAMP - 1], pen=None, size=8), high)
+            self._legend_rows = [(brushes[0], f"{by}: {low}"), (brushes[style.N_RAMP - 1], high)]
         return codes, brushes
+
+    def _show_legend(self) -> None:
+        """The legend of `_legend_rows` (brush, text), rebuilt only when they differ from what it shows."""
+        key = [(b.color().rgba(), t) for b, t in self._legend_rows]
+        if key == self._legend_key:
+            return
+        self._legend_key = key
+        self.legend.clear()
+        for b, t in self._legend_rows:
+            self.legend.addItem(pg.ScatterPlotItem(brush=b, pen=None, size=8, symbol="o"), t)
 
     def _on_result(self, result) -> None:
         # While a slider moves the results table repaints first; the map (a 100k-point repaint)
@@ -352,9 +478,12 @@ class MapPanel(ScatterPanel):
             return None
         a = data.arrays
         if q is not None and np.shape(q)[-1] == a.dim:
-            key = (q, self.coords, a)  # held, so identity cannot be reused by a new object
-            if self._qpos[0] is not None and all(x is y for x, y in zip(self._qpos[0], key)):
-                return self._qpos[1]  # a slider moved: same query, same place (no 100k-row pass)
+            # the same query (a slider moved, or it ran again after a write) on the same layout:
+            # same place (points placed since do not move the marker)
+            key = (np.array(q, np.float32), self._layout_id)
+            old = self._qpos[0]
+            if old is not None and old[1] == key[1] and np.array_equal(old[0], key[0]):
+                return self._qpos[1]  # same query (a slider moved, or it ran again after a write): same place
             sims = a.embedding @ np.asarray(q, np.float32)   # no copy of the matrix
             sims[~(a.has_embedding & np.isfinite(self.coords[:, 0]))] = -np.inf
             near = np.argpartition(-sims, min(4, len(sims) - 1))[:5]

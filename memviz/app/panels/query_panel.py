@@ -4,8 +4,14 @@ Embedding the query (Engine.set_query) is the costly step and runs once per quer
 every slider move only re-scores (Engine.score). Both run as "engine"-lane jobs (one
 thread, so the engine is never used concurrently); a new setting cancels the pending
 one, so a dragged slider yields a stream of fresh rankings and never a queue of stale
-ones. The results table shows rank, rank change since the previous setting, score and a
-stacked bar of the weighted components (ResultBarDelegate).
+ones. The results table shows rank, rank change against a baseline, score and a stacked bar
+of the weighted components (ResultBarDelegate). The baseline is the ranking before the
+current adjustment began (a burst of setting changes), or the one the user pinned; entries
+("in") and exits (listed under the table) count as changes too.
+
+After any write (the agent's or the user's) the current query runs again on the new data,
+same text or example, same setting; memories written since the query was run are marked
+"★ new" when they enter the results.
 
 The retrieval parameters live in the AppState (`state.params`), not in the widgets: an edit
 of a widget writes them there, and the widgets follow any change made elsewhere (two-way
@@ -17,7 +23,10 @@ import dataclasses
 import time
 
 import numpy as np
-from PySide6.QtCore import QAbstractTableModel, QEvent, QModelIndex, QPoint, QRect, Qt, QTimer, Signal
+from PySide6.QtCore import (
+    QAbstractTableModel, QEvent, QItemSelectionModel, QModelIndex, QPoint, QRect, Qt, QTimer,
+    Signal,
+)
 from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import (
     QAbstractItemView, QCheckBox, QComboBox, QDoubleSpinBox, QGridLayout,
@@ -44,6 +53,7 @@ HEADER_TIPS = {"why": "The score's weighted components as a stacked bar (relevan
 WEIGHT_MAX = 5.0      # slider range of α, β, γ
 SLIDER_STEPS = 500
 DEBOUNCE_MS = 20      # coalesce slider moves; the engine lane drops stale settings anyway
+ADJUST_IDLE_MS = 1500  # setting changes closer than this are one adjustment (one baseline)
 
 
 def component_color(name: str, i: int) -> QColor:
@@ -56,19 +66,26 @@ class ResultsModel(QAbstractTableModel):
         self.result = None
         self.data_: StoreData | None = None
         self.delta: list[str] = []
+        self.exits: list[tuple[str, int]] = []  # (id, rank in the baseline) of memories that left the results
         self.components: list[str] = []
         self.bar_max = 1.0
 
-    def set_result(self, result, data: StoreData | None, previous: dict[str, int] | None) -> None:
+    def set_result(self, result, data: StoreData | None, previous: dict[str, int] | None,
+                   fresh: set[str] = frozenset()) -> None:
+        """`previous`: the baseline's ranks (None: nothing to compare); `fresh`: ids of memories
+        written since the query was run (marked "★ new")."""
         self.beginResetModel()
         self.result, self.data_ = result, data
-        self.delta = []
+        self.delta, self.exits = [], []
         self.components = [] if result is None else list(result.weighted)
         if result is not None:
             for rank, mid in enumerate(result.ids, 1):
                 old = None if previous is None else previous.get(mid)
-                self.delta.append("" if previous is None else "new" if old is None else
+                self.delta.append("★ new" if mid in fresh else "" if previous is None else "in" if old is None else
                                   "" if old == rank else (f"▲{old - rank}" if old > rank else f"▼{rank - old}"))
+            if previous is not None:
+                now = set(result.ids)
+                self.exits = sorted(((m, r) for m, r in previous.items() if m not in now), key=lambda x: x[1])
             totals = sum(np.clip(np.asarray(v, float), 0, None) for v in result.weighted.values()) \
                 if result.weighted else np.zeros(0)
             self.bar_max = float(np.max(totals)) if len(result.ids) and np.size(totals) else 1.0
@@ -229,7 +246,11 @@ class QueryPanel(QWidget):
         self.engine = None
         self.engine_for: StoreData | None = None
         self.query_key = None           # what the engine's cached query is (text / like id)
-        self._prev_ranks: dict[str, int] | None = None
+        self._ranks: dict[str, int] | None = None     # id -> rank of the ranking on screen
+        self._baseline: dict[str, int] | None = None  # what Δ compares with (see the module docstring)
+        self._pinned = False
+        self._adjusting = False
+        self._fresh: set[str] = set()                  # ids written since the query was run
         self.shown_params = None        # the Params of the ranking on screen
         self._loading = False
         self._submitted_at = 0.0
@@ -277,7 +298,12 @@ class QueryPanel(QWidget):
             lambda pos: self.context_requested.emit(self.state.selected_ids, self.view.viewport().mapToGlobal(pos)))
         self.legend = QLabel()
         self.legend.setTextFormat(Qt.PlainText)
-        self.legend.setWordWrap(True)  # issue 12: it carries the result's notes
+        self.legend.setWordWrap(True)  # it carries the result's notes
+        self.pin_button = QPushButton("Pin as baseline")
+        self.pin_button.setCheckable(True)
+        self.pin_button.setToolTip("Compare every later setting with the ranking shown now (Δ column, entries and "
+                                   "exits); unpinned, Δ compares with the ranking before the current adjustment")
+        self.pin_button.toggled.connect(self.pin_baseline)
 
         top = QHBoxLayout()
         top.addWidget(self.text, 1)
@@ -321,10 +347,14 @@ class QueryPanel(QWidget):
         lay.addLayout(grid)
         lay.addWidget(self.message)
         lay.addWidget(self.view, 1)
-        lay.addWidget(self.legend)
+        foot = QHBoxLayout()
+        foot.addWidget(self.legend, 1)
+        foot.addWidget(self.pin_button)
+        lay.addLayout(foot)
 
         self._score_timer = QTimer(self, singleShot=True, interval=DEBOUNCE_MS, timeout=self.rescore)
         self._text_timer = QTimer(self, singleShot=True, interval=500, timeout=self.run_query)
+        self._adjust_timer = QTimer(self, singleShot=True, interval=ADJUST_IDLE_MS, timeout=self.end_adjustment)
         for w in (self.alpha, self.beta, self.gamma):
             w.changed.connect(self._params_edited)
         for w in (self.tau, self.decay, self.k):
@@ -341,9 +371,9 @@ class QueryPanel(QWidget):
         self.view.clicked.connect(self._result_clicked)
         state.data_changed.connect(self._on_data)
         state.data_changed.connect(self._fit_columns)
+        state.rows_changed.connect(self._on_rows)
         state.params_changed.connect(self._on_params)
-        state.selection_changed.connect(lambda rows, cur, src: self.like_button.setEnabled(
-            cur is not None))
+        state.selection_changed.connect(self._on_selection)
         self._fill_presets()
 
     # ------------------------------------------------------------ widgets <-> state.params
@@ -424,22 +454,66 @@ class QueryPanel(QWidget):
     def _on_params(self, params, source) -> None:
         if source is not self:
             self._show_params(params)
+        if not self._pinned and not self._adjusting:
+            self._baseline = self._ranks  # an adjustment begins: Δ compares with the ranking before it
+        self._adjusting = True
+        self._adjust_timer.start()
         self._score_timer.start()
+
+    def end_adjustment(self) -> None:
+        """The current adjustment is over (ADJUST_IDLE_MS without a change): the next change
+        takes the ranking on screen as its baseline."""
+        self._adjust_timer.stop()
+        self._adjusting = False
+
+    def pin_baseline(self, on: bool = True) -> None:
+        """Pin the ranking on screen as the baseline (off: back to "before the current adjustment")."""
+        self._pinned = bool(on) and self._ranks is not None
+        if self._pinned:
+            self._baseline = dict(self._ranks)
+        self.pin_button.blockSignals(True)
+        self.pin_button.setChecked(self._pinned)
+        self.pin_button.setText("Unpin baseline" if self._pinned else "Pin as baseline")
+        self.pin_button.blockSignals(False)
+        if self.results.result is not None:
+            self.results.set_result(self.results.result, self.state.data, self._baseline, self._fresh)
+            self._show_footer(self.results.result)
+
+    def _on_selection(self, rows, current, source) -> None:
+        """The results follow the shared selection (one highlight in the window, not two)."""
+        self.like_button.setEnabled(current is not None)
+        if source is self:
+            return
+        sm = self.view.selectionModel()
+        res = self.results.result
+        at = [] if res is None or current is None else np.flatnonzero(np.asarray(res.rows) == current)
+        if len(at):
+            self.view.selectRow(int(at[0]))
+        else:
+            sm.clearSelection()
+            sm.setCurrentIndex(QModelIndex(), QItemSelectionModel.NoUpdate)
 
     # ------------------------------------------------------------ store
     def _on_data(self, data: StoreData | None) -> None:
+        again = self.state.reloaded  # the same store read again: the query, its setting and baseline stay
         self.workers.cancel("query")
         self.workers.cancel("score")
-        self.engine, self.engine_for, self.query_key = None, data, None
-        self._prev_ranks = None
+        self.engine, self.engine_for = None, data
+        if again and self.query_key is not None:
+            self._fill_combos(data, keep=True)
+            self._rerun()
+            return
+        self.query_key = None
+        self._ranks = self._baseline = None
+        self._fresh = set()
+        self.pin_baseline(False)
         self.results.set_result(None, data, None)
-        for combo, items in ((self.agent, data.agents if data else []), (self.kind, data.kinds if data else [])):
-            combo.blockSignals(True)
-            combo.clear()
-            combo.addItem("all")
-            combo.addItems([i or "(none)" for i in items])
-            combo.blockSignals(False)
-        if data is not None and data.store.meta("ga_weights"):
+        self._fill_combos(data, keep=again)
+        if not again:  # another store: its own query starts empty (per-store state)
+            self.text.clear()
+            self.text.setPlaceholderText("Query text — Enter to run")
+            self.legend.setText("")
+        if data is not None and not again and data.store.meta("ga_weights"):
             # an imported Generative Agents store: start with the retrieval its agents used
             self.preset.setCurrentText("generative-agents")
         self.message.setText("")
@@ -467,6 +541,36 @@ class QueryPanel(QWidget):
     def rows_visible(self) -> float:
         """How many result rows the view shows at its current size."""
         return self.view.viewport().height() / self.view.verticalHeader().defaultSectionSize()
+    def _fill_combos(self, data: StoreData | None, keep: bool) -> None:
+        """The agent and kind filters list this store's; `keep`: the chosen ones stay chosen."""
+        for combo, items in ((self.agent, data.agents if data else []), (self.kind, data.kinds if data else [])):
+            was = combo.currentText() if keep else "all"
+            combo.blockSignals(True)
+            combo.clear()
+            combo.addItem("all")
+            combo.addItems([i or "(none)" for i in items])
+            combo.setCurrentIndex(max(0, combo.findText(was)))
+            combo.blockSignals(False)
+
+    def _on_rows(self, delta) -> None:
+        """A live refresh: the engine is made again on the new arrays and the query runs again."""
+        data = self.state.data
+        self.engine = None
+        known = {self.kind.itemText(i) for i in range(self.kind.count())} | \
+            {self.agent.itemText(i) for i in range(self.agent.count())}
+        for combo, names in ((self.agent, data.agents), (self.kind, data.kinds)):
+            combo.blockSignals(True)
+            combo.addItems([n or "(none)" for n in names if (n or "(none)") not in known])
+            combo.blockSignals(False)
+        if self.query_key is not None:
+            self._fresh |= set(data.arrays.ids[delta.added].tolist())
+            self._rerun()
+
+    def _rerun(self) -> None:
+        """The query again on new data; unless pinned or mid-adjustment, Δ shows what the write changed."""
+        if not self._pinned and not self._adjusting and self._ranks is not None:
+            self._baseline = self._ranks
+        self._submit_query(self.query_key, rerun=True)
 
     def _engine(self, data: StoreData):
         """The engine for this store (made on the engine thread, once per open; once per step of
@@ -492,7 +596,9 @@ class QueryPanel(QWidget):
             self.text.setPlaceholderText(f"like memory {mid}: {data.previews[cur][:60]}")
             self._submit_query(("like", mid))
 
-    def _submit_query(self, key) -> None:
+    def _submit_query(self, key, rerun: bool = False) -> None:
+        """Run query `key`; `rerun`: the same query again on new data (after a write), keeping
+        the baseline and the marks."""
         data = self.state.data
         if data is None:
             return
@@ -523,7 +629,10 @@ class QueryPanel(QWidget):
             self.query_key = key
             self.state.query_text = key[1] if key[0] == "text" else None  # e.g. the Diff panel's top-k query
             self.message.setText(f"The query could not be embedded: {err}" if err else "")
-            self._prev_ranks = None  # a new query: no rank changes to show
+            if not rerun:  # a new query: nothing to compare with yet
+                self._ranks = self._baseline = None
+                self._fresh = set()
+                self.pin_baseline(False)
             if result is None:
                 self.results.set_result(None, self.state.data, None)
                 self.state.set_result(None)
@@ -547,16 +656,24 @@ class QueryPanel(QWidget):
         data = self.state.data
         if result is None or data is None:
             return
-        previous = self._prev_ranks  # ranks under the previous setting (None after a new query)
-        self.results.set_result(result, data, previous)
-        self._prev_ranks = {m: i for i, m in enumerate(result.ids, 1)}
+        self.results.set_result(result, data, self._baseline, self._fresh)
+        self._ranks = {m: i for i, m in enumerate(result.ids, 1)}
         self.shown_params = params
-        self.legend.setText(f"{len(result.ids)} of {count(result.candidates, 'candidate')} · bar colours: "
-                            + ", ".join(self.results.components)
-                            + _clock_note(self.engine, params)  # issue 12 (clock): the "now" of recency
-                            + "".join(("\n⚠ " if n.startswith("warning: ") else "\n") + n for n in result.notes))
+        self._show_footer(result)
         self.state.set_result(result, vec if vec is not None else self.state.query_vector)
+        self._on_selection(self.state.selection, self.state.current, None)
         self.ranked.emit(result, time.perf_counter() - self._submitted_at)
+
+    def _show_footer(self, result) -> None:
+        exits = self.results.exits
+        left = "" if not exits else "\nleft the results (rank in the baseline): " + ", ".join(
+            f"{m[:10]} ({r})" for m, r in exits[:6]) + (f" and {len(exits) - 6} more" if len(exits) > 6 else "")
+        base = "" if self._baseline is None else " · Δ vs pinned baseline" if self._pinned else \
+            " · Δ vs before this adjustment"
+        self.legend.setText(f"{len(result.ids)} of {count(result.candidates, 'candidate')}{base} · bar colours: "
+                            + ", ".join(self.results.components) + left
+                            + _clock_note(self.engine, result.params)  # the "now" that recency measures from
+                            + "".join(("\n⚠ " if n.startswith("warning: ") else "\n") + n for n in result.notes))
 
     def _failed(self, err: Exception) -> None:
         self.message.setText(f"Query failed: {err}")

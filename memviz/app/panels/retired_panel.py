@@ -98,6 +98,7 @@ class RetiredPanel(QWidget):
         lay.addLayout(top)
         lay.addWidget(self.tree, 1)
         state.data_changed.connect(lambda _d: self._data_changed())
+        state.rows_changed.connect(lambda d: (len(d.retired) or len(d.restored)) and self._data_changed())
         state.selection_changed.connect(self._on_selection)
         state.as_of_changed.connect(self._on_as_of)
         self._data_changed()

@@ -15,6 +15,8 @@ from PySide6.QtWidgets import (
 
 from memviz.store import iso
 
+from memviz.app.workers import PacedCall
+from memviz.session.refresh import grow
 from memviz.session.state import AppState, StoreData
 from memviz.store.records import UNREADABLE_TIME
 
@@ -41,6 +43,14 @@ class MemoryTableModel(QAbstractTableModel):
         self._lower = None if data is None else np.array([p.lower() for p in data.previews], dtype=object)
         self.order = np.zeros(0, np.int64) if data is None else np.arange(data.n)
         self.endResetModel()
+
+    def update_rows(self, delta) -> None:
+        """A live refresh: the lower-case texts searched, for added and changed rows only."""
+        prev = self.data_.previews
+        add = np.array([prev[r].lower() for r in delta.added.tolist()] + [""], dtype=object)[:-1]
+        self._lower = grow(self._lower, add, patch=True)  # a buffer with spare rows: no 100k-row copy
+        for r in delta.changed.tolist():
+            self._lower[r] = prev[r].lower()
 
     def set_order(self, order: np.ndarray) -> None:
         self.layoutAboutToBeChanged.emit()
@@ -175,10 +185,13 @@ class TablePanel(QWidget):
         self._sort = (3, Qt.AscendingOrder)
         self._applying = False
         self._refilter_timer = QTimer(self, singleShot=True, interval=150, timeout=self.refilter)
+        self._live = PacedCall(lambda: self.refilter(keep_top=self._live_top), self)  # coalesced and paced
+        self._live_top: str | None = None
         self.search.textChanged.connect(lambda: self._refilter_timer.start())
         self.kind.currentIndexChanged.connect(lambda: self.refilter())
         self.view.selectionModel().selectionChanged.connect(self._view_selection_changed)
         state.data_changed.connect(self._on_data)
+        state.rows_changed.connect(self._on_rows)
         state.selection_changed.connect(self._on_selection)
         state.time_filter_changed.connect(lambda _r: self.refilter())
         state.show_retired_changed.connect(lambda _s: self.refilter())
@@ -186,16 +199,48 @@ class TablePanel(QWidget):
 
     # ------------------------------------------------------------ state -> view
     def _on_data(self, data: StoreData | None) -> None:
+        """Another store: search, kind filter and scroll start afresh (the sort is the user's
+        habit and stays). The same store read again: all of them stay."""
+        again = self.state.reloaded
+        top = self._top_id() if again else None
+        kind = self.kind.currentText() if again else "all"
         self.model.set_data(data)
         self.kind.blockSignals(True)
         self.kind.clear()
         self.kind.addItem("all")
         if data is not None:
             self.kind.addItems(data.kinds)
+        self.kind.setCurrentIndex(max(0, self.kind.findText(kind)))
         self.kind.blockSignals(False)
-        self.refilter()
+        if not again:
+            self.search.blockSignals(True)
+            self.search.clear()
+            self.search.blockSignals(False)
+            self._refilter_timer.stop()
+        self.refilter(keep_top=top)
 
-    def refilter(self) -> None:
+    def _on_rows(self, delta) -> None:
+        """A live refresh: new rows enter the filtered, sorted order (in the next event-loop turn,
+        once for refreshes that come together); the row at the top of the viewport, the filters
+        and the selection stay."""
+        if not self._live.isActive():
+            self._live_top = self._top_id()
+        self.model.update_rows(delta)
+        known = {self.kind.itemText(i) for i in range(self.kind.count())}
+        self.kind.blockSignals(True)
+        self.kind.addItems([k for k in self.state.data.kinds if k not in known])
+        self.kind.blockSignals(False)
+        self._live.request()
+
+    def _top_id(self) -> str | None:
+        """The memory in the first row the viewport shows."""
+        r = self.view.rowAt(0)
+        order, data = self.model.order, self.state.data
+        return None if r < 0 or r >= len(order) or data is None else data.arrays.ids[order[r]]
+
+    def refilter(self, keep_top: str | None = None) -> None:
+        """Filter and sort again; `keep_top`: the memory to keep at the top of the viewport (a
+        refresh), instead of scrolling to the current row."""
         data = self.state.data
         if data is None:
             self.count.setText("")
@@ -213,14 +258,19 @@ class TablePanel(QWidget):
         self.model.set_order(order)
         self.view.horizontalHeader().setSortIndicator(*self._sort)
         self.count.setText(f"{len(order):,} of {data.n:,}")
-        self._on_selection(self.state.selection, self.state.current, None)
+        self._on_selection(self.state.selection, self.state.current, None, scroll=keep_top is None)
+        if keep_top is not None:
+            r = data.arrays.index_of(keep_top)
+            at = np.flatnonzero(order == r) if r is not None else []
+            if len(at):
+                self.view.scrollTo(self.model.index(int(at[0]), 0), QAbstractItemView.PositionAtTop)
 
     def _header_clicked(self, section: int) -> None:
         same = self._sort[0] == section and self._sort[1] == Qt.AscendingOrder
         self._sort = (section, Qt.DescendingOrder if same else Qt.AscendingOrder)
         self.refilter()
 
-    def _on_selection(self, rows: np.ndarray, current, source) -> None:
+    def _on_selection(self, rows: np.ndarray, current, source, scroll: bool = True) -> None:
         if source is self:
             return
         order = self.model.order
@@ -245,7 +295,8 @@ class TablePanel(QWidget):
                 if len(at):
                     idx = self.model.index(int(at[0]), 0)
                     sm.setCurrentIndex(idx, QItemSelectionModel.NoUpdate)
-                    self.view.scrollTo(idx)
+                    if scroll:
+                        self.view.scrollTo(idx)
         finally:
             self._applying = False
 

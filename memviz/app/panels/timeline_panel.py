@@ -14,7 +14,11 @@ from memviz.store import iso
 
 from memviz.app.plots import style
 from memviz.app.plots.scatter_panel import ScatterPanel
+from memviz.app.workers import PacedCall
 from memviz.session.state import AppState
+
+
+DRAWN = {"event_time", "importance", "valid_until", "kind", "agent"}  # what a point shows
 
 
 class TimelinePanel(ScatterPanel):
@@ -32,9 +36,13 @@ class TimelinePanel(ScatterPanel):
                                    "(Shift+drag does the same)")
         self.clear_range = QToolButton(text="Clear range", enabled=False)
         self.fit = QToolButton(text="Fit")
+        self.follow = QCheckBox("follow newest")
+        self.follow.setToolTip("When the agent writes, move the view so its newest memory is at the right edge "
+                               "(the zoom stays)")
         self.range_label = QLabel()
         self.range_label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
-        for w in (QLabel("lanes by"), self.lanes, self.show_retired, self.range_tool, self.clear_range, self.fit):
+        for w in (QLabel("lanes by"), self.lanes, self.show_retired, self.range_tool, self.clear_range, self.fit,
+                  self.follow):
             self.toolbar.addWidget(w)
         self.toolbar.addWidget(self.range_label, 1)
         self.region = pg.LinearRegionItem(brush=pg.mkBrush(30, 120, 220, 35), movable=True)
@@ -47,7 +55,13 @@ class TimelinePanel(ScatterPanel):
         self.range_tool.toggled.connect(lambda on: setattr(self.vb, "tool", "xrange" if on else "pan"))
         self.clear_range.clicked.connect(lambda: state.set_time_range(None))
         self.fit.clicked.connect(lambda: self.vb.autoRange(padding=0.02))
-        state.data_changed.connect(lambda _d: self.redraw(fit=True))
+        state.data_changed.connect(lambda _d: self.redraw(fit=not state.reloaded))  # a re-read keeps the view
+        state.rows_changed.connect(self._on_rows)
+        self._live = PacedCall(self._live_redraw, self)
+        self._newest: float | None = None  # event time of the newest memory added since the last live redraw
+        self._added: list = []             # rows added since the last live redraw
+        self._whole = False                # ... and whether a drawn field changed (everything is drawn again)
+        self._kinds_drawn = 0
         state.show_retired_changed.connect(self._retired_toggled)
         state.time_filter_changed.connect(self._time_filter_changed)
         self.lane_names: list[str] = []
@@ -90,15 +104,12 @@ class TimelinePanel(ScatterPanel):
         a = data.arrays
         by = self.lanes.currentText()
         names = data.kinds if by == "kind" else data.agents
-        self.lane_names = names
-        lane = data.kind_codes if by == "kind" else data.agent_codes
+        self.lane_names = list(names)
+        self._kinds_drawn = len(data.kinds)
         rows = np.flatnonzero(self.state.exists_mask())  # as of the moment shown
         if not self.state.show_retired:
             rows = rows[a.live[rows]]
-        # deterministic jitter inside the lane so equal times don't stack on one pixel
-        jitter = ((a.rowid[rows] * 2654435761) % 1000) / 1000.0 - 0.5
-        x = a.event_time[rows]
-        y = lane[rows] + jitter * 0.7
+        x, y = self._positions(rows)
         self.set_points(x, y, rows)
         codes, styles = style.kind_styles(data, rows)
         self.points.set_data(self.x, self.y, codes, styles, size=style.importance_sizes(a.importance[rows]))
@@ -113,6 +124,57 @@ class TimelinePanel(ScatterPanel):
                 pad = max((hi - lo) * 0.02, 60.0)
                 self.vb.setXRange(lo - pad, hi + pad, padding=0)
         self.draw_selection()
+
+    def _on_rows(self, delta) -> None:
+        """A live refresh: drawn again in the user's view (in the next event-loop turn, one
+        redraw for refreshes that come together, paced: memviz.app.workers.PacedCall); with "follow newest" the view slides (same
+        width) so that the newest memory is at its right edge."""
+        if len(delta.added) or delta.fields & DRAWN:
+            if len(delta.added):
+                newest = float(np.nanmax(self.state.data.arrays.event_time[delta.added]))
+                self._newest = newest if self._newest is None else max(self._newest, newest)
+                self._added.append(delta.added)
+            self._whole |= bool(delta.fields & DRAWN)
+            self._live.request()
+
+    def _live_redraw(self) -> None:
+        """New rows only: drawn after the others (PointsItem.append); else everything again."""
+        added, whole = self._added, self._whole
+        self._added, self._whole = [], False
+        rows = np.concatenate(added) if added else np.zeros(0, np.int64)
+        if whole or not self._append(rows):
+            self.redraw()
+        if len(rows):
+            self.flash_new(*self._positions(rows))
+        newest, self._newest = self._newest, None
+        if self.follow.isChecked() and newest is not None and np.isfinite(newest):
+            (lo, hi), _ = self.vb.viewRange()
+            if newest > hi or newest < lo:
+                width = hi - lo
+                self.vb.setXRange(newest - width * 0.95, newest + width * 0.05, padding=0)
+
+    def _append(self, rows: np.ndarray) -> bool:
+        data = self.state.data
+        names = data.kinds if self.lanes.currentText() == "kind" else data.agents
+        if names != self.lane_names or len(data.kinds) != self._kinds_drawn:
+            return False  # a new lane, or a new kind (its colour shifts the style codes): everything moves
+        if not self.state.show_retired:
+            rows = rows[data.arrays.live[rows]]
+        x, y = self._positions(rows)
+        codes, _ = style.kind_styles(data, rows)
+        if not self.points.append(x, y, codes, size=style.importance_sizes(data.arrays.importance[rows])):
+            return False
+        self.add_points(x, y, rows)
+        self.draw_selection()
+        return True
+
+    def _positions(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """x = event time, y = the lane with a deterministic jitter (equal times do not stack on one pixel)."""
+        data = self.state.data
+        a = data.arrays
+        lane = data.kind_codes if self.lanes.currentText() == "kind" else data.agent_codes
+        jitter = ((a.rowid[rows] * 2654435761) % 1000) / 1000.0 - 0.5
+        return a.event_time[rows], lane[rows] + jitter * 0.7
 
     def _retired_toggled(self, show: bool) -> None:
         self.show_retired.blockSignals(True)

@@ -35,6 +35,10 @@ class PointsItem(pg.GraphicsObject):
         self._entries: list[tuple] = []           # (symbol, size, pen, brush) per atlas entry
         self._entry_z: list[float] = []
         self._atlas: QPixmap | None = None
+        self._atlas_key: list | None = None       # what the atlas was drawn for (kept while the same)
+        self._styles: list | None = None          # set_data's styles, sizes steps and entry keys (for append)
+        self._n_steps = 0
+        self._keys = np.zeros(0, np.int64)
         self._rects = np.zeros((0, 4))            # per entry: left, top, width, height in the atlas
         self._dpr = 0.0
         self._bounds: tuple | None = None         # (xmin, xmax, ymin, ymax) of the finite points
@@ -62,8 +66,12 @@ class PointsItem(pg.GraphicsObject):
                                   pg.mkPen(None) if pen is None else pg.mkPen(pen), pg.mkBrush(st.get("brush"))))
             self._entry_z.append(st.get("z", 0))
         self._given = (x, y)
+        self._styles, self._n_steps, self._keys = styles, n_steps, uniq
         self._x, self._y, self._entry = x[order], y[order], entry.ravel().astype(np.int64)
-        self._atlas = None
+        key = [(sym, size, pen.color().rgba(), pen.widthF(), int(pen.style().value), brush.color().rgba(),
+                int(brush.style().value)) for sym, size, pen, brush in self._entries]
+        if key != self._atlas_key:  # the same symbols (a live refresh): the atlas stays
+            self._atlas, self._atlas_key = None, key
         self._max_px = max((e[1] + e[2].widthF() for e in self._entries), default=0.0)
         ok = np.isfinite(self._x) & np.isfinite(self._y)
         self._bounds = (self._x[ok].min(), self._x[ok].max(), self._y[ok].min(), self._y[ok].max()) if ok.any() \
@@ -71,6 +79,41 @@ class PointsItem(pg.GraphicsObject):
         self.prepareGeometryChange()
         self.informViewBoundsChanged()
         self.update()
+
+    def append(self, x, y, codes, size=6.0) -> bool:
+        """Draw more points, after the others, in the styles of the last set_data (`codes` index
+        them): a live refresh adds a few points to 100k without sorting them all again. False
+        (nothing done) when a point needs a symbol not drawn yet or belongs below the others
+        (a lower z): call set_data instead."""
+        x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+        if not len(x):
+            return True
+        styles = self._styles
+        codes = np.asarray(codes, np.int64)
+        if styles is None or codes.min() < 0 or codes.max() >= len(styles):
+            return False
+        steps = np.round(np.broadcast_to(np.asarray(size, np.float64), (len(x),)) / _SIZE_STEP).astype(np.int64)
+        if steps.max() >= self._n_steps:
+            return False
+        key = codes * self._n_steps + steps
+        at = np.searchsorted(self._keys, key)
+        if (at >= len(self._keys)).any() or (self._keys[np.minimum(at, len(self._keys) - 1)] != key).any():
+            return False
+        if self._entry_z and min(self._entry_z[i] for i in set(at.tolist())) < max(self._entry_z):
+            return False
+        gx, gy = self._given
+        self._given = (np.concatenate([gx, x]), np.concatenate([gy, y]))
+        self._x, self._y = np.concatenate([self._x, x]), np.concatenate([self._y, y])
+        self._entry = np.concatenate([self._entry, at.astype(np.int64)])
+        ok = np.isfinite(x) & np.isfinite(y)
+        if ok.any():
+            b = (x[ok].min(), x[ok].max(), y[ok].min(), y[ok].max())
+            self._bounds = b if self._bounds is None else (min(self._bounds[0], b[0]), max(self._bounds[1], b[1]),
+                                                           min(self._bounds[2], b[2]), max(self._bounds[3], b[3]))
+        self.prepareGeometryChange()
+        self.informViewBoundsChanged()
+        self.update()
+        return True
 
     def get_data(self) -> tuple[np.ndarray, np.ndarray]:
         """x and y as given to set_data (in that order)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QPoint, QPointF, QRect, Qt, Signal
+from PySide6.QtCore import QEvent, QPoint, QPointF, QRect, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QGraphicsPathItem, QHBoxLayout, QVBoxLayout, QWidget
 
@@ -21,6 +21,7 @@ from memviz.session.state import AppState
 PICK_PIXELS = 8
 HOVER_GAP = 12         # pixels between the pointer and its hover label
 HOVER_WIDTH = 420      # a hover label wraps at this width (less in a narrow plot)
+FLASH_MS = 2500  # how long memories new since the last refresh stay ringed
 
 
 def points_in_polygon(x: np.ndarray, y: np.ndarray, poly: np.ndarray) -> np.ndarray:
@@ -107,6 +108,10 @@ class ScatterPanel(QWidget):
         self.overlay = PointsItem()
         self.overlay.setZValue(10)
         self.plot.addItem(self.overlay)
+        self.fresh = PointsItem()  # rings around memories the agent just wrote (flash_new)
+        self.fresh.setZValue(9)
+        self.plot.addItem(self.fresh)
+        self._fresh_timer = QTimer(self, singleShot=True, interval=FLASH_MS, timeout=self.fresh.clear)
         self.hover = pg.TextItem(anchor=(0, 1), color=(20, 20, 20), fill=pg.mkBrush(255, 255, 225, 235),
                                  border=pg.mkPen(150, 150, 150))
         self.hover.setZValue(1e9)
@@ -136,6 +141,18 @@ class ScatterPanel(QWidget):
     def set_points(self, x: np.ndarray, y: np.ndarray, rows: np.ndarray) -> None:
         self.x, self.y, self.rows = np.asarray(x, float), np.asarray(y, float), np.asarray(rows, np.int64)
         self._row_to_point = None
+
+    def add_points(self, x: np.ndarray, y: np.ndarray, rows: np.ndarray) -> None:
+        """Points drawn after the others (PointsItem.append): their rows become pickable and selectable."""
+        self.set_points(np.r_[self.x, np.asarray(x, float)], np.r_[self.y, np.asarray(y, float)],
+                        np.r_[self.rows, np.asarray(rows, np.int64)])
+
+    def flash_new(self, x: np.ndarray, y: np.ndarray) -> None:
+        """Ring new memories for a moment (FLASH_MS): they show up without moving the view."""
+        old_x, old_y = self.fresh.get_data() if self._fresh_timer.isActive() else (np.zeros(0), np.zeros(0))
+        self.fresh.set_data(np.r_[old_x, np.asarray(x, float)], np.r_[old_y, np.asarray(y, float)], size=15,
+                            styles=[{"pen": pg.mkPen(style.NEW, width=2), "brush": None}])
+        self._fresh_timer.start()
 
     def point_of_rows(self, rows: np.ndarray) -> np.ndarray:
         """Indices of the drawn points showing these rows (rows not drawn are skipped)."""

@@ -18,6 +18,7 @@ PALETTE = ["#4C78A8", "#F58518", "#54A24B", "#B279A2", "#E45756", "#72B7B2", "#E
 SELECTED = "#FFD400"
 LINEAGE = "#1B1B1B"  # the selection's ancestors and descendants: no kind or palette colour is this dark
 QUERY = "#E01E5A"
+NEW = "#1F5FBF"  # the ring around memories just written (the status bar's "+N new" has this colour)
 BROKEN = "#D62728"
 N_SIZES = 6          # importance is drawn with this many marker sizes (few distinct symbols)
 N_RAMP = 24          # continuous colourings are quantised to this many shared brushes

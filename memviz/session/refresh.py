@@ -1,0 +1,223 @@
+"""A live refresh: read what changed in the store and apply it to the loaded arrays in place.
+
+`read_refresh(data)` runs off the GUI thread: it asks the store what changed since `data.token`
+(memviz.store.changes) and reads only those rows; when the change cannot be read as a delta it
+reads the whole store instead (a StoreData). `install(data, fresh)` runs on the GUI thread
+(AppState.apply_refresh calls it): appended rows go at the end of every column (each column,
+the embedding matrix too, grows inside a buffer with spare rows, so an insert does not copy
+100 MB), changed rows are patched, and the answer is a RowsDelta naming the rows for the
+panels. The arrays object is replaced: a job still reading the old one sees its own rows.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+import numpy as np
+
+from memviz.store.arrays import MemoryArrays, load_arrays
+from memviz.store.changes import Changes, changes_since
+
+GROW = 1 / 16  # spare rows the embedding buffer keeps, as a share of the store (at least 256)
+
+
+@dataclass
+class FreshRows:
+    """What read_refresh found: the changes and the rows they name, read as arrays."""
+
+    changes: Changes
+    rows: MemoryArrays | None   # the added and changed rows, in rowid order
+    links: list                 # (id, source ids, superseded ids) of the added rows that have links
+    data: object = None         # the StoreData it was read for
+    room: np.ndarray | None = None  # the embedding matrix copied into a buffer with spare rows (off the
+                                    # GUI thread) when the one in use has too little room left
+
+
+@dataclass
+class RowsDelta:
+    """Rows of the new arrays a refresh touched (indices into `StoreData.arrays`)."""
+
+    added: np.ndarray     # appended rows (new memories), ascending
+    changed: np.ndarray   # rows that were there and were re-read
+    retired: np.ndarray   # of `changed`: current before, retired now
+    restored: np.ndarray  # of `changed`: retired before, current now
+    links: bool           # added rows brought source or supersede links (Provenance extended)
+    n_before: int         # rows before the refresh
+    fields: frozenset = frozenset()  # the MemoryArrays columns whose value changed in `changed` rows
+
+
+def read_refresh(data, max_share: float | None = None):
+    """Off the GUI thread. FreshRows, or a StoreData when the whole store had to be read again
+    (its `full_reason` says why), or None when nothing changed."""
+    from memviz.session.state import PREVIEW_CHARS, load_store_data  # noqa: PLC0415 - state imports this module
+
+    store = data.store
+    kw = {} if max_share is None else {"max_share": max_share}
+    changes = changes_since(store, data.token, **kw)
+    if changes.full is not None:
+        out = load_store_data(store)
+        out.full_reason = changes.full
+        return out
+    if changes.empty:
+        data.token = changes.token
+        return None
+    wanted = changes.added + changes.changed
+    a = data.arrays
+    rows = load_arrays(store.conn, a.embedding_model, a.dim if a.embedding_model else None, preview=PREVIEW_CHARS,
+                       rowids=wanted)
+    # links of new rows (a reflection's sources, a correction's supersedes); a link an agent
+    # rewrites on an existing row is seen at the next whole read
+    links = store.links_of(changes.added) if changes.added else []
+    emb = a.embedding
+    room = None if _spare(emb) >= 4 * len(changes.added) else _with_room(emb, 4 * len(changes.added))
+    return FreshRows(changes, rows, links, data, room)
+
+
+@dataclass
+class Applied:
+    """What apply_rows made: the new arrays and what changed (values compared before patching)."""
+
+    arrays: MemoryArrays
+    added: np.ndarray     # appended rows
+    changed: np.ndarray   # patched rows, ascending
+    was_live: np.ndarray  # per changed row: current before the refresh
+    fields: frozenset     # columns whose value differs in the changed rows
+
+
+def apply_rows(a: MemoryArrays, fresh: MemoryArrays, room: np.ndarray | None = None) -> Applied | None:
+    """New arrays with `fresh`'s rows appended (rowid above the last loaded one) or patched in
+    place of the rows with their rowid. None when `fresh` does not fit (a rowid unknown below
+    the last, a rowid now holding another id, another embedding model): the caller re-reads
+    everything. `room`: a.embedding already copied into a buffer with spare rows (read_refresh),
+    used if it still holds a.embedding's rows.
+
+    Every column is a view into a buffer with spare rows, so an insert writes only the new
+    rows (no 100k-row copies per refresh). The old arrays keep seeing their own rows; a
+    patched row is patched for them too (the buffers are shared)."""
+    n = len(a)
+    last = int(a.rowid[-1]) if n else -1
+    is_new = fresh.rowid > last
+    at = np.searchsorted(a.rowid, fresh.rowid[~is_new]) if n else np.zeros(0, np.int64)
+    old_part = np.flatnonzero(~is_new)
+    if len(at) and ((at >= n).any() or (a.rowid[np.minimum(at, n - 1)] != fresh.rowid[~is_new]).any()):
+        return None
+    if any(a.ids[i] != fresh.ids[j] for i, j in zip(at.tolist(), old_part.tolist())):
+        return None
+    if fresh.has_embedding.any() and (a.embedding_model != fresh.embedding_model or a.dim != fresh.dim):
+        return None
+    new_part = np.flatnonzero(is_new)
+    was_live = np.isnan(a.valid_until[at])
+    changed_fields, cols = set(), {}
+    for f in fields(MemoryArrays):
+        name = f.name
+        old, add = getattr(a, name), getattr(fresh, name)
+        if name in ("embedding_model", "_index") or old is None:
+            continue
+        if len(at) and name != "rowid" and not _same(old[at], add[old_part]):
+            changed_fields.add(name)
+        base = room if name == "embedding" and room is not None and room.shape == old.shape else old
+        col = grow(base, add[new_part], patch=len(at) > 0)
+        if len(at):
+            col[at] = add[old_part]
+        cols[name] = col
+    # the id index is shared and extended (copying 100k entries per refresh costs more than it
+    # saves): the old arrays answer index_of for a new id with a row they do not have
+    index = a._index
+    if index is not None:
+        for k, mid in enumerate(fresh.ids[new_part].tolist()):
+            index[mid] = n + k
+    out = replace(a, _index=index, **cols)
+    return Applied(out, np.arange(n, n + len(new_part), dtype=np.int64), at.astype(np.int64), was_live,
+                   frozenset(changed_fields))
+
+
+def _same(x: np.ndarray, y: np.ndarray) -> bool:
+    if x.dtype == object:
+        return list(x) == list(y)
+    return bool(np.array_equal(x, y, equal_nan=x.dtype.kind == "f"))
+
+
+def _buffer(col: np.ndarray) -> np.ndarray | None:
+    """The writable buffer `col` is the first rows of (None: it is not such a view)."""
+    base = col.base
+    if isinstance(base, np.ndarray) and base.ndim == col.ndim and col.flags.writeable \
+            and base.shape[1:] == col.shape[1:] and base.dtype == col.dtype and base.flags.c_contiguous \
+            and (not col.size or col.ctypes.data == base.ctypes.data):
+        return base
+    return None
+
+
+def _spare(col: np.ndarray) -> int:
+    """Rows that can still be appended to `col` without a copy (-1: it is not in such a buffer)."""
+    buf = _buffer(col)
+    return -1 if buf is None else buf.shape[0] - col.shape[0]
+
+
+def _with_room(col: np.ndarray, k: int = 0) -> np.ndarray:
+    """A copy of `col` as the first rows of a buffer with spare rows (GROW of its length, at least 256 + k)."""
+    n = col.shape[0]
+    buf = np.empty((n + k + max(256, int(n * GROW)),) + col.shape[1:], dtype=col.dtype)
+    buf[:n] = col
+    return buf[:n]
+
+
+def grow(col: np.ndarray, add: np.ndarray, patch: bool = False) -> np.ndarray:
+    """`col` with `add` below it: a view into a buffer with spare rows, copied only when full
+    (or when `col` is read-only and `patch` says rows of it will be written)."""
+    n, k = col.shape[0], add.shape[0]
+    if k == 0 and (col.flags.writeable or not patch):
+        return col
+    if _spare(col) < k:
+        col = _with_room(col, k)
+    buf = _buffer(col)
+    buf[n:n + k] = add
+    return buf[:n + k]
+
+
+def install(data, fresh: FreshRows) -> RowsDelta | None:
+    """Apply `fresh` to `data` (a StoreData) on the GUI thread: new arrays, kind/agent codes
+    extended (a new kind goes last, so existing codes and colours stay), counts, token, and
+    provenance dropped when links may have changed. None: re-read the whole store instead."""
+    from memviz.session.state import counts_of  # noqa: PLC0415
+
+    a = data.arrays
+    got = apply_rows(a, fresh.rows, fresh.room)
+    if got is None:
+        return None
+    new, added, changed = got.arrays, got.added, got.changed
+    before, after = got.was_live, new.live[changed]
+    touched = np.concatenate([changed, added])
+    data.kind_codes = _extend_codes(data.kind_codes, data.kinds, new.kind, touched, len(new))
+    data.agent_codes = _extend_codes(data.agent_codes, data.agents, new.agent, touched, len(new))
+    data.arrays = new
+    data.counts = counts_of(new, (data.kinds, data.kind_codes), (data.agents, data.agent_codes))
+    data.token = fresh.changes.token
+    if fresh.links:
+        with data._lock:
+            if data.provenance_ is not None:  # not read yet: it will hold them when it is
+                _add_links(data.provenance_, fresh.links, new)
+    return RowsDelta(added, changed, changed[before & ~after], changed[~before & after], bool(fresh.links), len(a),
+                     got.fields)
+
+
+def _add_links(prov, links, arrays: MemoryArrays) -> None:
+    """New rows' links into a Provenance (a link to an id that does not exist is dangling)."""
+    for mid, sources, olds in links:
+        for s in sources:
+            (prov.sources.append((mid, s)) if arrays.index_of(s) is not None else prov.dangling.append((mid, s, "source")))
+        for o in olds:
+            (prov.supersedes.append((mid, o)) if arrays.index_of(o) is not None
+             else prov.dangling.append((mid, o, "supersedes")))
+
+
+def _extend_codes(codes: np.ndarray, names: list[str], values: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
+    """Codes for n rows: the old ones, and those of `rows` looked up in `names` (extended in place)."""
+    out = np.empty(n, np.int64)
+    out[:len(codes)] = codes
+    lookup = {v: i for i, v in enumerate(names)}
+    for r in rows.tolist():
+        v = str(values[r])
+        if v not in lookup:
+            lookup[v] = len(names)
+            names.append(v)
+        out[r] = lookup[v]
+    return out

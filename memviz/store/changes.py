@@ -1,0 +1,109 @@
+"""What changed in a store since the last look: the question a live window asks at every commit.
+
+`token_now(store)` marks a moment; `changes_since(store, token)` answers with the rowids added
+since (rowid above the last one seen), the rowids changed (updated, soft-deleted, restored,
+re-embedded: the change log below) and a new token, or says why the change cannot be read as
+a delta (`full`: the schema changed or the file was VACUUMed, rows were physically deleted or
+reused, too large a share changed, or the store keeps no change log), in which case the
+caller re-reads everything.
+
+The change log is `memviz_changes` (schema migration 2): triggers on `memories` record, per
+memory rowid, the sequence number of its last update or delete. Triggers, not memviz's own
+audit, because the agent writes with its own SQL and never touches the audit; one row per
+memory (an upsert), so the log is bounded by the store's size. Another backend answers the
+same question its own way (PostgreSQL: a change column bumped by a trigger, or LISTEN/NOTIFY);
+only `ChangeToken`'s fields are backend-specific, and callers treat it as opaque.
+
+Everything is read in one short read transaction, so the agent's WAL checkpoints as usual.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import apsw
+
+LOG = "memviz_changes"
+MAX_SHARE = 0.25  # more changed rows than this share of the store: one full re-read is cheaper
+
+
+@dataclass(frozen=True)
+class ChangeToken:
+    """Where the last look ended (opaque to callers)."""
+
+    seq: int         # highest change-log sequence number seen (-1: the store keeps no log)
+    max_rowid: int   # highest rowid seen
+    count: int       # rows in memories then
+    schema: int      # PRAGMA schema_version: VACUUM and schema changes bump it
+
+
+@dataclass
+class Changes:
+    token: ChangeToken
+    added: list[int] = field(default_factory=list)    # rowids new since the token, ascending
+    changed: list[int] = field(default_factory=list)  # rowids of rows present before and changed since
+    full: str | None = None                           # why a delta cannot describe this (re-read all)
+
+    @property
+    def empty(self) -> bool:
+        return self.full is None and not self.added and not self.changed
+
+
+def _has_log(conn) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (LOG,)).fetchone() is not None
+
+
+def _read_token(conn) -> ChangeToken:
+    max_rowid, count = conn.execute("SELECT coalesce(max(rowid), 0), count(*) FROM memories").fetchone()
+    seq = conn.execute(f"SELECT coalesce(max(seq), 0) FROM {LOG}").fetchone()[0] if _has_log(conn) else -1
+    return ChangeToken(int(seq), int(max_rowid), int(count), conn.execute("PRAGMA schema_version").fetchone()[0])
+
+
+def token_now(store):
+    """The token of the store as it is now (take it just before reading the arrays). A store of
+    another backend that has its own `change_token()` answers instead."""
+    own = getattr(store, "change_token", None)
+    return own() if own is not None else _read_token(store.conn)
+
+
+def changes_since(store, token, max_share: float = MAX_SHARE) -> Changes:
+    """Rows added and changed since `token`, in one read transaction (see the module docstring).
+    A store of another backend that has its own `changes_since(token, max_share)` answers instead."""
+    own = getattr(store, "changes_since", None)
+    if own is not None:
+        return own(token, max_share)
+    conn = store.conn
+    conn.execute("BEGIN")  # one snapshot for every read below
+    try:
+        return _changes(conn, token, max_share)
+    finally:
+        try:
+            conn.execute("COMMIT")
+        except apsw.Error:
+            pass
+
+
+def _changes(conn, token: ChangeToken, max_share: float) -> Changes:
+    new = _read_token(conn)
+    if new.schema != token.schema:
+        return Changes(new, full="the schema changed or the file was compacted (VACUUM)")
+    if new.seq < 0 or token.seq < 0:
+        return Changes(new, full="the store keeps no change log (opened read-only before migrating)")
+    if new.seq < token.seq or new.max_rowid < token.max_rowid:
+        return Changes(new, full="the change log went back (the file was replaced)")
+    added = [r for (r,) in conn.execute("SELECT rowid FROM memories WHERE rowid > ? ORDER BY rowid",
+                                        (token.max_rowid,))]
+    if new.count != token.count + len(added):
+        return Changes(new, full="rows were physically deleted or their rowids reused")
+    changed, gone = [], 0
+    for rowid, present in conn.execute(
+            f"SELECT c.memory_rowid, m.rowid IS NOT NULL FROM {LOG} c LEFT JOIN memories m ON m.rowid = c.memory_rowid "
+            "WHERE c.seq > ? ORDER BY c.memory_rowid", (token.seq,)):
+        if not present:
+            gone += 1
+        elif rowid <= token.max_rowid:
+            changed.append(rowid)
+    if gone:
+        return Changes(new, full=f"{gone} rows were physically deleted")
+    if len(added) + len(changed) > max(50, max_share * max(new.count, 1)):
+        return Changes(new, full=f"{len(added) + len(changed):,} of {new.count:,} rows changed")
+    return Changes(new, added, changed)
