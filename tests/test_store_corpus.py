@@ -11,6 +11,7 @@ import tempfile
 
 import apsw
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -138,3 +139,22 @@ def test_page_overwritten(page, how, seed):
 @given(st.integers(0, 40), st.sampled_from(SCHEMA_EDITS))
 def test_schema_edited(pick, how):
     _check(None, (pick, how))
+
+
+def test_damage_a_read_meets_makes_the_store_read_only():
+    """A bit flip quick_check does not see (hypothesis found this one): the store opens writable,
+    the first read that meets the damage says so, and from then on the store refuses edits."""
+    data = bytearray(SMALL)
+    data[20447] ^= 1
+    with tempfile.TemporaryDirectory() as d:
+        p = os.path.join(d, "bad.db")
+        with open(p, "wb") as f:
+            f.write(bytes(data))
+        with ms.open(p) as store:
+            if store.read_only:
+                pytest.fail("quick_check now sees this damage: pick another example for this test")
+            with pytest.raises(ms.CorruptStoreError, match="damaged"):
+                store.counts()
+            assert store.read_only and "damage was found while reading" in store.read_only_reason
+            with pytest.raises(ms.ReadOnlyError):
+                store.set_valid_until("m05", 1_700_000_000)

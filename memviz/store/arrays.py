@@ -93,7 +93,16 @@ def _one_read(conn):
         return
     try:
         yield
-    finally:
+    except BaseException:
+        # the error stands: a savepoint SQLite already rolled back with its transaction (out of
+        # memory, damage) is not released again, which would replace it with "no such savepoint"
+        if conn.in_transaction:
+            try:
+                conn.execute("ROLLBACK TO memviz_scan; RELEASE memviz_scan")
+            except apsw.Error:
+                pass
+        raise
+    if conn.in_transaction:
         conn.execute("RELEASE memviz_scan")
 
 

@@ -161,7 +161,8 @@ def migrate(conn) -> list[int]:
             )
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # SQLite may have rolled back already (a full disk): keep its error
+                conn.execute("ROLLBACK")
             raise
         done.append(m.version)
     return done

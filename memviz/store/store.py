@@ -25,7 +25,7 @@ from . import snapshot as snapshots
 from .arrays import MemoryArrays, load_arrays
 from .connection import connect
 from .errors import (
-    UNKNOWN, ConflictError, CorruptStoreError, NotAStoreError, ReadOnlyError, StoreError, ValidationError, store_errors,
+    UNKNOWN, BusyError, ConflictError, CorruptStoreError, NotAStoreError, ReadOnlyError, StoreError, ValidationError, store_errors,
     translate, wal_hint,
 )
 from .fileheader import check_header
@@ -543,11 +543,18 @@ class Store(SqliteQueries):
 
 
 def _at_boundary(fn):
-    """Translate apsw errors escaping a Store method (the store's public surface) into StoreErrors."""
+    """Translate apsw errors escaping a Store method (the store's public surface) into StoreErrors.
+    Damage met by any read makes the store read-only: quick_check at open does not see every
+    kind (an index out of step with its table), and no edit may be written over it."""
     @functools.wraps(fn)
     def guarded(self, *args, **kwargs):
-        with store_errors(self.path):
-            return fn(self, *args, **kwargs)
+        try:
+            with store_errors(self.path):
+                return fn(self, *args, **kwargs)
+        except CorruptStoreError:
+            if not self.read_only:
+                self.read_only_reason = "damage was found while reading; run `memviz check`"
+            raise
     return guarded
 
 
@@ -675,12 +682,24 @@ def _open_and_read(path: str, read, read_only: bool):
     if reasons:
         store = Store(path, conn, read_only_reason="; ".join(reasons), report=report, conn_path=conn_path)
     else:
-        conn.close()
-        conn = connect(path)
-        if report.version < schema.SCHEMA_VERSION:
-            schema.migrate(conn)
-            report = schema.inspect(conn)
-        store = Store(path, conn, report=report)
+        rw = connect(path)
+        try:
+            if report.version < schema.SCHEMA_VERSION:
+                schema.migrate(rw)
+                report = schema.inspect(rw)
+        except apsw.Error as e:
+            # a store that cannot be brought to memviz's schema now (a full disk, an I/O error)
+            # is still read as it is, read-only with the reason; a busy one waits like any open
+            rw.close()
+            err = translate(e, path, doing="updating it to memviz's current schema", written=False)
+            if isinstance(err, BusyError) or not isinstance(err, StoreError):
+                conn.close()
+                raise err from e
+            store = Store(path, conn, read_only_reason=f"it could not be updated to memviz's current schema: {err}",
+                          report=report)
+        else:
+            conn.close()
+            store = Store(path, rw, report=report)
     result, failure = None, None
     try:
         if read is not None:

@@ -481,6 +481,7 @@ class EditController(QObject):
             msg += " — " + out.warning
             box = QMessageBox(QMessageBox.Warning, "No embedding for the corrected memory", out.warning,
                               QMessageBox.Ok, self.dialog_parent)
+            box.setTextFormat(Qt.PlainText)  # it may quote the memory's text
             box.setTextFormat(Qt.PlainText)
             self._open(box)
         self._say(msg, 8000)
@@ -514,6 +515,7 @@ class EditController(QObject):
         if isinstance(e, ReadOnlyError):
             self._say(str(e), 8000)
         box = QMessageBox(QMessageBox.Warning, "Edit not written", str(e), QMessageBox.Ok, self.dialog_parent)
+        box.setTextFormat(Qt.PlainText)  # it may quote the memory's text
         box.setTextFormat(Qt.PlainText)
         self._open(box)
         self._say(f"Not edited: {e}", 8000)

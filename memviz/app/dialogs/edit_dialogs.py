@@ -185,6 +185,7 @@ class BusyDialog(QMessageBox):
 
     def __init__(self, message: str, parent=None) -> None:
         super().__init__(QMessageBox.Warning, "The agent is busy", message, QMessageBox.NoButton, parent)
+        self.setTextFormat(Qt.PlainText)
         self.setObjectName("busy_dialog")
         self.setTextFormat(Qt.PlainText)
         self.setInformativeText("Your edit is kept. Retry now, or discard the waiting edits.")
