@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import threading
 import statistics
 import sys
 import tempfile
+import threading
 import time
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -84,7 +84,7 @@ def main(argv=None) -> int:
 
     pca_path = path.replace(".db", "-nolayout.db")  # the same store with no cached layout: the PCA map
     if not os.path.exists(pca_path):
-        import shutil  # noqa: PLC0415
+        import shutil
         shutil.copyfile(path, pca_path + ".part")
         s = ms.open(pca_path + ".part")
         with s.transaction() as c:
@@ -92,12 +92,12 @@ def main(argv=None) -> int:
         s.close()
         os.replace(pca_path + ".part", pca_path)
 
-    from PySide6.QtCore import QEventLoop, QPointF, QSettings, QTimer  # noqa: PLC0415
+    from PySide6.QtCore import QEventLoop, QPointF, QSettings, QTimer
 
-    from memviz.app.main import make_app, process_until  # noqa: PLC0415
+    from memviz.app.main import make_app, process_until
     app = make_app()
-    from memviz.app.window import MainWindow  # noqa: PLC0415
-    import memviz.layout as api  # noqa: PLC0415
+    import memviz.layout as api
+    from memviz.app.window import MainWindow
 
     def wait(cond, timeout=120.0):
         return process_until(cond, timeout, poll=0.0005)
@@ -146,6 +146,7 @@ def main(argv=None) -> int:
 
     # a PCA open starts the UMAP worker's warm-up (numba compiling in a second process for
     # ~30 s); launch_once stops it after measuring, so it never overlaps the next launch
+    win = None  # the window of the last cached-UMAP launch, measured further below
     for label, db in (("cached UMAP map", path), ("PCA map", pca_path)):
         first = [launch_once(db, tempfile.mkdtemp(prefix="memviz-bench-nocache-"))[0] for _ in range(3)]
         launch_once(db, snap_dir)
@@ -221,7 +222,7 @@ def main(argv=None) -> int:
     wait(lambda: got)
     rows.append(("first query (embed + all components)", n, median_ms([time.perf_counter() - t]), ""))
     slider, overlay = [], []
-    for i in range(args.repeat):
+    for _ in range(args.repeat):
         got.clear()
         t = time.perf_counter()
         q.alpha.slider.setValue((q.alpha.slider.value() + 37) % q.alpha.slider.maximum())

@@ -20,9 +20,7 @@ from fake_openai import FakeOpenAI, reply_json  # noqa: E402
 
 import memviz.store as ms  # noqa: E402
 from memviz.embed import default_embedder  # noqa: E402
-from memviz.reflect import (  # noqa: E402
-    LLMClient, LLMSettings, ReflectionConfig, Reflector, default_retriever, vector_retriever,
-)
+from memviz.reflect import LLMClient, LLMSettings, ReflectionConfig, Reflector, default_retriever, vector_retriever  # noqa: E402
 
 WORDS = "deadline garden coffee project stress tomato meeting report cafe basil manager demo run park book".split()
 

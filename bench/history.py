@@ -23,19 +23,16 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import memviz.store as ms
-from memviz.context import (
-    Timeline,
-    TokenCounter,
-    assemble,
-    diff_moments,
-    load_texts,
-    query_ranking,
-)
+from memviz.context import Timeline, TokenCounter, assemble, diff_moments, load_texts, query_ranking
 from memviz.retrieval import Engine, preset_params
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
 T0 = 1_767_225_600  # 2026-01-01
-WORDS = ["alice", "bob", "carol", "dave", "restaurant", "coffee", "park", "library", "meeting", "project", "deadline", "party", "river", "bridge", "garden", "market", "school", "office", "train", "rain", "sun", "music", "painting", "book", "letter", "phone", "dinner", "lunch", "breakfast", "friend", "family", "doctor", "teacher", "store", "bakery", "museum", "concert", "walk", "run", "swim", "travel", "plan", "idea", "worry", "happy", "tired", "busy", "quiet", "noisy", "early", "late"]
+WORDS = ["alice", "bob", "carol", "dave", "restaurant", "coffee", "park", "library", "meeting", "project",
+         "deadline", "party", "river", "bridge", "garden", "market", "school", "office", "train", "rain",
+         "sun", "music", "painting", "book", "letter", "phone", "dinner", "lunch", "breakfast", "friend",
+         "family", "doctor", "teacher", "store", "bakery", "museum", "concert", "walk", "run", "swim",
+         "travel", "plan", "idea", "worry", "happy", "tired", "busy", "quiet", "noisy", "early", "late"]
 
 
 def build(path: str, n: int) -> None:

@@ -51,7 +51,7 @@ def main(argv=None) -> int:
     path = os.path.join(tempfile.gettempdir(), "memviz-bench", f"app-{args.n}.db")
     if not os.path.exists(path):
         sys.path.insert(0, HERE)
-        import app as app_bench  # noqa: PLC0415 - bench/app.py builds the store
+        import app as app_bench  # bench/app.py builds the store
         os.makedirs(os.path.dirname(path), exist_ok=True)
         app_bench.build(path + ".part", args.n)
         os.replace(path + ".part", path)

@@ -83,10 +83,10 @@ def cpu_s() -> float:
 def writer(db: str, rate: float, seconds: float, log: str, recall_only: bool = False) -> int:
     """Plain SQL like an agent; one line "id commit_time" per new memory, after its commit.
     `recall_only`: every write is a recall (access count and time), the store keeps its rows."""
-    import apsw  # noqa: PLC0415
+    import apsw
 
-    from memviz.embed import LOCAL_DIM, LOCAL_MODEL  # noqa: PLC0415
-    from memviz.store.connection import connect  # noqa: PLC0415
+    from memviz.embed import LOCAL_DIM, LOCAL_MODEL
+    from memviz.store.connection import connect
 
     conn = connect(db)
     rng, vrng = random.Random(1), np.random.default_rng(1)
@@ -122,10 +122,10 @@ def writer(db: str, rate: float, seconds: float, log: str, recall_only: bool = F
 # ------------------------------------------------------------------ the window
 def fresh_rss(db: str) -> int:
     """Open `db` in a new window, settle, print the RSS (MB)."""
-    from PySide6.QtCore import QSettings  # noqa: PLC0415
-    from PySide6.QtWidgets import QApplication  # noqa: PLC0415
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
 
-    from memviz.app.window import MainWindow  # noqa: PLC0415
+    from memviz.app.window import MainWindow
 
     app = QApplication.instance() or QApplication([])
     win = MainWindow(QSettings(os.path.join(tempfile.mkdtemp(), "s.ini"), QSettings.IniFormat))
@@ -154,9 +154,9 @@ def pump(app, until, seconds: float) -> bool:
 
 def run_case(app, template: str, n: int, rate: float, seconds: float, umap: bool, recall_only: bool = False,
              query: bool = False) -> dict:
-    from PySide6.QtCore import QSettings, QTimer  # noqa: PLC0415
+    from PySide6.QtCore import QSettings, QTimer
 
-    from memviz.app.window import MainWindow  # noqa: PLC0415
+    from memviz.app.window import MainWindow
 
     db = os.path.join(DIR, f"live-case-{n}.db")
     for suffix in ("", "-wal", "-shm"):
@@ -234,7 +234,7 @@ def run_case(app, template: str, n: int, rate: float, seconds: float, umap: bool
 
 
 def template_for(n: int) -> str:
-    from app import build  # noqa: PLC0415 - bench/app.py's generator (random vectors of the local model)
+    from app import build  # bench/app.py's generator (random vectors of the local model)
 
     os.makedirs(DIR, exist_ok=True)
     path = os.path.join(DIR, f"live-{n}.db")
@@ -287,7 +287,7 @@ if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--fresh-rss":
         sys.exit(fresh_rss(sys.argv[2]))
     if len(sys.argv) > 1 and sys.argv[1] == "--case":
-        from PySide6.QtWidgets import QApplication  # noqa: PLC0415
+        from PySide6.QtWidgets import QApplication
 
         _app = QApplication([])
         n_, rate_, secs_, umap_, recall_, query_ = sys.argv[2:8]

@@ -22,8 +22,12 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import memviz.store as ms  # noqa: E402
 from memviz.embed import LOCAL_MODEL, default_embedder  # noqa: E402
-from memviz.retrieval import Engine, preset_params, quantized  # noqa: E402
-from memviz.retrieval import reference  # noqa: E402
+from memviz.retrieval import (  # noqa: E402
+    Engine,
+    preset_params,
+    quantized,
+    reference,  # noqa: E402
+)
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
 T0 = 1_767_225_600  # 2026-01-01

@@ -37,7 +37,7 @@ OUT = os.path.join(HERE, "out")
 
 
 def store_path(n: int, dim: int) -> str:
-    import retrieval  # noqa: PLC0415 - bench/retrieval.py builds and names the stores
+    import retrieval  # bench/retrieval.py builds and names the stores
 
     path = os.path.join(OUT, f"retrieval_{n}_{dim}.db")
     if not os.path.exists(path):
@@ -69,9 +69,9 @@ def exact_topk(E: np.ndarray, q: np.ndarray, k: int) -> list[int]:
 
 # --------------------------------------------------------------------------- methods
 def bench_queries(n: int, dim: int, nq: int, k: int) -> list[dict]:
-    import memviz.store as ms  # noqa: PLC0415
-    from memviz.blas import one_blas_thread  # noqa: PLC0415
-    from memviz.retrieval import Engine, preset_params, quantized  # noqa: PLC0415
+    import memviz.store as ms
+    from memviz.blas import one_blas_thread
+    from memviz.retrieval import Engine, preset_params, quantized
 
     store = ms.open(store_path(n, dim), read_only=True)
     arrays = store.arrays()
@@ -140,8 +140,8 @@ def bench_queries(n: int, dim: int, nq: int, k: int) -> list[dict]:
 
 def pgvector_row(E, Q, truth, k, ids) -> dict:
     try:
-        import pgserver  # noqa: F401, PLC0415
-        import psycopg  # noqa: F401, PLC0415
+        import pgserver  # noqa: F401
+        import psycopg  # noqa: F401
     except ImportError as e:
         return dict(method="pgvector HNSW", med=None, lo=None, hi=None, recall=None,
                     note=f"skipped: {e.name} is not importable (the PostgreSQL backend, branch pg, has not landed)")
@@ -152,9 +152,9 @@ def pgvector_row(E, Q, truth, k, ids) -> dict:
 # --------------------------------------------------------------------------- open / load
 def open_probe(path: str) -> None:
     """Run in a fresh process: the window's read of a store, time and peak memory, as JSON."""
-    import memviz.store as ms  # noqa: PLC0415
-    from memviz.layout import first_map  # noqa: PLC0415
-    from memviz.session.state import open_store_data  # noqa: PLC0415
+    import memviz.store as ms
+    from memviz.layout import first_map
+    from memviz.session.state import open_store_data
 
     t = time.perf_counter()
     store, data = ms.open_and_read(path, open_store_data, read_only=True)
@@ -199,9 +199,9 @@ def bench_open(n: int, dim: int) -> list[dict]:
 
 # --------------------------------------------------------------------------- map
 def bench_map(n: int, dim: int) -> list[dict]:
-    import memviz.store as ms  # noqa: PLC0415
-    from memviz.layout import UmapJob  # noqa: PLC0415
-    from memviz.layout.sampled import needs_sample, sampled_layout  # noqa: PLC0415
+    import memviz.store as ms
+    from memviz.layout import UmapJob
+    from memviz.layout.sampled import needs_sample, sampled_layout
 
     store = ms.open(store_path(n, dim), read_only=True)
     arrays = store.arrays()

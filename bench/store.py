@@ -26,8 +26,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import memviz.store as ms  # noqa: E402
-from memviz.store import snapshot  # noqa: E402
 from memviz.samples import assistant_text, simulation_text  # noqa: E402
+from memviz.store import snapshot  # noqa: E402
 
 DIM = 256
 BATCH = 5000

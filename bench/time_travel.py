@@ -36,11 +36,11 @@ def main(argv=None) -> int:
         print(f"building {path} …", file=sys.stderr)
         build(path, args.n)
 
-    from PySide6.QtCore import QEventLoop, QSettings, QTimer  # noqa: PLC0415
+    from PySide6.QtCore import QEventLoop, QSettings, QTimer
 
-    from memviz.app.main import make_app, process_until  # noqa: PLC0415
+    from memviz.app.main import make_app, process_until
     app = make_app()
-    from memviz.app.window import MainWindow  # noqa: PLC0415
+    from memviz.app.window import MainWindow
 
     def wait_for(signal, timeout=120.0):
         loop = QEventLoop()

@@ -4,8 +4,9 @@ No Qt here: the window's jobs use memviz/app/workers.py."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 T = TypeVar("T")
 

@@ -60,7 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
-    if not argv or (argv[0] not in parser._subparsers._group_actions[0].choices and (not argv[0].startswith("-") or argv[0] == "--read-only")):
+    commands = parser._subparsers._group_actions[0].choices
+    if not argv or (argv[0] not in commands and (not argv[0].startswith("-") or argv[0] == "--read-only")):
         return open_window(argv)
     args = parser.parse_args(argv)
     try:
@@ -87,7 +88,7 @@ def open_window(argv) -> int:
               "install memviz with its dependencies (`pip install memviz`), or use a subcommand "
               "(`memviz --help`).", file=sys.stderr)
         return 2
-    from .app.main import run  # noqa: PLC0415 - Qt loads only for the window
+    from .app.main import run  # Qt loads only for the window
     return run(argv)
 
 

@@ -13,7 +13,7 @@ records written, LLM calls) into that fraction. A negative fraction means "not k
 from __future__ import annotations
 
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 ProgressFn = Callable[[float, str], None]
 UNKNOWN = -1.0
@@ -76,7 +76,7 @@ class Task:
         if self._on_progress is not None and not self._event.is_set():
             self._on_progress(_clamp(fraction), text)
 
-    def part(self, start: float, end: float) -> "Task":
+    def part(self, start: float, end: float) -> Task:
         """A view of this task for a sub-step: its 0..1 maps onto start..end; same cancel."""
         return _Part(self, start, end)
 

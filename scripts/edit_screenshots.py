@@ -20,15 +20,14 @@ CLAIM = "5db88360a544cc67e7d27c3963a1b4e4"     # "Elena must file the childcare 
 def main(argv=None) -> int:
     out = (argv or sys.argv[1:] or ["."])[0]
     os.makedirs(out, exist_ok=True)
-    from PySide6.QtCore import QPoint, QSettings  # noqa: PLC0415
-    from PySide6.QtGui import QGuiApplication  # noqa: PLC0415
+    from PySide6.QtCore import QPoint, QSettings
+    from PySide6.QtGui import QGuiApplication
 
-    import memviz.store as ms  # noqa: PLC0415
-
+    import memviz.store as ms
     from memviz.app.main import make_app, process_until
-    from memviz.samples.bundled import bundled_sample  # noqa: PLC0415
+    from memviz.samples.bundled import bundled_sample
     app = make_app()  # noqa: F841 - the reference keeps the QApplication alive
-    from memviz.app.window import MainWindow  # noqa: PLC0415 - after the QApplication exists
+    from memviz.app.window import MainWindow  # after the QApplication exists
 
     wait = process_until
 

@@ -25,11 +25,11 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     os.makedirs(args.outdir, exist_ok=True)
 
-    from PySide6.QtCore import QSettings  # noqa: PLC0415
+    from PySide6.QtCore import QSettings
 
-    from memviz.app.main import make_app, process_until  # noqa: PLC0415
+    from memviz.app.main import make_app, process_until
     app = make_app()  # noqa: F841 - the reference keeps the QApplication alive
-    from memviz.app.window import MainWindow  # noqa: PLC0415
+    from memviz.app.window import MainWindow
 
     win = MainWindow(QSettings(os.path.join(tempfile.mkdtemp(), "shots.ini"), QSettings.IniFormat))
     win.map.auto_umap = False

@@ -29,11 +29,11 @@ def main(argv=None) -> int:
     sizes = [tuple(int(v) for v in s.lower().split("x")) for s in (args.size or ["1500x950"])]
     os.makedirs(args.outdir, exist_ok=True)
 
-    from PySide6.QtCore import QSettings  # noqa: PLC0415
+    from PySide6.QtCore import QSettings
 
-    from memviz.app.main import make_app, process_until  # noqa: PLC0415
+    from memviz.app.main import make_app, process_until
     app = make_app()  # noqa: F841 - the reference keeps the QApplication alive
-    from memviz.app.window import MainWindow  # noqa: PLC0415
+    from memviz.app.window import MainWindow
 
     wait = process_until
 

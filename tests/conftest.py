@@ -112,9 +112,9 @@ def make_window(qtbot, tmp_path):
     """Build a MainWindow with its own settings file, shown offscreen; with `path`, wait until
     it has opened that store (and, with `graph=True`, laid out its reflection graph).
     Automatic UMAP is off unless asked for: it has its own tests (test_app_layout.py)."""
-    from PySide6.QtCore import QSettings  # noqa: PLC0415 - the core's tests run without Qt
+    from PySide6.QtCore import QSettings  # the core's tests run without Qt
 
-    from memviz.app.window import MainWindow  # noqa: PLC0415
+    from memviz.app.window import MainWindow
 
     def make(path=None, *, read_only=False, settings="settings.ini", size=(1300, 850), auto_umap=False,
              graph=False, timeout=20000):

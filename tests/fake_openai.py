@@ -89,7 +89,7 @@ class FakeOpenAI:
         self._thread = None
 
     # ------------------------------------------------------------ control
-    def push(self, *replies: Reply) -> "FakeOpenAI":
+    def push(self, *replies: Reply) -> FakeOpenAI:
         self.queue.extend(replies)
         return self
 
@@ -100,7 +100,7 @@ class FakeOpenAI:
     def chat_requests(self) -> list[dict]:
         return [r["json"] for r in self.requests if r["path"].endswith("/chat/completions")]
 
-    def start(self) -> "FakeOpenAI":
+    def start(self) -> FakeOpenAI:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):

@@ -7,8 +7,6 @@ import os
 
 import numpy as np
 import pytest
-
-
 from PySide6.QtCore import QItemSelectionModel, QPointF, QSettings, Qt  # noqa: E402
 from test_app_support import T0, build_store  # noqa: E402
 

@@ -12,8 +12,8 @@ from PySide6.QtCore import QItemSelectionModel  # noqa: E402
 from test_app_support import build_store  # noqa: E402
 
 import memviz.store as ms  # noqa: E402
-from memviz.edits import SetImportance  # noqa: E402
 from memviz.app.dialogs.edit_dialogs import BusyDialog, ConflictDialog, CorrectDialog  # noqa: E402
+from memviz.edits import SetImportance  # noqa: E402
 from memviz.embed import LOCAL_MODEL, default_embedder  # noqa: E402
 from memviz.store.connection import connect  # noqa: E402
 

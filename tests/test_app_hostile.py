@@ -81,9 +81,9 @@ def test_a_10_mb_memory_shows_a_prefix_and_show_all(qtbot, win):
 
 
 def test_soft_delete_and_undo_in_the_window_on_invalid_utf8(qtbot, tmp_path):
-    from hostile_store import BAD_UTF8  # noqa: PLC0415
+    from hostile_store import BAD_UTF8
 
-    from memviz.store.connection import connect  # noqa: PLC0415
+    from memviz.store.connection import connect
     path = build_hostile(tmp_path / "h.db")
     w = MainWindow(QSettings(str(tmp_path / "s2.ini"), QSettings.IniFormat))
     w.map.auto_umap = False

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-
 from PySide6.QtCore import QSettings  # noqa: E402
 from test_app_support import build_store  # noqa: E402
 

@@ -245,7 +245,7 @@ def test_another_store_starts_with_its_own_state(qtbot, make_window, tmp_path):
 
 
 def test_detail_scroll_and_follow_newest(qtbot, make_window, tmp_path, monkeypatch):
-    import memviz.app.plots.scatter_panel as scatter  # noqa: PLC0415
+    import memviz.app.plots.scatter_panel as scatter
 
     monkeypatch.setattr(scatter, "FLASH_MS", 600000)  # the rings stay until the test has looked
     path = make_store(tmp_path / "long.db", n=60)

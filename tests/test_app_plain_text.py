@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import QSettings, Qt
-from PySide6.QtGui import QTextDocument
 from PySide6.QtGui import Qt as GuiQt
+from PySide6.QtGui import QTextDocument
 from test_app_support import T0, build_store
 
 from memviz.app.panels.reflect_panel import ProposalCard

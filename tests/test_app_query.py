@@ -6,8 +6,6 @@ import json
 
 import numpy as np
 import pytest
-
-
 from test_app_support import build_store  # noqa: E402
 
 import memviz.store as ms  # noqa: E402

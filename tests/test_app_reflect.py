@@ -8,7 +8,6 @@ import keyring
 import keyring.backend
 import keyring.backends.fail
 import pytest
-
 from fake_openai import reply_error, reply_json, reply_text, slow  # noqa: E402
 from PySide6.QtCore import Qt  # noqa: E402
 from test_app_support import T0, build_store  # noqa: E402
@@ -180,7 +179,8 @@ def test_consolidate_untick_apply_undo(qtbot, win):
     qtbot.waitUntil(win.undo_stack.canRedo, timeout=5000)
     win.redo_action.trigger()
     qtbot.waitUntil(lambda: store.get("old-low")["valid_until"] is not None, timeout=5000)
-    qtbot.waitUntil(lambda: not any(win.workers.running(j) for j in ("reload", "refresh")), timeout=10000)  # let the reload end before teardown
+    # let the reload end before teardown
+    qtbot.waitUntil(lambda: not any(win.workers.running(j) for j in ("reload", "refresh")), timeout=10000)
 
 
 def test_importance_meter_shows_status(qtbot, win):

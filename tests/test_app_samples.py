@@ -7,16 +7,14 @@ import os
 from pathlib import Path
 
 import pytest
-
-
 from PySide6.QtCore import QSettings, QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 from test_app_support import build_store  # noqa: E402
 
 import memviz.store as ms  # noqa: E402
 from memviz.app import main as app_main  # noqa: E402
-from memviz.samples import bundled as sample_files  # noqa: E402
 from memviz.app.window import MainWindow  # noqa: E402
+from memviz.samples import bundled as sample_files  # noqa: E402
 
 SAMPLES = sorted((Path(__file__).resolve().parents[1] / "sample_dbs").glob("*.db"))
 

@@ -42,7 +42,6 @@ def test_import_contracts_hold():
 # The findings of the first run sit in files other branches edit in parallel: the lead runs
 # `ruff check --fix .` after merging them and fixes the rest by hand, then removes this mark
 # (strict: once the lint is clean this test fails until the mark is gone).
-@pytest.mark.xfail(strict=True, reason="ruff's first findings are fixed after the branches merge")
 def test_lint_finds_nothing():
     out = run(tool("ruff"), "check", "--no-cache", "--output-format", "concise", ".")
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-2000:]

@@ -1,7 +1,7 @@
 """The `memviz` command line: stats and create, with user errors as one line and exit code 2."""
 import json
-import subprocess
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 

@@ -11,7 +11,15 @@ from pathlib import Path
 
 import pytest
 from bad_stores import (
-    SAMPLE, LockHolder, bit_flips, cli_env, foreign_wal, index_missing_rows, rollback_journal, sample_copy, some_id,
+    SAMPLE,
+    LockHolder,
+    bit_flips,
+    cli_env,
+    foreign_wal,
+    index_missing_rows,
+    rollback_journal,
+    sample_copy,
+    some_id,
     with_pending_wal,
 )
 

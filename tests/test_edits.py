@@ -3,19 +3,29 @@ import os
 
 import numpy as np
 import pytest
+from conftest import unit_vectors
 
 import memviz.store as ms
 from memviz.edits import (
-    ChangeWatcher, Confirm, Correct, EditKept, History, Restore, SetImportance, SetTags, SoftDelete, Unprotect,
-    consistency_problems, retired, shown,
+    ChangeWatcher,
+    Confirm,
+    Correct,
+    EditKept,
+    History,
+    Restore,
+    SetImportance,
+    SetTags,
+    SoftDelete,
+    Unprotect,
+    consistency_problems,
+    retired,
+    shown,
 )
 from memviz.edits.verify import audit_problems, vector_problems
 from memviz.embed import LOCAL_MODEL, default_embedder
 from memviz.store.connection import connect
 from memviz.store.errors import ConflictError, ReadOnlyError, StoreError, ValidationError
 from memviz.store.vectors import vec_table
-
-from conftest import unit_vectors
 
 TEXTS = [
     "Alice prefers green tea in the morning",

@@ -16,8 +16,7 @@ import time
 import pytest
 
 import memviz.store as ms
-from memviz.edits import ChangeWatcher, Confirm, Correct, EditKept, History, SetImportance, SoftDelete
-from memviz.edits import consistency_problems
+from memviz.edits import ChangeWatcher, Confirm, Correct, EditKept, History, SetImportance, SoftDelete, consistency_problems
 from memviz.embed import LOCAL_MODEL, default_embedder
 
 HERE = os.path.dirname(os.path.abspath(__file__))

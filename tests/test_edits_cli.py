@@ -2,12 +2,11 @@
 import json
 
 import pytest
+from conftest import unit_vectors
 
 from memviz.cli import main
 from memviz.edits import retired
 from memviz.store.connection import connect
-
-from conftest import unit_vectors
 
 
 @pytest.fixture

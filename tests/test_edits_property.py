@@ -7,9 +7,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 import memviz.store as ms
-from memviz.edits import (
-    Confirm, Correct, History, Restore, SetImportance, SetTags, SoftDelete, Unprotect, consistency_problems,
-)
+from memviz.edits import Confirm, Correct, History, Restore, SetImportance, SetTags, SoftDelete, Unprotect, consistency_problems
 from memviz.embed import LOCAL_MODEL, default_embedder
 
 SEED_TEXTS = ["the cat sleeps on the sofa", "rent is due on the first", "Dana speaks Portuguese"]

@@ -1,10 +1,18 @@
 """Embedders: the shipped local model for real, and an OpenAI-compatible endpoint over real HTTP."""
 import numpy as np
 import pytest
-
 from fake_openai import reply_error, reply_fn
-from memviz.embed import (LOCAL_DIM, LOCAL_MODEL, EmbedderUnavailable, EmbeddingError, LocalEmbedder,
-                          OpenAIEmbedder, default_embedder, embedder_for)
+
+from memviz.embed import (
+    LOCAL_DIM,
+    LOCAL_MODEL,
+    EmbedderUnavailable,
+    EmbeddingError,
+    LocalEmbedder,
+    OpenAIEmbedder,
+    default_embedder,
+    embedder_for,
+)
 
 
 def test_local_model_loads_offline_and_embeds_meaningfully(monkeypatch):

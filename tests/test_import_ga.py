@@ -8,15 +8,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from progress_log import counting
 
 import memviz.store as ms
 from memviz.cli import main as cli_main
 from memviz.embed import LOCAL_MODEL, default_embedder
 from memviz.importers import ImportFailed, import_generative_agents
 from memviz.importers.generative_agents import ADA_MODEL
-from progress_log import counting
-
-from tests.conftest import REAL_PERSONA as REAL, needs_real  # noqa: E402
+from tests.conftest import REAL_PERSONA as REAL  # noqa: E402
+from tests.conftest import needs_real
 
 REAL_NODES = REAL / "bootstrap_memory" / "associative_memory" / "nodes.json"
 

@@ -10,7 +10,6 @@ from memviz.embed import LOCAL_MODEL, default_embedder
 from memviz.importers import ImportFailed, import_jsonl
 
 
-
 def unit_vectors(n, dim, seed=0):
     v = np.random.default_rng(seed).normal(size=(n, dim)).astype(np.float32)
     return v / np.linalg.norm(v, axis=1, keepdims=True)

@@ -6,11 +6,11 @@ import os
 
 import numpy as np
 import pytest
+from progress_log import units
 
 import memviz.store as ms
 from memviz.importers import FORMATS, ImportFailed, detect_format, import_jsonl, import_source
 from memviz.tasks import Cancelled, Task
-from progress_log import units
 
 
 def sha(path):

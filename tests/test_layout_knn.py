@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
+from conftest import unit_vectors
 
 from memviz.layout.knn import nearest
-from conftest import unit_vectors
 
 
 @pytest.mark.parametrize("n, k", [(5, 10), (64, 3), (130, 15), (5000, 15), (5003, 1)])

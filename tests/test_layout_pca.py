@@ -1,7 +1,7 @@
 import numpy as np
+from conftest import unit_vectors
 
 from memviz.layout import pca_2d
-from conftest import unit_vectors
 
 
 def _stretched(n=500, dim=16, seed=1):

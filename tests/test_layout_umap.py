@@ -6,11 +6,11 @@ import threading
 
 import numpy as np
 import pytest
+from test_layout_cache import clustered, insert
 
 from memviz.layout import LayoutCache, UmapJob, UmapWorker, umap_params
 from memviz.layout.umap_worker import STAGE_TEXT, STAGES, compiled_before, prepare_text
 from memviz.tasks import Task
-from test_layout_cache import clustered, insert
 
 pytestmark = pytest.mark.slow
 WAIT = 300

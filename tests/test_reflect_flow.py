@@ -8,8 +8,15 @@ from fake_openai import reply_error, reply_json, reply_text, slow
 import memviz.store as ms
 from memviz.embed import LOCAL_MODEL, default_embedder
 from memviz.reflect import (
-    LLMClient, LLMHTTPError, LLMSettings, LLMTruncated, ReflectError, ReflectionConfig,
-    Reflector, importance_status, vector_retriever,
+    LLMClient,
+    LLMHTTPError,
+    LLMSettings,
+    LLMTruncated,
+    ReflectError,
+    ReflectionConfig,
+    Reflector,
+    importance_status,
+    vector_retriever,
 )
 from memviz.store.errors import ReadOnlyError
 from memviz.tasks import Cancelled, Task

@@ -6,14 +6,21 @@ import time
 
 import keyring
 import pytest
-from fake_openai import (
-    FakeOpenAI, reply_error, reply_json, reply_raw, reply_refusal, reply_text, slow,
-)
+from fake_openai import FakeOpenAI, reply_error, reply_json, reply_raw, reply_refusal, reply_text, slow
 from keyring.backend import KeyringBackend
 
 from memviz.reflect import (
-    BadOutput, LLMClient, LLMConnectionError, LLMHTTPError, LLMRefusal, LLMSettings,
-    LLMTimeout, LLMTruncated, SettingsError, save_api_key, test_connection,
+    BadOutput,
+    LLMClient,
+    LLMConnectionError,
+    LLMHTTPError,
+    LLMRefusal,
+    LLMSettings,
+    LLMTimeout,
+    LLMTruncated,
+    SettingsError,
+    save_api_key,
+    test_connection,
 )
 from memviz.reflect.prompts import QUESTIONS_SCHEMA
 from memviz.tasks import Cancelled, Task

@@ -2,11 +2,9 @@
 agrees with the plain-loop reference (reference.py) on random stores."""
 import numpy as np
 import pytest
-
-from memviz.retrieval import Engine, preset_params
-from memviz.retrieval import reference
-
 from conftest import unit_vectors
+
+from memviz.retrieval import Engine, preset_params, reference
 
 MODEL = "test/4"
 T0 = 1_700_000_000

@@ -161,7 +161,7 @@ def test_check_of_a_missing_file_is_exit_2(tmp_path, capsys):
 
 
 def test_the_index_itself_agrees_with_the_docsize_comparison(tmp_path):
-    from memviz.store.check import _fts_doc_drift_from_index, fts_doc_drift  # noqa: PLC0415
+    from memviz.store.check import _fts_doc_drift_from_index, fts_doc_drift
     p = _copy(tmp_path)
     _drift(p)
     with ms.open(p, read_only=True) as s:
@@ -185,7 +185,7 @@ def test_a_dropped_index_is_found_and_rebuilt(tmp_path, capsys):
 
 def test_bit_flips_in_cell_data_are_reported_not_a_traceback(tmp_path, capsys):
     """Damage quick_check misses (issue 19 case 1's kind): the check names it and goes on."""
-    import random  # noqa: PLC0415
+    import random
     p = _copy(tmp_path)
     data = bytearray(Path(p).read_bytes())
     rnd = random.Random(3)
@@ -198,7 +198,7 @@ def test_bit_flips_in_cell_data_are_reported_not_a_traceback(tmp_path, capsys):
 
 
 def test_stats_says_when_it_skips_the_index_checks(tmp_path, capsys, monkeypatch):
-    from memviz.commands import stats  # noqa: PLC0415
+    from memviz.commands import stats
     p = _copy(tmp_path)
     _drift(p)
     monkeypatch.setattr(stats, "INDEX_CHECK_LIMIT", 100)

@@ -84,7 +84,7 @@ def test_bad_clock_text_is_a_clear_message(store):
 
 
 def test_cli_prints_the_clock_and_now_overrides(store, store_path, capsys):
-    v = _fill(store, [T0 - 5 * HOUR, T0])
+    _fill(store, [T0 - 5 * HOUR, T0])
     record_clock(store, simulated(T0, "test"))
     store.close()
     assert main(["query", str(store_path), "--like", "m0", "-k", "2", "--json"]) == 0

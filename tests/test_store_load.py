@@ -1,10 +1,9 @@
 """The one-scan `Store.arrays()` and the batch-insert fast paths (bench/store.py measures them)."""
 import numpy as np
 import pytest
+from conftest import assert_same_arrays, unit_vectors
 
 import memviz.store as ms
-
-from conftest import assert_same_arrays, unit_vectors
 
 
 def _recs(n, model, dim, start=0, scale=1.0, seed=0):

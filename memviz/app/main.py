@@ -14,6 +14,7 @@ from concurrent.futures import Future
 from memviz.background import in_thread
 from memviz.samples.bundled import user_sample_copy
 
+
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="memviz", usage="memviz [--read-only] [DB]",
                                 description="Open the memviz window (memviz --help lists the headless commands).")
@@ -25,7 +26,7 @@ def parse_args(argv):
 
 def make_app(argv=()):
     """The QApplication with the names QSettings and QStandardPaths use."""
-    from PySide6.QtWidgets import QApplication  # noqa: PLC0415
+    from PySide6.QtWidgets import QApplication
 
     app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "memviz", *argv])
     app.setApplicationName("memviz")
@@ -36,9 +37,9 @@ def make_app(argv=()):
 def process_until(cond, timeout: float = 60.0, poll: float = 0.01) -> bool:
     """Run the event loop until cond() is true or `timeout` seconds pass (scripts: screenshots,
     benchmarks); returns cond()."""
-    import time  # noqa: PLC0415
+    import time
 
-    from PySide6.QtWidgets import QApplication  # noqa: PLC0415
+    from PySide6.QtWidgets import QApplication
 
     end = time.perf_counter() + timeout
     while not cond() and time.perf_counter() < end:
@@ -50,9 +51,8 @@ def process_until(cond, timeout: float = 60.0, poll: float = 0.01) -> bool:
 def prefetch(path: str, read_only: bool) -> Future:
     """Open and read a store in a thread (no Qt needed); the window's open job takes the result."""
     def read():
-        from memviz.store import open_and_read  # noqa: PLC0415
-
-        from memviz.session.state import open_store_data  # noqa: PLC0415
+        from memviz.session.state import open_store_data
+        from memviz.store import open_and_read
         return open_and_read(os.path.abspath(path), open_store_data, read_only=read_only)
     return in_thread(read, "memviz-prefetch")
 
@@ -61,7 +61,7 @@ def run(argv) -> int:
     args = parse_args(list(argv))
     early = prefetch(args.path, args.read_only) if args.path and os.path.isfile(args.path) else None
     app = make_app()
-    from memviz.app.window import MainWindow  # noqa: PLC0415 - after the QApplication exists
+    from memviz.app.window import MainWindow  # after the QApplication exists
 
     win = MainWindow()
     win.show()
@@ -82,8 +82,8 @@ def report_slot_errors(win) -> None:
     """An exception that escapes a Qt slot is shown in the window, not left as a traceback on
     the terminal: an SQLite error as the store's own message (what happened, what to do),
     anything else as a bug whose details go to a log file in the user cache folder."""
-    from memviz.store.errors import StoreError, translate  # noqa: PLC0415
-    from memviz.userdirs import user_cache_dir  # noqa: PLC0415
+    from memviz.store.errors import StoreError, translate
+    from memviz.userdirs import user_cache_dir
 
     def hook(kind, err, tb) -> None:
         if issubclass(kind, KeyboardInterrupt):
@@ -92,7 +92,7 @@ def report_slot_errors(win) -> None:
         if isinstance(err, StoreError):
             win.show_error("Store error", str(err))
             return
-        import traceback  # noqa: PLC0415
+        import traceback
         log = user_cache_dir() / "errors.log"
         try:
             log.parent.mkdir(parents=True, exist_ok=True)
@@ -107,7 +107,7 @@ def report_slot_errors(win) -> None:
 
 def _report_startup(app, win, began: float) -> None:
     """Print seconds from `began` to the first store painted (or the open failing), then quit."""
-    import time  # noqa: PLC0415
+    import time
 
     def opened(_path) -> None:
         win.repaint()

@@ -14,42 +14,38 @@ import csv
 import json
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Callable
 
 import numpy as np
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence, QUndoStack
-from PySide6.QtWidgets import (
-    QDockWidget, QFileDialog, QLabel, QMainWindow, QMenu, QMessageBox, QProgressBar, QPushButton,
-    QToolBar,
-)
+from PySide6.QtWidgets import QDockWidget, QFileDialog, QLabel, QMainWindow, QMenu, QMessageBox, QProgressBar, QPushButton, QToolBar
 
 import memviz.store as ms
-from memviz.samples.bundled import user_sample_copy
-from memviz.store import connection, iso
-from memviz.words import count
-
+from memviz.app.controllers.edit_controller import EditController
+from memviz.app.dialogs.check_dialog import CheckDialog
+from memviz.app.dialogs.clock_dialog import ClockStatus
+from memviz.app.dialogs.help_dialogs import GuideDialog, ShortcutsDialog, shortcut_rows
+from memviz.app.dialogs.import_dialog import ImportDialog, is_import_source
 from memviz.app.panels.asof_bar import AsOfBar
 from memviz.app.panels.detail_panel import DetailPanel
 from memviz.app.panels.diff_panel import DiffPanel
-from memviz.app.controllers.edit_controller import EditController
 from memviz.app.panels.graph_panel import GraphPanel
-from memviz.app.dialogs.check_dialog import CheckDialog
-from memviz.app.dialogs.help_dialogs import GuideDialog, ShortcutsDialog, shortcut_rows
-from memviz.app.dialogs.import_dialog import ImportDialog, is_import_source
 from memviz.app.panels.map_panel import MapPanel
 from memviz.app.panels.prompt_panel import PromptPanel
 from memviz.app.panels.query_panel import QueryPanel
-from memviz.app.dialogs.clock_dialog import ClockStatus
 from memviz.app.panels.reflect_panel import ReflectTools
 from memviz.app.panels.retired_panel import RetiredPanel
 from memviz.app.panels.start_page import StartPage
-from memviz.session.refresh import read_refresh
-from memviz.session.state import AppState, StoreData, load_store_data, open_store_data
 from memviz.app.panels.table_panel import TablePanel
 from memviz.app.panels.timeline_panel import TimelinePanel
 from memviz.app.workers import Workers
+from memviz.samples.bundled import user_sample_copy
+from memviz.session.refresh import read_refresh
+from memviz.session.state import AppState, StoreData, load_store_data, open_store_data
+from memviz.store import connection, iso
+from memviz.words import count
 
 MAX_RECENT = 10
 OPEN_WAIT_S = 60.0  # how long an open waits for a store another process holds exclusively

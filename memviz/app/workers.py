@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 import traceback
-from typing import Callable
+from collections.abc import Callable
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
 
@@ -24,7 +24,7 @@ from memviz.tasks import Cancelled, Task
 class WorkerTask(Task):
     """The Task a worker job gets: its progress goes to the GUI thread through the relay."""
 
-    def __init__(self, name: str, relay: "_Relay") -> None:
+    def __init__(self, name: str, relay: _Relay) -> None:
         super().__init__(name, on_progress=lambda fraction, text: relay.progress.emit(self, fraction, text))
 
 

@@ -5,17 +5,7 @@ import time
 
 import numpy as np
 
-from ..context import (
-    DEFAULT_BUDGET,
-    MARGIN,
-    STRATEGIES,
-    Timeline,
-    TokenCounter,
-    assemble,
-    load_texts,
-    query_ranking,
-    report,
-)
+from ..context import DEFAULT_BUDGET, MARGIN, STRATEGIES, Timeline, TokenCounter, assemble, load_texts, query_ranking, report
 from ..store import iso, open_store, to_epoch
 
 

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from ..reflect import (
-    LLMClient, LLMSettings, ReflectError, ReflectionConfig, Reflector, importance_status, test_connection,
-)
+from ..reflect import LLMClient, LLMSettings, ReflectError, ReflectionConfig, Reflector, importance_status, test_connection
 from ..reflect.evidence import default_retriever
 from ..reflect.validate import clean_text, shorten
 from ..store import iso, open_store

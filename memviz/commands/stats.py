@@ -3,10 +3,10 @@ import json
 
 import apsw
 
-from ..store import iso, is_dsn, open_store
-from ..store.errors import StoreError
+from ..store import is_dsn, iso, open_store
 from ..store.check import fts_findings, vec_findings
 from ..store.clock import parse_clock, store_clock
+from ..store.errors import StoreError
 from .clock import add_now_argument
 
 #: above this many memories stats skips the index checks (each reads every row); `memviz check` runs them

@@ -224,7 +224,7 @@ def result_ranking(res) -> tuple[np.ndarray, np.ndarray]:
 def report(plan: Assembly, arrays, content, counter, *, as_of=None, query=None, preset=None,
            notes=()) -> dict:
     """The assembly as plain data (JSON export of `memviz context --json` and the prompt view)."""
-    from ..store import iso  # noqa: PLC0415
+    from ..store import iso
 
     def num(v):
         v = float(v)

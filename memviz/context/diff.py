@@ -207,7 +207,8 @@ def _compare(a: _Side, b: _Side, *, tag_rows=None, by_text=False) -> list[Change
             changes.append(Change("missing", [aa.ids[r]], f"not in the second store: {_short(snip_a[r])}"))
 
     # field changes of matched memories
-    ids_pair = lambda x, y: [aa.ids[x]] if aa.ids[x] == ab.ids[y] else [aa.ids[x], ab.ids[y]]
+    def ids_pair(x, y):
+        return [aa.ids[x]] if aa.ids[x] == ab.ids[y] else [aa.ids[x], ab.ids[y]]
     for x, y in zip(*_differ(aa.importance[ra], ab.importance[rb], ra, rb)):
         changes.append(Change("importance", ids_pair(x, y),
                               f"importance {_fmt_num(aa.importance[x])} → {_fmt_num(ab.importance[y])}",

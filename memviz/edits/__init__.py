@@ -11,8 +11,20 @@ retired() (retired.py) lists superseded and deleted memories with when and why;
 applicable.py says which edit applies to which memories, and why not.
 """
 from .commands import (
-    Action, Confirm, Correct, FieldAction, Outcome, Restore, SetImportance, SetTags, SoftDelete, Unprotect,
-    embed_for_store, embed_text, shown, without_embedding,
+    Action,
+    Confirm,
+    Correct,
+    FieldAction,
+    Outcome,
+    Restore,
+    SetImportance,
+    SetTags,
+    SoftDelete,
+    Unprotect,
+    embed_for_store,
+    embed_text,
+    shown,
+    without_embedding,
 )
 from .history import History
 from .pending import EditKept, Pending, PendingStep

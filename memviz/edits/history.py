@@ -83,7 +83,7 @@ class History:
             while len(self.pending):
                 step = self.pending.first()
                 try:
-                    out = with_retry(lambda: self._run(step), attempts=self.attempts, pause=self.pause)
+                    out = with_retry(lambda step=step: self._run(step), attempts=self.attempts, pause=self.pause)
                 except BusyError:
                     waiting = [s.describe() for s in self.pending]
                     raise EditKept(

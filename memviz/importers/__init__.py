@@ -16,8 +16,8 @@ from __future__ import annotations
 from .ada_stream import import_ada_stream
 from .detect import detect_format
 from .generative_agents import import_generative_agents
-from .record_dumps import import_jsonl
 from .pipeline import ImportFailed, ImportReport, Issue
+from .record_dumps import import_jsonl
 
 #: format name (as on the command line) -> import function(source, output, **options)
 FORMATS = {

@@ -6,8 +6,8 @@ cycle, action, references and any other field. Content is embedded with the loca
 (the ADA preset scores relevance on embed(content))."""
 from __future__ import annotations
 
-from ..tasks import Task
 from ..store.clock import simulated
+from ..tasks import Task
 from .json_reader import as_importance, as_int_if_whole, as_tags, as_time, read_objects
 from .pipeline import ImportReport, Prepared, run
 

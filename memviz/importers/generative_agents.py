@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 
@@ -105,7 +105,7 @@ def _ga_time(value, where: str, what: str, report: ImportReport) -> int | None:
 def _scratch_time(text) -> int | None:
     """scratch.json curr_time, "February 14, 2023, 00:02:20" (scratch.py's format)."""
     try:
-        return int(datetime.strptime(text, "%B %d, %Y, %H:%M:%S").replace(tzinfo=timezone.utc).timestamp())
+        return int(datetime.strptime(text, "%B %d, %Y, %H:%M:%S").replace(tzinfo=UTC).timestamp())
     except (TypeError, ValueError):
         return None
 

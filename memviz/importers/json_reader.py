@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..store.times import to_epoch
 from ..tasks import Task

@@ -246,7 +246,7 @@ def write_store(prep: Prepared, report: ImportReport, output: str, *, force: boo
     steps.start(n_unique + len(prep.records))
     if to_embed:
         if embedder is None:
-            from ..embed import default_embedder  # noqa: PLC0415 - loads the model only when needed
+            from ..embed import default_embedder  # loads the model only when needed
             embedder = default_embedder()
         try:
             vectors = embed_texts(to_embed, embedder, steps)

@@ -4,9 +4,9 @@ layered reflection graph. No Qt here.
 The graph module brings scipy (about 0.4 s to import), so it is imported when first asked
 for: opening a store and drawing its map does not pay for it."""
 from .cache import CachedLayout, LayoutCache
+from .first_map import first_map
 from .pca import pca_2d
 from .place import place_by_neighbours
-from .first_map import first_map
 from .umap_worker import DEFAULT_PARAMS, UmapJob, UmapWorker, shared_worker, umap_params, warm_up
 
 __all__ = [
@@ -17,6 +17,6 @@ __all__ = [
 
 def __getattr__(name: str):
     if name in ("graph_layout", "GraphLayout"):
-        from . import graph  # noqa: PLC0415
+        from . import graph
         return getattr(graph, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

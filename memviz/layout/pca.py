@@ -7,6 +7,7 @@ approximation is needed.
 from __future__ import annotations
 
 import numpy as np
+
 from ..blas import one_blas_thread
 
 

@@ -15,7 +15,8 @@ the worker imports umap and compiles (or loads the compiled code), then "nearest
 "neighbour graph", "initial layout", "optimising layout (epoch i/n)" and "placing". Where the
 time goes on a new install (measured, two busy cores): `import umap` ~25 s (umap and
 pynndescent compile their cached kernels at import) and the warm-up fit ~9 s, both while the
-job says "preparing" (see `prepare_text`); with the disk cache filled, 2.5 s and 0.1 s. `task.cancel()` (or `job.cancel()`) terminates the worker process (numba
+job says "preparing" (see `prepare_text`); with the disk cache filled, 2.5 s and 0.1 s.
+`task.cancel()` (or `job.cancel()`) terminates the worker process (numba
 loops cannot be interrupted) and a fresh one is started and warmed, so the next job still
 finds a worker. Messages carry the job id: anything from a stale job is dropped, and
 submitting a job cancels the one still running. Progress and `on_done` run on the worker's
@@ -242,7 +243,7 @@ class UmapWorker:
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
 
-    def start(self, warm: bool = True, large: bool = False) -> "UmapWorker":
+    def start(self, warm: bool = True, large: bool = False) -> UmapWorker:
         """Spawn the process if it is not running; `warm` compiles on a tiny dataset in the
         background, `large` also compiles the NN-descent path needed above EXACT_KNN_MAX points."""
         with self._lock:
@@ -318,7 +319,7 @@ class UmapWorker:
         if job is not None and not job.finished:
             job._finish("failed", error=f"the UMAP worker process ended unexpectedly (exit code {proc.exitcode})")
 
-    def submit(self, job: "UmapJob") -> None:
+    def submit(self, job: UmapJob) -> None:
         """Run `job`; a job still running here is stale and is cancelled first."""
         with self._lock:
             if self._job is not None and not self._job.finished:
@@ -422,7 +423,7 @@ class UmapJob:
     def finished(self) -> bool:
         return self._done.is_set()
 
-    def start(self) -> "UmapJob":
+    def start(self) -> UmapJob:
         self._t0 = time.perf_counter()
         self.state = "running"
         self.task.on_cancel(self.cancel)

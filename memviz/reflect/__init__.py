@@ -19,19 +19,19 @@ How the window drives it, with no logic of its own:
   they changed since the preview.
 """
 from .consolidation import (
-    ConsolidationPlan, ConsolidationResult, DecayItem, PruneItem, apply_consolidation, ebbinghaus,
-    plan_consolidation, undo_consolidation,
+    ConsolidationPlan,
+    ConsolidationResult,
+    DecayItem,
+    PruneItem,
+    apply_consolidation,
+    ebbinghaus,
+    plan_consolidation,
+    undo_consolidation,
 )
-from .errors import (
-    BadOutput, LLMConnectionError, LLMError, LLMHTTPError, LLMRefusal, LLMTimeout, LLMTruncated,
-    ReflectError, SettingsError,
-)
+from .errors import BadOutput, LLMConnectionError, LLMError, LLMHTTPError, LLMRefusal, LLMTimeout, LLMTruncated, ReflectError, SettingsError
 from .evidence import default_retriever, engine_retriever, fts_retriever, vector_retriever
 from .llm import ConnectionCheck, LLMClient, test_connection
-from .reflection import (
-    AcceptResult, Evidence, ImportanceStatus, Proposal, ReflectionConfig, ReflectionRun, Reflector,
-    importance_status,
-)
+from .reflection import AcceptResult, Evidence, ImportanceStatus, Proposal, ReflectionConfig, ReflectionRun, Reflector, importance_status
 from .settings import LLMSettings, delete_api_key, save_api_key
 
 __all__ = [

@@ -7,8 +7,8 @@ cannot embed here. The Reflector drops retired or other agents' ids whatever the
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
 
 from ..embed import EmbedderUnavailable, embedder_for
 

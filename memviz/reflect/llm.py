@@ -16,10 +16,7 @@ import threading
 from dataclasses import dataclass, replace
 
 from ..tasks import Cancelled, Task
-from .errors import (
-    BadOutput, LLMConnectionError, LLMError, LLMHTTPError, LLMRefusal, LLMTimeout, LLMTruncated,
-    SettingsError,
-)
+from .errors import BadOutput, LLMConnectionError, LLMError, LLMHTTPError, LLMRefusal, LLMTimeout, LLMTruncated, SettingsError
 from .settings import ENV_API_KEY, LLMSettings
 from .validate import extract_json, shorten
 

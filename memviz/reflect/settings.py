@@ -7,8 +7,8 @@ and nothing here writes it to a store or a file.
 from __future__ import annotations
 
 import os
-from urllib.parse import urlsplit
 from dataclasses import asdict, dataclass, field, fields
+from urllib.parse import urlsplit
 
 from .errors import SettingsError
 
@@ -48,7 +48,7 @@ class LLMSettings:
             raise SettingsError("timeout must be > 0, retries >= 0 and max tokens >= 16")
 
     @classmethod
-    def from_env(cls, env=None, **overrides) -> "LLMSettings":
+    def from_env(cls, env=None, **overrides) -> LLMSettings:
         """Settings from MEMVIZ_LLM_* (or OPENAI_BASE_URL); explicit overrides (not None) win."""
         env = os.environ if env is None else env
         values = {
@@ -66,7 +66,7 @@ class LLMSettings:
         return d
 
     @classmethod
-    def from_public_dict(cls, d: dict) -> "LLMSettings":
+    def from_public_dict(cls, d: dict) -> LLMSettings:
         names = {f.name for f in fields(cls)} - {"api_key"}
         return cls(**{k: v for k, v in d.items() if k in names})
 

@@ -194,7 +194,7 @@ def find_duplicate(store, agent: str, text: str, vector, earlier) -> str | None:
     (cosine 0.98)", "proposal N …"), or None. `earlier`: (label, text, vector) of the proposals
     before it; `vector` (unit length, or None without an embedder) finds near-identical ones
     through the store's vector index. Only live memories of the agent count."""
-    import numpy as np  # noqa: PLC0415 - numpy only when reflecting
+    import numpy as np  # numpy only when reflecting
 
     for label, other, vec in earlier:
         if same_text(text, other):

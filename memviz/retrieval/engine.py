@@ -23,8 +23,8 @@ from collections import OrderedDict
 import numpy as np
 
 from ..embed import EmbedderUnavailable, embedder_for
-from ..store.clock import store_clock
 from ..store.check import known_fts_damage
+from ..store.clock import store_clock
 from . import components as C
 from . import quantized
 from .candidates import filter_mask, ga_order, ga_rule, last_accessed_at

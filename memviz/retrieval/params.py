@@ -50,7 +50,7 @@ class Params:
         if not 0 < self.decay <= 1:
             raise ValueError(f"the recency decay must be in (0, 1], not {self.decay}")
 
-    def replace(self, **changes) -> "Params":
+    def replace(self, **changes) -> Params:
         return replace(self, **changes)
 
     def as_dict(self) -> dict:

@@ -54,7 +54,7 @@ def _dot_kernel():
     with _kernel_lock:
         if _kernel is None:
             try:
-                from .int8_kernel import int8_matvec  # noqa: PLC0415 - numba: ~0.2 s, large stores only
+                from .int8_kernel import int8_matvec  # numba: ~0.2 s, large stores only
 
                 probe = np.ones((2, 3), np.int8)
                 res = np.empty(2, np.int32)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from . import assistant_text as T
 from .common import DAY, HOUR, Rand, ebbinghaus, epoch, fill, memory, weekday
@@ -52,7 +52,7 @@ def _allowed(topic: str, template: str, t: int) -> bool:
 
 
 def _topic_weight(topic: str, t: int) -> float:
-    month = datetime.fromtimestamp(t, tz=timezone.utc).month - 1
+    month = datetime.fromtimestamp(t, tz=UTC).month - 1
     w = T.TOPICS[topic]["months"][min(month, 5)]
     if TRIP[0] <= t < TRIP[1]:
         return {"kyoto": 8, "family": 2, "running": 1}.get(topic, 0)
@@ -280,7 +280,7 @@ class _Assistant:
             self.records.append(rec)
         if weekday(night) == 0:
             self.reflect_week(night)
-            if datetime.fromtimestamp(night, tz=timezone.utc).day <= 7:
+            if datetime.fromtimestamp(night, tz=UTC).day <= 7:
                 self.reflect_month(night)
 
     def on_end(self):
@@ -344,7 +344,7 @@ class _Assistant:
 
     def reflect_month(self, night: int):
         rng = self.rng
-        month_start = datetime.fromtimestamp(night - 8 * DAY, tz=timezone.utc).replace(day=1, hour=0, minute=0, second=0)
+        month_start = datetime.fromtimestamp(night - 8 * DAY, tz=UTC).replace(day=1, hour=0, minute=0, second=0)
         lo = int(month_start.timestamp())
         cited = [r for r in self.weekly if lo <= r["created_at"] < night and r["attributes"]["level"] == 1
                  and r not in getattr(self, "_month_used", [])]
@@ -374,7 +374,7 @@ def _next_night(t: int) -> int:
 
 
 def _date(t: int) -> str:
-    return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%d")
+    return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%d")
 
 
 def _conversations(n: int) -> str:

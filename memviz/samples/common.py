@@ -12,7 +12,7 @@ import os
 import random
 import re
 from calendar import timegm
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import memviz.store as ms
 from memviz.store.clock import simulated
@@ -28,7 +28,7 @@ def epoch(y: int, mo: int, d: int, h: int = 0, mi: int = 0, s: int = 0) -> int:
 
 def weekday(t: int) -> int:
     """0 = Monday."""
-    return datetime.fromtimestamp(t, tz=timezone.utc).weekday()
+    return datetime.fromtimestamp(t, tz=UTC).weekday()
 
 
 class Rand(random.Random):

@@ -38,8 +38,9 @@ class _Sim:
                           "summary": ch["identity"][0].replace("You are ", "", 1)} for a, ch in T.CHARACTERS.items()]
         self.entities += [{"id": rng.new_id(), "canonical_name": loc, "type": "place", "aliases": [],
                            "summary": desc["location"]} for loc, desc in T.LOCATIONS.items()]
-        self._entity_patterns = [(e["id"], re.compile(r"\b(" + "|".join(re.escape(n) for n in [e["canonical_name"]] + e["aliases"]) + r")\b"))
-                                 for e in self.entities]
+        self._entity_patterns = [
+            (e["id"], re.compile(r"\b(" + "|".join(re.escape(n) for n in [e["canonical_name"]] + e["aliases"]) + r")\b"))
+            for e in self.entities]
         self._place = {e["canonical_name"]: e["id"] for e in self.entities if e["type"] == "place"}
 
     def add(self, **kw) -> dict:
@@ -103,7 +104,7 @@ class _Sim:
                                tags=["scene", cat], attributes={"category": cat, "location": loc, "source": "gifted",
                                                                 "canonical_queries": T.CANONICAL_QUERIES[cat]})
                 self.scene_by_loc.setdefault(loc, []).append(rec)
-        for a, ch in T.CHARACTERS.items():
+        for a in T.CHARACTERS:
             for b, other in T.CHARACTERS.items():
                 if a == b:
                     continue

@@ -8,7 +8,7 @@ n-th frame, so the samples' main random stream (ids, times, choices) is left unc
 """
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 USER_FRAMES = (
     "Following up on {date}: {text}",
@@ -35,7 +35,7 @@ REFLECTION_FRAMES = (
 
 
 def _date(t: int) -> str:
-    d = datetime.fromtimestamp(t, tz=timezone.utc)
+    d = datetime.fromtimestamp(t, tz=UTC)
     return f"{d.day} {d:%B}"
 
 

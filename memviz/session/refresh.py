@@ -48,7 +48,7 @@ class RowsDelta:
 def read_refresh(data, max_share: float | None = None):
     """Off the GUI thread. FreshRows, or a StoreData when the whole store had to be read again
     (its `full_reason` says why), or None when nothing changed."""
-    from memviz.session.state import PREVIEW_CHARS, load_store_data  # noqa: PLC0415 - state imports this module
+    from memviz.session.state import PREVIEW_CHARS, load_store_data  # state imports this module
 
     store = data.store
     kw = {} if max_share is None else {"max_share": max_share}
@@ -177,7 +177,7 @@ def install(data, fresh: FreshRows) -> RowsDelta | None:
     """Apply `fresh` to `data` (a StoreData) on the GUI thread: new arrays, kind/agent codes
     extended (a new kind goes last, so existing codes and colours stay), counts, token, and
     provenance dropped when links may have changed. None: re-read the whole store instead."""
-    from memviz.session.state import counts_of  # noqa: PLC0415
+    from memviz.session.state import counts_of
 
     a = data.arrays
     got = apply_rows(a, fresh.rows, fresh.room)

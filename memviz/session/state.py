@@ -98,7 +98,7 @@ class StoreData:
         """What the map shows at once (cached UMAP or PCA); load_store_data computes it off the GUI thread."""
         with self._lock:
             if self.map_start_ is None:
-                from memviz.layout import first_map  # noqa: PLC0415
+                from memviz.layout import first_map
                 self.map_start_ = first_map(self.store, self.arrays)
             return self.map_start_
 
@@ -368,7 +368,7 @@ class AsOfCursor:
     def timeline(self, data: StoreData):
         self._own(data)
         if self._timeline is None:
-            from memviz.context import Timeline  # noqa: PLC0415 - read on the first step into the past
+            from memviz.context import Timeline  # read on the first step into the past
             self._timeline = Timeline(data.store, self._loaded)
         return self._timeline
 

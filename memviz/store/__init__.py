@@ -2,8 +2,18 @@
 PostgreSQL database (pgvector), one interface (interface.py). No Qt here."""
 from .arrays import MemoryArrays
 from .errors import (
-    BusyError, ConflictError, CorruptStoreError, DiskFullError, NotAStoreError, OutOfMemoryError, ReadOnlyError,
-    StoreError, StoreIOError, ValidationError, store_errors, translate,
+    BusyError,
+    ConflictError,
+    CorruptStoreError,
+    DiskFullError,
+    NotAStoreError,
+    OutOfMemoryError,
+    ReadOnlyError,
+    StoreError,
+    StoreIOError,
+    ValidationError,
+    store_errors,
+    translate,
 )
 from .postgres.dsn import is_dsn, redact
 from .store import Provenance, Store
@@ -16,7 +26,7 @@ from .times import iso, parse_time, to_epoch
 def create(target):
     """A new, empty store: a file path, or a `postgresql://` DSN (an existing, empty database)."""
     if is_dsn(target):
-        from .postgres import create as create_pg  # noqa: PLC0415 - psycopg only for PostgreSQL
+        from .postgres import create as create_pg  # psycopg only for PostgreSQL
         return create_pg(target)
     return _create_sqlite(target)
 
@@ -24,7 +34,7 @@ def create(target):
 def open_store(target, *, read_only: bool = False):
     """Open an existing store: a file path, or a `postgresql://`/`postgres://` DSN."""
     if is_dsn(target):
-        from .postgres import open_store as open_pg  # noqa: PLC0415
+        from .postgres import open_store as open_pg
         return open_pg(target, read_only=read_only)
     return _open_sqlite(target, read_only=read_only)
 

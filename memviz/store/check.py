@@ -17,8 +17,8 @@ import apsw
 
 from ..tasks import Task, quiet
 from .connection import connect
-from .postgres.dsn import is_dsn
 from .errors import ReadOnlyError, StoreError
+from .postgres.dsn import is_dsn
 from .records import NUMBER_DEFAULTS, ODD_VALUES_SQL, TIME_COLUMNS, decode_json, decode_text, read_values
 from .schema import _V1, JSON_COLUMNS, NATIVE_TRIGGERS
 from .vectors import native_vec_triggers, vec_ddl, vec_table
@@ -461,7 +461,7 @@ def repair(store, report: CheckReport, *, actor: str = "memviz", note: str | Non
         store.audit(c, REPAIR_ACTION, REPAIR_SUBJECT, {"findings": [f.code for f in report.repairable]},
                     {"done": done, "at": time.time()}, actor, note or "memviz check --repair")
     if store.report is not None:
-        from . import schema  # noqa: PLC0415 - the vec tables may be new
+        from . import schema  # the vec tables may be new
         store.report = schema.inspect(store.conn)
     return done
 

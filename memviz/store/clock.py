@@ -15,7 +15,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from .records import read_time
-
 from .times import iso, to_epoch
 
 META_KEY = "clock"

@@ -34,7 +34,7 @@ MEMORY_ROW = ("rowid",) + MEMORY_COLUMNS  # embedding: float32 little-endian byt
 def copy_store(src: str, dst: str, task: Task | None = None) -> int:
     """Copy the store at `src` (path or DSN) to `dst` (a path that does not exist, or an empty
     PostgreSQL database). Returns the number of memories copied."""
-    from . import open_store  # noqa: PLC0415 - the dispatching open of memviz.store
+    from . import open_store  # the dispatching open of memviz.store
     task = task or Task("copy")
     with open_store(src, read_only=True) as source:
         reader = _PgReader(source) if is_dsn(src) else _SqliteReader(source)
@@ -110,8 +110,8 @@ class _PgReader:
 
 # ------------------------------------------------------------------ writers
 def _write_sqlite(dst: str, reader, total: int, task: Task) -> None:
-    from .store import create as create_sqlite  # noqa: PLC0415
-    from .vectors import vec_ddl, vec_table  # noqa: PLC0415
+    from .store import create as create_sqlite
+    from .vectors import vec_ddl, vec_table
     dst = os.fspath(dst)
     if os.path.exists(dst):
         raise StoreError(f"{dst} already exists; memviz will not overwrite it.")
@@ -154,9 +154,10 @@ def _write_sqlite(dst: str, reader, total: int, task: Task) -> None:
 
 
 def _write_pg(dst: str, reader, total: int, task: Task) -> None:
-    import psycopg  # noqa: PLC0415
-    from .postgres import schema as pg_schema  # noqa: PLC0415
-    from .postgres.connect import PgVector, connect, no_vector_message, register_vector, translate, vector_oid  # noqa: PLC0415
+    import psycopg
+
+    from .postgres import schema as pg_schema
+    from .postgres.connect import PgVector, connect, no_vector_message, register_vector, translate, vector_oid
     where = redact(dst)
     with ExitStack() as stack:
         conn = connect(dst, need_vector=False)

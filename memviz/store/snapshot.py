@@ -42,7 +42,7 @@ _TEXTS = ("ids", "kind", "agent", "preview")
 
 
 def folder():
-    from memviz.userdirs import user_cache_dir  # noqa: PLC0415
+    from memviz.userdirs import user_cache_dir
     return user_cache_dir() / "snapshots"
 
 

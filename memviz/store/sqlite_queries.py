@@ -11,7 +11,6 @@ import numpy as np
 
 from .records import read_time
 
-
 _OBJ = "json_valid(attributes) AND json_type(attributes) = 'object'"
 # One aggregate, one JSON array per column: no Python object per row and per cell (a million
 # rows read in about a second, not ten). `|| ''` turns a value into plain text, as str() did.
@@ -105,7 +104,7 @@ class SqliteQueries:
     # layout cache
     def layout_row(self, method: str, model: str | None, params: str):
         """(key, created_at, ids JSON, coords bytes) of the newest cached layout, or None."""
-        import apsw  # noqa: PLC0415
+        import apsw
         try:
             return self.conn.execute(
                 "SELECT key, created_at, ids, coords FROM memviz_layouts WHERE method=? AND model IS ? AND params=? "

@@ -13,9 +13,10 @@ import os
 import re
 import threading
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 import apsw
 
@@ -25,14 +26,21 @@ from . import snapshot as snapshots
 from .arrays import MemoryArrays, load_arrays
 from .connection import connect
 from .errors import (
-    UNKNOWN, BusyError, ConflictError, CorruptStoreError, NotAStoreError, ReadOnlyError, StoreError, ValidationError, store_errors,
-    translate, wal_hint,
+    UNKNOWN,
+    BusyError,
+    ConflictError,
+    CorruptStoreError,
+    NotAStoreError,
+    ReadOnlyError,
+    StoreError,
+    ValidationError,
+    store_errors,
+    translate,
+    wal_hint,
 )
 from .fileheader import check_header
 from .read_only_media import detour, needs_detour, release_copy, share_copy
-from .records import (
-    MS_ABOVE, decode_json, decode_text, embedding_blob, encode_json, new_id, normalize, read_time, read_values,
-)
+from .records import MS_ABOVE, decode_json, decode_text, embedding_blob, encode_json, new_id, normalize, read_time, read_values
 from .schema import JSON_COLUMNS, MEMORY_COLUMNS
 from .sqlite_queries import SqliteQueries
 from .times import to_epoch
@@ -87,7 +95,7 @@ class Store(SqliteQueries):
         finally:
             release_copy(self.conn_path)
 
-    def reopen(self) -> "Store":
+    def reopen(self) -> Store:
         """Another connection to the same store (a writer beside a thread reading on this one).
         The checks made when this one was opened still hold, so they are not repeated."""
         conn = connect(self.conn_path, readonly=self.read_only)
@@ -406,7 +414,7 @@ class Store(SqliteQueries):
                     [(now, "insert", r["id"], None, _audit_dump(r), actor, note) for r in rows])
         return [r["id"] for r in rows]
 
-    def _current(self, c, memory_id: str) -> "_Row":
+    def _current(self, c, memory_id: str) -> _Row:
         """The row as stored, its text columns read as bytes (as the row select does): invalid
         UTF-8 or a NUL is decoded with replacement characters for comparing and copying, and the
         original bytes kept in `.raw` so an audit `before` holds what was really there."""

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 
 def to_epoch(value) -> int | None:
@@ -19,7 +19,7 @@ def to_epoch(value) -> int | None:
         value = parse_time(value)
     if isinstance(value, datetime):
         if value.tzinfo is None:
-            value = value.replace(tzinfo=timezone.utc)
+            value = value.replace(tzinfo=UTC)
         return int(value.timestamp())
     raise ValueError(f"not a time: {value!r}")
 
@@ -33,7 +33,7 @@ def parse_time(text: str) -> datetime:
         dt = datetime.fromisoformat(t)
     except ValueError:
         raise ValueError(f"cannot read {text!r} as a time; use ISO 8601 such as 2026-03-01T12:00") from None
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
 def iso(epoch) -> str:
@@ -42,6 +42,6 @@ def iso(epoch) -> str:
     if epoch is None or (isinstance(epoch, float) and math.isnan(epoch)):
         return ""
     try:
-        return datetime.fromtimestamp(float(epoch), tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+        return datetime.fromtimestamp(float(epoch), tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
     except (TypeError, ValueError, OverflowError, OSError):
         return "unreadable time"

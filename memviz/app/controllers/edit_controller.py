@@ -32,20 +32,26 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence, QUndoCommand, QUndoStack
 from PySide6.QtWidgets import QMessageBox, QWidget
 
+from memviz.app.dialogs.edit_dialogs import BusyDialog, ConflictDialog, CorrectDialog, ImportanceDialog, ReasonDialog, TagsDialog
+from memviz.app.workers import Workers
 from memviz.edits import (
-    ChangeWatcher, Confirm, Correct, EditKept, History, Restore, SetImportance, SetTags, SoftDelete, Unprotect,
-    embed_text, without_embedding,
+    ChangeWatcher,
+    Confirm,
+    Correct,
+    EditKept,
+    History,
+    Restore,
+    SetImportance,
+    SetTags,
+    SoftDelete,
+    Unprotect,
+    applicable,
+    embed_text,
+    without_embedding,
 )
-from memviz.edits import applicable
-from memviz.embed import EmbedderUnavailable, default_embedder, embedder_for
-from memviz.embed import LOCAL_MODEL
+from memviz.embed import LOCAL_MODEL, EmbedderUnavailable, default_embedder, embedder_for
 from memviz.session.state import AppState
 from memviz.store.errors import ConflictError, ReadOnlyError, StoreError, translate
-
-from memviz.app.dialogs.edit_dialogs import (
-    BusyDialog, ConflictDialog, CorrectDialog, ImportanceDialog, ReasonDialog, TagsDialog,
-)
-from memviz.app.workers import Workers
 
 POLL_MS = 500          # external-change check; panels refresh within a second of the agent's write
 STORE_IN_USE_MS = 100  # a background job (reload) holds the connection: try the write again this much later
@@ -70,7 +76,7 @@ ACTIONS = (
 class EditCommand(QUndoCommand):
     """One History action on the Qt undo stack; undo()/redo() are History's own steps."""
 
-    def __init__(self, controller: "EditController", action) -> None:
+    def __init__(self, controller: EditController, action) -> None:
         super().__init__(action.label)
         self.controller, self.action = controller, action
 

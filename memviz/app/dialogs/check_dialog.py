@@ -3,12 +3,10 @@ its own connection; Repair (rebuild the derived indexes, one audited transaction
 when something repairable was found and the store is writable, after saying what it will do."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (
-    QDialog, QDialogButtonBox, QLabel, QPlainTextEdit, QProgressBar, QPushButton, QVBoxLayout,
-)
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QPlainTextEdit, QProgressBar, QPushButton, QVBoxLayout
 
 from memviz.session.state import AppState
 from memviz.store.check import CheckReport, check_store, repair, repair_plan

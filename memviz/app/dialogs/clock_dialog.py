@@ -10,7 +10,14 @@ from __future__ import annotations
 from PySide6.QtCore import QDateTime, QObject, Qt, QTimeZone, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
-    QButtonGroup, QCheckBox, QDateTimeEdit, QDialog, QDialogButtonBox, QGridLayout, QLabel, QRadioButton,
+    QButtonGroup,
+    QCheckBox,
+    QDateTimeEdit,
+    QDialog,
+    QDialogButtonBox,
+    QGridLayout,
+    QLabel,
+    QRadioButton,
     QVBoxLayout,
 )
 

@@ -8,15 +8,24 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
-    QAbstractItemView, QComboBox, QDialog, QHBoxLayout, QHeaderView, QLabel, QPushButton, QSplitter,
-    QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
+    QAbstractItemView,
+    QComboBox,
+    QDialog,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
 )
 
 from memviz.app.plain_text import plain_tooltip
-
 from memviz.reflect import plan_consolidation
-from memviz.reflect.undoable import Consolidate
 from memviz.reflect.consolidation import describe
+from memviz.reflect.undoable import Consolidate
 from memviz.store.clock import store_clock
 from memviz.store.errors import StoreError
 

@@ -9,9 +9,7 @@ from __future__ import annotations
 import json
 
 from PySide6.QtCore import QSettings, Qt
-from PySide6.QtWidgets import (
-    QComboBox, QDialog, QDialogButtonBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout,
-)
+from PySide6.QtWidgets import QComboBox, QDialog, QDialogButtonBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout
 
 from memviz.reflect import LLMSettings, SettingsError, save_api_key, test_connection
 

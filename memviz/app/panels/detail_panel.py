@@ -13,13 +13,20 @@ from collections import defaultdict
 from PySide6.QtCore import QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import (
-    QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QSplitter, QTabWidget, QTreeWidget, QTreeWidgetItem,
-    QVBoxLayout, QWidget,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QSplitter,
+    QTabWidget,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
 )
 
-from memviz.store import iso
-
 from memviz.session.state import AppState, StoreData
+from memviz.store import iso
 
 _TIME_FIELDS = ("event_time", "created_at", "valid_until", "last_accessed")
 _FIELDS = ("id", "agent", "kind", "importance", "event_time", "created_at", "valid_until", "confidence",

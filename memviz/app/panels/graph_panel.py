@@ -21,8 +21,8 @@ from PySide6.QtGui import QColor, QFontMetricsF, QPen
 from PySide6.QtWidgets import QCheckBox, QGraphicsRectItem, QLabel, QSizePolicy, QToolButton
 
 from memviz.app.plots import style
-from memviz.app.plots.scatter_panel import ScatterPanel
 from memviz.app.plots.points_item import PointsItem
+from memviz.app.plots.scatter_panel import ScatterPanel
 from memviz.session.state import AppState, StoreData
 from memviz.words import count
 
@@ -67,7 +67,7 @@ class Graph:
 
 def build_graph(data: StoreData) -> Graph:
     """The layered layout of memviz.layout.graph_layout, as the panel draws it."""
-    from memviz.layout import graph_layout  # noqa: PLC0415 - scipy loads off the GUI thread (graph job)
+    from memviz.layout import graph_layout  # scipy loads off the GUI thread (graph job)
     return _from_layout(graph_layout(data.provenance, data.arrays), data)
 
 
@@ -80,7 +80,7 @@ def _from_layout(gl, data: StoreData) -> Graph:
     node[rows] = np.arange(len(rows))
     x, y, lv = list(np.asarray(gl.x, float)[rows]), list(np.asarray(gl.y, float)[rows]), list(level[rows])
     edges = np.asarray(gl.edges, np.int64).reshape(-1, 2)
-    from memviz.layout.graph import DERIVED  # noqa: PLC0415
+    from memviz.layout.graph import DERIVED
     derived = np.asarray(gl.edge_kind) == DERIVED
     pairs = np.c_[node[edges[:, 1]], node[edges[:, 0]]]  # (upper, lower): (derived, source) / (new, old)
     ok = (pairs >= 0).all(axis=1)

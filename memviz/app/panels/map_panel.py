@@ -10,7 +10,6 @@ larger by their count; the regions of the map are named by their distinctive wor
 """
 from __future__ import annotations
 
-
 import apsw
 import numpy as np
 import pyqtgraph as pg
@@ -19,10 +18,10 @@ from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import QButtonGroup, QComboBox, QLabel, QSizePolicy, QToolButton
 
 from memviz.app.plots import style
-from memviz.app.plots.scatter_panel import ScatterPanel
 from memviz.app.plots.points_item import PointsItem
-from memviz.session.state import AppState, StoreData
+from memviz.app.plots.scatter_panel import ScatterPanel
 from memviz.app.workers import PacedCall, Workers
+from memviz.session.state import AppState, StoreData
 from memviz.store.errors import StoreError
 
 COLOR_BY = ["kind", "agent", "importance", "age", "score"]
@@ -33,7 +32,7 @@ RECOMPUTE_SHARE = 0.1  # past this share of points placed by neighbours, the map
 
 def layout_api():
     """The memviz.layout module (imported on first use: it brings scipy)."""
-    import memviz.layout as layout  # noqa: PLC0415
+    import memviz.layout as layout
     return layout
 
 
@@ -161,8 +160,8 @@ class MapPanel(ScatterPanel):
     def _start_labels(self) -> None:
         """Count identical vectors (once per store) and name the regions of the layout shown,
         on a worker; the labels come from the store's cache when this layout was named before."""
-        from memviz.layout import labels as L  # noqa: PLC0415
-        from memviz.layout.distinct import distinct_rows  # noqa: PLC0415
+        from memviz.layout import labels as L
+        from memviz.layout.distinct import distinct_rows
 
         self._set_label_items([])
         data, coords = self.state.data, self.coords
@@ -301,7 +300,7 @@ class MapPanel(ScatterPanel):
         xy = np.where(a.has_embedding[:, None], coords, np.nan)  # a row without a vector is no neighbour
 
         def run(task):
-            from memviz.layout.place import place_rows  # noqa: PLC0415 - not needed at start
+            from memviz.layout.place import place_rows  # not needed at start
             return place_rows(a.embedding, xy, todo)
 
         def done(xy) -> None:

@@ -23,23 +23,32 @@ import dataclasses
 import time
 
 import numpy as np
-from PySide6.QtCore import (
-    QAbstractTableModel, QEvent, QItemSelectionModel, QModelIndex, QPoint, QRect, Qt, QTimer,
-    Signal,
-)
+from PySide6.QtCore import QAbstractTableModel, QEvent, QItemSelectionModel, QModelIndex, QPoint, QRect, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import (
-    QAbstractItemView, QCheckBox, QComboBox, QDoubleSpinBox, QGridLayout,
-    QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton, QSlider, QSpinBox, QStyledItemDelegate, QTableView,
-    QVBoxLayout, QWidget,
+    QAbstractItemView,
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QGridLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSlider,
+    QSpinBox,
+    QStyledItemDelegate,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
 )
 
+from memviz.app.workers import Workers
 from memviz.retrieval import PRESETS, Engine, preset_params
+from memviz.session.state import AppState, StoreData
 from memviz.store import iso
 from memviz.words import count
-
-from memviz.session.state import AppState, StoreData
-from memviz.app.workers import Workers
 
 COMPONENT_COLORS = {"relevance": "#4C78A8", "recency": "#F58518", "importance": "#54A24B"}
 OTHER_COLORS = ["#B279A2", "#72B7B2", "#EECA3B", "#9D755D"]
@@ -182,7 +191,7 @@ class ResultBarDelegate(QStyledItemDelegate):
             i = index.row()
             parts = [f"{k}: raw {float(model.result.raw.get(k, [np.nan] * (i + 1))[i]):.3f} → "
                      f"weighted {v:.3f}" for k, v in model.contributions(i)]
-            from PySide6.QtWidgets import QToolTip  # noqa: PLC0415
+            from PySide6.QtWidgets import QToolTip
             QToolTip.showText(event.globalPos(), "\n".join(parts), view)  # numbers only: plain text
             return True
         return super().helpEvent(event, view, option, index)

@@ -9,30 +9,40 @@ ones the query panel shows.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from PySide6.QtCore import QObject, QSettings, Qt, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
-    QCheckBox, QComboBox, QDialog, QFrame, QGroupBox, QHBoxLayout, QLabel, QListWidget, QListWidgetItem,
-    QProgressBar, QPushButton, QScrollArea, QSpinBox, QToolButton, QVBoxLayout, QWidget,
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QFrame,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QSpinBox,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
 )
 
+from memviz.app.dialogs.llm_settings import LLMSettingsDialog, load_llm_settings
 from memviz.app.plain_text import plain_tooltip
-
-from memviz.reflect import (
-    LLMClient, ReflectError, ReflectionConfig, Reflector, engine_retriever, importance_status,
-)
-from memviz.reflect.undoable import AcceptReflections
+from memviz.app.workers import Workers
+from memviz.reflect import LLMClient, ReflectError, ReflectionConfig, Reflector, engine_retriever, importance_status
 from memviz.reflect.reflection import DEFAULT_THRESHOLD, THRESHOLD_META_KEY
+from memviz.reflect.undoable import AcceptReflections
 from memviz.session.state import AppState
 from memviz.store import iso
 from memviz.store.errors import StoreError
 from memviz.tasks import Cancelled, Task
 from memviz.words import count
-
-from memviz.app.dialogs.llm_settings import LLMSettingsDialog, load_llm_settings
-from memviz.app.workers import Workers
 
 
 class ImportanceMeter(QWidget):
@@ -183,7 +193,7 @@ class ReflectTools(QObject):
         self.dialog.raise_()
 
     def open_consolidate(self) -> None:
-        from memviz.app.dialogs.consolidate_dialog import ConsolidateDialog  # noqa: PLC0415
+        from memviz.app.dialogs.consolidate_dialog import ConsolidateDialog
         if self.store is None:
             return
         if self.consolidate_dialog is not None:

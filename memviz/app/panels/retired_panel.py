@@ -14,12 +14,10 @@ from PySide6.QtCore import QAbstractTableModel, QItemSelection, QItemSelectionMo
 from PySide6.QtWidgets import QAbstractItemView, QHBoxLayout, QLabel, QPushButton, QTreeView, QVBoxLayout, QWidget
 
 from memviz.app.plain_text import plain_tooltip
-
+from memviz.app.workers import Workers
 from memviz.edits import retired
-
 from memviz.session.state import AppState
 from memviz.words import count
-from memviz.app.workers import Workers
 
 LIMIT = 5000  # newest first; the count label says when there are more
 

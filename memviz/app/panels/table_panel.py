@@ -9,15 +9,12 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QItemSelection, QItemSelectionModel, QModelIndex, QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor, QFont
-from PySide6.QtWidgets import (
-    QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QTableView, QVBoxLayout, QWidget,
-)
-
-from memviz.store import iso
+from PySide6.QtWidgets import QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QTableView, QVBoxLayout, QWidget
 
 from memviz.app.workers import PacedCall
 from memviz.session.refresh import grow
 from memviz.session.state import AppState, StoreData
+from memviz.store import iso
 from memviz.store.records import UNREADABLE_TIME
 
 FLAG = "⚠"  # the column of rows memviz could not read as written (details in the detail panel)

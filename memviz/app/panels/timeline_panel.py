@@ -10,13 +10,11 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QSizePolicy, QToolButton
 
-from memviz.store import iso
-
 from memviz.app.plots import style
 from memviz.app.plots.scatter_panel import ScatterPanel
 from memviz.app.workers import PacedCall
 from memviz.session.state import AppState
-
+from memviz.store import iso
 
 DRAWN = {"event_time", "importance", "valid_until", "kind", "agent"}  # what a point shows
 

@@ -14,7 +14,7 @@ import numpy as np
 import pyqtgraph as pg
 from pyqtgraph.graphicsItems.ScatterPlotItem import drawSymbol, renderSymbol
 from PySide6.QtCore import QRectF
-from PySide6.QtGui import QImage, QPainter, QPaintEngine, QPixmap
+from PySide6.QtGui import QImage, QPaintEngine, QPainter, QPixmap
 from shiboken6 import wrapInstance
 
 _VECTOR_ENGINES = {QPaintEngine.Type.SVG, QPaintEngine.Type.Pdf, QPaintEngine.Type.Picture}

@@ -8,7 +8,6 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QColor
 
-
 KIND_COLORS = {
     "episode": "#4C78A8", "fact": "#F58518", "preference": "#54A24B", "reflection": "#B279A2",
     "plan": "#E45756", "dialogue": "#72B7B2", "character": "#EECA3B", "scene": "#9D755D",

@@ -20,9 +20,7 @@ from ..arrays import MemoryArrays
 from ..errors import ConflictError, ReadOnlyError, StoreError, ValidationError
 from ..records import decode_json, embedding_blob, normalize
 from ..schema import MEMORY_COLUMNS
-from ..store import (
-    _EDITABLE, Provenance, Store, _audit_dump, _audit_load, _supersede_ids,
-)
+from ..store import _EDITABLE, Provenance, Store, _audit_dump, _audit_load, _supersede_ids
 from ..times import to_epoch
 from . import arrays as pg_arrays
 from . import schema
@@ -62,7 +60,7 @@ class PgStore(PgQueries):
     def close(self) -> None:
         self.conn.close()
 
-    def reopen(self) -> "PgStore":
+    def reopen(self) -> PgStore:
         return PgStore(self.dsn, connect(self.dsn), read_only_reason=self.read_only_reason)
 
     def __enter__(self):
