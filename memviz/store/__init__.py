@@ -2,7 +2,7 @@
 PostgreSQL database (pgvector), one interface (interface.py). No Qt here."""
 from .arrays import MemoryArrays
 from .errors import (
-    BusyError, ConflictError, CorruptStoreError, DiskFullError, NotAStoreError, OutOfMemoryError, ReadOnlyError,
+    BusyError, ConflictError, ConnectionLostError, CorruptStoreError, DiskFullError, NotAStoreError, OutOfMemoryError, ReadOnlyError,
     StoreError, StoreIOError, ValidationError, store_errors, translate,
 )
 from .postgres.dsn import is_dsn, redact
@@ -46,5 +46,5 @@ open = open_store  # noqa: A001 - `memviz.store.open(path)` reads best
 __all__ = [
     "MemoryArrays", "Provenance", "Store", "create", "open", "open_and_read", "open_store", "iso", "parse_time", "to_epoch",
     "is_dsn", "redact", "StoreError", "NotAStoreError", "CorruptStoreError", "ReadOnlyError", "ValidationError",
-    "BusyError", "ConflictError", "DiskFullError", "OutOfMemoryError", "StoreIOError", "store_errors", "translate",
+    "BusyError", "ConflictError", "ConnectionLostError", "DiskFullError", "OutOfMemoryError", "StoreIOError", "store_errors", "translate",
 ]

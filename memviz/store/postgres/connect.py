@@ -94,11 +94,17 @@ def _connect_message(msg: str, where: str) -> str:
     return f"Cannot connect to {where}: {first}"
 
 
+def scrub_first_line(e, dsn: str) -> str:
+    """The first line of a psycopg error, the DSN's password removed."""
+    text = str(e).strip()
+    return scrub(text.splitlines()[0] if text else type(e).__name__, dsn)
+
+
 def translate(e, dsn: str) -> StoreError:
     """A psycopg error met while using a store, as a StoreError with a clean message."""
     psycopg = _psycopg()
     where = redact(dsn)
-    msg = scrub(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__, dsn)
+    msg = scrub_first_line(e, dsn)
     if isinstance(e, psycopg.errors.UniqueViolation):
         from ..errors import ValidationError
         detail = scrub(e.diag.message_detail or msg, dsn)
