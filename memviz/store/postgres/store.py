@@ -198,8 +198,11 @@ class PgStore(PgQueries):
         return [(m, int(d), int(n)) for m, d, n in rows]
 
     def vector_index_notes(self) -> list[str]:
-        return [f"vectors of {d} dimensions are searched exactly: pgvector indexes at most {schema.HNSW_MAX_DIM}"
+        wide = [f"vectors of {d} dimensions are searched exactly: pgvector indexes at most {schema.HNSW_MAX_DIM}"
                 for d in self._vector_dims() if d > schema.HNSW_MAX_DIM]
+        return wide + [f"vectors of {d} dimensions have no HNSW index yet (a copy stopped before building it), so "
+                       f"pgvector's own search of them is exact and slower: `memviz index {self.path}` builds it"
+                       for d in self._read(schema.missing_vector_indexes)]
 
     def main_model(self) -> tuple[str | None, int]:
         models = self.embedding_models()
