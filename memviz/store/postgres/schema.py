@@ -153,10 +153,11 @@ def migrate(conn) -> list[int]:
 
 
 def vector_dims(conn) -> list[int]:
-    """The dimensions that have a vector column, ascending."""
+    """The dimensions that have a vector column, ascending (of whatever `memories` names: the
+    table, or the session's stand-in view of a foreign one, see foreign.py)."""
     rows = conn.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
-        "AND table_name = 'memories' AND column_name ~ '^embedding_[0-9]+$'").fetchall()
+        "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass('memories') AND attnum > 0 "
+        "AND NOT attisdropped AND attname ~ '^embedding_[0-9]+$'").fetchall()
     return sorted(int(VEC_COLUMN.match(r[0]).group(1)) for r in rows)
 
 

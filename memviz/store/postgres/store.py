@@ -52,8 +52,11 @@ def vector_bytes(sent) -> bytes | None:
 class PgStore(PgQueries):
     """Use `memviz.store.open("postgresql://…")` or `memviz.store.create(...)` rather than this."""
 
-    def __init__(self, dsn: str, conn, *, read_only_reason: str | None = None):
+    def __init__(self, dsn: str, conn, *, read_only_reason: str | None = None, on_connect=None,
+                 need_vector: bool = True):
         self.dsn = dsn
+        self.on_connect = on_connect  # foreign.install for a table memviz did not make: per session
+        self.need_vector = need_vector
         self.path = redact(dsn)  # what titles and messages show: never the password
         self.conn = conn
         self.read_only_reason = read_only_reason
@@ -70,7 +73,11 @@ class PgStore(PgQueries):
         self.conn.close()
 
     def reopen(self) -> "PgStore":
-        return PgStore(self.dsn, connect(self.dsn), read_only_reason=self.read_only_reason)
+        conn = connect(self.dsn, need_vector=self.need_vector)
+        if self.on_connect:
+            self.on_connect(conn)
+        return PgStore(self.dsn, conn, read_only_reason=self.read_only_reason, on_connect=self.on_connect,
+                       need_vector=self.need_vector)
 
     def __enter__(self):
         return self
@@ -94,7 +101,7 @@ class PgStore(PgQueries):
                     return fn(self.conn)
                 except psycopg.Error as e:
                     if attempt == 1 or not self._lost(e):
-                        raise self._translated(e) from None
+                        raise translate(e, self.dsn, write=False) from None
 
     def _vector_dims(self) -> list[int]:
         return self._read(schema.vector_dims)
@@ -105,12 +112,15 @@ class PgStore(PgQueries):
 
     def _reconnect(self) -> None:
         """A new connection in place of a dropped one; ConnectionLostError after the bounded attempts."""
+        import psycopg
         last = None
         for attempt in range(RECONNECT_ATTEMPTS):
             try:
-                conn = connect(self.dsn)
-            except StoreError as e:
-                last = e
+                conn = connect(self.dsn, need_vector=self.need_vector)
+                if self.on_connect:
+                    self.on_connect(conn)
+            except (StoreError, psycopg.Error) as e:
+                last = translate(e, self.dsn) if isinstance(e, psycopg.Error) else e
                 time.sleep(RECONNECT_PAUSE_S * (attempt + 1))
                 continue
             old, self.conn = self.conn, conn
@@ -202,7 +212,7 @@ class PgStore(PgQueries):
                 for d in self._vector_dims() if d > schema.HNSW_MAX_DIM]
         return wide + [f"vectors of {d} dimensions have no HNSW index yet (a copy stopped before building it), so "
                        f"pgvector's own search of them is exact and slower: `memviz index {self.path}` builds it"
-                       for d in self._read(schema.missing_vector_indexes)]
+                       for d in ([] if self.on_connect else self._read(schema.missing_vector_indexes))]
 
     def main_model(self) -> tuple[str | None, int]:
         models = self.embedding_models()
