@@ -28,6 +28,8 @@ from PySide6.QtWidgets import (
 import memviz.store as ms
 from memviz.samples.bundled import user_sample_copy
 from memviz.store import connection, iso
+from memviz.store.copy import copy_store
+from memviz.store.postgres.dsn import label
 from memviz.words import count
 
 from memviz.app.panels.asof_bar import AsOfBar
@@ -36,6 +38,7 @@ from memviz.app.panels.diff_panel import DiffPanel
 from memviz.app.controllers.edit_controller import EditController
 from memviz.app.panels.graph_panel import GraphPanel
 from memviz.app.dialogs.check_dialog import CheckDialog
+from memviz.app.dialogs.database_dialogs import CopyStoreDialog, OpenDatabaseDialog
 from memviz.app.dialogs.help_dialogs import GuideDialog, ShortcutsDialog, shortcut_rows
 from memviz.app.dialogs.import_dialog import ImportDialog, is_import_source
 from memviz.app.panels.map_panel import MapPanel
@@ -60,6 +63,7 @@ class MainWindow(QMainWindow):
 
     opened = Signal(str)
     open_failed = Signal(str, str)
+    copied = Signal(str)  # the redacted target of a finished File ▸ Copy store to…
 
     def __init__(self, settings: QSettings | None = None) -> None:
         super().__init__()
@@ -187,10 +191,12 @@ class MainWindow(QMainWindow):
         self.open_action.setShortcut(QKeySequence.Open)
         self.recent_menu = file.addMenu("Open &Recent")
         self.recent_menu.aboutToShow.connect(self._fill_recent)
+        file.addAction("Open &database…", self.choose_database)
         file.addAction("Open the &sample store", self.open_sample)
         file.addAction("&Import…", lambda: self.show_import()).setShortcut(QKeySequence("Ctrl+I"))
         self.reload_action = file.addAction("Re&load", self.reload)
         self.reload_action.setShortcut(QKeySequence.Refresh)
+        self.copy_action = file.addAction("&Copy store to…", self.choose_copy_target)
         file.addSeparator()
         export = file.addMenu("&Export")
         self.export_menu = export
@@ -243,7 +249,7 @@ class MainWindow(QMainWindow):
         self.check_action = tools.addAction("&Check store…", self.check_store)
         tools.addAction(self.clock_status.action)
         # off while no store is open (the start page says what to do instead)
-        self.store_actions = [self.reload_action, export.menuAction(), find, self.clear_filter_action,
+        self.store_actions = [self.reload_action, self.copy_action, export.menuAction(), find, self.clear_filter_action,
                               self.umap_action, self.check_action, self.clock_status.action]
 
         help_ = mb.addMenu("&Help")
@@ -359,7 +365,7 @@ class MainWindow(QMainWindow):
             return
         s = data.store
         c = data.counts
-        self.status_store.setText(os.path.basename(s.path))
+        self.status_store.setText(label(s.path))  # a DSN: its database and host
         self.status_store.setToolTip(s.path)
         sel = len(self.state.selection)
         filt = "" if self.state.time_range is None else " · time filter on"
@@ -374,7 +380,7 @@ class MainWindow(QMainWindow):
         self.status_ro.setText("READ-ONLY" if s.read_only else "writable")
         self.status_ro.setToolTip(s.read_only_reason or "edits are written to this file")
         self.status_ro.setStyleSheet("color: #b00; font-weight: bold;" if s.read_only else "color: #2a7d2a;")
-        self.setWindowTitle(f"memviz — {s.path}{' [read-only]' if s.read_only else ''}")
+        self.setWindowTitle(f"memviz — {label(s.path)}{' [read-only]' if s.read_only else ''}")
 
     # ------------------------------------------------------------ opening
     def choose_file(self) -> None:
@@ -436,6 +442,32 @@ class MainWindow(QMainWindow):
             self.open_failed.emit(ms.redact(path), text)
 
         self.workers.submit("open", job, on_done=done, on_error=failed)
+
+    def choose_database(self) -> OpenDatabaseDialog:
+        """File ▸ Open database…: a store on a PostgreSQL server."""
+        self.database_dialog = dlg = OpenDatabaseDialog(self.recent_files(), self)
+        dlg.accepted.connect(lambda: self.open_path(dlg.dsn()))
+        dlg.open()
+        return dlg
+
+    def choose_copy_target(self) -> CopyStoreDialog | None:
+        """File ▸ Copy store to…: the open store to a new file or an empty database, as a job."""
+        if self.state.data is None:
+            return None
+        store = self.state.data.store
+        self.copy_dialog = dlg = CopyStoreDialog(store.path, self.recent_files(), self)
+        dlg.accepted.connect(lambda: self.copy_store_to(getattr(store, "dsn", store.path), dlg.target()))
+        dlg.open()
+        return dlg
+
+    def copy_store_to(self, source: str, target: str) -> None:
+        def done(n: int) -> None:
+            self.statusBar().showMessage(f"Copied {n:,} memories to {ms.redact(target)}", 10000)
+            self.copied.emit(ms.redact(target))
+
+        def failed(err: Exception) -> None:
+            self.show_error("Copy not made", f"memviz could not copy to\n{ms.redact(target)}\n\n{err}")
+        self.workers.submit("copy", lambda task: copy_store(source, target, task), on_done=done, on_error=failed)
 
     def check_store(self) -> CheckDialog:
         """Tools ▸ Check store…: show (or raise) the check dialog and check the open store."""
