@@ -89,3 +89,27 @@ def test_copy_store_to_a_database_and_to_a_file(pg, pg_db, make_window, qtbot, t
     qtbot.waitUntil(lambda: win.error_box is not None and "already exists" in win.error_box.text(), timeout=10000)
     win.state.data.store.close()
     win.state.set_data(None)
+
+
+def test_opening_a_copy_cut_off_before_its_index_completes_it(pg, pg_db, make_window, qtbot, tmp_path):  # noqa: F811
+    from pg_server import db_name
+
+    from memviz.store.copy import copy_store
+    from memviz.tasks import Cancelled, Task
+    src = tmp_path / "src.db"
+    with ms.create(str(src)) as s:
+        _fill(s, 6)
+    task = Task("copy", lambda f, t: task.cancel() if t.startswith("building the HNSW index") else None)
+    with pytest.raises(Cancelled):
+        copy_store(str(src), pg_db, task)
+
+    def valid_indexes():
+        with pg.admin(db_name(pg_db)) as c:
+            return c.execute("SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                             "JOIN pg_am am ON am.oid = c.relam WHERE am.amname = 'hnsw' AND i.indisvalid").fetchone()[0]
+    assert valid_indexes() == 0
+    win = make_window(pg_db)
+    qtbot.waitUntil(lambda: valid_indexes() == 1, timeout=20000)
+    qtbot.waitUntil(lambda: not win.workers.running("index"), timeout=20000)
+    win.state.data.store.close()
+    win.state.set_data(None)

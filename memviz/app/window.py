@@ -30,6 +30,7 @@ from memviz.samples.bundled import user_sample_copy
 from memviz.store import connection, iso
 from memviz.store.copy import copy_store
 from memviz.store.postgres.dsn import label
+from memviz.store.postgres.index import build_missing_indexes
 from memviz.words import count
 
 from memviz.app.panels.asof_bar import AsOfBar
@@ -433,6 +434,8 @@ class MainWindow(QMainWindow):
                 msg += f" — read-only: {data.store.read_only_reason}"
             self.statusBar().showMessage(msg, 8000)
             self.opened.emit(path)
+            if ms.is_dsn(path) and not data.store.read_only:
+                self._complete_vector_indexes(path)
 
         def failed(err: Exception) -> None:
             err = ms.translate(err, path)  # a raw SQLite error read as the store's own message
@@ -468,6 +471,15 @@ class MainWindow(QMainWindow):
         def failed(err: Exception) -> None:
             self.show_error("Copy not made", f"memviz could not copy to\n{ms.redact(target)}\n\n{err}")
         self.workers.submit("copy", lambda task: copy_store(source, target, task), on_done=done, on_error=failed)
+
+    def _complete_vector_indexes(self, dsn: str) -> None:
+        """A copy cut off before its HNSW indexes: build them now, without blocking the agents."""
+        def done(dims) -> None:
+            if dims:
+                self.statusBar().showMessage(f"Built the vector index of {ms.redact(dsn)}", 8000)
+        self.workers.submit("index", lambda task: build_missing_indexes(dsn, task, concurrently=True),
+                            on_done=done, on_error=lambda e: self.statusBar().showMessage(
+                                f"The vector index was not built: {e}", 10000), lane="server")
 
     def check_store(self) -> CheckDialog:
         """Tools ▸ Check store…: show (or raise) the check dialog and check the open store."""

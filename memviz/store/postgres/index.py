@@ -14,8 +14,10 @@ from .connect import _psycopg, connect, translate
 from .dsn import redact
 
 
-def build_missing_indexes(dsn: str, task: Task | None = None) -> list[int]:
-    """Build the HNSW index of each dimension that lacks one; returns those dimensions."""
+def build_missing_indexes(dsn: str, task: Task | None = None, *, concurrently: bool = False) -> list[int]:
+    """Build the HNSW index of each dimension that lacks one; returns those dimensions.
+    `concurrently`: without blocking other sessions' writes (a store in use: the window
+    completes an interrupted build this way when it opens a writable store)."""
     psycopg = _psycopg()
     task = task or Task("index")
     conn = connect(dsn)
@@ -26,7 +28,7 @@ def build_missing_indexes(dsn: str, task: Task | None = None) -> list[int]:
             task.progress(i / len(dims), f"building the HNSW index of the {dim}-dimension vectors in {redact(dsn)}")
             task.check()
             try:
-                schema.build_vector_index(conn, dim)
+                schema.build_vector_index(conn, dim, concurrently=concurrently)
             except psycopg.errors.QueryCanceled:
                 if task.cancelled:
                     raise Cancelled() from None

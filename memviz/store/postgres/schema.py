@@ -117,14 +117,23 @@ def missing_vector_indexes(conn) -> list[int]:
     return [d for d in vector_dims(conn) if d <= HNSW_MAX_DIM and index_name(d) not in valid]
 
 
-def build_vector_index(conn, dim: int) -> None:
-    """The HNSW index of `dim`, in its own transaction: present when it commits, absent if
-    interrupted (so calling this again is always safe)."""
-    with conn.transaction():
-        for key, value in INDEX_BUILD_SETTINGS.items():
-            conn.execute("SELECT set_config(%s, %s, true)", (key, value))
-        conn.execute(f"DROP INDEX IF EXISTS {index_name(dim)}")  # an invalid leftover
-        conn.execute(f"CREATE INDEX {index_name(dim)} ON memories USING hnsw ({vec_column(dim)} vector_cosine_ops)")
+def build_vector_index(conn, dim: int, *, concurrently: bool = False) -> None:
+    """The HNSW index of `dim` (one that `missing_vector_indexes` lists). Plainly: in one
+    transaction, present when it commits, absent if interrupted. `concurrently` (a store that
+    agents may be writing to): without blocking their writes; an interrupted build leaves an
+    invalid index, which the next call drops first. Either way, calling again is safe."""
+    name, col = index_name(dim), vec_column(dim)
+    if not concurrently:
+        with conn.transaction():
+            for key, value in INDEX_BUILD_SETTINGS.items():
+                conn.execute("SELECT set_config(%s, %s, true)", (key, value))
+            conn.execute(f"DROP INDEX IF EXISTS {name}")  # an invalid leftover
+            conn.execute(f"CREATE INDEX {name} ON memories USING hnsw ({col} vector_cosine_ops)")
+        return
+    for key, value in INDEX_BUILD_SETTINGS.items():  # for this session (CONCURRENTLY needs autocommit)
+        conn.execute("SELECT set_config(%s, %s, false)", (key, value))
+    conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+    conn.execute(f"CREATE INDEX CONCURRENTLY {name} ON memories USING hnsw ({col} vector_cosine_ops)")
 
 
 def applied_version(cur) -> int:
