@@ -25,9 +25,7 @@ from ..arrays import MemoryArrays
 from ..errors import UNKNOWN, ConflictError, ConnectionLostError, ReadOnlyError, StoreError, ValidationError, _written_text
 from ..records import decode_json, embedding_blob, normalize
 from ..schema import MEMORY_COLUMNS
-from ..store import (
-    _EDITABLE, Provenance, Store, _audit_dump, _audit_load, _supersede_ids,
-)
+from ..store import _EDITABLE, Provenance, Store, _audit_dump, _audit_load, _supersede_ids
 from ..times import to_epoch
 from . import arrays as pg_arrays
 from . import schema
@@ -72,7 +70,7 @@ class PgStore(PgQueries):
     def close(self) -> None:
         self.conn.close()
 
-    def reopen(self) -> "PgStore":
+    def reopen(self) -> PgStore:
         conn = connect(self.dsn, need_vector=self.need_vector)
         if self.on_connect:
             self.on_connect(conn)
