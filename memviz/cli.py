@@ -32,6 +32,7 @@ COMMANDS = (
     "memviz.commands.diff",
     "memviz.commands.clock",
     "memviz.commands.copy",
+    "memviz.commands.index",
 )
 
 #: errors whose message is meant for the user (anything else is a bug and keeps its traceback)

@@ -216,3 +216,43 @@ def test_cli_copy_and_create(pg, tmp_path, capsys):  # noqa: F811
             pg.drop_db(other)
     finally:
         pg.drop_db(name)
+
+
+def _valid_hnsw(pg, name):  # noqa: F811
+    with pg.admin(name) as c:
+        return [r[0] for r in c.execute(
+            "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+            "JOIN pg_am am ON am.oid = c.relam WHERE am.amname = 'hnsw' AND i.indisvalid")]
+
+
+def test_the_vector_index_is_built_after_the_commit_and_completed_later(pg, tmp_path, capsys):  # noqa: F811
+    """Cancelled while the HNSW index is built: the copied store is whole and usable, the
+    index absent (said by `memviz stats`), and `memviz index` completes it, once."""
+    src = _sample_copy(tmp_path)
+    name = pg.fresh_db()
+    try:
+        dsn = pg.dsn(name)
+        task = Task("copy", lambda f, t: task.cancel() if t.startswith("building the HNSW index") else None)
+        with pytest.raises(Cancelled, match="memories are copied.*memviz index"):
+            copy_store(src, dsn, task)
+        assert _valid_hnsw(pg, name) == []
+        with ms.open(src, read_only=True) as a, ms.open(dsn, read_only=True) as p:
+            assert p.counts() == a.counts()
+            q = a.arrays().embedding[7]
+            assert p.vec_search(q, 1)[0][0] == a.vec_search(q, 1)[0][0]  # exact meanwhile
+        assert main(["stats", dsn]) == 0
+        assert "no HNSW index yet" in capsys.readouterr().out
+        assert main(["index", dsn]) == 0
+        assert "built 1 vector index" in capsys.readouterr().out
+        assert len(_valid_hnsw(pg, name)) == 1
+        assert main(["index", dsn]) == 0 and "none was missing" in capsys.readouterr().out
+        assert main(["index", str(tmp_path / "x.db")]) == 2
+        assert "not a PostgreSQL connection string" in capsys.readouterr().err
+    finally:
+        pg.drop_db(name)
+
+
+def test_a_whole_copy_has_its_vector_index(copies, pg):  # noqa: F811
+    _src, dsn, _back = copies
+    from pg_server import db_name
+    assert len(_valid_hnsw(pg, db_name(dsn))) == 1

@@ -239,3 +239,18 @@ def test_arrays_pick_one_model_among_vectors_of_the_same_size(store):
     assert not other.embedding[:5].any() and np.array_equal(other.embedding[5], unit_vectors(3, 8, 4)[0])
     sqlite_like = {"ids": list(main.ids), "rowid": list(main.rowid)}
     assert sqlite_like["rowid"] == sorted(sqlite_like["rowid"])
+
+
+def test_labels_and_passwords_for_connection_strings():
+    from memviz.store.postgres.dsn import label, with_password
+    from memviz.store.postgres.password import remember_password, stored_password
+    assert label("/data/agent.db") == "agent.db"
+    assert label("postgresql://me:secret@db.example:5433/agents?sslmode=require") == "agents @ db.example:5433"
+    assert label("postgresql://me@/agents?host=/run/postgresql") == "agents @ local"
+    dsn = with_password("postgresql://me:old@db.example/agents?sslmode=require", "n3w/p@ss")
+    assert dsn == "postgresql://me:n3w%2Fp%40ss@db.example/agents?sslmode=require"
+    assert redact(dsn) == "postgresql://me@db.example/agents?sslmode=require"
+    assert with_password("postgresql://me@db.example/agents", "") == "postgresql://me@db.example/agents"
+    import keyring
+    if "fail" in type(keyring.get_keyring()).__module__:  # no OS keyring here: not used, no error
+        assert stored_password(dsn) is None and remember_password(dsn, "x") is False

@@ -26,6 +26,7 @@ import memviz.store as ms
 from memviz.app.controllers.edit_controller import EditController
 from memviz.app.dialogs.check_dialog import CheckDialog
 from memviz.app.dialogs.clock_dialog import ClockStatus
+from memviz.app.dialogs.database_dialogs import CopyStoreDialog, OpenDatabaseDialog
 from memviz.app.dialogs.help_dialogs import GuideDialog, ShortcutsDialog, shortcut_rows
 from memviz.app.dialogs.import_dialog import ImportDialog, is_import_source
 from memviz.app.panels.asof_bar import AsOfBar
@@ -45,6 +46,9 @@ from memviz.samples.bundled import user_sample_copy
 from memviz.session.refresh import read_refresh
 from memviz.session.state import AppState, StoreData, load_store_data, open_store_data
 from memviz.store import connection, iso
+from memviz.store.copy import copy_store
+from memviz.store.postgres.dsn import label
+from memviz.store.postgres.index import build_missing_indexes
 from memviz.words import count
 
 MAX_RECENT = 10
@@ -57,6 +61,7 @@ class MainWindow(QMainWindow):
 
     opened = Signal(str)
     open_failed = Signal(str, str)
+    copied = Signal(str)  # the redacted target of a finished File ▸ Copy store to…
 
     def __init__(self, settings: QSettings | None = None) -> None:
         super().__init__()
@@ -186,10 +191,12 @@ class MainWindow(QMainWindow):
         self.open_action.setShortcut(QKeySequence.Open)
         self.recent_menu = file.addMenu("Open &Recent")
         self.recent_menu.aboutToShow.connect(self._fill_recent)
+        file.addAction("Open &database…", self.choose_database)
         file.addAction("Open the &sample store", self.open_sample)
         file.addAction("&Import…", lambda: self.show_import()).setShortcut(QKeySequence("Ctrl+I"))
         self.reload_action = file.addAction("Re&load", self.reload)
         self.reload_action.setShortcut(QKeySequence.Refresh)
+        self.copy_action = file.addAction("&Copy store to…", self.choose_copy_target)
         file.addSeparator()
         export = file.addMenu("&Export")
         self.export_menu = export
@@ -242,7 +249,7 @@ class MainWindow(QMainWindow):
         self.check_action = tools.addAction("&Check store…", self.check_store)
         tools.addAction(self.clock_status.action)
         # off while no store is open (the start page says what to do instead)
-        self.store_actions = [self.reload_action, export.menuAction(), find, self.clear_filter_action,
+        self.store_actions = [self.reload_action, self.copy_action, export.menuAction(), find, self.clear_filter_action,
                               self.umap_action, self.check_action, self.clock_status.action]
 
         help_ = mb.addMenu("&Help")
@@ -386,7 +393,7 @@ class MainWindow(QMainWindow):
             return
         s = data.store
         c = data.counts
-        self.status_store.setText(os.path.basename(s.path))
+        self.status_store.setText(label(s.path))  # a DSN: its database and host
         self.status_store.setToolTip(s.path)
         sel = len(self.state.selection)
         filt = "" if self.state.time_range is None else " · time filter on"
@@ -401,7 +408,7 @@ class MainWindow(QMainWindow):
         self.status_ro.setText("READ-ONLY" if s.read_only else "writable")
         self.status_ro.setToolTip(s.read_only_reason or "edits are written to this file")
         self.status_ro.setStyleSheet("color: #b00; font-weight: bold;" if s.read_only else "color: #2a7d2a;")
-        self.setWindowTitle(f"memviz — {s.path}{' [read-only]' if s.read_only else ''}")
+        self.setWindowTitle(f"memviz — {label(s.path)}{' [read-only]' if s.read_only else ''}")
 
     # ------------------------------------------------------------ opening
     def choose_file(self) -> None:
@@ -454,6 +461,8 @@ class MainWindow(QMainWindow):
                 msg += f" — read-only: {data.store.read_only_reason}"
             self.statusBar().showMessage(msg, 8000)
             self.opened.emit(path)
+            if ms.is_dsn(path) and not data.store.read_only:
+                self._complete_vector_indexes(path)
 
         def failed(err: Exception) -> None:
             err = ms.translate(err, path)  # a raw SQLite error read as the store's own message
@@ -463,6 +472,41 @@ class MainWindow(QMainWindow):
             self.open_failed.emit(ms.redact(path), text)
 
         self.workers.submit("open", job, on_done=done, on_error=failed)
+
+    def choose_database(self) -> OpenDatabaseDialog:
+        """File ▸ Open database…: a store on a PostgreSQL server."""
+        self.database_dialog = dlg = OpenDatabaseDialog(self.recent_files(), self)
+        dlg.accepted.connect(lambda: self.open_path(dlg.dsn()))
+        dlg.open()
+        return dlg
+
+    def choose_copy_target(self) -> CopyStoreDialog | None:
+        """File ▸ Copy store to…: the open store to a new file or an empty database, as a job."""
+        if self.state.data is None:
+            return None
+        store = self.state.data.store
+        self.copy_dialog = dlg = CopyStoreDialog(store.path, self.recent_files(), self)
+        dlg.accepted.connect(lambda: self.copy_store_to(getattr(store, "dsn", store.path), dlg.target()))
+        dlg.open()
+        return dlg
+
+    def copy_store_to(self, source: str, target: str) -> None:
+        def done(n: int) -> None:
+            self.statusBar().showMessage(f"Copied {n:,} memories to {ms.redact(target)}", 10000)
+            self.copied.emit(ms.redact(target))
+
+        def failed(err: Exception) -> None:
+            self.show_error("Copy not made", f"memviz could not copy to\n{ms.redact(target)}\n\n{err}")
+        self.workers.submit("copy", lambda task: copy_store(source, target, task), on_done=done, on_error=failed)
+
+    def _complete_vector_indexes(self, dsn: str) -> None:
+        """A copy cut off before its HNSW indexes: build them now, without blocking the agents."""
+        def done(dims) -> None:
+            if dims:
+                self.statusBar().showMessage(f"Built the vector index of {ms.redact(dsn)}", 8000)
+        self.workers.submit("index", lambda task: build_missing_indexes(dsn, task, concurrently=True),
+                            on_done=done, on_error=lambda e: self.statusBar().showMessage(
+                                f"The vector index was not built: {e}", 10000), lane="server")
 
     def check_store(self) -> CheckDialog:
         """Tools ▸ Check store…: show (or raise) the check dialog and check the open store."""

@@ -14,7 +14,7 @@ refresh and select. One History per open store, used from one thread.
 """
 from __future__ import annotations
 
-from ..store.errors import IN_USE, BusyError, ReadOnlyError, StoreError
+from ..store.errors import IN_USE, BusyError, ConnectionLostError, ReadOnlyError, StoreError
 from .commands import Action, Outcome
 from .pending import EditKept, Pending, PendingStep, with_retry
 
@@ -84,10 +84,11 @@ class History:
                 step = self.pending.first()
                 try:
                     out = with_retry(lambda step=step: self._run(step), attempts=self.attempts, pause=self.pause)
-                except BusyError:
+                except BusyError as e:
                     waiting = [s.describe() for s in self.pending]
+                    why = str(e) if isinstance(e, ConnectionLostError) else f"This store is busy: {IN_USE}."
                     raise EditKept(
-                        f"This store is busy: {IN_USE}. Your edit is kept"
+                        f"{why} Your edit is kept"
                         f" ({len(waiting)} waiting: {', '.join(waiting)}); retry?", list(self.pending)) from None
                 except StoreError as e:
                     self.pending.done_first()

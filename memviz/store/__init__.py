@@ -4,6 +4,7 @@ from .arrays import MemoryArrays
 from .errors import (
     BusyError,
     ConflictError,
+    ConnectionLostError,
     CorruptStoreError,
     DiskFullError,
     NotAStoreError,
@@ -56,5 +57,5 @@ open = open_store  # noqa: A001 - `memviz.store.open(path)` reads best
 __all__ = [
     "MemoryArrays", "Provenance", "Store", "create", "open", "open_and_read", "open_store", "iso", "parse_time", "to_epoch",
     "is_dsn", "redact", "StoreError", "NotAStoreError", "CorruptStoreError", "ReadOnlyError", "ValidationError",
-    "BusyError", "ConflictError", "DiskFullError", "OutOfMemoryError", "StoreIOError", "store_errors", "translate",
+    "BusyError", "ConflictError", "ConnectionLostError", "DiskFullError", "OutOfMemoryError", "StoreIOError", "store_errors", "translate",
 ]

@@ -50,6 +50,8 @@ def simulated(at, source: str = "") -> Clock:
 
 def newest_time(store, arrays=None) -> float | None:
     """The latest event, creation or access time of any memory (from `arrays` when given)."""
+    if arrays is None and getattr(store, "dsn", None):  # a PostgreSQL store: typed columns, no SQLite typeof
+        arrays = store.arrays()
     if arrays is not None:
         t = np.concatenate([arrays.event_time, arrays.created_at, arrays.last_accessed])
         t = t[~np.isnan(t)]

@@ -6,6 +6,13 @@ with its ids, layouts, entities and meta. The target is written in ONE transacti
 failed or cancelled copy leaves it as it was (an SQLite target is built in a temp file
 beside it and renamed into place at the end; a PostgreSQL target's schema is made inside
 the same transaction as the rows, so an empty database stays empty).
+
+A PostgreSQL target's HNSW indexes are built after that commit, each in a transaction of its
+own (`postgres.index`): building them took 90% of a 100k copy, and inside the copy's
+transaction nothing could be used until the graph was done. The store is complete and
+answers exactly without them (pgvector's own search is then exact); a build that is
+cancelled or cut off leaves the index absent, and `memviz index DST` (or the next copy's
+last step) builds it.
 """
 from __future__ import annotations
 
@@ -16,7 +23,7 @@ import tempfile
 import time
 from contextlib import ExitStack
 
-from ..tasks import Task
+from ..tasks import Cancelled, Task
 from .errors import StoreError
 from .postgres.dsn import is_dsn, redact
 from .schema import MEMORY_COLUMNS
@@ -41,8 +48,18 @@ def copy_store(src: str, dst: str, task: Task | None = None) -> int:
         with reader:
             total = reader.count()
             task.progress(0.0, f"copying {total} memories from {redact(src)} to {redact(dst)}")
-            writer = _write_pg if is_dsn(dst) else _write_sqlite
-            writer(dst, reader, total, task)
+            if is_dsn(dst):
+                _write_pg(dst, reader, total, task.part(0.0, 0.4))
+            else:
+                _write_sqlite(dst, reader, total, task)
+    if is_dsn(dst):
+        from .postgres.index import build_missing_indexes  # noqa: PLC0415
+        try:
+            build_missing_indexes(dst, task.part(0.4, 1.0))
+        except Cancelled:
+            raise Cancelled(f"Cancelled while building the vector index: the {total} memories are copied to "
+                            f"{redact(dst)} and usable (pgvector's own search is exact until the index is there); "
+                            f"`memviz index {redact(dst)}` builds it.") from None
     task.progress(1.0, f"copied {total} memories")
     return total
 
@@ -211,7 +228,7 @@ def _copy_memories_pg(conn, reader, total, task, pg_schema, PgVector, vec_oid) -
     for batch in reader.memories():
         for d in sorted({len(r[emb]) // 4 for r in batch if r[emb] is not None} - set(dims)):
             for sql in pg_schema.vec_ddl(d):
-                if "CREATE INDEX" not in sql:  # indexes after the rows: faster than kept up per row
+                if "CREATE INDEX" not in sql:  # indexes after the commit: see the module's docstring
                     conn.execute(sql)
             dims.append(d)
         cols = scalars + [pg_schema.vec_column(d) for d in dims]
@@ -225,10 +242,4 @@ def _copy_memories_pg(conn, reader, total, task, pg_schema, PgVector, vec_oid) -
                 cp.write_row(r[:emb] + r[emb + 1:] + tuple(vec))
         done += len(batch)
         _progress(task, done, total)
-    # the HNSW graph is built faster when it fits in memory (pgvector says so otherwise)
-    conn.execute("SET LOCAL maintenance_work_mem = '1GB'")
-    for d in dims:
-        for sql in pg_schema.vec_ddl(d):
-            if "CREATE INDEX" in sql:
-                conn.execute(sql)
-        task.check()
+    # the HNSW indexes are built after the commit (build_missing_indexes)

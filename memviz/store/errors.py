@@ -44,6 +44,12 @@ class BusyError(StoreError):
     """Another process held the store (a long write, or exclusive use) past the bounded wait."""
 
 
+class ConnectionLostError(BusyError):
+    """The connection to a database server dropped and could not be made again within the
+    bounded attempts. Raised for a write only when nothing was written (`written` False), so,
+    like a busy store, the edit can be kept and retried (edits.pending keeps BusyErrors)."""
+
+
 class DiskFullError(StoreError):
     """The disk (or the file size the system allows) is full."""
 

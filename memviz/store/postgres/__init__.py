@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from ..errors import NotAStoreError, StoreError
-from . import schema
+from . import foreign, schema
 from .connect import _psycopg, connect, no_vector_message, translate, vector_oid
 from .dsn import is_dsn, redact
 from .store import PgStore
@@ -52,23 +52,40 @@ def open_store(dsn: str, *, read_only: bool = False) -> PgStore:
     conn = connect(dsn, need_vector=False)
     try:
         missing = schema.missing_parts(conn)
-        if missing:
-            if "table memories" in missing:
-                raise NotAStoreError(f"{where} holds no memviz memory store (no `memories` table); "
-                                     "use `memviz create` to make one.")
-            raise NotAStoreError(f"{where} is not a memviz memory store: it lacks {', '.join(missing)}.")
-        if vector_oid(conn) is None:
-            raise NotAStoreError(no_vector_message(where))
+        if "table memories" in missing:
+            raise NotAStoreError(f"{where} holds no memviz memory store (no `memories` table); "
+                                 "use `memviz create` to make one.")
         reasons = ["opened with --read-only"] if read_only else []
-        reasons += _write_refusals(conn)
+        if missing:  # a table memviz did not make: read-only through stand-ins, if it has enough
+            _select, differs, unusable = foreign.plan(conn)
+            if unusable:
+                raise NotAStoreError(f"{where} has a `memories` table memviz cannot read: it lacks "
+                                     f"{' and '.join(unusable)}.")
+            tables = foreign.missing_tables(conn)
+            differs += ["no table " + ", ".join(tables)] if tables else []
+            reasons.append("its schema was not made by memviz (" + "; ".join(differs) + ")")
+        elif vector_oid(conn) is None:
+            raise NotAStoreError(no_vector_message(where))
+        else:
+            reasons += _write_refusals(conn)
     except psycopg.Error as e:
         conn.close()
         raise translate(e, dsn) from None
     except BaseException:
         conn.close()
         raise
+    has_vector = vector_oid(conn) is not None
     conn.close()
-    return PgStore(dsn, connect(dsn), read_only_reason="; ".join(reasons) or None)
+    on_connect = foreign.install if missing else None
+    store_conn = connect(dsn, need_vector=has_vector)
+    try:
+        if on_connect:
+            on_connect(store_conn)
+    except psycopg.Error as e:
+        store_conn.close()
+        raise translate(e, dsn) from None
+    return PgStore(dsn, store_conn, read_only_reason="; ".join(reasons) or None, on_connect=on_connect,
+                   need_vector=has_vector)
 
 
 def _write_refusals(conn) -> list[str]:

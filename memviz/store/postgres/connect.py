@@ -94,11 +94,19 @@ def _connect_message(msg: str, where: str) -> str:
     return f"Cannot connect to {where}: {first}"
 
 
-def translate(e, dsn: str) -> StoreError:
-    """A psycopg error met while using a store, as a StoreError with a clean message."""
+def scrub_first_line(e, dsn: str) -> str:
+    """The first line of a psycopg error, the DSN's password removed."""
+    text = str(e).strip()
+    return scrub(text.splitlines()[0] if text else type(e).__name__, dsn)
+
+
+def translate(e, dsn: str, *, write: bool = True) -> StoreError:
+    """A psycopg error met while using a store, as a StoreError with a clean message. `write`:
+    it ended a write (the message then says nothing was written: the transaction rolled back)."""
     psycopg = _psycopg()
+    nothing = " Nothing was written." if write else ""
     where = redact(dsn)
-    msg = scrub(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__, dsn)
+    msg = scrub_first_line(e, dsn)
     if isinstance(e, psycopg.errors.UniqueViolation):
         from ..errors import ValidationError
         detail = scrub(e.diag.message_detail or msg, dsn)
@@ -110,8 +118,13 @@ def translate(e, dsn: str) -> StoreError:
         from ..errors import BusyError
         return BusyError(f"The store at {where} is busy: another session holds the row (lock_timeout). "
                          "Nothing was written; try again.")
+    if isinstance(e, psycopg.errors.QueryCanceled) and "statement timeout" in msg:
+        return StoreError(f"The server at {where} cancelled the statement: it ran longer than the server's "
+                          f"statement_timeout.{nothing} Ask for less at once, or raise the limit for memviz's role "
+                          "(ALTER ROLE ... SET statement_timeout, or options=-c statement_timeout=... in the "
+                          "connection string).")
     if isinstance(e, psycopg.errors.QueryCanceled):
-        return StoreError(f"The server at {where} cancelled the statement (statement timeout?): {msg}. Nothing was written.")
+        return StoreError(f"The server at {where} cancelled the statement: {msg}.{nothing}")
     if isinstance(e, psycopg.OperationalError):
-        return StoreError(f"The connection to {where} failed: {msg}. Nothing was written.")
+        return StoreError(f"The connection to {where} failed: {msg}.{nothing}")
     return StoreError(f"PostgreSQL error on {where}: {msg}")

@@ -4,6 +4,11 @@ Every write is one short transaction (the row, its vector column, its audit row)
 holds no transaction open, so no lock is kept while the window shows a row or a dialog.
 Conflict detection is the SQLite store's: the row is read `FOR UPDATE` inside the write and
 compared with the values the caller showed (`expected`).
+
+A dropped connection (server restarted, backend terminated) is made again on the next use,
+a bounded number of times: a read is then simply run again; a write is whole or absent, as
+the server's own record of its transaction says (`pg_xact_status`), and when absent it is
+raised as ConnectionLostError (a BusyError, written=False) so the edit queue keeps it.
 """
 from __future__ import annotations
 
@@ -17,18 +22,20 @@ from contextlib import contextmanager
 import numpy as np
 
 from ..arrays import MemoryArrays
-from ..errors import ConflictError, ReadOnlyError, StoreError, ValidationError
+from ..errors import UNKNOWN, ConflictError, ConnectionLostError, ReadOnlyError, StoreError, ValidationError, _written_text
 from ..records import decode_json, embedding_blob, normalize
 from ..schema import MEMORY_COLUMNS
 from ..store import _EDITABLE, Provenance, Store, _audit_dump, _audit_load, _supersede_ids
 from ..times import to_epoch
 from . import arrays as pg_arrays
 from . import schema
-from .connect import PgVector, connect, translate
+from .connect import PgVector, connect, scrub_first_line, translate
 from .dsn import redact
 from .queries import PgQueries
 
 _SCALARS = tuple(c for c in MEMORY_COLUMNS if c != "embedding")
+RECONNECT_ATTEMPTS = 3
+RECONNECT_PAUSE_S = 0.25  # then 0.5, 0.75: a restarting server gets about 1.5 s
 
 
 def vector_bytes(sent) -> bytes | None:
@@ -43,8 +50,11 @@ def vector_bytes(sent) -> bytes | None:
 class PgStore(PgQueries):
     """Use `memviz.store.open("postgresql://…")` or `memviz.store.create(...)` rather than this."""
 
-    def __init__(self, dsn: str, conn, *, read_only_reason: str | None = None):
+    def __init__(self, dsn: str, conn, *, read_only_reason: str | None = None, on_connect=None,
+                 need_vector: bool = True):
         self.dsn = dsn
+        self.on_connect = on_connect  # foreign.install for a table memviz did not make: per session
+        self.need_vector = need_vector
         self.path = redact(dsn)  # what titles and messages show: never the password
         self.conn = conn
         self.read_only_reason = read_only_reason
@@ -61,7 +71,11 @@ class PgStore(PgQueries):
         self.conn.close()
 
     def reopen(self) -> PgStore:
-        return PgStore(self.dsn, connect(self.dsn), read_only_reason=self.read_only_reason)
+        conn = connect(self.dsn, need_vector=self.need_vector)
+        if self.on_connect:
+            self.on_connect(conn)
+        return PgStore(self.dsn, conn, read_only_reason=self.read_only_reason, on_connect=self.on_connect,
+                       need_vector=self.need_vector)
 
     def __enter__(self):
         return self
@@ -70,11 +84,50 @@ class PgStore(PgQueries):
         self.close()
 
     def _q(self, sql, params=()):
+        """Run one read statement (its rows are fetched with it); again on a new connection if
+        the connection had dropped."""
+        return self._read(lambda conn: conn.execute(sql, params))
+
+    def _read(self, fn):
+        """fn(conn), a read, run once more on a new connection if the connection dropped."""
         import psycopg
-        try:
-            return self.conn.execute(sql, params)
-        except psycopg.Error as e:
-            raise translate(e, self.dsn) from None
+        with self._lock:
+            for attempt in (0, 1):
+                if self.conn.closed:
+                    self._reconnect()
+                try:
+                    return fn(self.conn)
+                except psycopg.Error as e:
+                    if attempt == 1 or not self._lost(e):
+                        raise translate(e, self.dsn, write=False) from None
+
+    def _vector_dims(self) -> list[int]:
+        return self._read(schema.vector_dims)
+
+    def _lost(self, e) -> bool:
+        import psycopg
+        return isinstance(e, psycopg.OperationalError) and (self.conn.closed or self.conn.broken)
+
+    def _reconnect(self) -> None:
+        """A new connection in place of a dropped one; ConnectionLostError after the bounded attempts."""
+        import psycopg
+        last = None
+        for attempt in range(RECONNECT_ATTEMPTS):
+            try:
+                conn = connect(self.dsn, need_vector=self.need_vector)
+                if self.on_connect:
+                    self.on_connect(conn)
+            except (StoreError, psycopg.Error) as e:
+                last = translate(e, self.dsn) if isinstance(e, psycopg.Error) else e
+                time.sleep(RECONNECT_PAUSE_S * (attempt + 1))
+                continue
+            old, self.conn = self.conn, conn
+            old.close()
+            return
+        err = ConnectionLostError(f"The connection to {self.path} dropped and memviz could not connect again "
+                                  f"({RECONNECT_ATTEMPTS} attempts): {last}")
+        err.written = False
+        raise err
 
     def _translated(self, e):
         import psycopg
@@ -96,27 +149,55 @@ class PgStore(PgQueries):
 
     @contextmanager
     def transaction(self):
-        """One short transaction; yields the connection (its SQL is PostgreSQL's, `%s` params)."""
+        """One short transaction; yields the connection (its SQL is PostgreSQL's, `%s` params).
+        If the connection drops, the write is whole (the commit reached the server: returns as
+        written) or absent (ConnectionLostError, written=False; the next use reconnects)."""
         if self.read_only:
             raise ReadOnlyError(f"{self.path} is open read-only: {self.read_only_reason}")
         import psycopg
         with self._lock:
+            if self.conn.closed or self.conn.broken:
+                self._reconnect()
+            xid, body_done = None, False
             try:
                 with self.conn.transaction():
+                    xid = self.conn.execute("SELECT pg_current_xact_id()::text").fetchone()[0]
                     yield self.conn
+                    body_done = True
             except psycopg.Error as e:
-                raise self._translated(e) from None
+                if not self._lost(e):
+                    raise self._translated(e) from None
+                written = self._outcome(xid) if body_done else False
+                if written is True:
+                    return  # the commit reached the server before the connection dropped
+                err = (ConnectionLostError if written is False else StoreError)(
+                    f"The connection to {self.path} dropped during a write "
+                    f"({scrub_first_line(e, self.dsn)}).{_written_text(written)}"
+                    + (" memviz connects again on the next use; the edit can be retried." if written is False else ""))
+                err.written = written if isinstance(written, bool) else None
+                raise err from None
+
+    def _outcome(self, xid: str):
+        """Whether the transaction `xid` committed (True/False), asked on a new connection;
+        UNKNOWN when the server cannot be reached."""
+        try:
+            self._reconnect()
+            status = self.conn.execute("SELECT pg_xact_status(%s::xid8)", (xid,)).fetchone()[0]
+        except Exception:  # noqa: BLE001 - any failure here leaves the outcome unknown, said as such
+            return UNKNOWN
+        return True if status == "committed" else False if status == "aborted" else UNKNOWN
 
     # ----------------------------------------------------------------- reads
-    def _vec_select(self) -> str:
-        """SQL: the row's vector in pgvector's binary form (NULL when it has none)."""
-        self._dims = schema.vector_dims(self.conn)
+    def _vec_select(self, conn=None) -> str:
+        """SQL: the row's vector in pgvector's binary form (NULL when it has none). `conn`: the
+        connection of an open transaction (never reconnected under it)."""
+        self._dims = schema.vector_dims(conn) if conn is not None else self._vector_dims()
         if not self._dims:
             return "NULL::bytea"
         return "coalesce(" + ", ".join(f"vector_send({schema.vec_column(d)})" for d in self._dims) + ")"
 
     def embedding_models(self) -> list[tuple[str, int, int]]:
-        self._dims = schema.vector_dims(self.conn)
+        self._dims = self._vector_dims()
         if not self._dims:
             return []
         rows = self._q(f"SELECT coalesce(embedding_model, ''), d, count(*) FROM (SELECT embedding_model, "
@@ -125,15 +206,18 @@ class PgStore(PgQueries):
         return [(m, int(d), int(n)) for m, d, n in rows]
 
     def vector_index_notes(self) -> list[str]:
-        return [f"vectors of {d} dimensions are searched exactly: pgvector indexes at most {schema.HNSW_MAX_DIM}"
-                for d in schema.vector_dims(self.conn) if d > schema.HNSW_MAX_DIM]
+        wide = [f"vectors of {d} dimensions are searched exactly: pgvector indexes at most {schema.HNSW_MAX_DIM}"
+                for d in self._vector_dims() if d > schema.HNSW_MAX_DIM]
+        return wide + [f"vectors of {d} dimensions have no HNSW index yet (a copy stopped before building it), so "
+                       f"pgvector's own search of them is exact and slower: `memviz index {self.path}` builds it"
+                       for d in ([] if self.on_connect else self._read(schema.missing_vector_indexes))]
 
     def main_model(self) -> tuple[str | None, int]:
         models = self.embedding_models()
         return (models[0][0], models[0][1]) if models else (None, 0)
 
     def model_dim(self, model: str | None) -> int | None:
-        self._dims = schema.vector_dims(self.conn)
+        self._dims = self._vector_dims()
         for d in self._dims:
             if self._q(f"SELECT 1 FROM memories WHERE embedding_model = %s AND {schema.vec_column(d)} IS NOT NULL "
                        "LIMIT 1", (model,)).fetchone():
@@ -143,14 +227,12 @@ class PgStore(PgQueries):
     def arrays(self, model: str | None = None, preview: int = 0, snapshot: bool = False) -> MemoryArrays:
         """Every memory as columns, read in bulk inside one read-only snapshot (`snapshot` is a
         SQLite file cache and means nothing here)."""
-        import psycopg
-        try:
-            with self._lock, self.conn.transaction():
-                self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                self._dims = schema.vector_dims(self.conn)
-                return pg_arrays.load_arrays(self.conn, self._dims, model, preview=preview)
-        except psycopg.Error as e:
-            raise self._translated(e) from None
+        def read(conn):
+            with conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                self._dims = schema.vector_dims(conn)
+                return pg_arrays.load_arrays(conn, self._dims, model, preview=preview)
+        return self._read(read)
 
     def _select_rows(self, where: str, params) -> list[dict]:
         cols = ", ".join(_SCALARS)
@@ -235,21 +317,20 @@ class PgStore(PgQueries):
         """(id, cosine distance) nearest first: pgvector's HNSW index (d <= 2000), else exact."""
         blob = embedding_blob(vector, what="query vector")
         dim = len(blob) // 4
-        if dim not in schema.vector_dims(self.conn):
+        if dim not in self._vector_dims():
             return []
         col = schema.vec_column(dim)
-        import psycopg
-        try:
-            with self._lock, self.conn.transaction():
-                self.conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(min(1000, max(40, k))),))
-                rows = self.conn.execute(f"SELECT id, {col} <=> %s AS d FROM memories WHERE {col} IS NOT NULL "
-                                         "ORDER BY d LIMIT %s", (PgVector(blob), int(k))).fetchall()
-        except psycopg.Error as e:
-            raise self._translated(e) from None
+
+        def read(conn):
+            with conn.transaction():
+                conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(min(1000, max(40, k))),))
+                return conn.execute(f"SELECT id, {col} <=> %s AS d FROM memories WHERE {col} IS NOT NULL "
+                                    "ORDER BY d LIMIT %s", (PgVector(blob), int(k))).fetchall()
+        rows = self._read(read)
         return [(i, float(d)) for i, d in rows]
 
     def integrity(self) -> list[str]:
-        missing = schema.missing_parts(self.conn)
+        missing = self._read(schema.missing_parts)
         return [f"the native schema lacks {', '.join(missing)}"] if missing else []
 
     # ----------------------------------------------------------------- writes
@@ -296,7 +377,7 @@ class PgStore(PgQueries):
         return [r["id"] for r in rows]
 
     def _current(self, c, memory_id: str) -> dict:
-        row = c.execute(f"SELECT {', '.join(_SCALARS)}, {self._vec_select()} FROM memories WHERE id = %s FOR UPDATE",
+        row = c.execute(f"SELECT {', '.join(_SCALARS)}, {self._vec_select(c)} FROM memories WHERE id = %s FOR UPDATE",
                         (memory_id,)).fetchone()
         if row is None:
             raise StoreError(f"No memory with id {memory_id!r} in this store.")
