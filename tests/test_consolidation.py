@@ -1,4 +1,4 @@
-"""Seed 002 consolidation on a real store: decay as the formula says (and never compounding),
+"""The assistant memory's consolidation on a real store: decay as the formula says (and never compounding),
 prune below 0.05 with per-item untick, protected memories untouched, audited, undoable."""
 import math
 

@@ -1,4 +1,4 @@
-"""Seed 004's prompt assembly on hand-worked examples: strategies, cut line, eviction, pinning,
+"""HTM's prompt assembly on hand-worked examples: strategies, cut line, eviction, pinning,
 the query strategy and the token counter."""
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""`memviz context DB`: what goes into the agent's prompt from memory under a token budget (seed 004)."""
+"""`memviz context DB`: what goes into the agent's prompt from memory under a token budget (HTM's two-tier memory)."""
 import json
 import sys
 import time

@@ -1,4 +1,4 @@
-"""Seed 004's working memory (HTM ADR-002): what goes into the prompt under a token budget.
+"""HTM's working memory (HTM ADR-002): what goes into the prompt under a token budget.
 
 Exactly as the seed states it:
 - budget: 128,000 tokens by default, less a 10% margin for token-count error, so 115,200 usable;

@@ -1,4 +1,4 @@
-"""Seed 002's consolidation without an LLM, previewed: Ebbinghaus decay of confidence, then
+"""The assistant memory's consolidation without an LLM, previewed: Ebbinghaus decay of confidence, then
 soft-delete (prune) of what falls below 0.05. Protected memories are never touched.
 
 Decay: confidence x exp(-decay_rate x days^0.8), days since the memory was last accessed
@@ -31,7 +31,7 @@ _EPS = 1e-12
 
 
 def ebbinghaus(confidence, decay_rate, days):
-    """Seed 002's decay: confidence x exp(-decay_rate x days^0.8)."""
+    """The assistant memory's decay: confidence x exp(-decay_rate x days^0.8)."""
     days = np.maximum(np.asarray(days, dtype=np.float64), 0.0)
     return np.asarray(confidence, dtype=np.float64) * np.exp(-np.asarray(decay_rate, dtype=np.float64) * days ** 0.8)
 

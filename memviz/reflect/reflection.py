@@ -1,4 +1,4 @@
-"""Seed 000's reflection, previewed: recent memories -> salient questions -> evidence per
+"""The dual-memory design's reflection, previewed: recent memories -> salient questions -> evidence per
 question -> insights citing their evidence -> Proposals the user accepts or rejects.
 
 `Reflector.propose()` only reads the store and talks to the LLM; `Reflector.accept()` writes
@@ -134,7 +134,7 @@ def resolve_agent(store, agent: str | None) -> str:
 
 def importance_status(store, agent: str | None = None, threshold: float | None = None,
                       now: float | None = None) -> ImportanceStatus:
-    """Seed 000's trigger: importance accumulated since the last reflection vs the threshold,
+    """The dual-memory design's trigger: importance accumulated since the last reflection vs the threshold,
     up to `now` (default: the store's clock when it is fixed, so a simulation counts what it had
     then; on the wall clock everything counts, whatever the agent's own clock said)."""
     agent = resolve_agent(store, agent)

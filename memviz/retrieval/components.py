@@ -65,26 +65,26 @@ def ga_rank_recency(decays) -> np.ndarray:
 
 
 def exp_recency(age_seconds: np.ndarray, tau_hours: float) -> np.ndarray:
-    """Seed 000: recency = exp(-Δt/τ), Δt in hours (negative ages, i.e. the future, count as 0)."""
+    """The dual-memory design: recency = exp(-Δt/τ), Δt in hours (negative ages, i.e. the future, count as 0)."""
     age_h = np.maximum(age_seconds, 0.0) / HOUR
     return np.exp(-age_h / tau_hours)
 
 
 def cycle_recency(cycles_ago: np.ndarray, lam: float) -> np.ndarray:
-    """Seed 003: recency = λ ** (cycles ago). Taken per distinct value with Python's `**`."""
+    """ADA cognitive memory: recency = λ ** (cycles ago). Taken per distinct value with Python's `**`."""
     values, inverse = np.unique(np.asarray(cycles_ago, dtype=np.float64), return_inverse=True)
     table = np.array([lam ** v for v in values.tolist()], dtype=np.float64)
     return table[inverse].reshape(np.shape(cycles_ago))
 
 
 def working_memory(importance: np.ndarray, age_seconds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Seed 004 (:balanced): score = importance * (1.0 / (1 + age_in_hours)). Returns (recency, score)."""
+    """HTM's two-tier memory (:balanced): score = importance * (1.0 / (1 + age_in_hours)). Returns (recency, score)."""
     recency = 1.0 / (1 + np.maximum(age_seconds, 0.0) / HOUR)
     return recency, importance * recency
 
 
 def ebbinghaus(confidence, decay_rate, age_seconds, protected) -> np.ndarray:
-    """Seed 002 decay: confidence × exp(-decay_rate × days^0.8); protected memories do not decay."""
+    """The assistant memory's decay: confidence × exp(-decay_rate × days^0.8); protected memories do not decay."""
     days = np.maximum(age_seconds, 0.0) / DAY
     factor = confidence * np.exp(-decay_rate * days ** 0.8)
     return np.where(protected, confidence, factor)

@@ -255,7 +255,7 @@ class Engine:
         return float(self.clock.at if self.clock.fixed else self._query_time)
 
     def _decay_factor(self, params, cs, ref):
-        """Seed 002's confidence × exp(-decay_rate × days^0.8) (days since last access, else creation)."""
+        """The assistant memory's confidence × exp(-decay_rate × days^0.8) (days since last access, else creation)."""
         if not params.confidence_decay:
             return None
         key = ("ebbinghaus", ref, params.as_of)

@@ -1,4 +1,4 @@
-"""Seed 002's hybrid search: FTS5 BM25 ranks and vector ranks fused by reciprocal rank fusion.
+"""The assistant memory's hybrid search: FTS5 BM25 ranks and vector ranks fused by reciprocal rank fusion.
 
     score = 1/(k + fts_rank) + 1/(k + vector_rank),  k = 60, ranks from 1 among the candidates;
     a memory absent from a list (no matching word, no vector) gets no term from that list.

@@ -70,7 +70,7 @@ def fill(template: str, rng: Rand, vocab: dict, fixed: dict | None = None) -> tu
 
 
 def ebbinghaus(confidence: float, decay_rate: float, days: float) -> float:
-    """Seed 002's decay: confidence × exp(−decay_rate × days^0.8)."""
+    """The assistant memory's decay: confidence × exp(−decay_rate × days^0.8)."""
     return confidence * math.exp(-decay_rate * max(days, 0.0) ** 0.8)
 
 

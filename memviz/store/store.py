@@ -474,7 +474,7 @@ class Store(SqliteQueries):
     def supersede(self, memory_id: str, new_content: str, *, embedding=None, embedding_model: str | None = None,
                   when=None, new_id_: str | None = None, expected: dict | None = None,
                   actor: str = "memviz", note: str | None = None) -> str:
-        """Seed 002 `correct_fact`: the old row gets valid_until, a new row carries the new text,
+        """The assistant memory's `correct_fact`: the old row gets valid_until, a new row carries the new text,
         `attributes.supersedes` and the old kind/agent/sources/event time (it restates the same
         event; `created_at` is the correction's time). Without an embedding the new row is
         marked `attributes.needs_embedding` (never given the old text's vector). Returns the new id."""

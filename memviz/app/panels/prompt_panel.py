@@ -1,4 +1,4 @@
-"""Prompt view: what goes into the agent's prompt from memory under a token budget (seed 004's
+"""Prompt view: what goes into the agent's prompt from memory under a token budget (HTM's
 working memory, memviz.context.assemble), and why that and not the rest.
 
 Budget (slider and box) and strategy (recent / important / balanced, or the query panel's

@@ -431,7 +431,7 @@ class PgStore(PgQueries):
     def supersede(self, memory_id: str, new_content: str, *, embedding=None, embedding_model: str | None = None,
                   when=None, new_id_: str | None = None, expected: dict | None = None,
                   actor: str = "memviz", note: str | None = None) -> str:
-        """As the SQLite store's supersede (seed 002 `correct_fact`), in one transaction."""
+        """As the SQLite store's supersede (the assistant memory's `correct_fact`), in one transaction."""
         from ..records import new_id
         when = to_epoch(when) if when is not None else int(time.time())
         nid = new_id_ or new_id()
