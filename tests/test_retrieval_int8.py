@@ -2,6 +2,8 @@
 engine's top k through it are those of exact scoring (the plain-loop reference) and of the
 float32 path, on random and adversarial stores (duplicated vectors, exact ties, near-ties at
 the k-th place, spiky vectors), at 256 and 1536 dimensions."""
+import dataclasses
+
 import numpy as np
 import pytest
 from conftest import unit_vectors
@@ -189,3 +191,30 @@ def test_a_vector_holding_nan_ranks_as_on_the_float32_path(store):
     for name, extra in _variants():
         p = preset_params(name, **extra)
         assert fast.score(p).ids == plain.score(p).ids, (name, extra)
+
+
+def test_a_view_of_the_same_vectors_shares_the_index_and_keeps_the_bound(store):
+    """The window's as-of view (Engine.with_arrays: other values, the same matrix) reuses the
+    int8 index instead of building one per scrubber step, and carries the int8 error bound with
+    the int8 cosines, so its top k stay those of exact scoring."""
+    dim = 256
+    V = _adversarial_vectors(420, dim, 1)
+    _store_with(store, V, 1, model="test/256")
+    arrays = store.arrays()
+    assert quantized.index_for(arrays, wait=True, min_rows=0) is not None
+    fast = Engine(store, arrays, now=T0)
+    fast.set_query(vector=V[0])
+    view = dataclasses.replace(arrays, importance=arrays.importance[::-1].copy())
+    view._index = arrays._index
+    moved = fast.with_arrays(view)
+    assert view._int8_index is arrays._int8_index                   # shared, not built again
+    assert moved._rel_err == fast._rel_err > 100 * fast._delta      # the int8 bound travels with its cosines
+    own = dataclasses.replace(view, embedding=view.embedding.copy())  # another matrix: the float32 product
+    own._index = arrays._index
+    plain = Engine(store, own, now=T0)
+    plain.set_query(vector=V[0])
+    for name, extra in _variants():
+        p = preset_params(name, **extra)
+        got, base = moved.score(p), plain.score(p)
+        assert got.ids == base.ids, (name, extra)
+        np.testing.assert_array_equal(got.score, base.score)

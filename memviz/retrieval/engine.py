@@ -213,11 +213,18 @@ class Engine:
         """An Engine on `arrays`, other values of this engine's rows (an as-of view of the same
         load: same ids, same rows, same vectors), with this engine's query: nothing embedded or
         searched again. Score caches are not carried (they depend on the values)."""
+        if arrays.embedding is self.arrays.embedding and getattr(arrays, "_int8_index", None) is None:
+            # the same vectors: the int8 index is shared, not built again for every view
+            idx = getattr(self.arrays, "_int8_index", None)
+            if idx is not None:
+                arrays._int8_index = idx
         new = Engine(self.store, arrays, embedder=self._embedder, now=self.now)
         new.query_text, new.query_vector, new.like, new.query_error = (
             self.query_text, self.query_vector, self.like, self.query_error)
-        new._exclude, new._rel_fast, new._exact, new._fts, new._query_time = (
-            self._exclude, self._rel_fast, self._exact, self._fts, self._query_time)
+        # the first-pass cosines travel with their own error bound (int8 or float32): the
+        # rescoring that keeps the top k exact is sized by it
+        new._exclude, new._rel_fast, new._rel_err, new._rel32, new._exact, new._fts, new._query_time = (
+            self._exclude, self._rel_fast, self._rel_err, self._rel32, self._exact, self._fts, self._query_time)
         new._meta = self._meta  # tags and attributes are read per row id, not from the values
         return new
 

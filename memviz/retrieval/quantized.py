@@ -35,6 +35,7 @@ and duplicated vectors get identical codes and identical first-pass values - and
 from __future__ import annotations
 
 import threading
+import weakref
 
 import numpy as np
 
@@ -120,6 +121,7 @@ class Int8Index:
 
 
 _building: dict[int, threading.Thread] = {}
+_by_matrix: dict[int, tuple] = {}  # id(matrix) -> (weak ref to it, its index or False)
 
 
 def index_for(arrays, *, wait: bool = False, min_rows: int = MIN_ROWS) -> Int8Index | None:
@@ -132,7 +134,13 @@ def index_for(arrays, *, wait: bool = False, min_rows: int = MIN_ROWS) -> Int8In
     n = len(arrays)
     if n < min_rows or arrays.dim == 0:
         return None
-    key = id(arrays)
+    # views of one load (the store as of a past moment) share its matrix, and so its index
+    key = id(arrays.embedding)
+    with _build_lock:
+        done = _by_matrix.get(key)
+        if done is not None and done[0]() is arrays.embedding:
+            arrays._int8_index = done[1]
+            return done[1] or None
     with _build_lock:
         t = _building.get(key)
         if t is None:
@@ -155,3 +163,6 @@ def _build(arrays, key) -> None:
     finally:
         with _build_lock:
             _building.pop(key, None)
+            for k in [k for k, (ref, _) in _by_matrix.items() if ref() is None]:
+                del _by_matrix[k]  # matrices gone: their indexes with them
+            _by_matrix[key] = (weakref.ref(arrays.embedding), arrays._int8_index)
