@@ -24,6 +24,7 @@ from ..background import in_thread
 from . import schema
 from . import snapshot as snapshots
 from .arrays import MemoryArrays, load_arrays
+from .common import StoreCommon
 from .connection import connect
 from .errors import (
     UNKNOWN,
@@ -72,7 +73,7 @@ class Provenance:
     dangling: list[tuple[str, str, str]] = field(default_factory=list)  # (from id, missing id, "source"|"supersedes")
 
 
-class Store(SqliteQueries):
+class Store(StoreCommon, SqliteQueries):
     """Use `memviz.store.open(path)` or `memviz.store.create(path)` rather than this constructor."""
 
     def __init__(self, path: str, conn: apsw.Connection, *, read_only_reason: str | None = None,
@@ -85,10 +86,6 @@ class Store(SqliteQueries):
         self._lock = threading.RLock()  # one writer per Store
 
     # ----------------------------------------------------------------- basics
-    @property
-    def read_only(self) -> bool:
-        return self.read_only_reason is not None
-
     def close(self) -> None:
         try:
             self.conn.close()
@@ -101,12 +98,6 @@ class Store(SqliteQueries):
         conn = connect(self.conn_path, readonly=self.read_only)
         return Store(self.path, conn, read_only_reason=self.read_only_reason, report=self.report,
                      conn_path=share_copy(self.conn_path))
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def data_version(self) -> int:
         """Changes when another connection commits (PRAGMA data_version)."""
@@ -203,10 +194,6 @@ class Store(SqliteQueries):
             by_dim[d] = by_dim.get(d, 0) + n
         return [f"{n} embeddings of {d} dimensions have no vector index yet (one is made on the next edit)"
                 for d, n in sorted(by_dim.items()) if d not in have]
-
-    def main_model(self) -> tuple[str | None, int]:
-        models = self.embedding_models()
-        return (models[0][0], models[0][1]) if models else (None, 0)
 
     def arrays(self, model: str | None = None, preview: int = 0, snapshot: bool = False) -> MemoryArrays:
         """Every memory (live and retired) as columns; the matrix holds the vectors of `model`
@@ -429,14 +416,6 @@ class Store(SqliteQueries):
                 cur.raw[col] = bytes(raw)
         return cur
 
-    def update_fields(self, memory_id: str, changes: dict, *, action: str = "update", expected: dict | None = None,
-                      actor: str = "memviz", note: str | None = None) -> dict:
-        """Change fields of one memory, audited. `expected` (field -> value as last shown) turns a
-        concurrent change into a ConflictError instead of overwriting it. Returns the audit `before`."""
-        done = self.update_rows({memory_id: changes}, action=action,
-                                expected={memory_id: expected} if expected else None, actor=actor, note=note)
-        return done[memory_id][0]
-
     def update_rows(self, changes: dict[str, dict], *, action: str = "update", expected: dict[str, dict] | None = None,
                     actor: str = "memviz", note: str | None = None) -> dict[str, tuple[dict, dict]]:
         """Change fields of several memories in ONE transaction, each row audited (an undo that
@@ -463,13 +442,6 @@ class Store(SqliteQueries):
                 self.audit(c, action, memory_id, before, clean, actor, note)
                 done[memory_id] = (before, clean)
         return done
-
-    def set_valid_until(self, memory_id: str, when, *, action: str | None = None, expected: dict | None = None,
-                        actor: str = "memviz", note: str | None = None) -> None:
-        """Soft-delete (a time) or restore (None)."""
-        when = to_epoch(when)
-        self.update_fields(memory_id, {"valid_until": when}, action=action or ("soft_delete" if when else "restore"),
-                           expected=expected, actor=actor, note=note)
 
     def supersede(self, memory_id: str, new_content: str, *, embedding=None, embedding_model: str | None = None,
                   when=None, new_id_: str | None = None, expected: dict | None = None,

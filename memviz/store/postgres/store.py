@@ -22,6 +22,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from ..arrays import MemoryArrays
+from ..common import StoreCommon
 from ..errors import UNKNOWN, ConflictError, ConnectionLostError, ReadOnlyError, StoreError, ValidationError, _written_text
 from ..records import decode_json, embedding_blob, normalize
 from ..schema import MEMORY_COLUMNS
@@ -47,7 +48,7 @@ def vector_bytes(sent) -> bytes | None:
     return np.frombuffer(sent, dtype=">f4", count=dim, offset=4).astype("<f4").tobytes()
 
 
-class PgStore(PgQueries):
+class PgStore(StoreCommon, PgQueries):
     """Use `memviz.store.open("postgresql://…")` or `memviz.store.create(...)` rather than this."""
 
     def __init__(self, dsn: str, conn, *, read_only_reason: str | None = None, on_connect=None,
@@ -63,10 +64,6 @@ class PgStore(PgQueries):
         self._dims = schema.vector_dims(conn)
 
     # ----------------------------------------------------------------- basics
-    @property
-    def read_only(self) -> bool:
-        return self.read_only_reason is not None
-
     def close(self) -> None:
         self.conn.close()
 
@@ -76,12 +73,6 @@ class PgStore(PgQueries):
             self.on_connect(conn)
         return PgStore(self.dsn, conn, read_only_reason=self.read_only_reason, on_connect=self.on_connect,
                        need_vector=self.need_vector)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def _q(self, sql, params=()):
         """Run one read statement (its rows are fetched with it); again on a new connection if
@@ -211,10 +202,6 @@ class PgStore(PgQueries):
         return wide + [f"vectors of {d} dimensions have no HNSW index yet (a copy stopped before building it), so "
                        f"pgvector's own search of them is exact and slower: `memviz index {self.path}` builds it"
                        for d in ([] if self.on_connect else self._read(schema.missing_vector_indexes))]
-
-    def main_model(self) -> tuple[str | None, int]:
-        models = self.embedding_models()
-        return (models[0][0], models[0][1]) if models else (None, 0)
 
     def model_dim(self, model: str | None) -> int | None:
         self._dims = self._vector_dims()
@@ -383,12 +370,6 @@ class PgStore(PgQueries):
             raise StoreError(f"No memory with id {memory_id!r} in this store.")
         return self._row(row)
 
-    def update_fields(self, memory_id: str, changes: dict, *, action: str = "update", expected: dict | None = None,
-                      actor: str = "memviz", note: str | None = None) -> dict:
-        done = self.update_rows({memory_id: changes}, action=action,
-                                expected={memory_id: expected} if expected else None, actor=actor, note=note)
-        return done[memory_id][0]
-
     def update_rows(self, changes: dict[str, dict], *, action: str = "update", expected: dict[str, dict] | None = None,
                     actor: str = "memviz", note: str | None = None) -> dict[str, tuple[dict, dict]]:
         cleaned = {}
@@ -421,12 +402,6 @@ class PgStore(PgQueries):
                 self.audit(c, action, memory_id, before, clean, actor, note)
                 done[memory_id] = (before, clean)
         return done
-
-    def set_valid_until(self, memory_id: str, when, *, action: str | None = None, expected: dict | None = None,
-                        actor: str = "memviz", note: str | None = None) -> None:
-        when = to_epoch(when)
-        self.update_fields(memory_id, {"valid_until": when}, action=action or ("soft_delete" if when else "restore"),
-                           expected=expected, actor=actor, note=note)
 
     def supersede(self, memory_id: str, new_content: str, *, embedding=None, embedding_model: str | None = None,
                   when=None, new_id_: str | None = None, expected: dict | None = None,

@@ -1,0 +1,37 @@
+"""What both store backends (the SQLite `Store`, `postgres.PgStore`) do the same way, written once."""
+from __future__ import annotations
+
+from .times import to_epoch
+
+
+class StoreCommon:
+    """Built on each backend's own `update_rows`, `embedding_models`, `close` and `read_only_reason`."""
+
+    @property
+    def read_only(self) -> bool:
+        return self.read_only_reason is not None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def main_model(self) -> tuple[str | None, int]:
+        models = self.embedding_models()
+        return (models[0][0], models[0][1]) if models else (None, 0)
+
+    def update_fields(self, memory_id: str, changes: dict, *, action: str = "update", expected: dict | None = None,
+                      actor: str = "memviz", note: str | None = None) -> dict:
+        """Change fields of one memory, audited. `expected` (field -> value as last shown) turns a
+        concurrent change into a ConflictError instead of overwriting it. Returns the audit `before`."""
+        done = self.update_rows({memory_id: changes}, action=action,
+                                expected={memory_id: expected} if expected else None, actor=actor, note=note)
+        return done[memory_id][0]
+
+    def set_valid_until(self, memory_id: str, when, *, action: str | None = None, expected: dict | None = None,
+                        actor: str = "memviz", note: str | None = None) -> None:
+        """Soft-delete (a time) or restore (None)."""
+        when = to_epoch(when)
+        self.update_fields(memory_id, {"valid_until": when}, action=action or ("soft_delete" if when else "restore"),
+                           expected=expected, actor=actor, note=note)
