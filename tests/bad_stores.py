@@ -116,6 +116,7 @@ _HOLDER = r"""
 import sys, apsw
 path, how = sys.argv[1], sys.argv[2]
 c = apsw.Connection(path)
+c.setbusytimeout(20000)  # an agent waits for memviz's short reads to end before it takes its lock
 if how == "exclusive-mode":       # issue 17.1: PRAGMA locking_mode=EXCLUSIVE and a write
     c.execute("PRAGMA locking_mode=EXCLUSIVE")
     c.execute("INSERT INTO memviz_meta(key, value) VALUES ('held', '1') ON CONFLICT(key) DO UPDATE SET value='1'")
