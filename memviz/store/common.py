@@ -1,6 +1,9 @@
 """What both store backends (the SQLite `Store`, `postgres.PgStore`) do the same way, written once."""
 from __future__ import annotations
 
+import time
+
+from .records import normalize
 from .times import to_epoch
 
 
@@ -20,6 +23,23 @@ class StoreCommon:
     def main_model(self) -> tuple[str | None, int]:
         models = self.embedding_models()
         return (models[0][0], models[0][1]) if models else (None, 0)
+
+    def _normalized(self, records) -> tuple[list[dict], float]:
+        """Every record validated and normalised before anything is written (a bad one raises),
+        and the time they are stamped with (their audit entries use it too).
+        Only the models these records use are looked up: a full scan per call made bulk imports
+        quadratic."""
+        records = list(records)
+        models = {r.get("embedding_model") for r in records if r.get("embedding") is not None}
+        dims = {m: d for m in models if (d := self.model_dim(m)) is not None}
+        now = time.time()
+        rows = []
+        for rec in records:
+            row = normalize(rec, model_dims=dims, now=now)
+            if row["embedding"] is not None:
+                dims.setdefault(row["embedding_model"], len(row["embedding"]) // 4)
+            rows.append(row)
+        return rows, now
 
     def update_fields(self, memory_id: str, changes: dict, *, action: str = "update", expected: dict | None = None,
                       actor: str = "memviz", note: str | None = None) -> dict:

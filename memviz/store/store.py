@@ -373,17 +373,7 @@ class Store(StoreCommon, SqliteQueries):
     def insert_memories(self, records, *, audit: bool = True, actor: str = "memviz", note: str | None = None) -> list[str]:
         """Insert memories (rows, FTS and vectors) in one transaction; every record is
         validated first, so a bad one writes nothing."""
-        records = list(records)
-        # Look up only the models these records use: a full scan per call made bulk imports quadratic.
-        models = {r.get("embedding_model") for r in records if r.get("embedding") is not None}
-        dims = {m: d for m in models if (d := self.model_dim(m)) is not None}
-        now = time.time()
-        rows = []
-        for rec in records:
-            row = normalize(rec, model_dims=dims, now=now)
-            if row["embedding"] is not None:
-                dims.setdefault(row["embedding_model"], len(row["embedding"]) // 4)
-            rows.append(row)
+        rows, now = self._normalized(records)
         if not rows:
             return []
         cols = ", ".join(MEMORY_COLUMNS)

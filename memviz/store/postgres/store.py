@@ -341,16 +341,7 @@ class PgStore(StoreCommon, PgQueries):
                                       for r in group])
 
     def insert_memories(self, records, *, audit: bool = True, actor: str = "memviz", note: str | None = None) -> list[str]:
-        records = list(records)
-        models = {r.get("embedding_model") for r in records if r.get("embedding") is not None}
-        dims = {m: d for m in models if (d := self.model_dim(m)) is not None}
-        now = time.time()
-        rows = []
-        for rec in records:
-            row = normalize(rec, model_dims=dims, now=now)
-            if row["embedding"] is not None:
-                dims.setdefault(row["embedding_model"], len(row["embedding"]) // 4)
-            rows.append(row)
+        rows, now = self._normalized(records)
         if not rows:
             return []
         with self.transaction() as c:  # a duplicate id becomes ValidationError (connect.translate)
