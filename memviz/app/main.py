@@ -51,8 +51,8 @@ def process_until(cond, timeout: float = 60.0, poll: float = 0.01) -> bool:
 def prefetch(path: str, read_only: bool) -> Future:
     """Open and read a store in a thread (no Qt needed); the window's open job takes the result."""
     def read():
+        from memviz.frameworks import open_and_read
         from memviz.session.state import open_store_data
-        from memviz.store import open_and_read
         return open_and_read(os.path.abspath(path), open_store_data, read_only=read_only)
     return in_thread(read, "memviz-prefetch")
 

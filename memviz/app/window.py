@@ -22,6 +22,7 @@ from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence, QUndoStack
 from PySide6.QtWidgets import QDockWidget, QFileDialog, QLabel, QMainWindow, QMenu, QMessageBox, QProgressBar, QPushButton, QToolBar
 
+import memviz.frameworks as frameworks
 import memviz.store as ms
 from memviz.app.controllers.edit_controller import EditController
 from memviz.app.dialogs.check_dialog import CheckDialog
@@ -431,7 +432,7 @@ class MainWindow(QMainWindow):
             while True:  # a store in exclusive use: say so and wait (Cancel stops), up to OPEN_WAIT_S
                 try:
                     store, data = early.result() if early is not None else \
-                        ms.open_and_read(path, open_store_data, read_only=read_only)
+                        frameworks.open_and_read(path, open_store_data, read_only=read_only, task=task)
                     break
                 except ms.BusyError:
                     early = None
@@ -497,7 +498,8 @@ class MainWindow(QMainWindow):
 
         def failed(err: Exception) -> None:
             self.show_error("Copy not made", f"memviz could not copy to\n{ms.redact(target)}\n\n{err}")
-        self.workers.submit("copy", lambda task: copy_store(source, target, task), on_done=done, on_error=failed)
+        self.workers.submit("copy", lambda task: copy_store(source, target, task, opener=frameworks.open_source),
+                            on_done=done, on_error=failed)
 
     def _complete_vector_indexes(self, dsn: str) -> None:
         """A copy cut off before its HNSW indexes: build them now, without blocking the agents."""

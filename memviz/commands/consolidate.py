@@ -2,9 +2,9 @@
 (soft-delete below confidence 0.05), previewed; protected memories are never touched."""
 from __future__ import annotations
 
+from ..frameworks import open_source as open_store
 from ..reflect.consolidation import DECAY_KINDS, PRUNE_BELOW, apply_consolidation, describe, plan_consolidation
 from ..reflect.validate import clean_text, shorten
-from ..store import open_store
 from .clock import NOW_HELP, use_now
 from .interrupt import command_task
 

@@ -6,7 +6,8 @@ import time
 import numpy as np
 
 from ..context import DEFAULT_BUDGET, MARGIN, STRATEGIES, Timeline, TokenCounter, assemble, load_texts, query_ranking, report
-from ..store import iso, open_store, to_epoch
+from ..frameworks import open_source as open_store
+from ..store import iso, to_epoch
 
 
 def add_parser(sub):

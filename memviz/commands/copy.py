@@ -1,4 +1,5 @@
 """`memviz copy SRC DST`: a whole store between backends (SQLite file <-> PostgreSQL)."""
+from ..frameworks import open_source
 from ..store.copy import copy_store
 from ..store.postgres.dsn import redact
 from .interrupt import command_task
@@ -17,6 +18,6 @@ def add_parser(sub):
 
 def run(args) -> int:
     with command_task("copy") as task:
-        n = copy_store(args.src, args.dst, task=task)
+        n = copy_store(args.src, args.dst, task=task, opener=open_source)
     print(f"copied {n} memories from {redact(args.src)} to {redact(args.dst)}")
     return 0

@@ -2,7 +2,7 @@
 import json
 
 from ..context import Timeline, diff_agents, diff_moments, diff_stores
-from ..store import open_store
+from ..frameworks import open_source as open_store
 from .context import moment
 
 

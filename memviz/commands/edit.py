@@ -4,7 +4,8 @@ import json
 
 from ..edits import Confirm, Correct, EditKept, History, Restore, SetImportance, SetTags, SoftDelete, Unprotect, retired
 from ..edits.retired import as_json
-from ..store import BusyError, iso, open_store
+from ..frameworks import open_source as open_store
+from ..store import BusyError, iso
 from ..store.errors import IN_USE
 
 ACTIONS = ("correct", "confirm", "unprotect", "delete", "restore", "importance", "tags", "retired", "history")

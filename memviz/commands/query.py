@@ -3,8 +3,9 @@ import json
 import sys
 
 from ..embed import EmbedderUnavailable
+from ..frameworks import open_source as open_store
 from ..retrieval import PRESETS, Engine, preset, preset_params
-from ..store import iso, open_store, to_epoch
+from ..store import iso, to_epoch
 from .clock import add_now_argument, use_now
 
 _CONTRACT_KEYS = ("relevance", "recency", "importance")

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import sys
 
+from ..frameworks import open_source as open_store
 from ..reflect import LLMClient, LLMSettings, ReflectError, ReflectionConfig, Reflector, importance_status, test_connection
 from ..reflect.evidence import default_retriever
 from ..reflect.validate import clean_text, shorten
-from ..store import iso, open_store
+from ..store import iso
 from .interrupt import command_task
 
 

@@ -3,7 +3,8 @@ import json
 
 import apsw
 
-from ..store import is_dsn, iso, open_store
+from ..frameworks import open_source as open_store
+from ..store import is_dsn, iso
 from ..store.check import fts_findings, vec_findings
 from ..store.clock import parse_clock, store_clock
 from ..store.errors import StoreError

@@ -295,11 +295,32 @@ class Correct(Action):
         vec, model, warning = self._embedded
         expected = self.expected.get(self.old_id) or {"content": row["content"], "valid_until": None}
         self.when = int(time.time())
+        self._before = {k: row[k] for k in ("content", "embedding", "embedding_model")}
         self.new_id = store.supersede(self.old_id, self.content, embedding=vec, embedding_model=model, when=self.when,
                                       expected=expected, note=self.note)
+        if self.in_place:
+            return Outcome(f"Corrected {self.old_id[:8]} in place", [self.old_id], warning)
         return Outcome(f"Corrected {self.old_id[:8]}: new memory {self.new_id[:8]}", [self.old_id, self.new_id], warning)
 
+    @property
+    def in_place(self) -> bool:
+        """A store of a system that corrects a memory by rewriting it (mem0, a LangGraph put)
+        keeps its id (memviz.frameworks.Source.corrects_in_place): undo and redo swap texts."""
+        return self.new_id == self.old_id
+
+    def _swap_text(self, store, to: dict, shown_text: str, verb: str) -> Outcome:
+        changes = {"content": to["content"]}
+        if to.get("embedding") is not None:
+            changes.update(embedding=to["embedding"], embedding_model=to["embedding_model"])
+        store.update_rows({self.old_id: changes}, action=verb + ":" + self.name, note=self.note,
+                          expected={self.old_id: {"content": shown_text}})
+        return Outcome(f"{verb.capitalize()}ne: correction of {self.old_id[:8]}", [self.old_id])
+
     def _undo(self, store) -> Outcome:
+        if self.in_place:
+            self._after = {k: v for k, v in (store.get(self.old_id) or {}).items()
+                           if k in ("content", "embedding", "embedding_model")}
+            return self._swap_text(store, self._before, self.content, "undo")
         self.undone_at = int(time.time())
         store.update_rows({self.new_id: {"valid_until": self.undone_at}, self.old_id: {"valid_until": None}},
                           action="undo:" + self.name, note=self.note,
@@ -308,6 +329,8 @@ class Correct(Action):
         return Outcome(f"Undone: correction of {self.old_id[:8]}", [self.old_id, self.new_id])
 
     def _redo(self, store) -> Outcome:
+        if self.in_place:
+            return self._swap_text(store, self._after, self._before["content"], "redo")
         self.when = int(time.time())
         store.update_rows({self.new_id: {"valid_until": None}, self.old_id: {"valid_until": self.when}},
                           action="redo:" + self.name, note=self.note,

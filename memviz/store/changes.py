@@ -71,7 +71,12 @@ def changes_since(store, token, max_share: float = MAX_SHARE) -> Changes:
     own = getattr(store, "changes_since", None)
     if own is not None:
         return own(token, max_share)
-    conn = store.conn
+    return sqlite_changes_since(store.conn, token, max_share)
+
+
+def sqlite_changes_since(conn, token, max_share: float = MAX_SHARE) -> Changes:
+    """changes_since for an SQLite connection to a native store (a mirror's own answer after it
+    has synced with its source ends here too)."""
     conn.execute("BEGIN")  # one snapshot for every read below
     try:
         return _changes(conn, token, max_share)

@@ -38,13 +38,16 @@ _TABLES = {  # table -> columns copied, besides memories
 MEMORY_ROW = ("rowid",) + MEMORY_COLUMNS  # embedding: float32 little-endian bytes on both sides
 
 
-def copy_store(src: str, dst: str, task: Task | None = None) -> int:
+def copy_store(src: str, dst: str, task: Task | None = None, opener=None) -> int:
     """Copy the store at `src` (path or DSN) to `dst` (a path that does not exist, or an empty
-    PostgreSQL database). Returns the number of memories copied."""
+    PostgreSQL database). Returns the number of memories copied. `opener(src, read_only=True)`
+    opens the source (default: memviz.store.open_store; the commands pass the one that also
+    opens other frameworks' stores, whose mirrors are SQLite stores)."""
     from . import open_store  # the dispatching open of memviz.store
+    from .store import Store
     task = task or Task("copy")
-    with open_store(src, read_only=True) as source:
-        reader = _PgReader(source) if is_dsn(src) else _SqliteReader(source)
+    with (opener or open_store)(src, read_only=True) as source:
+        reader = _SqliteReader(source) if isinstance(source, Store) else _PgReader(source)
         with reader:
             total = reader.count()
             task.progress(0.0, f"copying {total} memories from {redact(src)} to {redact(dst)}")

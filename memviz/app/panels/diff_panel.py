@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+import memviz.frameworks as frameworks
 import memviz.store as ms
 from memviz.app.workers import Workers
 from memviz.context import diff_agents, diff_moments, diff_stores
@@ -222,7 +223,7 @@ class DiffPanel(QWidget):
             def job(task):
                 if not os.path.exists(path):
                     raise ValueError(f"no such file: {path}")
-                with ms.open_store(path, read_only=True) as other:
+                with frameworks.open_source(path, read_only=True) as other:
                     return diff_stores(store, other, arrays_a=arrays, query=query, preset=preset, k=k)
         else:
             a, b = self.agent_a.currentText(), self.agent_b.currentText()

@@ -1,0 +1,313 @@
+"""A native store that mirrors another system's memory store (source.py), so that every panel,
+the engine and the presets work on it unchanged.
+
+The mirror is an SQLite file in the user cache (`mirrors/`), one per source. Opening a source
+reuses its mirror when the source's token has not moved (fast reopen), and otherwise syncs it:
+every record is read from the source and compared with the mirror by a fingerprint, and only
+what differs is written (new rows inserted, changed rows updated and audited as the system's
+change, rows the system deleted marked retired: nothing is physically removed). The live
+window's change watcher asks `data_version()` and `changes_since()`, which sync first and then
+answer from the mirror's own change log, so a busy agent's writes arrive as deltas.
+
+Writes from memviz go to the source first (Source.write, the way the system's own client
+writes), then to the mirror; the source stays the truth, and the next sync repairs a mirror
+that missed one. The cache file is memviz's own: it is rebuilt when damaged or when the
+mapping of a system changes (MIRROR_VERSION).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import time
+
+import apsw
+import numpy as np
+
+from ..store import ReadOnlyError, StoreError, ValidationError
+from ..store import create as create_store
+from ..store import open_store as open_native
+from ..store.arrays import MemoryArrays, load_arrays
+from ..store.changes import sqlite_changes_since
+from ..store.errors import store_errors
+from ..store.schema import MEMORY_COLUMNS
+from ..store.store import Store
+from ..tasks import Task
+from ..userdirs import user_cache_dir
+from .source import Source
+
+#: bump when a system's mapping to memviz records changes: every mirror is then rebuilt
+MIRROR_VERSION = 1
+_FP_TABLE = "memviz_mirror"
+_BATCH = 5000
+
+
+def mirror_path(source: Source) -> str:
+    key = hashlib.sha1(f"{source.system}\0{source.label}".encode()).hexdigest()[:20]
+    folder = user_cache_dir() / "mirrors"
+    folder.mkdir(parents=True, exist_ok=True)
+    return str(folder / f"{source.system}-{key}.db")
+
+
+def fingerprint(rec: dict) -> bytes:
+    """What identifies a record's content: equal fingerprints, nothing to write."""
+    h = hashlib.blake2b(digest_size=16)
+    for col in MEMORY_COLUMNS:
+        v = rec.get(col)
+        if isinstance(v, np.ndarray):
+            v = v.astype("<f4").tobytes()
+        if isinstance(v, (bytes, bytearray, memoryview)):
+            h.update(bytes(v))
+        else:
+            h.update(json.dumps(v, sort_keys=True, default=str).encode())
+        h.update(b"\x1f")
+    return h.digest()
+
+
+class MirroredStore(Store):
+    """A `Store` on the mirror file whose `path` is the source's label (titles, recent files)."""
+
+    def __init__(self, source: Source, mirror: Store):
+        super().__init__(source.label, mirror.conn, report=mirror.report, conn_path=mirror.conn_path,
+                         read_only_reason=source.read_only_reason() if not source.edits else None)
+        self.source = source
+        self._synced_token = self.meta("mirror.token")
+        self._sync_lock = threading.Lock()
+
+    # ------------------------------------------------------------ identity and reading
+    def describe(self) -> str:
+        return self.source.describe()
+
+    def reopen(self) -> MirroredStore:
+        return MirroredStore(self.source, Store(self.path, open_native(self.conn_path).conn, report=self.report,
+                                                conn_path=self.conn_path))
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self.source.close()
+
+    def arrays(self, model: str | None = None, preview: int = 0, snapshot: bool = False) -> MemoryArrays:
+        # the on-disk snapshot cache is keyed by a store file; the mirror's reopen is fast already
+        with store_errors(self.path):
+            return load_arrays(self.conn, model, preview=preview)
+
+    def data_version(self):
+        """Moves when the source changes (its token) or the mirror does."""
+        return (_token_text(self._source_call(self.source.token)), self.conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def changes_since(self, token, max_share: float):
+        self.sync()
+        with store_errors(self.path):
+            return sqlite_changes_since(self.conn, token, max_share)
+
+    # ------------------------------------------------------------ syncing
+    def sync(self, task: Task | None = None, *, first: bool = False) -> dict:
+        """Bring the mirror in step with the source; returns counts of what was written."""
+        with self._sync_lock:
+            token = _token_text(self._source_call(self.source.token))
+            if token == self._synced_token and not first:
+                return {"added": 0, "changed": 0, "gone": 0}
+            done = self._sync(token, task, first)
+            self._synced_token = token
+            return done
+
+    def _sync(self, token: str, task: Task | None, first: bool) -> dict:
+        part = task.part(0.0, 0.6) if task else None
+        known = dict(self.conn.execute(f"SELECT id, fp FROM {_FP_TABLE}"))
+        seen: set[str] = set()
+        new, changed = [], {}
+        for rec in self._source_call(lambda: list(self.source.records(part))):
+            rid = str(rec["id"])
+            if rid in seen:
+                continue  # a system that lists a memory twice: the first wins
+            seen.add(rid)
+            fp = fingerprint(rec)
+            if rid not in known:
+                new.append((rec, fp))
+            elif known[rid] != fp:
+                changed[rid] = (rec, fp)
+        gone = [rid for rid in known if rid not in seen]
+        part = task.part(0.6, 1.0) if task else None
+        actor = self.source.system
+        for i in range(0, len(new), _BATCH):
+            if part:
+                part.check()
+                part.progress(i / max(len(new), 1), f"{i:,} of {len(new):,} memories")
+            chunk = new[i:i + _BATCH]
+            Store.insert_memories(self, [r for r, _fp in chunk], audit=not first, actor=actor,
+                                  note=None if first else f"written by {self.source.title}")
+            self._remember([(str(r["id"]), fp) for r, fp in chunk])
+        if changed:
+            rows = {r["id"]: r for r in self.get_many(list(changed))}
+            updates = {}
+            for rid, (rec, _fp) in changed.items():
+                cur = rows.get(rid) or {}
+                diff = {k: v for k, v in rec.items() if k != "id" and k in MEMORY_COLUMNS and not _same(cur.get(k), v, k)}
+                if diff:
+                    updates[rid] = diff
+            if updates:
+                Store.update_rows(self, updates, action="sync", actor=actor, note=f"changed by {self.source.title}")
+            self._remember([(rid, fp) for rid, (_rec, fp) in changed.items()])
+        if gone:
+            now = int(time.time())
+            live = {r["id"] for r in self.get_many(gone) if r.get("valid_until") is None}
+            if live:
+                Store.update_rows(self, {rid: {"valid_until": now} for rid in live}, action="sync",
+                                  actor=actor, note=f"deleted by {self.source.title} (kept retired here)")
+            with self.transaction() as c:
+                c.executemany(f"DELETE FROM {_FP_TABLE} WHERE id = ?", [(rid,) for rid in gone])
+        if first:
+            self._import_history()
+        self.set_meta("mirror.token", token)
+        return {"added": len(new), "changed": len(changed), "gone": len(gone)}
+
+    def _remember(self, pairs) -> None:
+        with self.transaction() as c:
+            c.executemany(f"INSERT INTO {_FP_TABLE}(id, fp) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET fp = excluded.fp",
+                          pairs)
+
+    def _import_history(self) -> None:
+        rows = list(self._source_call(lambda: list(self.source.history())))
+        if not rows:
+            return
+        with self.transaction() as c:
+            for h in rows:
+                c.execute("INSERT INTO memviz_audit(at, action, memory_id, before, after, actor, note) VALUES (?,?,?,?,?,?,?)",
+                          (float(h["at"]), str(h.get("action") or "update"), str(h["memory_id"]),
+                           _json(h.get("before")), _json(h.get("after")), self.source.system, h.get("note")))
+
+    def _source_call(self, fn):
+        """Call into the source; its library's errors become StoreErrors that name the source."""
+        try:
+            return fn()
+        except StoreError:
+            raise
+        except apsw.Error as e:
+            with store_errors(self.path, doing=f"reading the {self.source.title} store"):
+                raise e from None
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise StoreError(f"Cannot read the {self.source.title} store at {self.path}: {e}") from e
+        except Exception as e:  # a database driver's error (psycopg): translated by its backend
+            from ..store.postgres.connect import translate
+            out = translate(e, self.source.target) if type(e).__module__.startswith("psycopg") else None
+            if out is None:
+                raise
+            raise out from None
+
+    # ------------------------------------------------------------ writing: the source first
+    def update_rows(self, changes: dict[str, dict], *, action: str = "update", expected: dict[str, dict] | None = None,
+                    actor: str = "memviz", note: str | None = None) -> dict[str, tuple[dict, dict]]:
+        if self.read_only:
+            raise ReadOnlyError(f"{self.path} is open read-only: {self.read_only_reason}")
+        fields = {k for ch in changes.values() for k in ch if k not in ("embedding", "embedding_model")}
+        self.source.refuse(fields)
+        self.sync()  # the agent's latest writes first: a change under the edit is a conflict, not lost
+        rows = {r["id"]: r for r in self.get_many(list(changes))}
+        missing = [rid for rid in changes if rid not in rows]
+        if missing:
+            raise StoreError(f"No memory with id {missing[0]!r} in {self.path}.")
+        for rid, exp in (expected or {}).items():
+            cur = self.get(rid)
+            Store._check_expected(rid, _Cur(cur), exp)
+        landed = self._source_call(lambda: self.source.write(rows, changes))
+        done = Store.update_rows(self, landed, action=action, expected=expected, actor=actor, note=note)
+        self._after_write()
+        return done
+
+    def supersede(self, memory_id: str, new_content: str, *, embedding=None, embedding_model: str | None = None,
+                  when=None, new_id_: str | None = None, expected: dict | None = None,
+                  actor: str = "memviz", note: str | None = None) -> str:
+        """A correction. Systems that rewrite a memory in place (mem0's update, a LangGraph put)
+        keep its id: returns `memory_id`, and the old text stays in the audit (and the system's
+        own history). Others retire the old memory and add a new one, as the native store does."""
+        if not self.source.corrects_in_place:
+            self.source.refuse({"content", "valid_until", "insert"})
+            return super().supersede(memory_id, new_content, embedding=embedding, embedding_model=embedding_model,
+                                     when=when, new_id_=new_id_, expected=expected, actor=actor, note=note)
+        ch = {"content": new_content}
+        if embedding is not None:
+            ch.update(embedding=embedding, embedding_model=embedding_model)
+        self.update_rows({memory_id: ch}, action="correct", expected={memory_id: expected} if expected else None,
+                         actor=actor, note=note)
+        return memory_id
+
+    def insert_memories(self, records, *, audit: bool = True, actor: str = "memviz", note: str | None = None) -> list[str]:
+        self.source.refuse({"insert"})
+        raise ReadOnlyError(f"{self.path}: adding memories to a {self.source.title} store is not supported")
+
+    def _after_write(self) -> None:
+        """Our own write moved the source's token: record it, so the next poll does not re-read."""
+        self._synced_token = _token_text(self._source_call(self.source.token))
+        self.set_meta("mirror.token", self._synced_token)
+
+
+class _Cur(dict):
+    """A row for Store._check_expected (it reads `.get`)."""
+
+
+def _same(a, b, col) -> bool:
+    if isinstance(b, np.ndarray):
+        b = b.astype("<f4").tobytes()
+    if col in ("tags", "source_ids", "entity_ids", "attributes") and isinstance(a, str):
+        try:
+            a = json.loads(a)
+        except ValueError:
+            pass
+    return a == b
+
+
+def _json(v):
+    return None if v is None else json.dumps(v, ensure_ascii=False, default=str)
+
+
+def _token_text(token) -> str:
+    return json.dumps(token, sort_keys=True, default=str)
+
+
+def open_mirrored(source: Source, task: Task | None = None) -> MirroredStore:
+    """The source's mirror, synced (built the first time, with progress on `task`)."""
+    path = mirror_path(source)
+    native = None
+    if os.path.exists(path):
+        try:
+            native = open_native(path)
+            ok = (native.meta("mirror.version") == MIRROR_VERSION and native.meta("mirror.of") == source.label
+                  and not native.read_only)
+        except StoreError:
+            ok = False
+        if not ok:  # memviz's own cache, stale or damaged: rebuilt from the source
+            if native is not None:
+                native.close()
+            native = None
+            for suffix in ("", "-wal", "-shm"):
+                try:
+                    os.remove(path + suffix)
+                except FileNotFoundError:
+                    pass
+    first = native is None
+    if first:
+        native = create_store(path)
+        with native.transaction() as c:
+            c.execute(f"CREATE TABLE {_FP_TABLE} (id TEXT PRIMARY KEY, fp BLOB NOT NULL)")
+        native.set_meta("mirror.version", MIRROR_VERSION)
+        native.set_meta("mirror.of", source.label)
+        native.set_meta("mirror.system", source.system)
+    store = MirroredStore(source, native)
+    try:
+        store.sync(task, first=first)
+    except BaseException:
+        store.close()
+        if first:
+            for suffix in ("", "-wal", "-shm"):
+                try:
+                    os.remove(path + suffix)
+                except FileNotFoundError:
+                    pass
+        raise
+    return store
+
+
+__all__ = ["MirroredStore", "open_mirrored", "mirror_path", "fingerprint", "MIRROR_VERSION", "ValidationError"]

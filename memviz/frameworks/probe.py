@@ -1,0 +1,132 @@
+"""Cheap, cached looks at a source (a file, a folder or a database) that every system's
+`recognise` shares, so recognising among all systems costs one connection, not one each."""
+from __future__ import annotations
+
+import functools
+import os
+
+import apsw
+
+from ..store import StoreError, is_dsn, redact
+from ..store.connection import connect as connect_sqlite
+from ..store.fileheader import MAGIC, read_head
+
+
+class Probe:
+    def __init__(self, target: str):
+        self.target = target if is_dsn(target) else os.path.abspath(os.path.expanduser(os.fspath(target)))
+        self.label = redact(self.target) if is_dsn(self.target) else self.target
+
+    @property
+    def is_dsn(self) -> bool:
+        return is_dsn(self.target)
+
+    @property
+    def is_dir(self) -> bool:
+        return not self.is_dsn and os.path.isdir(self.target)
+
+    @property
+    def is_file(self) -> bool:
+        return not self.is_dsn and os.path.isfile(self.target)
+
+    def path(self, *parts: str) -> str:
+        return os.path.join(self.target, *parts)
+
+    @functools.cache  # noqa: B019 - one probe per recognition, dropped after it
+    def files(self) -> tuple[str, ...]:
+        """The folder's entry names (empty for anything but a folder)."""
+        try:
+            return tuple(sorted(os.listdir(self.target))) if self.is_dir else ()
+        except OSError:
+            return ()
+
+    @functools.cache  # noqa: B019
+    def head(self, n: int = 1 << 16) -> bytes:
+        """The first `n` bytes of the file (b"" for anything else or when unreadable)."""
+        if not self.is_file:
+            return b""
+        try:
+            with open(self.target, "rb") as f:
+                return f.read(n)
+        except OSError:
+            return b""
+
+    def is_sqlite(self, path: str | None = None) -> bool:
+        path = path or self.target
+        try:
+            return os.path.isfile(path) and read_head(path, 16) == MAGIC
+        except (OSError, apsw.Error):
+            return False
+
+    @functools.cache  # noqa: B019
+    def sqlite_tables(self, path: str | None = None) -> dict[str, set[str]]:
+        """table -> column names of an SQLite file (the target, or `path` inside a folder);
+        {} when it is not a readable SQLite file. Read-only; sqlite-vec loaded (vec0 tables)."""
+        path = path or self.target
+        if not self.is_sqlite(path):
+            return {}
+        try:
+            conn = connect_sqlite(path, readonly=True)
+        except (apsw.Error, OSError):
+            return {}
+        try:
+            names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table','view')")]
+            out = {}
+            for name in names:
+                try:
+                    out[name] = {r[1] for r in conn.execute(f'PRAGMA table_info("{name}")')}
+                except apsw.Error:
+                    out[name] = set()  # a virtual table of a module not loaded here
+            return out
+        except apsw.Error:
+            return {}
+        finally:
+            conn.close()
+
+    @functools.cache  # noqa: B019
+    def pg_tables(self) -> dict[str, dict[str, str]]:
+        """table -> {column: data type} of the database's visible tables (public schema first);
+        {} for anything but a DSN. Connection failures raise their StoreError (unreachable
+        host, wrong password): no system can be recognised without the database."""
+        if not self.is_dsn:
+            return {}
+        from ..store.postgres.connect import _psycopg, connect, translate
+        psycopg = _psycopg()
+        conn = connect(self.target, need_vector=False)
+        try:
+            rows = conn.execute(
+                "SELECT c.table_name, c.column_name, c.udt_name FROM information_schema.columns c "
+                "WHERE c.table_schema = ANY (current_schemas(false)) ORDER BY c.table_name, c.ordinal_position").fetchall()
+        except psycopg.Error as e:
+            raise translate(e, self.target) from None
+        finally:
+            conn.close()
+        out: dict[str, dict[str, str]] = {}
+        for table, col, typ in rows:
+            out.setdefault(table, {})[col] = typ
+        return out
+
+    def describe_unknown(self) -> str:
+        """What the target looked like, for the one message an unrecognised source gets."""
+        if self.is_dsn:
+            try:
+                tables = sorted(self.pg_tables())
+            except StoreError as e:
+                return str(e)
+            shown = ", ".join(tables[:8]) + (" …" if len(tables) > 8 else "")
+            return f"{self.label} is a PostgreSQL database with tables: {shown or 'none'}"
+        if self.is_dir:
+            names = self.files()
+            shown = ", ".join(names[:8]) + (" …" if len(names) > 8 else "")
+            return f"{self.label} is a folder holding: {shown or 'nothing'}"
+        if not os.path.exists(self.target):
+            return f"No such file or folder: {self.label}"
+        if self.is_sqlite():
+            tables = sorted(self.sqlite_tables())
+            return f"{self.label} is an SQLite database with tables: {', '.join(tables[:8]) or 'none'}"
+        head = self.head(256).lstrip(b"\xef\xbb\xbf \t\r\n")
+        if head[:1] in (b"{", b"["):
+            return f"{self.label} is a JSON file, but not one of the formats memviz reads"
+        if head[:2] == b"\x1f\x8b":
+            return f"{self.label} is a gzip file, but not one of the formats memviz reads"
+        return f"{self.label} is a file that is neither SQLite nor JSON (it starts with {head[:12]!r})"

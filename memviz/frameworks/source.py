@@ -1,0 +1,105 @@
+"""What memviz needs from another system's memory store (mem0, LangGraph, Letta, Chroma, HTM):
+recognise it, read its memories as memviz records, tell when it changed, and write back the
+edits that system's own semantics allow. One subclass of `Source` per system. No Qt here.
+
+A source is read into a mirror (mirror.py): a native SQLite store in the user cache, kept in
+step with the source at open and whenever the source's `token()` moves. Every panel, the
+engine and the presets then work unchanged; writes go to the source first, the way its own
+client would write them, and then to the mirror.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any, ClassVar
+
+from ..store import ReadOnlyError
+from ..tasks import Task
+
+#: the memory fields an edit in memviz may change (store.update_rows), by what they mean to a user
+EDIT_NAMES = {
+    "content": "correcting a memory's text",
+    "importance": "changing importance",
+    "tags": "changing tags",
+    "protected": "protecting",
+    "valid_until": "retiring (soft-deleting) and restoring",
+}
+
+
+class Source:
+    """One memory store of another system, opened in place. Subclasses set `system` and
+    `title`, implement `recognise`, `records` and `token`, and, for the edits they support,
+    list the fields in `edits` and implement `write`."""
+
+    system: ClassVar[str] = ""   # short key: "mem0", "langgraph", ...
+    title: ClassVar[str] = ""    # the system's name as users know it: "mem0", "LangGraph store"
+    #: fields of EDIT_NAMES this system lets memviz write back (empty: read-only)
+    edits: ClassVar[frozenset[str]] = frozenset()
+    #: a correction rewrites the memory in place (same id, the system keeps its own history)
+    #: rather than retiring it and adding a new memory (memviz's native supersede)
+    corrects_in_place: ClassVar[bool] = True
+
+    def __init__(self, target: str, label: str | None = None):
+        self.target = target            # what to open again (may hold a DSN's password: never shown)
+        self.label = label or target    # for titles and messages
+
+    # ---------------------------------------------------------------- recognising
+    @classmethod
+    def recognise(cls, probe) -> Source | None:
+        """This system's source at `probe.target` (probe.py: cached, cheap looks at the file,
+        folder or database), or None when it is not this system's. Never a false match: look
+        for the tables/files and columns that only this system makes. Raise a StoreError
+        when it IS this system's store but cannot be read (say what is wrong)."""
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        """One line for the status bar and `memviz SOURCE`: what this is, where, how many."""
+        return f"{self.title} store at {self.label}"
+
+    # ---------------------------------------------------------------- reading
+    def token(self) -> Any:
+        """A cheap value that changes whenever the source's memories change (a count and the
+        newest update time, a file's size and mtime, ...). Compared for equality only."""
+        raise NotImplementedError
+
+    def records(self, task: Task | None = None) -> Iterable[dict]:
+        """Every memory (retired ones with `valid_until`) as a memviz record: a dict of
+        memviz.store.schema.MEMORY_COLUMNS — id, agent, kind, content, created_at, importance,
+        tags, embedding (float32) + embedding_model, attributes (the system's own fields, under
+        its name), source_ids ... Report progress through `task` on long reads."""
+        raise NotImplementedError
+
+    def history(self) -> Iterator[dict]:
+        """The system's own change history, if it keeps one, as audit rows: dicts with at
+        (epoch s), action, memory_id, before, after (dicts or None), note. Default: none."""
+        return iter(())
+
+    # ---------------------------------------------------------------- writing
+    def write(self, rows: dict[str, dict], changes: dict[str, dict]) -> dict[str, dict]:
+        """Apply `changes` (id -> fields, all in `edits`) to the source in one transaction, the
+        way the system's own client writes them; `rows` are the memories as memviz shows them
+        now (records as `records` made them). Return id -> the changes as they landed in memviz's
+        terms (e.g. with a new embedding the system computed). Raise ConflictError when the
+        source changed under the edit."""
+        raise ReadOnlyError(self.read_only_reason())
+
+    def read_only_reason(self) -> str | None:
+        """Why some or all edits are refused here; None when every edit is supported."""
+        lacking = [text for field, text in EDIT_NAMES.items() if field not in self.edits]
+        if not lacking:
+            return None
+        if not self.edits:
+            return (f"memviz reads {self.title} stores but does not write to them; "
+                    "`memviz copy` makes an editable native copy")
+        return f"{self.title} stores do not support {', '.join(lacking)} from memviz"
+
+    def refuse(self, fields: Iterable[str]) -> None:
+        """ReadOnlyError naming the edits this system lacks among `fields`."""
+        bad = [f for f in fields if f not in self.edits]
+        if bad:
+            names = ", ".join(EDIT_NAMES.get(f, f) for f in bad)
+            raise ReadOnlyError(f"{self.label} is a {self.title} store: memviz cannot write {names} to it "
+                                f"(it supports: {', '.join(EDIT_NAMES[f] for f in sorted(self.edits)) or 'no edits'}). "
+                                "`memviz copy` makes an editable native copy.")
+
+    def close(self) -> None:
+        """Release connections; the default holds none between calls."""
