@@ -48,6 +48,7 @@ from memviz.session.refresh import read_refresh
 from memviz.session.state import AppState, StoreData, load_store_data, open_store_data
 from memviz.store import connection, iso
 from memviz.store.copy import copy_store
+from memviz.store.errors import user_message
 from memviz.store.postgres.dsn import label
 from memviz.store.postgres.index import build_missing_indexes
 from memviz.words import count
@@ -457,18 +458,18 @@ class MainWindow(QMainWindow):
             if old is not None and old.store is not data.store:
                 old.store.close()
             self._add_recent(data.store.path)  # a DSN without its password
-            msg = f"Opened {data.store.path} in {time.perf_counter() - t0:.2f} s"
+            what = data.store.describe() if hasattr(data.store, "describe") else data.store.path  # another system's store says which
+            msg = f"Opened {what} in {time.perf_counter() - t0:.2f} s"
             if data.store.read_only:
                 msg += f" — read-only: {data.store.read_only_reason}"
             self.statusBar().showMessage(msg, 8000)
             self.opened.emit(path)
-            if ms.is_dsn(path) and not data.store.read_only:
+            if data.store.backend == "postgresql" and not data.store.read_only:
                 self._complete_vector_indexes(path)
 
         def failed(err: Exception) -> None:
             err = ms.translate(err, path)  # a raw SQLite error read as the store's own message
-            text = str(err) if isinstance(err, (ms.StoreError, OSError, ValueError)) else \
-                f"Unexpected error: {type(err).__name__}: {err}"
+            text = user_message(err)
             self.show_error("Cannot open store", f"memviz could not open\n{ms.redact(path)}\n\n{text}")
             self.open_failed.emit(ms.redact(path), text)
 

@@ -4,7 +4,7 @@ import json
 import apsw
 
 from ..frameworks import open_source as open_store
-from ..store import is_dsn, iso
+from ..store import iso
 from ..store.check import fts_findings, vec_findings
 from ..store.clock import parse_clock, store_clock
 from ..store.errors import StoreError
@@ -59,7 +59,7 @@ def _integrity(store) -> list[str]:
     """SQLite's integrity_check, then the full-text and vector indexes against the memories
     (store.integrity() alone skips FTS5's check on a read-only open and never looks at vec0).
     A PostgreSQL store answers with its own integrity() (the server keeps its indexes itself)."""
-    if is_dsn(store.path):
+    if store.backend != "sqlite":
         return store.integrity() or ["ok"]
     problems = [r[0] for r in store.conn.execute("PRAGMA integrity_check(20)") if r[0] != "ok"]
     n = store.counts()["total"]

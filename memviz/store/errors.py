@@ -163,3 +163,14 @@ def store_errors(path: str | None = None, doing: str | None = None):
         if out is e:
             raise
         raise out from e
+
+
+def user_message(err: BaseException, expected: tuple[type, ...] = ()) -> str:
+    """The text a user is shown for a failed job: the error's own message when it is one memviz
+    (or the OS) words for users, else a plain statement that this is memviz's own fault, never a
+    bare exception dump. `expected`: further error classes whose text is meant for users."""
+    if isinstance(err, (StoreError, OSError, ValueError, *expected)):
+        return str(err)
+    detail = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+    return (f"memviz ran into a fault of its own ({detail}). Your data was not changed by it; "
+            "please report this message (Help ▸ About shows where).")

@@ -22,6 +22,8 @@ from .arrays import MemoryArrays
 class MemoryStore(Protocol):
     #: where the store lives, for titles and messages (a path, or a DSN without its password)
     path: str
+    #: which backend answers ("sqlite", "postgresql"): for what only one of them has (FTS5, vec0, pg indexes)
+    backend: str
     read_only_reason: str | None
 
     @property

@@ -76,6 +76,8 @@ class Provenance:
 class Store(StoreCommon, SqliteQueries):
     """Use `memviz.store.open(path)` or `memviz.store.create(path)` rather than this constructor."""
 
+    backend = "sqlite"
+
     def __init__(self, path: str, conn: apsw.Connection, *, read_only_reason: str | None = None,
                  report: schema.SchemaReport | None = None, conn_path: str | None = None):
         self.path = path

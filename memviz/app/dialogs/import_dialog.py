@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from memviz.importers import FORMATS, ImportFailed, detect_format, import_source
+from memviz.store.errors import user_message
 from memviz.tasks import Cancelled
 from memviz.userdirs import user_data_dir
 from memviz.words import count
@@ -302,10 +303,7 @@ class ImportDialog(QDialog):
             self.bar.setRange(0, 1000)
             self.bar.setValue(0)
             self.bar.setFormat("failed")
-            if isinstance(payload, (ImportFailed, OSError)):
-                text = str(payload)
-            else:
-                text = f"Unexpected error: {type(payload).__name__}: {payload}"
+            text = user_message(payload, (ImportFailed,))
             self._say(f"Import failed: {text}\nNothing was written.", error=True)
             self.details.setPlainText(text)
         self.ended.emit(outcome)

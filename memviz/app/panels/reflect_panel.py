@@ -40,7 +40,7 @@ from memviz.reflect.reflection import DEFAULT_THRESHOLD, THRESHOLD_META_KEY
 from memviz.reflect.undoable import AcceptReflections
 from memviz.session.state import AppState
 from memviz.store import iso
-from memviz.store.errors import StoreError
+from memviz.store.errors import StoreError, user_message
 from memviz.tasks import Cancelled, Task
 from memviz.words import count
 
@@ -424,8 +424,7 @@ class ReflectDialog(QDialog):
     def _failed(self, err: Exception) -> None:
         self.task = None
         self._busy(False)
-        text = str(err) if isinstance(err, (ReflectError, StoreError, ValueError)) else \
-            f"Unexpected error: {type(err).__name__}: {err}"
+        text = user_message(err, (ReflectError,))
         self._say(f"{text}\nNothing was written.", error=True)
 
     def _proposed(self, out) -> None:

@@ -51,6 +51,8 @@ def vector_bytes(sent) -> bytes | None:
 class PgStore(StoreCommon, PgQueries):
     """Use `memviz.store.open("postgresql://…")` or `memviz.store.create(...)` rather than this."""
 
+    backend = "postgresql"
+
     def __init__(self, dsn: str, conn, *, read_only_reason: str | None = None, on_connect=None,
                  need_vector: bool = True):
         self.dsn = dsn
