@@ -20,7 +20,7 @@ import json
 import os
 
 from ..store import ConflictError, ReadOnlyError
-from ..store.times import to_epoch
+from ..store.times import iso, to_epoch
 from ..tasks import Task
 from .pgvectors import PgSourceConnection, vector_cursor, vector_of
 from .source import Source
@@ -82,12 +82,20 @@ class HtmSource(Source):
         if self.has_tags:
             for nid, tag in conn.execute("SELECT node_id, tag FROM tags ORDER BY tag"):
                 tags.setdefault(nid, []).append(tag)
-        opt = [c for c in ("id", "type", "category", "token_count", "updated_at", "last_accessed", "embedding_dimension")
-               if c in self.cols]
+        opt = [c for c in ("id", "type", "category", "token_count", "embedding_dimension") if c in self.cols]
+        times = [c for c in ("updated_at", "last_accessed") if c in self.cols]
         total = conn.execute("SELECT count(*) FROM nodes").fetchone()[0]
+        # times as epoch seconds and the padding cut off on the server: no datetime objects, a fifth of the bytes
+        emb = "embedding"
+        if "embedding_dimension" in self.cols and conn.execute(
+                "SELECT to_regprocedure('subvector(vector,integer,integer)') IS NOT NULL").fetchone()[0]:
+            emb = ("CASE WHEN embedding_dimension BETWEEN 1 AND vector_dims(embedding) "
+                   "THEN subvector(embedding, 1, embedding_dimension) ELSE embedding END")
         cur = vector_cursor(conn)
-        cur.execute("SELECT key, value, robot_id::text, importance::float8, in_working_memory, created_at, embedding"
-                    + "".join(f", {c}" for c in opt) + " FROM nodes")
+        cur.execute("SELECT key, value, robot_id::text, importance::float8, in_working_memory, "
+                    f"extract(epoch FROM created_at)::float8, {emb}"
+                    + "".join(f", {c}" for c in opt) + "".join(f", extract(epoch FROM {c})::float8" for c in times)
+                    + " FROM nodes")
         done = 0
         while rows := cur.fetchmany(5000):
             if task:
@@ -95,19 +103,21 @@ class HtmSource(Source):
                 task.progress(done / max(total, 1), f"{done:,} of {total:,} HTM nodes")
             for row in rows:
                 key, value, robot, importance, in_wm, created, raw = row[:7]
-                extra = dict(zip(opt, row[7:]))
+                extra = dict(zip(opt, row[7:7 + len(opt)]))
+                when = dict(zip(times, row[7 + len(opt):]))
                 vec = vector_of(raw, extra.get("embedding_dimension") or None)
                 node_tags = list(tags.get(extra.get("id"), []))
                 if in_wm:
                     node_tags.append(WORKING_MEMORY_TAG)
-                own = {"key": key, "robot_id": robot, "in_working_memory": bool(in_wm),
-                       **{k: _plain(v) for k, v in extra.items()}}
-                created_s = _epoch(created)
+                own = {"key": key, "robot_id": robot, "in_working_memory": bool(in_wm), **extra}
+                if when.get("updated_at") is not None:
+                    own["updated_at"] = iso(when["updated_at"])
+                created_s = None if created is None else int(created)
                 yield {
                     "id": str(key), "agent": robots.get(robot, robot or ""), "kind": extra.get("type") or "memory",
                     "content": value if isinstance(value, str) else str(value),
                     "importance": importance, "created_at": created_s, "event_time": created_s,
-                    "last_accessed": _epoch(extra.get("last_accessed")),
+                    "last_accessed": None if when.get("last_accessed") is None else int(when["last_accessed"]),
                     "embedding": vec, "embedding_model": model_name(len(vec)) if vec is not None and len(vec) else None,
                     "tags": node_tags, "attributes": {"htm": own},
                 }
@@ -190,10 +200,6 @@ def _epoch(value) -> int | None:
         return to_epoch(value)
     except ValueError:
         return None
-
-
-def _plain(v):
-    return v.isoformat() if hasattr(v, "isoformat") else v
 
 
 SOURCES = [HtmSource]

@@ -291,6 +291,12 @@ def _floats(vec):
 
 
 def _time(value) -> int | None:
+    if isinstance(value, str):
+        try:  # mem0 writes aware ISO times: the C parser, without to_epoch's checks, for 100k rows
+            dt = datetime.fromisoformat(value)
+            return int((dt if dt.tzinfo else dt.replace(tzinfo=UTC)).timestamp())
+        except ValueError:
+            pass
     try:
         return to_epoch(value)
     except ValueError:
