@@ -202,3 +202,11 @@ def test_a_history_file_that_is_not_mem0s_is_said(m0, env, monkeypatch):
     with pytest.raises(StoreError) as e:
         open_source(dsn)
     assert "not mem0's history file" in str(e.value) and "MEMVIZ_MEM0_HISTORY" in str(e.value)
+
+
+def test_commands_open_it(m0, capsys):
+    from memviz.cli import main
+    m, ids, dsn = m0
+    assert main(["stats", dsn]) == 0
+    out = capsys.readouterr().out
+    assert "4" in out and "alice" in out
