@@ -50,6 +50,8 @@ class HtmSource(Source):
         self.has_robots = {"id", "name"} <= set(tables.get("robots", {}))
         self.has_log = {"operation", "node_id", "robot_id"} <= set(tables.get("operations_log", {}))
         self._db = PgSourceConnection(target)
+        self._versions: dict[str, int] | None = None  # key -> xmin of the node's row version last read
+        self._tags_token = None  # _tags_now() when last read
 
     @classmethod
     def recognise(cls, probe) -> HtmSource | None:
@@ -70,13 +72,37 @@ class HtmSource(Source):
     # ---------------------------------------------------------------- reading
     def token(self):
         conn = self._db.get()
-        out = [conn.execute("SELECT count(*), max(xmin::text::bigint) FROM nodes").fetchone()]
-        if self.has_tags:
-            out.append(conn.execute("SELECT count(*), max(xmin::text::bigint) FROM tags").fetchone())
-        return out
+        # the sum of the row versions' transaction ids moves on every insert and update (see mem0.py)
+        return [conn.execute("SELECT count(*), sum(xmin::text::bigint) FROM nodes").fetchone(), self._tags_now(conn)]
+
+    def _tags_now(self, conn):
+        """The tags' and robots' versions: a change there is read in full (it touches many nodes)."""
+        return [conn.execute(f"SELECT count(*), sum(xmin::text::bigint) FROM {t}").fetchone()
+                for t, has in (("tags", self.has_tags), ("robots", self.has_robots)) if has]
 
     def records(self, task: Task | None = None):
         conn = self._db.get()
+        self._tags_token = self._tags_now(conn)
+        versions = {}
+        for rec, xmin in self._read(conn, "", (), task):
+            versions[rec["id"]] = xmin
+            yield rec
+        self._versions = versions
+
+    def changed_records(self):
+        """The nodes whose row version (xmin) differs from the one last read, and every key; None
+        (read everything) when tags or robots changed."""
+        conn = self._db.get()
+        if self._versions is None or self._tags_now(conn) != self._tags_token:
+            return None
+        now = dict(conn.execute("SELECT key, xmin::text::bigint FROM nodes").fetchall())
+        moved = [k for k, x in now.items() if self._versions.get(k) != x]
+        out = [rec for rec, _x in self._read(conn, " WHERE key = ANY(%s)", (moved,), None)] if moved else []
+        self._versions = now
+        return out, list(now)
+
+    def _read(self, conn, where: str, params, task: Task | None):
+        """(record, xmin) of the nodes."""
         robots = dict(conn.execute("SELECT id::text, name FROM robots WHERE name IS NOT NULL")) if self.has_robots else {}
         tags: dict[int, list[str]] = {}
         if self.has_tags:
@@ -84,7 +110,7 @@ class HtmSource(Source):
                 tags.setdefault(nid, []).append(tag)
         opt = [c for c in ("id", "type", "category", "token_count", "embedding_dimension") if c in self.cols]
         times = [c for c in ("updated_at", "last_accessed") if c in self.cols]
-        total = conn.execute("SELECT count(*) FROM nodes").fetchone()[0]
+        total = conn.execute("SELECT count(*) FROM nodes" + where, params).fetchone()[0]
         # times as epoch seconds and the padding cut off on the server: no datetime objects, a fifth of the bytes
         emb = "embedding"
         if "embedding_dimension" in self.cols and conn.execute(
@@ -95,7 +121,7 @@ class HtmSource(Source):
         cur.execute("SELECT key, value, robot_id::text, importance::float8, in_working_memory, "
                     f"extract(epoch FROM created_at)::float8, {emb}"
                     + "".join(f", {c}" for c in opt) + "".join(f", extract(epoch FROM {c})::float8" for c in times)
-                    + " FROM nodes")
+                    + ", xmin::text::bigint FROM nodes" + where, params)
         done = 0
         while rows := cur.fetchmany(5000):
             if task:
@@ -104,7 +130,7 @@ class HtmSource(Source):
             for row in rows:
                 key, value, robot, importance, in_wm, created, raw = row[:7]
                 extra = dict(zip(opt, row[7:7 + len(opt)]))
-                when = dict(zip(times, row[7 + len(opt):]))
+                when = dict(zip(times, row[7 + len(opt):-1]))
                 vec = vector_of(raw, extra.get("embedding_dimension") or None)
                 node_tags = list(tags.get(extra.get("id"), []))
                 if in_wm:
@@ -120,7 +146,7 @@ class HtmSource(Source):
                     "last_accessed": None if when.get("last_accessed") is None else int(when["last_accessed"]),
                     "embedding": vec, "embedding_model": model_name(len(vec)) if vec is not None and len(vec) else None,
                     "tags": node_tags, "attributes": {"htm": own},
-                }
+                }, row[-1]
             done += len(rows)
 
     def history(self):

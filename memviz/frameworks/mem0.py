@@ -79,6 +79,7 @@ class Mem0Source(Source):
         self.dims = dims
         self.history_file = history_path()
         self._db = PgSourceConnection(target)
+        self._versions: dict[str, int] | None = None  # id -> xmin of the row version last read
 
     @classmethod
     def recognise(cls, probe) -> Mem0Source | None:
@@ -121,8 +122,9 @@ class Mem0Source(Source):
     # ---------------------------------------------------------------- reading
     def token(self):
         conn = self._db.get()
-        # every insert or update makes a row version with a newer xmin; deletes change the count
-        out = [conn.execute(f'SELECT count(*), max(xmin::text::bigint) FROM "{c}"').fetchone() for c in self.collections]
+        # every insert or update makes a row version with another xmin (its transaction's id): their sum moves,
+        # also for a transaction that commits after a later one did; deletes change the count
+        out = [conn.execute(f'SELECT count(*), sum(xmin::text::bigint) FROM "{c}"').fetchone() for c in self.collections]
         try:
             st = os.stat(self.history_file)
             out.append([st.st_size, st.st_mtime_ns])
@@ -133,18 +135,42 @@ class Mem0Source(Source):
     def records(self, task: Task | None = None):
         conn = self._db.get()
         total = sum(conn.execute(f'SELECT count(*) FROM "{c}"').fetchone()[0] for c in self.collections)
-        done = 0
+        done, versions = 0, {}
         for coll in self.collections:
-            model = self.model(coll)
-            cur = vector_cursor(conn)
-            cur.execute(f'SELECT id::text, vector, payload::text FROM "{coll}"')
-            while rows := cur.fetchmany(5000):
+            for batch in self._read(conn, coll, ""):
                 if task:
                     task.check()
                     task.progress(done / max(total, 1), f"{done:,} of {total:,} mem0 memories")
-                for rid, raw, payload in rows:
-                    yield self._record(coll, model, rid, vector_of(raw), json.loads(payload) if payload else {})
-                done += len(rows)
+                for rec, xmin in batch:
+                    versions[rec["id"]] = xmin
+                    yield rec
+                done += len(batch)
+        self._versions = versions
+
+    def changed_records(self):
+        """The memories whose row version (xmin) differs from the one last read, and every id."""
+        if self._versions is None:
+            return None
+        conn = self._db.get()
+        now = {}
+        for coll in self.collections:
+            now.update(conn.execute(f'SELECT id::text, xmin::text::bigint FROM "{coll}"').fetchall())
+        moved = [i for i, x in now.items() if self._versions.get(i) != x]
+        out = []
+        for coll in self.collections:
+            for batch in self._read(conn, coll, " WHERE id = ANY(%s::uuid[])", (moved,)) if moved else ():
+                out.extend(rec for rec, _x in batch)
+        self._versions = now
+        return out, list(now)
+
+    def _read(self, conn, coll: str, where: str, params=()):
+        """Batches of (record, xmin) of a collection."""
+        model = self.model(coll)
+        cur = vector_cursor(conn)
+        cur.execute(f'SELECT id::text, vector, payload::text, xmin::text::bigint FROM "{coll}"{where}', params)
+        while rows := cur.fetchmany(5000):
+            yield [(self._record(coll, model, rid, vector_of(raw), json.loads(payload) if payload else {}), xmin)
+                   for rid, raw, payload, xmin in rows]
 
     def _record(self, coll: str, model: str, rid: str, vec, p: dict) -> dict:
         if not isinstance(p, dict):
