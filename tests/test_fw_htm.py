@@ -129,3 +129,16 @@ def test_not_htm(pg, pg_db):  # noqa: F811
     with pg.admin(db_name(pg_db)) as c:
         c.execute("CREATE TABLE nodes (id bigserial, key text, value text)")  # a graph app's nodes
     assert recognise(pg_db) is None
+
+
+def test_reopened_unchanged_then_changed_reads_only_the_change(htm):
+    pg, dsn = htm  # noqa: F811
+    open_source(dsn).close()
+    with open_source(dsn) as s:
+        tok = token_now(s)
+        assert sorted(s.source._versions) == ["fact-tz", "pref-db", "q-cache"]
+        sql(pg, dsn, "UPDATE nodes SET importance = 4 WHERE key = 'fact-tz' RETURNING id")
+        ch = changes_since(s, tok)
+        assert ch is not None and len(ch.changed) == 1 and s.get("fact-tz")["importance"] == 4.0
+        sql(pg, dsn, "INSERT INTO tags (node_id, tag) SELECT id, 'utc' FROM nodes WHERE key = 'fact-tz' RETURNING id")
+        assert s.source.changed_records() is None  # a tag changed: read in full

@@ -210,3 +210,18 @@ def test_commands_open_it(m0, capsys):
     assert main(["stats", dsn]) == 0
     out = capsys.readouterr().out
     assert "4" in out and "alice" in out
+
+
+def test_reopened_unchanged_then_changed_reads_only_the_change(m0):
+    m, ids, dsn = m0
+    open_source(dsn).close()
+    with open_source(dsn) as s:  # the mirror matches: nothing read, the source notes its row versions
+        tok = token_now(s)
+        assert s.source._versions is not None and len(s.source._versions) == 4
+        m.update(ids[3], "Bob's flight to Lisbon leaves on Saturday")
+        delta = s.source.changed_records()
+        assert [r["id"] for r in delta[0]] == [ids[3]] and sorted(delta[1]) == sorted(ids)
+        s.source._versions = None  # the mirror's own poll reads it again (in full: it cannot tell)
+        ch = changes_since(s, tok)
+        assert ch is not None and len(ch.changed) == 1
+        assert s.get(ids[3])["content"] == "Bob's flight to Lisbon leaves on Saturday"

@@ -93,13 +93,24 @@ class HtmSource(Source):
         """The nodes whose row version (xmin) differs from the one last read, and every key; None
         (read everything) when tags or robots changed."""
         conn = self._db.get()
-        if self._versions is None or self._tags_now(conn) != self._tags_token:
+        if self._versions is None or _plain_rows(self._tags_now(conn)) != _plain_rows(self._tags_token):
             return None
         now = dict(conn.execute("SELECT key, xmin::text::bigint FROM nodes").fetchall())
         moved = [k for k, x in now.items() if self._versions.get(k) != x]
         out = [rec for rec, _x in self._read(conn, " WHERE key = ANY(%s)", (moved,), None)] if moved else []
         self._versions = now
         return out, list(now)
+
+    def in_step(self, token) -> None:
+        conn = self._db.get()
+        with conn.transaction():  # one snapshot for the versions and the check against the token
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            rows = conn.execute("SELECT key, xmin::text::bigint FROM nodes").fetchall()
+            side = self._tags_now(conn)
+        n, total = token[0]
+        if len(rows) == int(n) and (sum(x for _k, x in rows) if rows else None) == (None if total is None else int(total)) \
+                and _plain_rows(side) == _plain_rows(token[1]):
+            self._versions, self._tags_token = dict(rows), side
 
     def _read(self, conn, where: str, params, task: Task | None):
         """(record, xmin) of the nodes."""
@@ -219,6 +230,11 @@ class HtmSource(Source):
 
     def close(self) -> None:
         self._db.close()
+
+
+def _plain_rows(rows):
+    """[(count, sum)] as plain ints, to compare a fresh read with a token that went through JSON."""
+    return [[None if v is None else int(v) for v in r] for r in rows or []]
 
 
 def _epoch(value) -> int | None:

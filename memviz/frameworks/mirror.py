@@ -80,6 +80,7 @@ class MirroredStore(Store):
         self.source = source
         self._synced_token = self.meta("mirror.token")
         self._sync_lock = threading.Lock()
+        self._in_step = False  # the source was told the mirror matches it (Source.in_step)
 
     # ------------------------------------------------------------ identity and reading
     def describe(self) -> str:
@@ -113,11 +114,16 @@ class MirroredStore(Store):
     def sync(self, task: Task | None = None, *, first: bool = False) -> dict:
         """Bring the mirror in step with the source; returns counts of what was written."""
         with self._sync_lock:
-            token = _token_text(self._source_call(self.source.token))
+            raw = self._source_call(self.source.token)
+            token = _token_text(raw)
             if token == self._synced_token and not first:
+                if not self._in_step:  # reopened unchanged: the source may note what it holds now
+                    self._source_call(lambda: self.source.in_step(raw))
+                    self._in_step = True
                 return {"added": 0, "changed": 0, "gone": 0}
             done = self._sync(token, task, first)
             self._synced_token = token
+            self._in_step = True
             return done
 
     def _sync(self, token: str, task: Task | None, first: bool) -> dict:

@@ -74,6 +74,11 @@ class Source:
         None when it cannot tell (the mirror then reads every record). Default: None."""
         return None
 
+    def in_step(self, token: Any) -> None:
+        """The mirror holds the source as it was at `token` (a reopen with nothing changed): a
+        source with `changed_records` may note its rows' versions now, if its token still is
+        `token`, instead of reading everything at the next change. Default: nothing."""
+
     def history(self) -> Iterator[dict]:
         """The system's own change history, if it keeps one, as audit rows: dicts with at
         (epoch s), action, memory_id, before, after (dicts or None), note. Default: none."""
