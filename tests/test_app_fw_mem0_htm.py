@@ -40,6 +40,12 @@ def test_htm_in_the_window(htm, make_window, qtbot):  # noqa: F811
     assert set(a.kind) == {"preference", "fact", "question"}
     store = win.state.data.store
     assert "working-memory" in store.get("pref-db")["tags"]
+    win.table.search.setText("#working-memory")  # the table filters HTM's working memory by its tag
+    win.table.refilter()
+    assert win.table.count.text() == "2 of 3"
+    assert sorted(win.state.data.arrays.ids[r] for r in win.table.shown_rows()) == ["pref-db", "q-cache"]
+    win.table.search.setText("")
+    win.table.refilter()
     store.update_fields("q-cache", {"importance": 7.0})
     assert sql(pg, dsn, "SELECT importance FROM nodes WHERE key = 'q-cache'") == [(7.0,)]
     with pg.admin(db_name(dsn)) as c:
