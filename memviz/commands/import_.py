@@ -11,7 +11,8 @@ def add_parser(sub):
                        description="Read SOURCE (never changed) and write a new native store. Formats: "
                                    "generative-agents (a persona's associative_memory folder, a persona folder, or "
                                    "a storage folder of personas), ada-stream (stream.jsonl), jsonl "
-                                   "({id, content, embedding?, metadata} per line).")
+                                   "({id, content, embedding?, metadata} per line), openmemory (OpenMemory's export: "
+                                   "the zip, memories.json or memories.jsonl.gz).")
     p.add_argument("format", choices=sorted(FORMATS), metavar="FORMAT", help=", ".join(sorted(FORMATS)))
     p.add_argument("source", metavar="SOURCE")
     p.add_argument("-o", "--output", required=True, help="the store to write (must not exist unless --force)")
@@ -29,7 +30,7 @@ def run(args) -> int:
     if args.format in ("generative-agents", "jsonl"):
         options["reembed"] = args.reembed
     elif args.reembed:
-        print("memviz: note: --reembed has no effect for ada-stream (it is always embedded locally)", file=sys.stderr)
+        print(f"memviz: note: --reembed has no effect for {args.format} (it is always embedded locally)", file=sys.stderr)
     if args.embedding_model:
         if args.format != "jsonl":
             raise ValueError("--embedding-model applies to the jsonl format only")

@@ -68,6 +68,17 @@ class Source:
         its name), source_ids ... Report progress through `task` on long reads."""
         raise NotImplementedError
 
+    def changed_records(self) -> tuple[list[dict], Iterable[str]] | None:
+        """Optional, for live polling of big stores: (the records of the memories that changed since
+        this object's last `records` or `changed_records`, the ids of every memory there now), or
+        None when it cannot tell (the mirror then reads every record). Default: None."""
+        return None
+
+    def in_step(self, token: Any) -> None:
+        """The mirror holds the source as it was at `token` (a reopen with nothing changed): a
+        source with `changed_records` may note its rows' versions now, if its token still is
+        `token`, instead of reading everything at the next change. Default: nothing."""
+
     def history(self) -> Iterator[dict]:
         """The system's own change history, if it keeps one, as audit rows: dicts with at
         (epoch s), action, memory_id, before, after (dicts or None), note. Default: none."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 from .ada_stream import import_ada_stream
 from .detect import detect_format
 from .generative_agents import import_generative_agents
+from .openmemory import import_openmemory
 from .pipeline import ImportFailed, ImportReport, Issue
 from .record_dumps import import_jsonl
 
@@ -24,6 +25,7 @@ FORMATS = {
     "generative-agents": import_generative_agents,
     "ada-stream": import_ada_stream,
     "jsonl": import_jsonl,
+    "openmemory": import_openmemory,
 }
 
 
@@ -38,4 +40,4 @@ def import_source(fmt: str, source, output, **options) -> ImportReport:
 
 
 __all__ = ["FORMATS", "detect_format", "ImportFailed", "ImportReport", "Issue", "import_source",
-           "import_generative_agents", "import_ada_stream", "import_jsonl"]
+           "import_generative_agents", "import_ada_stream", "import_jsonl", "import_openmemory"]

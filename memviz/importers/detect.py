@@ -5,6 +5,7 @@ import json
 import os
 
 from .generative_agents import NODES, find_personas
+from .openmemory import looks_like as looks_like_openmemory
 from .pipeline import ImportFailed
 
 _SNIFF_LINES = 20
@@ -13,7 +14,7 @@ _ADA_KEYS = {"cycle", "role"}
 
 
 def detect_format(path) -> str | None:
-    """"generative-agents", "ada-stream", "jsonl", or None when the path is none of them."""
+    """"generative-agents", "ada-stream", "jsonl", "openmemory", or None when the path is none of them."""
     path = os.path.abspath(os.fspath(path))
     if os.path.isdir(path) or os.path.basename(path) == NODES:
         try:
@@ -28,6 +29,8 @@ def detect_format(path) -> str | None:
             head = f.read(1 << 16)
     except OSError:
         return None
+    if looks_like_openmemory(path, head):
+        return "openmemory"
     text = head.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
     if text.startswith("["):
         return "jsonl"

@@ -12,6 +12,7 @@ from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QTableView, QVBoxLayout, QWidget
 
 from memviz.app.workers import PacedCall
+from memviz.retrieval.rowmeta import load_row_meta
 from memviz.session.refresh import grow
 from memviz.session.state import AppState, StoreData
 from memviz.store import iso
@@ -30,6 +31,7 @@ class MemoryTableModel(QAbstractTableModel):
         self.data_: StoreData | None = None
         self.order = np.zeros(0, np.int64)
         self._lower: np.ndarray | None = None
+        self._tags: list | None = None  # per row: its tags, read when a search asks for one (#tag)
         self._grey = QBrush(QColor(140, 140, 140))
         self._italic = QFont()
         self._italic.setItalic(True)
@@ -38,6 +40,7 @@ class MemoryTableModel(QAbstractTableModel):
         self.beginResetModel()
         self.data_ = data
         self._lower = None if data is None else np.array([p.lower() for p in data.previews], dtype=object)
+        self._tags = None
         self.order = np.zeros(0, np.int64) if data is None else np.arange(data.n)
         self.endResetModel()
 
@@ -48,6 +51,7 @@ class MemoryTableModel(QAbstractTableModel):
         self._lower = grow(self._lower, add, patch=True)  # a buffer with spare rows: no 100k-row copy
         for r in delta.changed.tolist():
             self._lower[r] = prev[r].lower()
+        self._tags = None
 
     def set_order(self, order: np.ndarray) -> None:
         self.layoutAboutToBeChanged.emit()
@@ -119,6 +123,11 @@ class MemoryTableModel(QAbstractTableModel):
         if not text or self.data_ is None:
             return np.ones(0 if self.data_ is None else self.data_.n, bool)
         ids = self.data_.arrays.ids
+        if text.startswith("#") and len(text) > 1:  # a tag, e.g. #working-memory (HTM's working memory)
+            if self._tags is None or len(self._tags) != len(ids):
+                self._tags = [frozenset(t.lower() for t in ts)
+                              for ts in load_row_meta(self.data_.store, self.data_.arrays.rowid).tags]
+            return np.fromiter((text[1:] in ts for ts in self._tags), bool, count=len(ids))
         return np.fromiter(((text in p) or (text in i) for p, i in zip(self._lower, ids)), bool, count=len(ids))
 
 
@@ -144,7 +153,7 @@ class TablePanel(QWidget):
         super().__init__(parent)
         self.state = state
         self.model = MemoryTableModel(self)
-        self.search = QLineEdit(placeholderText="Search content or id…  (Ctrl+F)")
+        self.search = QLineEdit(placeholderText="Search content or id, #tag for a tag…  (Ctrl+F)")
         self.search.setClearButtonEnabled(True)
         self.kind = QComboBox()
         self.count = QLabel()
