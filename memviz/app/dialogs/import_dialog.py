@@ -30,14 +30,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from memviz.importers import FORMATS, ImportFailed, detect_format, import_source
+from memviz.importers import FORMATS, ImportFailed, describe_unknown, detect_format, import_source
 from memviz.tasks import Cancelled
 from memviz.userdirs import user_data_dir
 from memviz.words import count
 
 JOB = "import"
 #: files whose drop means "import this" rather than "open this store"
-IMPORT_SUFFIXES = (".json", ".jsonl", ".ndjson")
+IMPORT_SUFFIXES = (".json", ".jsonl", ".ndjson", ".af")
 #: folder names inside a GA persona: the store is named after the persona above them
 _GA_INNER = {"associative_memory", "bootstrap_memory", "nodes.json"}
 REPORT_LIMIT = 200  # items listed per section of the report (the counts are always exact)
@@ -188,7 +188,7 @@ class ImportDialog(QDialog):
             self.format.setCurrentText(fmt)
             self._say(f"Looks like {fmt}.")
         elif os.path.exists(path):
-            self._say("The format could not be recognised; choose it above.")
+            self._say(describe_unknown(path) + " Choose a format above if you know it.")
         elif typed:
             self._say(f"{path} does not exist.", error=True)
         if not self._output_edited and os.path.exists(path):
