@@ -44,8 +44,10 @@ REPORT_LIMIT = 200  # items listed per section of the report (the counts are alw
 
 
 def is_import_source(path: str) -> bool:
-    """A dropped path the window should import rather than open: a folder or a JSON(L) file."""
-    return os.path.isdir(path) or path.lower().endswith(IMPORT_SUFFIXES)
+    """A path the window should import rather than open: a folder, a JSON(L) or .af file, or a
+    file whose content is an import format whatever its name."""
+    return (os.path.isdir(path) or path.lower().endswith(IMPORT_SUFFIXES)
+            or (os.path.isfile(path) and detect_format(path) is not None))
 
 
 def default_output(source: str) -> str:
