@@ -148,10 +148,10 @@ class Letta:
         vec = self.embed(text) if vector is None else vector
         self.conn.execute(
             "INSERT INTO archival_passages (id, text, embedding_config, metadata_, tags, embedding, organization_id, archive_id"
-            + (", created_at, updated_at" if created_at else "") + ") VALUES (%s, %s, %s, '{}', %s, %s::vector, %s, %s"
-            + (", to_timestamp(%s), to_timestamp(%s)" if created_at else "") + ")",
+            + (", created_at" if created_at else "") + ") VALUES (%s, %s, %s, '{}', %s, %s::vector, %s, %s"
+            + (", to_timestamp(%s)" if created_at else "") + ")",
             (pid, text, json.dumps(EMBEDDING_CONFIG), json.dumps(tags) if tags is not None else None, pad(vec), self.org, archive,
-             *((created_at, created_at) if created_at else ())))
+             *((created_at,) if created_at else ())))
         for tag in tags or []:
             self.conn.execute("INSERT INTO passage_tags (id, tag, passage_id, archive_id, organization_id) VALUES (%s, %s, %s, %s, %s)",
                               (f"passage-tag-{uuid.uuid4()}", tag, pid, archive, self.org))

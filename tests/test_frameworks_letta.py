@@ -111,6 +111,16 @@ def test_live_changes_arrive_as_deltas(letta):
         assert s.get(letta.p2)["content"] == "Priya avoids red-eye flights and long layovers."
         audit = s.history(letta.p2)
         assert audit[-1]["actor"] == "letta"
+        # only what moved is read again: one passage's text, then one passage removed for good
+        letta.update_passage_text(letta.p3, "Bo's student now plays the French defence.")
+        assert s.sync() == {"added": 0, "changed": 1, "gone": 0}
+        letta.conn.execute("DELETE FROM archival_passages WHERE id = %s", (letta.p3,))
+        assert s.sync() == {"added": 0, "changed": 0, "gone": 1}
+        assert s.get(letta.p3)["valid_until"] is not None  # kept here, retired
+        # an agent renamed: every memory of it read again under its new name
+        letta.conn.execute("UPDATE agents SET name = 'ada-2', updated_at = now() WHERE id = %s", (letta.ada,))
+        s.sync()
+        assert s.get(letta.p2)["agent"] == "ada-2" and s.get(f"{blocks_of(letta, letta.ada)['human']}/{letta.ada}")["agent"] == "ada-2"
 
 
 def test_correction_writes_text_and_padded_vector_as_letta_reads_them(letta, embedder):

@@ -145,6 +145,26 @@ class LettaSource(Source):
         yield from self._passages(task)
         yield from self._blocks()
 
+    def changed_since(self, token, known, task: Task | None = None):
+        """Letta stamps every write of a passage with updated_at: only the passages new to the
+        mirror or updated since the last look are read with their vectors (the blocks, few, are
+        read whole; the mirror's fingerprints drop what did not change). A renamed agent or a moved
+        archive: None, everything is read again."""
+        now = self.token()
+        try:
+            since = json.loads(token[0])[1]
+            if token[3:] != now[3:]:
+                return None
+        except (TypeError, ValueError, IndexError, KeyError):
+            return None
+        # a margin: a transaction stamps now() at its start and may commit after the last look
+        rows = self._query("SELECT id, updated_at >= %s::timestamptz - interval '10 minutes' FROM archival_passages", (since,)) if since \
+            else self._query("SELECT id, true FROM archival_passages")
+        want = [pid for pid, moved in rows if moved or moved is None or pid not in known]
+        records = list(self._passages(ids=want)) if want else []
+        blocks = list(self._blocks())
+        return records + blocks, {pid for pid, _ in rows} | {b["id"] for b in blocks}
+
     def _passages(self, task: Task | None = None, ids: list[str] | None = None):
         sql = _PASSAGES + (" WHERE p.id = ANY(%s)" if ids is not None else "")
         total = None

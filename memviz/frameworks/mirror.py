@@ -119,7 +119,12 @@ class MirroredStore(Store):
         known = dict(self.conn.execute(f"SELECT id, fp FROM {_FP_TABLE}"))
         seen: set[str] = set()
         new, changed = [], {}
-        for rec in self._source_call(lambda: list(self.source.records(part))):
+        delta = None
+        if not first and self._synced_token is not None:  # a large source may say what moved since
+            since = json.loads(self._synced_token)
+            delta = self._source_call(lambda: self.source.changed_since(since, known.keys(), part))
+        records, present = delta if delta is not None else (self._source_call(lambda: list(self.source.records(part))), None)
+        for rec in records:
             rid = str(rec["id"])
             if rid in seen:
                 continue  # a system that lists a memory twice: the first wins
@@ -129,7 +134,7 @@ class MirroredStore(Store):
                 new.append((rec, fp))
             elif known[rid] != fp:
                 changed[rid] = (rec, fp)
-        gone = [rid for rid in known if rid not in seen]
+        gone = [rid for rid in known if rid not in (seen if present is None else present)]
         part = task.part(0.6, 1.0) if task else None
         actor = self.source.system
         for i in range(0, len(new), _BATCH):

@@ -9,7 +9,7 @@ client would write them, and then to the mirror.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from typing import Any, ClassVar
 
 from ..store import ReadOnlyError
@@ -67,6 +67,14 @@ class Source:
         tags, embedding (float32) + embedding_model, attributes (the system's own fields, under
         its name), source_ids ... Report progress through `task` on long reads."""
         raise NotImplementedError
+
+    def changed_since(self, token: Any, known: Collection[str], task: Task | None = None
+                      ) -> tuple[list[dict], set[str]] | None:
+        """Optional, for sources too large to read whole at every change: (the records that are
+        new or may have changed since `token`, an earlier value of `token()`, given the ids the
+        mirror holds; the ids of every record now, so the mirror retires the others). None (the
+        default): the mirror reads `records()` and compares every fingerprint."""
+        return None
 
     def history(self) -> Iterator[dict]:
         """The system's own change history, if it keeps one, as audit rows: dicts with at
