@@ -78,7 +78,7 @@ def test_recognised_and_fields_shown(letta, embedder):
         assert s.counts()["total"] == 7
 
 
-def test_no_false_match(tmp_path, pg, letta):  # noqa: F811
+def test_no_false_match(tmp_path, pg):  # noqa: F811
     import memviz.store as ms
     native = ms.create(pg.dsn(pg.fresh_db()))
     native.close()
@@ -87,6 +87,15 @@ def test_no_false_match(tmp_path, pg, letta):  # noqa: F811
     with pg.admin(other) as c:  # a database with a `block` table of something else
         c.execute("CREATE TABLE block (id text, height int); CREATE TABLE agents (id text)")
     assert fw.recognise(pg.dsn(other)) is None
+    for ddl in ("CREATE TABLE mem0 (id uuid PRIMARY KEY, vector vector(8), payload jsonb)",   # mem0's pgvector collection
+                "CREATE TABLE store (prefix text, key text, value jsonb, created_at timestamptz, updated_at timestamptz, "
+                "expires_at timestamptz, ttl_minutes float, PRIMARY KEY (prefix, key))"):        # LangGraph's PostgresStore
+        name = pg.fresh_db()
+        with pg.admin(name) as c:
+            c.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            c.execute(ddl)
+        assert not isinstance(fw.recognise(pg.dsn(name)), LettaSource)
+        pg.drop_db(name)
     js = tmp_path / "x.json"
     js.write_text('{"archival_passages": []}')
     assert fw.recognise(str(js)) is None
@@ -209,3 +218,15 @@ def test_a_dropped_table_while_open_is_a_store_error(letta):
             s.sync()
     finally:
         s.close()
+
+
+def test_cli_stats_and_an_editable_native_copy(letta, tmp_path, capsys):
+    from memviz.cli import main as cli_main
+    assert cli_main(["stats", letta.dsn, "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert json.dumps(stats).count("archival") >= 1 and json.dumps(stats).count("core") >= 1
+    assert cli_main(["copy", letta.dsn, str(tmp_path / "copy.db")]) == 0
+    import memviz.store as ms
+    with ms.open(str(tmp_path / "copy.db")) as c:
+        assert c.counts()["total"] == 7 and not c.read_only
+        assert c.get(letta.p1)["content"] == "Priya wants a weekend in Lisbon in March."
