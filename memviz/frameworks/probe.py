@@ -125,4 +125,4 @@ class Probe:
         if self.is_sqlite():
             tables = sorted(self.sqlite_tables())
             return f"{self.label} is an SQLite database with tables: {', '.join(tables[:8]) or 'none'}"
-        return f"{self.label} is {sniff(self.target).looks_like()}, not a memory store"
+        return f"{self.label} is not an SQLite database: it is {sniff(self.target).looks_like()}"
