@@ -88,3 +88,10 @@ def test_a_long_text_file_stops_after_its_first_lines(tmp_path):
 def test_a_json_array_of_records_still_imports(files, tmp_path):
     report = import_jsonl(files["records"], tmp_path / "o.db", embedding_model=None)
     assert report.imported == 2
+
+
+def test_an_array_larger_than_the_sniffing_limit_still_imports(files, tmp_path, monkeypatch):
+    import memviz.sniff
+    monkeypatch.setattr(memviz.sniff, "DOC_LIMIT", 16)  # the file is not parsed whole to sniff it...
+    assert sniff(files["records"]).looks_like().startswith("text that starts like JSON")
+    assert import_jsonl(files["records"], tmp_path / "o.db").imported == 2  # ...but the importer reads it whole

@@ -24,14 +24,14 @@ def read_objects(path: str, report: ImportReport, task: Task, *, allow_array: bo
     if os.path.isdir(path):
         raise ImportFailed(f"{path} is a folder; this format reads one .jsonl file.")
     s = sniff(path)
-    doc = s.document
-    if allow_array and isinstance(doc, list):
-        yield from _read_array(path, doc, report)
-        return
-    if allow_array and doc is NOT_JSON and s.head[:1] == b"[" and s.starts_like_json and len(s.lines) < 2:
-        error = _json_error(path)
-        if not error.startswith("Extra data"):  # else text lines that start with "[" (a log): read as lines
+    if allow_array and s.head[:1] == b"[" and len(s.lines) < 2:
+        items, error = _whole(path)  # any size: an array is read whole anyway
+        if isinstance(items, list):
+            yield from _read_array(path, items, report)
+            return
+        if items is NOT_JSON and s.starts_like_json and not error.startswith("Extra data"):  # else "[..." text lines
             raise ImportFailed(f"{path} looks like a JSON array but is not valid JSON ({error}).")
+    doc = s.document
     if doc is not NOT_JSON and not (isinstance(doc, dict) and s.one_line):
         raise NotThisFormat(f"{path} is {s.looks_like()}: one JSON document, not JSON Lines (one record per line).")
     readable = 0
@@ -69,17 +69,17 @@ def _not_lines(path: str, s, report: ImportReport) -> NotThisFormat:
                          f"JSON object ({report.skipped[0].where}: {report.skipped[0].message}).")
 
 
-def _json_error(path: str) -> str:
+def _whole(path: str) -> tuple[object, str]:
+    """(the file as one JSON value, "") or (NOT_JSON, why not)."""
     try:
         with open(path, "rb") as f:
-            json.loads(f.read().decode("utf-8-sig"))
+            return json.loads(f.read().decode("utf-8-sig")), ""
     except UnicodeDecodeError as e:
-        return f"not UTF-8 text at byte {e.start + 1}"
+        return NOT_JSON, f"not UTF-8 text at byte {e.start + 1}"
     except json.JSONDecodeError as e:
-        return f"{e.msg} at line {e.lineno}, column {e.colno}"
+        return NOT_JSON, f"{e.msg} at line {e.lineno}, column {e.colno}"
     except OSError as e:
-        return e.strerror or str(e)
-    return "too large to read as one document"
+        return NOT_JSON, e.strerror or str(e)
 
 
 def _read_array(path: str, items: list, report: ImportReport):
