@@ -145,7 +145,7 @@ def test_failure_is_shown_in_the_dialog(qtbot, win, tmp_path):
     dlg = dialog_for(qtbot, win, src)
     dlg.format.setCurrentText("jsonl")
     assert run_import(qtbot, dlg) == "failed"
-    assert dlg.message.text().startswith("Import failed: Nothing to import")
+    assert dlg.message.text().startswith("Import failed: ") and "none of its 1 item is a memory record" in dlg.message.text()
     assert not os.path.exists(dlg.output.text()) and no_leftovers(os.path.dirname(dlg.output.text())) == []
 
 

@@ -219,7 +219,7 @@ def test_reopened_unchanged_then_changed_reads_only_the_change(m0):
         tok = token_now(s)
         assert s.source._versions is not None and len(s.source._versions) == 4
         m.update(ids[3], "Bob's flight to Lisbon leaves on Saturday")
-        delta = s.source.changed_records()
+        delta = s.source.changed_since(None, ())
         assert [r["id"] for r in delta[0]] == [ids[3]] and sorted(delta[1]) == sorted(ids)
         s.source._versions = None  # the mirror's own poll reads it again (in full: it cannot tell)
         ch = changes_since(s, tok)

@@ -54,7 +54,7 @@ def test_output_checks(tmp_path):
         import_jsonl(src, tmp_path, embedding_model="m", force=True)
     with pytest.raises(ImportFailed, match="Unknown import format 'csv'"):
         import_source("csv", src, tmp_path / "o.db")
-    assert set(FORMATS) == {"generative-agents", "ada-stream", "jsonl", "openmemory"}
+    assert set(FORMATS) == {"generative-agents", "ada-stream", "jsonl", "letta-af", "openmemory"}
     assert others(tmp_path, ["d.jsonl"]) == []
 
 

@@ -426,6 +426,9 @@ class MainWindow(QMainWindow):
         `prefetched`: a Future of open_and_read(path, open_store_data) already under way.
         A `postgresql://` DSN opens a store on a server; only its redacted form is remembered."""
         path = path if ms.is_dsn(path) else os.path.abspath(os.fspath(path))
+        if not ms.is_dsn(path) and os.path.isfile(path) and is_import_source(path):
+            self.show_import(path)  # an export (a Letta agent file, a JSON dump): imported, not opened
+            return
         t0 = time.perf_counter()
 
         def job(task):

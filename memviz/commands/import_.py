@@ -11,8 +11,8 @@ def add_parser(sub):
                        description="Read SOURCE (never changed) and write a new native store. Formats: "
                                    "generative-agents (a persona's associative_memory folder, a persona folder, or "
                                    "a storage folder of personas), ada-stream (stream.jsonl), jsonl "
-                                   "({id, content, embedding?, metadata} per line), openmemory (OpenMemory's export: "
-                                   "the zip, memories.json or memories.jsonl.gz).")
+                                    "({id, content, embedding?, metadata} per line), letta-af (a Letta agent file), "
+                                    "openmemory (OpenMemory's export: the zip, memories.json or memories.jsonl.gz).")
     p.add_argument("format", choices=sorted(FORMATS), metavar="FORMAT", help=", ".join(sorted(FORMATS)))
     p.add_argument("source", metavar="SOURCE")
     p.add_argument("-o", "--output", required=True, help="the store to write (must not exist unless --force)")

@@ -25,6 +25,7 @@ T = TypeVar("T")
 SYSTEM_MODULES: list[str] = [
     "mem0",
     "htm",
+    "letta",
 ]
 
 
@@ -54,8 +55,8 @@ def what_memviz_reads() -> str:
     names = ", ".join(cls.title for cls in systems())
     return ("memviz opens its own stores (an SQLite file or a PostgreSQL database made by `memviz create`)"
             + (f" and the stores of {names}" if names else "")
-            + "; `memviz import` brings in Generative Agents folders, ADA streams, JSONL record dumps"
-            + " and the exports listed by `memviz import --help`.")
+            + "; `memviz import` brings in Generative Agents folders, ADA streams, JSONL record dumps,"
+            + " Letta agent files (.af) and the exports listed by `memviz import --help`.")
 
 
 def open_and_read(target: str, read: Callable | None, *, read_only: bool = False,
@@ -68,7 +69,9 @@ def open_and_read(target: str, read: Callable | None, *, read_only: bool = False
         try:
             return open_and_read_native(target, read, read_only=read_only)
         except NotAStoreError as e:
-            raise NotAStoreError(f"{e} {what_memviz_reads()}") from e
+            probe = Probe(target)
+            said = f"{probe.describe_unknown()}." if probe.is_file and not probe.is_sqlite() else str(e)
+            raise NotAStoreError(f"{said} {what_memviz_reads()}") from e
     store = open_mirrored(source, task)
     if read_only and not store.read_only:
         store.read_only_reason = "opened with --read-only"

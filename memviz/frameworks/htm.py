@@ -89,7 +89,7 @@ class HtmSource(Source):
             yield rec
         self._versions = versions
 
-    def changed_records(self):
+    def changed_since(self, token, known, task: Task | None = None):
         """The nodes whose row version (xmin) differs from the one last read, and every key; None
         (read everything) when tags or robots changed."""
         conn = self._db.get()

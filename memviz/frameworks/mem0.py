@@ -147,7 +147,7 @@ class Mem0Source(Source):
                 done += len(batch)
         self._versions = versions
 
-    def changed_records(self):
+    def changed_since(self, token, known, task: Task | None = None):
         """The memories whose row version (xmin) differs from the one last read, and every id."""
         if self._versions is None:
             return None

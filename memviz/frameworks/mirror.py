@@ -38,7 +38,7 @@ from ..userdirs import user_cache_dir
 from .source import Source
 
 #: bump when a system's mapping to memviz records changes: every mirror is then rebuilt
-MIRROR_VERSION = 1
+MIRROR_VERSION = 2
 _FP_TABLE = "memviz_mirror"
 _BATCH = 5000
 
@@ -52,22 +52,19 @@ def mirror_path(source: Source) -> str:
 
 def fingerprint(rec: dict) -> bytes:
     """What identifies a record's content: equal fingerprints, nothing to write. One JSON text of
-    the plain columns and the raw bytes of the arrays (a dumps per column cost seconds at 100k)."""
-    plain, raw = [], []
+    the plain columns (one dumps per record, not one per column: 100k records at every sync)."""
+    h = hashlib.blake2b(digest_size=16)
+    plain = []
     for col in MEMORY_COLUMNS:
         v = rec.get(col)
         if isinstance(v, np.ndarray):
-            raw.append(v.astype("<f4").tobytes())
-            plain.append(None)
-        elif isinstance(v, (bytes, bytearray, memoryview)):
-            raw.append(bytes(v))
-            plain.append(None)
+            v = v.astype("<f4", copy=False).tobytes()
+        if isinstance(v, (bytes, bytearray, memoryview)):
+            h.update(v)
+            plain.append(f"\x00{len(v)}")
         else:
             plain.append(v)
-    h = hashlib.blake2b(json.dumps(plain, sort_keys=True, default=str).encode(), digest_size=16)
-    for b in raw:
-        h.update(b"\x1f")
-        h.update(b)
+    h.update(json.dumps(plain, sort_keys=True, default=str).encode())
     return h.digest()
 
 
@@ -131,9 +128,12 @@ class MirroredStore(Store):
         known = dict(self.conn.execute(f"SELECT id, fp FROM {_FP_TABLE}"))
         seen: set[str] = set()
         new, changed = [], {}
-        # a source that knows which rows changed since its last read hands over only those (and every id)
-        delta = None if first else self._source_call(self.source.changed_records)
-        for rec in delta[0] if delta is not None else self._source_call(lambda: list(self.source.records(part))):
+        delta = None
+        if not first and self._synced_token is not None:  # a large source may say what moved since
+            since = json.loads(self._synced_token)
+            delta = self._source_call(lambda: self.source.changed_since(since, known.keys(), part))
+        records, present = delta if delta is not None else (self._source_call(lambda: list(self.source.records(part))), None)
+        for rec in records:
             rid = str(rec["id"])
             if rid in seen:
                 continue  # a system that lists a memory twice: the first wins
@@ -143,9 +143,8 @@ class MirroredStore(Store):
                 new.append((rec, fp))
             elif known[rid] != fp:
                 changed[rid] = (rec, fp)
-        if delta is not None:
-            seen = {str(i) for i in delta[1]}
-        gone = [rid for rid in known if rid not in seen]
+        present = seen if present is None else set(present)
+        gone = [rid for rid in known if rid not in present]
         part = task.part(0.6, 1.0) if task else None
         actor = self.source.system
         for i in range(0, len(new), _BATCH):

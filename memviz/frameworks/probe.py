@@ -7,6 +7,7 @@ import os
 
 import apsw
 
+from ..sniff import sniff
 from ..store import StoreError, is_dsn, redact
 from ..store.connection import connect as connect_sqlite
 from ..store.fileheader import MAGIC, read_head
@@ -124,9 +125,4 @@ class Probe:
         if self.is_sqlite():
             tables = sorted(self.sqlite_tables())
             return f"{self.label} is an SQLite database with tables: {', '.join(tables[:8]) or 'none'}"
-        head = self.head(256).lstrip(b"\xef\xbb\xbf \t\r\n")
-        if head[:1] in (b"{", b"["):
-            return f"{self.label} is a JSON file, but not one of the formats memviz reads"
-        if head[:2] == b"\x1f\x8b":
-            return f"{self.label} is a gzip file, but not one of the formats memviz reads"
-        return f"{self.label} is a file that is neither SQLite nor JSON (it starts with {head[:12]!r})"
+        return f"{self.label} is not an SQLite database: it is {sniff(self.target).looks_like()}"

@@ -9,7 +9,7 @@ client would write them, and then to the mirror.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from typing import Any, ClassVar
 
 from ..store import ReadOnlyError
@@ -68,16 +68,18 @@ class Source:
         its name), source_ids ... Report progress through `task` on long reads."""
         raise NotImplementedError
 
-    def changed_records(self) -> tuple[list[dict], Iterable[str]] | None:
-        """Optional, for live polling of big stores: (the records of the memories that changed since
-        this object's last `records` or `changed_records`, the ids of every memory there now), or
-        None when it cannot tell (the mirror then reads every record). Default: None."""
+    def changed_since(self, token: Any, known: Collection[str], task: Task | None = None
+                      ) -> tuple[list[dict], set[str]] | None:
+        """Optional, for sources too large to read whole at every change: (the records that are
+        new or may have changed since `token`, an earlier value of `token()`, given the ids the
+        mirror holds; the ids of every record now, so the mirror retires the others). None (the
+        default): the mirror reads `records()` and compares every fingerprint."""
         return None
 
     def in_step(self, token: Any) -> None:
         """The mirror holds the source as it was at `token` (a reopen with nothing changed): a
-        source with `changed_records` may note its rows' versions now, if its token still is
-        `token`, instead of reading everything at the next change. Default: nothing."""
+        source whose `changed_since` keeps its own row versions may note them now, if its token
+        still is `token`, instead of reading everything at the next change. Default: nothing."""
 
     def history(self) -> Iterator[dict]:
         """The system's own change history, if it keeps one, as audit rows: dicts with at

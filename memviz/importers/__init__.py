@@ -14,10 +14,11 @@ returns an ImportReport (what was imported, skipped and fixed up). It raises Imp
 from __future__ import annotations
 
 from .ada_stream import import_ada_stream
-from .detect import detect_format
+from .detect import describe_unknown, detect_format, what_memviz_imports
 from .generative_agents import import_generative_agents
+from .letta_agent_file import import_letta_agent_file
 from .openmemory import import_openmemory
-from .pipeline import ImportFailed, ImportReport, Issue
+from .pipeline import ImportFailed, ImportReport, Issue, NotThisFormat
 from .record_dumps import import_jsonl
 
 #: format name (as on the command line) -> import function(source, output, **options)
@@ -26,6 +27,7 @@ FORMATS = {
     "ada-stream": import_ada_stream,
     "jsonl": import_jsonl,
     "openmemory": import_openmemory,
+    "letta-af": import_letta_agent_file,
 }
 
 
@@ -36,8 +38,15 @@ def import_source(fmt: str, source, output, **options) -> ImportReport:
         fn = FORMATS[fmt]
     except KeyError:
         raise ImportFailed(f"Unknown import format {fmt!r}; known: {', '.join(FORMATS)}.") from None
-    return fn(source, output, **options)
+    try:
+        return fn(source, output, **options)
+    except NotThisFormat as e:
+        found = detect_format(source)
+        if found and found != fmt:
+            raise NotThisFormat(f"{e} It looks like {found}: `memviz import {found} {source} -o …`.") from None
+        raise NotThisFormat(f"{e} {what_memviz_imports()}." if not found else str(e)) from None
 
 
-__all__ = ["FORMATS", "detect_format", "ImportFailed", "ImportReport", "Issue", "import_source",
-           "import_generative_agents", "import_ada_stream", "import_jsonl", "import_openmemory"]
+__all__ = ["FORMATS", "detect_format", "describe_unknown", "ImportFailed", "NotThisFormat", "ImportReport", "Issue",
+           "import_source", "import_generative_agents", "import_ada_stream", "import_jsonl", "import_letta_agent_file",
+           "import_openmemory"]

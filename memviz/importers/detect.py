@@ -1,47 +1,96 @@
-"""Which import format a dropped file or folder is in (for the window's drop and File → Import)."""
+"""Which import format a file or folder is in, told by its content, never by its first
+character or its name alone (for the window's drop, File → Import, and the message a wrong
+format gets). A file that is none of them gets one sentence saying what it looked like and
+what memviz imports (`describe_unknown`).
+
+Adding a format's detection is one line in FILE_FORMATS (or FOLDER_FORMATS) and one in READS:
+a test on the file's `memviz.sniff.Sniff` (cached looks: head, first JSON lines, the whole
+file as one JSON document), tried in order.
+"""
 from __future__ import annotations
 
-import json
 import os
+from collections.abc import Callable
 
+from ..sniff import Sniff, sniff
 from .generative_agents import NODES, find_personas
+from .letta_agent_file import is_agent_file
 from .openmemory import looks_like as looks_like_openmemory
 from .pipeline import ImportFailed
 
-_SNIFF_LINES = 20
 #: ADA's stream entries carry these; Wonda's records do not (GLOSSARY)
 _ADA_KEYS = {"cycle", "role"}
 
 
+def _records(items: list) -> bool:
+    """Most of the first items are objects with a content field (memviz's JSONL record dumps)."""
+    first = items[:20]
+    return bool(first) and sum(isinstance(x, dict) and "content" in x for x in first) * 2 > len(first)
+
+
+def _ada_stream(s: Sniff) -> bool:
+    return bool(s.lines) and any(isinstance(x, dict) and _ADA_KEYS <= x.keys() for x in s.lines)
+
+
+def _record_dump(s: Sniff) -> bool:
+    if s.is_gzip:
+        return False
+    doc = s.document
+    if isinstance(doc, list):
+        return _records(doc)
+    return _records(s.lines)  # JSON Lines (a one-line file's record among them)
+
+
+def _letta_agent_file(s: Sniff) -> bool:
+    return is_agent_file(s.document)
+
+
+def _generative_agents(path: str) -> bool:
+    try:
+        find_personas(path)
+    except ImportFailed:
+        return False
+    return True
+
+
+#: (format, test) for a file, tried in order
+FILE_FORMATS: list[tuple[str, Callable[[Sniff], bool]]] = [
+    ("openmemory", lambda s: looks_like_openmemory(s.path, s.raw_head)),  # before the JSON formats
+    ("letta-af", _letta_agent_file),
+    ("ada-stream", _ada_stream),
+    ("jsonl", _record_dump),
+]
+#: (format, test) for a folder, tried in order
+FOLDER_FORMATS: list[tuple[str, Callable[[str], bool]]] = [
+    ("generative-agents", _generative_agents),
+]
+#: what each import format reads, for the message an unrecognised file gets
+READS = {
+    "generative-agents": "Generative Agents memory (a folder with associative_memory/nodes.json)",
+    "ada-stream": "ADA memory streams (stream.jsonl)",
+    "jsonl": "JSON Lines record dumps ({id, content, embedding?, metadata} per line, or a JSON array of them)",
+    "letta-af": "Letta agent files (.af)",
+    "openmemory": "OpenMemory exports (the export zip, memories.json or memories.jsonl.gz)",
+}
+
+
 def detect_format(path) -> str | None:
-    """"generative-agents", "ada-stream", "jsonl", "openmemory", or None when the path is none of them."""
+    """The import format of `path` (a FORMATS name), or None when it is none of them."""
     path = os.path.abspath(os.fspath(path))
     if os.path.isdir(path) or os.path.basename(path) == NODES:
-        try:
-            find_personas(path)
-        except ImportFailed:
-            return None
-        return "generative-agents"
+        return next((fmt for fmt, test in FOLDER_FORMATS if test(path)), None)
     if not os.path.isfile(path):
         return None
-    try:
-        with open(path, "rb") as f:
-            head = f.read(1 << 16)
-    except OSError:
-        return None
-    if looks_like_openmemory(path, head):
-        return "openmemory"
-    text = head.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
-    if text.startswith("["):
-        return "jsonl"
-    for line in text.splitlines()[:_SNIFF_LINES]:
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(obj, dict):
-            if _ADA_KEYS <= obj.keys():
-                return "ada-stream"
-            if "content" in obj:
-                return "jsonl"
-    return None
+    s = sniff(path)
+    return next((fmt for fmt, test in FILE_FORMATS if test(s)), None)
+
+
+def what_memviz_imports() -> str:
+    return "memviz imports " + "; ".join(f"{text} as `{fmt}`" for fmt, text in READS.items())
+
+
+def describe_unknown(path) -> str:
+    """One message for a file or folder that is no import format: what it looked like, and
+    what memviz imports."""
+    path = os.path.abspath(os.fspath(path))
+    return f"{path} is {sniff(path).looks_like()}, which is none of the formats memviz imports. {what_memviz_imports()}."

@@ -6,11 +6,14 @@ import math
 import os
 from collections.abc import Iterator
 
+from ..sniff import NOT_JSON, sniff
 from ..store.times import to_epoch
 from ..tasks import Task
-from .pipeline import ImportFailed, ImportReport
+from .pipeline import ImportFailed, ImportReport, NotThisFormat
 
 CANCEL_EVERY = 5000
+#: a file whose first this many non-blank lines are all unreadable is not JSON Lines: one message, not one per line
+GIVE_UP_AFTER = 20
 
 
 def read_objects(path: str, report: ImportReport, task: Task, *, allow_array: bool = False
@@ -20,13 +23,19 @@ def read_objects(path: str, report: ImportReport, task: Task, *, allow_array: bo
     file that is one JSON array of objects is read too ("record N")."""
     if os.path.isdir(path):
         raise ImportFailed(f"{path} is a folder; this format reads one .jsonl file.")
-    with open(path, "rb") as f:
-        head = f.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
-        if allow_array and head.startswith(b"["):
-            f.seek(0)
-            yield from _read_array(path, f.read(), report)
+    s = sniff(path)
+    if allow_array and s.head[:1] == b"[" and len(s.lines) < 2:
+        items, error = _whole(path)  # any size: an array is read whole anyway
+        if isinstance(items, list):
+            yield from _read_array(path, items, report)
             return
-        f.seek(0)
+        if items is NOT_JSON and s.starts_like_json and not error.startswith("Extra data"):  # else "[..." text lines
+            raise ImportFailed(f"{path} looks like a JSON array but is not valid JSON ({error}).")
+    doc = s.document
+    if doc is not NOT_JSON and not (isinstance(doc, dict) and s.one_line):
+        raise NotThisFormat(f"{path} is {s.looks_like()}: one JSON document, not JSON Lines (one record per line).")
+    readable = 0
+    with open(path, "rb") as f:
         for n, raw in enumerate(f, start=1):
             if n % CANCEL_EVERY == 0:
                 task.check()
@@ -34,6 +43,8 @@ def read_objects(path: str, report: ImportReport, task: Task, *, allow_array: bo
                 raw = raw[3:]
             if not raw.strip():
                 continue
+            if not readable and len(report.skipped) >= GIVE_UP_AFTER:
+                raise _not_lines(path, s, report)
             where = f"line {n}"
             try:
                 text = raw.decode("utf-8")
@@ -48,17 +59,30 @@ def read_objects(path: str, report: ImportReport, task: Task, *, allow_array: bo
             if not isinstance(obj, dict):
                 report.skip(where, "not-an-object", f"a JSON {type(obj).__name__}, not an object")
                 continue
+            readable += 1
             yield where, obj
 
 
-def _read_array(path: str, data: bytes, report: ImportReport):
+def _not_lines(path: str, s, report: ImportReport) -> NotThisFormat:
+    """The first lines hold no JSON object: the file is not JSON Lines (one message, not one a line)."""
+    return NotThisFormat(f"{path} is {s.looks_like()}, not JSON Lines: none of its first {GIVE_UP_AFTER} lines is a "
+                         f"JSON object ({report.skipped[0].where}: {report.skipped[0].message}).")
+
+
+def _whole(path: str) -> tuple[object, str]:
+    """(the file as one JSON value, "") or (NOT_JSON, why not)."""
     try:
-        items = json.loads(data.decode("utf-8-sig"))
+        with open(path, "rb") as f:
+            return json.loads(f.read().decode("utf-8-sig")), ""
     except UnicodeDecodeError as e:
-        raise ImportFailed(f"{path} is not UTF-8 text (byte {e.start + 1}).") from None
+        return NOT_JSON, f"not UTF-8 text at byte {e.start + 1}"
     except json.JSONDecodeError as e:
-        raise ImportFailed(f"{path} looks like a JSON array but is not valid JSON: {e.msg} "
-                           f"(line {e.lineno}, column {e.colno}).") from None
+        return NOT_JSON, f"{e.msg} at line {e.lineno}, column {e.colno}"
+    except OSError as e:
+        return NOT_JSON, e.strerror or str(e)
+
+
+def _read_array(path: str, items: list, report: ImportReport):
     for n, obj in enumerate(items, start=1):
         where = f"record {n}"
         if not isinstance(obj, dict):

@@ -32,6 +32,11 @@ class ImportFailed(ValueError):
     """The import cannot be done; the message says why (and nothing was written)."""
 
 
+class NotThisFormat(ImportFailed):
+    """The source is not in the format asked for (import_source adds which format it is in,
+    or what it looked like and what memviz imports)."""
+
+
 @dataclass
 class Issue:
     where: str     # "line 12", "node_881", "Isabella Rodriguez/node_12"

@@ -22,9 +22,11 @@ from collections import Counter
 import numpy as np
 
 from ..embed import LOCAL_DIM, LOCAL_MODEL
+from ..sniff import sniff
 from ..tasks import Task
+from ..words import count
 from .json_reader import as_importance, as_int_if_whole, as_tags, as_time, read_objects
-from .pipeline import ImportFailed, ImportReport, Prepared, run
+from .pipeline import ImportFailed, ImportReport, NotThisFormat, Prepared, run
 
 FORMAT = "jsonl"
 KIND_SYNONYMS = {
@@ -150,6 +152,10 @@ def read(path: str, report: ImportReport, task: Task, *, embedder=None, reembed:
         got = _record(where, obj, report)
         if got is not None:
             rows.append((where, *got))
+    if not rows and report.skipped:  # one message for a file of something else, not one per item
+        first = report.skipped[0]
+        raise NotThisFormat(f"{path} is {sniff(path).looks_like()}: none of its {count(len(report.skipped), 'item')} is a "
+                            f"memory record with a content field ({first.where}: {first.message}).")
     local_model = getattr(embedder, "model", LOCAL_MODEL)
     with_vec = [(where, vec, model) for where, _, vec, model in rows if vec is not None]
     prep = Prepared()

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from memviz.importers import FORMATS, ImportFailed, detect_format, import_source
+from memviz.importers import FORMATS, ImportFailed, describe_unknown, detect_format, import_source
 from memviz.store.errors import user_message
 from memviz.tasks import Cancelled
 from memviz.userdirs import user_data_dir
@@ -38,15 +38,17 @@ from memviz.words import count
 
 JOB = "import"
 #: files whose drop means "import this" rather than "open this store"
-IMPORT_SUFFIXES = (".json", ".jsonl", ".ndjson")
+IMPORT_SUFFIXES = (".json", ".jsonl", ".ndjson", ".af")
 #: folder names inside a GA persona: the store is named after the persona above them
 _GA_INNER = {"associative_memory", "bootstrap_memory", "nodes.json"}
 REPORT_LIMIT = 200  # items listed per section of the report (the counts are always exact)
 
 
 def is_import_source(path: str) -> bool:
-    """A dropped path the window should import rather than open: a folder or a JSON(L) file."""
-    return os.path.isdir(path) or path.lower().endswith(IMPORT_SUFFIXES)
+    """A path the window should import rather than open: a folder, a JSON(L) or .af file, or a
+    file whose content is an import format whatever its name."""
+    return (os.path.isdir(path) or path.lower().endswith(IMPORT_SUFFIXES)
+            or (os.path.isfile(path) and detect_format(path) is not None))
 
 
 def default_output(source: str) -> str:
@@ -189,7 +191,7 @@ class ImportDialog(QDialog):
             self.format.setCurrentText(fmt)
             self._say(f"Looks like {fmt}.")
         elif os.path.exists(path):
-            self._say("The format could not be recognised; choose it above.")
+            self._say(describe_unknown(path) + " Choose a format above if you know it.")
         elif typed:
             self._say(f"{path} does not exist.", error=True)
         if not self._output_edited and os.path.exists(path):
