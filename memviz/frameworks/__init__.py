@@ -24,6 +24,7 @@ T = TypeVar("T")
 #: one module per system, each defining SOURCES (its Source subclasses), tried in this order
 SYSTEM_MODULES: list[str] = [
     "langgraph",
+    "chroma",
 ]
 
 

@@ -50,7 +50,7 @@ from ..store import ConflictError, ReadOnlyError, ValidationError
 from ..store.connection import connect as connect_sqlite
 from ..store.errors import store_errors
 from ..tasks import Task
-from .source import Source
+from .source import Source, scoped_id
 
 STORE_COLUMNS = {"prefix", "key", "value", "created_at", "updated_at"}
 #: value fields that hold a memory's text, in order of preference
@@ -64,7 +64,7 @@ def looks_like_langgraph(tables: dict) -> bool:
 
 
 def memory_id(prefix: str, key: str) -> str:
-    return key.replace("%", "%25").replace("@", "%40") + "@" + prefix
+    return scoped_id(key, prefix)
 
 
 # ------------------------------------------------------------------ the mapping

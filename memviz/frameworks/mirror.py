@@ -110,7 +110,12 @@ class MirroredStore(Store):
             token = _token_text(self._source_call(self.source.token))
             if token == self._synced_token and not first:
                 return {"added": 0, "changed": 0, "gone": 0}
-            done = self._sync(token, task, first)
+            # the mirror's own bookkeeping is written even when the source is read-only (Chroma)
+            reason, self.read_only_reason = self.read_only_reason, None
+            try:
+                done = self._sync(token, task, first)
+            finally:
+                self.read_only_reason = reason
             self._synced_token = token
             return done
 

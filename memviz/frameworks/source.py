@@ -25,6 +25,12 @@ EDIT_NAMES = {
 }
 
 
+def scoped_id(local_id: str, scope: str) -> str:
+    """A memviz id for a record whose own id is unique only within a scope (a namespace, a
+    collection): local@scope, with '%' and '@' in the local id escaped so ids never collide."""
+    return local_id.replace("%", "%25").replace("@", "%40") + "@" + scope
+
+
 class Source:
     """One memory store of another system, opened in place. Subclasses set `system` and
     `title`, implement `recognise`, `records` and `token`, and, for the edits they support,
