@@ -184,3 +184,18 @@ def test_window_opens_a_chroma_folder(folder, make_window):
     win = make_window(folder)
     assert len(win.state.data.arrays) == N + 1
     assert win.state.data.store.read_only
+
+
+def test_vectors_of_memviz_local_model_are_named_so(tmp_path):
+    """A collection embedded with memviz's own model (explicit embeddings): identified by
+    re-embedding a few documents, so text queries work on it; others stay unknown."""
+    from memviz.embed import LOCAL_MODEL, LocalEmbedder
+    path = tmp_path / "local"
+    docs = ["The user prefers short answers", "Deploys happen on Fridays", "The parser leaks memory"]
+    col = chromadb.PersistentClient(path=str(path)).get_or_create_collection("facts", embedding_function=None)
+    col.add(ids=["a", "b", "c"], documents=docs, embeddings=LocalEmbedder().embed(docs))
+    s = fw.open_source(str(path))
+    try:
+        assert {s.get(f"{i}@facts")["embedding_model"] for i in "abc"} == {LOCAL_MODEL}
+    finally:
+        s.close()

@@ -22,7 +22,8 @@ user_id / user when it is a string; content: the document (the metadata as JSON 
 none); created_at: the `embeddings` row's; tags: a "tags" metadata list or comma-separated
 string; the metadata, collection and Chroma id in attributes["chroma"]. id = id@collection.
 Chroma keeps no importance and no history. Chroma records the name of the collection's
-embedding function, not a model memviz can run: vectors are named unknown/chroma-<name>-<dim>d.
+embedding function, not a model memviz can run: vectors are named unknown/chroma-<name>-<dim>d,
+unless memviz's local model reproduces a few of a collection's documents' vectors.
 
 Read-only: Chroma's own writes go through its server/client and its HNSW files, which memviz
 does not rewrite; `memviz copy` makes an editable native copy.
@@ -37,12 +38,11 @@ from collections import defaultdict
 
 import numpy as np
 
-from ..embed import unknown_model
 from ..store import StoreError
 from ..store.connection import connect as connect_sqlite
 from ..store.errors import store_errors
 from ..tasks import Task
-from .source import Source, scoped_id
+from .source import Source, identify_model, scoped_id
 
 DB_NAME = "chroma.sqlite3"
 CHROMA_TABLES = {"collections", "segments", "embeddings", "embedding_metadata", "embeddings_queue"}
@@ -234,7 +234,7 @@ class ChromaFolder(Source):
                 cur = meta[rid].get(key)
                 meta[rid][key] = (cur if isinstance(cur, list) else []) + [v]
         vectors = self._vectors(collections, task)
-        out = []
+        out, samples = [], defaultdict(list)
         rows = self._q("SELECT e.id, e.embedding_id, e.created_at, s.collection FROM embeddings e "
                        "JOIN segments s ON s.id = e.segment_id ORDER BY e.id")
         for n, (rid, eid, created, coll) in enumerate(rows):
@@ -254,8 +254,17 @@ class ChromaFolder(Source):
             vec = vectors.get((coll, eid))
             if vec is not None:
                 rec["embedding"] = vec
-                rec["embedding_model"] = unknown_model(f"chroma-{ef or 'embeddings'}", len(vec))
+                if len(samples[coll]) < 4 and isinstance(doc, str) and doc.strip():
+                    samples[coll].append((doc, vec))
             out.append(rec)
+        models = {}  # per collection: memviz's local model when it reproduces the vectors
+        for rec, (_rid, _eid, _created, coll) in zip(out, rows):
+            if "embedding" in rec:
+                key = (coll, len(rec["embedding"]))
+                if key not in models:
+                    ef = collections.get(coll, (None, None, None))[2]
+                    models[key] = identify_model(f"chroma-{ef or 'embeddings'}", key[1], samples[coll])
+                rec["embedding_model"] = models[key]
         return out
 
     def _vectors(self, collections, task) -> dict[tuple[str, str], np.ndarray]:

@@ -45,12 +45,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..embed import LOCAL_DIM, LOCAL_MODEL, EmbedderUnavailable, EmbeddingError, LocalEmbedder, embedder_for, unknown_model
+from ..embed import EmbedderUnavailable, EmbeddingError, embedder_for, unknown_model
 from ..store import ConflictError, ReadOnlyError, ValidationError
 from ..store.connection import connect as connect_sqlite
 from ..store.errors import store_errors
 from ..tasks import Task
-from .source import Source, scoped_id
+from .source import Source, identify_model, scoped_id
 
 STORE_COLUMNS = {"prefix", "key", "value", "created_at", "updated_at"}
 #: value fields that hold a memory's text, in order of preference
@@ -246,7 +246,7 @@ class LangGraphStore(Source):
         if dims:
             self.dim = dims.most_common(1)[0][0]
             if self.model is None:
-                self.model = identify_model(self.dim, samples)
+                self.model = identify_model(self.system, self.dim, samples)
             for r in out:
                 if "embedding" in r:
                     d = len(r["embedding"])
@@ -348,21 +348,6 @@ def _lg(row: dict) -> dict:
     if isinstance(attrs, str):
         attrs = json.loads(attrs)
     return attrs["langgraph"]
-
-
-def identify_model(dim: int, samples) -> str:
-    """LOCAL_MODEL when memviz's local model reproduces the sampled stored vectors, else an
-    unknown model (LangGraph does not record which embedding function made them)."""
-    if dim == LOCAL_DIM and samples:
-        try:
-            mine = LocalEmbedder().embed([t for t, _v in samples])
-        except (EmbedderUnavailable, EmbeddingError):
-            return unknown_model("langgraph", dim)
-        theirs = np.stack([v for _t, v in samples]).astype(np.float32)
-        cos = np.sum(mine * theirs, axis=1) / (np.linalg.norm(mine, axis=1) * np.linalg.norm(theirs, axis=1) + 1e-12)
-        if bool(np.all(cos > 0.999)):
-            return LOCAL_MODEL
-    return unknown_model("langgraph", dim)
 
 
 # ====================================================================== SqliteStore
