@@ -193,6 +193,14 @@ def test_correction_written_as_put_and_read_back_by_sqlite_store(lg_file):
         s.close()
 
 
+def test_cli_correct_and_refusal(lg_file, capsys):
+    from memviz.cli import main
+    assert main(["edit", str(lg_file), "correct", "k2@memories.alice", "Alice moved to Lisbon in April"]) == 0
+    assert sqlite_agent(lg_file, [get(("memories", "alice"), "k2")])[0]["value"] == {"content": "Alice moved to Lisbon in April"}
+    assert main(["edit", str(lg_file), "delete", "k2@memories.alice"]) == 2
+    assert "memviz cannot write retiring" in capsys.readouterr().err
+
+
 def test_unsupported_edits_refused(lg_file):
     s = fw.open_source(str(lg_file))
     try:
