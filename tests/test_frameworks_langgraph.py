@@ -277,8 +277,15 @@ def test_postgres_store_read_live_and_corrected(pg_db):  # noqa: F811
 
 
 # ------------------------------------------------------------------ the window
-def test_window_opens_a_langgraph_store(lg_file, make_window):
+def test_window_opens_a_langgraph_store(lg_file, make_window, qtbot):
+    """The window shows the store, a correction is written back, and the agent's own put
+    arrives live."""
     win = make_window(lg_file)
-    assert len(win.state.data.arrays) == 5
-    assert "LangGraph store (SQLite)" in win.status_store.toolTip() + win.status_store.text() + win.statusBar().currentMessage() \
-        or win.windowTitle().endswith("langgraph.db")
+    data = win.state.data
+    assert len(data.arrays) == 5 and isinstance(data.store.source, LangGraphSqlite)
+    assert "langgraph.db" in win.windowTitle() and not data.store.read_only
+    Correct("k2@memories.alice", "Alice moved to Lisbon in March").apply(data.store)
+    sqlite_agent(lg_file, [put(("memories", "dan"), "k7", {"content": "Dan collects stamps"})])
+    qtbot.waitUntil(lambda: len(win.state.data.arrays) == 6, timeout=20000)
+    assert win.state.data.store.get("k2@memories.alice")["content"] == "Alice moved to Lisbon in March"
+    assert sqlite_agent(lg_file, [get(("memories", "alice"), "k2")])[0]["value"] == {"content": "Alice moved to Lisbon in March"}

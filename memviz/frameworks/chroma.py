@@ -14,7 +14,8 @@ ones), each label named by `index_metadata.pickle` read with memviz's own reader
 pickle opcodes that build plain dicts of strings and numbers (pickletools decodes opcodes
 without running any; a pickle naming a class or function is refused); then records the
 index has not absorbed yet come from the queue (entries after the vector segment's max_seq_id,
-vectors as little-endian float32 or int32 blobs by their `encoding`). In a collection whose
+vectors as little-endian float32 or int32 blobs by their `encoding`; a collection whose index
+has no id map yet takes all its vectors from the queue). In a collection whose
 space is cosine, hnswlib keeps vectors normalised: those are shown normalised.
 
 Mapping: each collection is a kind (its name); agent: the metadata's agent_id / agent /
