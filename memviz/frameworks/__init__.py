@@ -26,6 +26,8 @@ SYSTEM_MODULES: list[str] = [
     "mem0",
     "htm",
     "letta",
+    "langgraph",
+    "chroma",
 ]
 
 
@@ -52,7 +54,7 @@ def recognise(target: str) -> Source | None:
 
 
 def what_memviz_reads() -> str:
-    names = ", ".join(cls.title for cls in systems())
+    names = ", ".join(dict.fromkeys(cls.title for cls in systems()))  # one per system, not per backend
     return ("memviz opens its own stores (an SQLite file or a PostgreSQL database made by `memviz create`)"
             + (f" and the stores of {names}" if names else "")
             + "; `memviz import` brings in Generative Agents folders, ADA streams, JSONL record dumps,"

@@ -12,6 +12,9 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Iterator
 from typing import Any, ClassVar
 
+import numpy as np
+
+from ..embed import LOCAL_DIM, LOCAL_MODEL, EmbedderUnavailable, EmbeddingError, LocalEmbedder, unknown_model
 from ..store import ReadOnlyError
 from ..tasks import Task
 
@@ -23,6 +26,28 @@ EDIT_NAMES = {
     "protected": "protecting",
     "valid_until": "retiring (soft-deleting) and restoring",
 }
+
+
+def scoped_id(local_id: str, scope: str) -> str:
+    """A memviz id for a record whose own id is unique only within a scope (a namespace, a
+    collection): local@scope, with '%' and '@' in the local id escaped so ids never collide."""
+    return local_id.replace("%", "%25").replace("@", "%40") + "@" + scope
+
+
+def identify_model(system: str, dim: int, samples) -> str:
+    """The model of a store that does not record it (LangGraph, Chroma): memviz's local model
+    when it reproduces the sampled (text, stored vector) pairs, else unknown/<system>-<dim>d,
+    which memviz never embeds with (so a correction never mixes another model's vector in)."""
+    if dim == LOCAL_DIM and samples:
+        try:
+            mine = LocalEmbedder().embed([t for t, _v in samples])
+        except (EmbedderUnavailable, EmbeddingError):
+            return unknown_model(system, dim)
+        theirs = np.stack([v for _t, v in samples]).astype(np.float32)
+        cos = np.sum(mine * theirs, axis=1) / (np.linalg.norm(mine, axis=1) * np.linalg.norm(theirs, axis=1) + 1e-12)
+        if bool(np.all(cos > 0.999)):
+            return LOCAL_MODEL
+    return unknown_model(system, dim)
 
 
 class Source:

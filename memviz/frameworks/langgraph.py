@@ -1,0 +1,605 @@
+"""LangGraph's long-term memory store (what LangMem's tools write too), opened in place: a
+`SqliteStore` file (langgraph-checkpoint-sqlite) or a `PostgresStore` database
+(langgraph-checkpoint-postgres). No Qt here.
+
+Both keep two tables: `store` (prefix = the namespace joined by '.', key, value JSON,
+created_at, updated_at, expires_at, ttl_minutes) and `store_vectors` (prefix, key, field_name,
+embedding: one row per indexed text of a value, made by the user's embedding function).
+
+How an item becomes a memory (one per (namespace, key); id = key@prefix, '@' and '%' in the
+key escaped):
+- kind: the value's own `kind` when it is LangMem's structured form ({"kind", "content"});
+  else the namespace segment that varies least over the store's namespaces of that length
+  (for ("memories", user) and (user, "memories") alike that is "memories"; on a tie the first
+  segment made of letters only, else the first). agent: the other segments joined by '.'.
+- content: the text of the value's main field: among the fields it has vectors for, the first
+  of content/text/memory/data/page_content, else the first by name; without vectors, the first
+  of those keys the value has; else the whole value as JSON. Its embedding is that field's
+  vector (the other fields' vectors stay in the store, not shown).
+- created_at / updated_at as stored; an item whose expires_at has passed (the store's TTL
+  sweeper has not deleted it yet) is retired with valid_until = expires_at; namespace, key,
+  expires_at, ttl_minutes, the indexed fields and the value's other fields are in
+  attributes["langgraph"]. tags: the value's "tags" list of strings. LangGraph keeps no
+  importance and no history.
+- the embedding model is not recorded by the store: memviz names it only when its own local
+  model reproduces the stored vectors (a few are re-embedded at open); else it is unknown.
+
+Edits: correcting the text only, written as `store.put(namespace, key, value)` would: the
+value with the new text in its main field, updated_at now, a TTL restarted (expires_at = now +
+ttl_minutes) only for an item that has one, and the vector row of every indexed field whose
+text changed, embedded by the store's model. created_at is kept (PostgresStore's put keeps it;
+SqliteStore's INSERT OR REPLACE would reset it). A store whose model memviz cannot name, a
+value whose main text is not a plain string field (the whole JSON, LangMem's structured
+content) or an indexed field memviz cannot locate refuse the correction with a message.
+Retiring is refused: LangGraph deletes physically.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import time
+from collections import Counter, defaultdict
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..embed import EmbedderUnavailable, EmbeddingError, embedder_for, unknown_model
+from ..store import ConflictError, ReadOnlyError, ValidationError
+from ..store.connection import connect as connect_sqlite
+from ..store.errors import store_errors
+from ..tasks import Task
+from .source import Source, identify_model, scoped_id
+
+STORE_COLUMNS = {"prefix", "key", "value", "created_at", "updated_at"}
+#: value fields that hold a memory's text, in order of preference
+MAIN_FIELDS = ("content", "text", "memory", "data", "page_content")
+_IDENTIFY_SAMPLE = 4  # vectors re-embedded to tell whether memviz's local model made them
+
+
+def looks_like_langgraph(tables: dict) -> bool:
+    """The `store` table with LangGraph's columns and its migrations table."""
+    return STORE_COLUMNS <= set(tables.get("store", ())) and "store_migrations" in tables
+
+
+def memory_id(prefix: str, key: str) -> str:
+    return scoped_id(key, prefix)
+
+
+# ------------------------------------------------------------------ the mapping
+def namespace_roles(prefixes) -> dict[str, tuple[str, str]]:
+    """prefix -> (agent, kind) by the rule in the module docstring."""
+    by_len: dict[int, list[tuple[str, ...]]] = defaultdict(list)
+    for p in set(prefixes):
+        by_len[len(p.split("."))].append(tuple(p.split(".")))
+    out = {}
+    for n, spaces in by_len.items():
+        if n == 1:
+            out.update({s[0]: ("", s[0]) for s in spaces})
+            continue
+
+        columns = [{s[i] for s in spaces} for i in range(n)]
+        k = min(range(n), key=lambda i: (len(columns[i]), not all(re.fullmatch(r"[A-Za-z_]+", v) for v in columns[i]), i))
+        for s in spaces:
+            out[".".join(s)] = (".".join(s[:k] + s[k + 1:]), s[k])
+    return out
+
+
+def text_at(value: Any, path: str) -> str | None:
+    """The text LangGraph embeds for `path` of `value` (get_text_at_path for "$" and dotted
+    paths of keys and list indexes); None when the path does not lead anywhere."""
+    if path == "$":
+        return json.dumps(value, sort_keys=True, ensure_ascii=False)
+    obj = value
+    for tok in path.split("."):
+        if isinstance(obj, dict) and tok in obj:
+            obj = obj[tok]
+        elif isinstance(obj, list) and tok.isdigit() and int(tok) < len(obj):
+            obj = obj[int(tok)]
+        else:
+            return None
+    if isinstance(obj, str):
+        return obj
+    if isinstance(obj, (bool, int, float)):
+        return str(obj)
+    if isinstance(obj, (list, dict)):
+        return json.dumps(obj, sort_keys=True, ensure_ascii=False)
+    return None
+
+
+def main_field(value: Any, vector_fields) -> str:
+    """The field whose text is the memory's content (see the module docstring)."""
+    fields = sorted(vector_fields)
+    for name in MAIN_FIELDS:
+        for f in (name, name + ".0"):
+            if f in fields:
+                return f
+    if fields:
+        return fields[0]
+    if isinstance(value, dict):
+        for name in MAIN_FIELDS:
+            if value.get(name) is not None:
+                return name
+    return "$"
+
+
+def editable_path(value: Any, path: str) -> bool:
+    """A plain string reached through dict keys only: a text memviz can replace."""
+    if path == "$":
+        return False
+    obj = value
+    for tok in path.split("."):
+        if not isinstance(obj, dict) or tok not in obj:
+            return False
+        obj = obj[tok]
+    return isinstance(obj, str)
+
+
+def with_text(value: dict, path: str, text: str) -> dict:
+    out = json.loads(json.dumps(value))
+    obj = out
+    toks = path.split(".")
+    for tok in toks[:-1]:
+        obj = obj[tok]
+    obj[toks[-1]] = text
+    return out
+
+
+def epoch(v) -> float | None:
+    """A stored time as epoch seconds: SQLite's text ('YYYY-MM-DD HH:MM:SS[.ffffff][+00:00]',
+    UTC) or PostgreSQL's datetime."""
+    if v is None:
+        return None
+    if isinstance(v, (bytes, bytearray)):
+        v = v.decode()
+    if isinstance(v, str):
+        v = dt.datetime.fromisoformat(v)
+    if isinstance(v, dt.datetime):
+        if v.tzinfo is None:
+            v = v.replace(tzinfo=dt.UTC)
+        return v.timestamp()
+    return float(v)
+
+
+def _iso(v) -> str | None:
+    if v is None:
+        return None
+    if isinstance(v, dt.datetime):
+        return v.isoformat()
+    return v.decode() if isinstance(v, (bytes, bytearray)) else str(v)
+
+
+try:  # LangGraph's own dependency, so present where its stores are: 5x faster on 100k values
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover
+    _loads = json.loads
+
+
+def _load(v) -> Any:
+    if isinstance(v, (dict, list)):
+        return v
+    return _loads(v)
+
+
+class LangGraphStore(Source):
+    """What both backends share: the mapping and the write plan. A backend reads rows
+    (`_rows`, `_vectors`), tells its token and applies a plan (`_apply`)."""
+
+    system = "langgraph"
+    title = "LangGraph"
+    backend: ClassVar[str] = ""
+    edits = frozenset({"content"})
+    corrects_in_place = True
+
+    def __init__(self, target: str, label: str | None = None):
+        super().__init__(target, label)
+        self.model: str | None = None  # the vectors' model once read (LOCAL_MODEL or unknown/…)
+        self.dim: int | None = None
+
+    def describe(self) -> str:
+        n, spaces, vectors, expired = self._counts()
+        parts = [f"{n:,} items in {spaces:,} namespaces"]
+        parts.append(f"{vectors:,} vectors" if vectors else "no vectors")
+        if expired:
+            parts.append(f"{expired:,} expired")
+        return f"LangGraph store ({self.backend}) at {self.label}: " + ", ".join(parts)
+
+    # ---------------------------------------------------------------- reading
+    def records(self, task: Task | None = None):
+        if task:
+            task.progress(-1, "reading the LangGraph store")
+        rows = self._rows()
+        vectors = self._vectors()
+        roles = namespace_roles(r[0] for r in rows)
+        now = time.time()
+        out, samples = [], []
+        for i, (prefix, key, raw, created, updated, expires, ttl) in enumerate(rows):
+            if task and i % 20000 == 0:
+                task.check()
+                task.progress(i / max(len(rows), 1), f"{i:,} of {len(rows):,} items")
+            try:
+                value = _load(raw)
+            except ValueError:  # orjson's JSONDecodeError is a ValueError too
+                value = {"unreadable value": raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)}
+            vecs = vectors.get((prefix, key), {})
+            field = main_field(value, vecs)
+            content = text_at(value, field) or json.dumps(value, sort_keys=True, ensure_ascii=False)
+            agent, kind = roles[prefix]
+            if isinstance(value, dict) and isinstance(value.get("kind"), str) and "content" in value:
+                kind = value["kind"]
+            made = epoch(created) or now
+            expires_s = epoch(expires)
+            rest = {k: v for k, v in value.items() if k != field} if isinstance(value, dict) else {}
+            tags = value.get("tags") if isinstance(value, dict) else None
+            vec = vecs.get(field)
+            rec = {
+                "id": memory_id(prefix, key), "agent": agent, "kind": kind, "content": content,
+                "created_at": int(made), "event_time": int(made),
+                "valid_until": int(expires_s) if expires_s is not None and expires_s <= now else None,
+                "tags": [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else [],
+                "attributes": {"langgraph": {
+                    "namespace": prefix.split("."), "key": key, "field": field, "indexed_fields": sorted(vecs),
+                    "updated_at": _iso(updated), "expires_at": _iso(expires), "ttl_minutes": ttl,
+                    **({"value": rest} if rest else {})}},
+            }
+            if vec is not None:
+                rec["embedding"] = np.frombuffer(vec, dtype="<f4")
+                if len(samples) < _IDENTIFY_SAMPLE and text_at(value, field) is not None:
+                    samples.append((text_at(value, field), rec["embedding"]))
+            out.append(rec)
+        dims = Counter(len(r["embedding"]) for r in out if "embedding" in r)
+        if dims:
+            self.dim = dims.most_common(1)[0][0]
+            if self.model is None:
+                self.model = identify_model(self.system, self.dim, samples)
+            for r in out:
+                if "embedding" in r:
+                    d = len(r["embedding"])
+                    r["embedding_model"] = self.model if d == self.dim else unknown_model(self.system, d)
+        return out
+
+    # ---------------------------------------------------------------- writing
+    def write(self, rows: dict[str, dict], changes: dict[str, dict]) -> dict[str, dict]:
+        self.refuse({k for ch in changes.values() for k in ch} - {"embedding", "embedding_model"})
+        plans = []
+        current = self._current([(a["namespace"], a["key"]) for a in (_lg(rows[rid]) for rid in changes)])
+        for rid, ch in changes.items():
+            a = _lg(rows[rid])
+            prefix, key, field = ".".join(a["namespace"]), a["key"], a["field"]
+            cur = current.get((prefix, key))
+            if cur is None:
+                raise ConflictError(f"{rid} was deleted from the LangGraph store since memviz read it.",
+                                    current=None, expected={"content": rows[rid]["content"]})
+            raw, updated, ttl, fields = cur
+            value = _load(raw)
+            if text_at(value, field) != rows[rid]["content"] or _iso(updated) != a["updated_at"]:
+                raise ConflictError(f"{rid} was changed in the LangGraph store since memviz read it; reload to see it.",
+                                    current={"content": text_at(value, field)}, expected={"content": rows[rid]["content"]})
+            if not editable_path(value, field):
+                raise ValidationError(f"memviz corrects only a plain text field of a LangGraph value; the text of {rid} is "
+                                      f"{'the whole value' if field == '$' else repr(field) + ', which is not a string'}. "
+                                      "Change it through the agent's own code.")
+            new_value = with_text(value, field, ch["content"])
+            texts = {}
+            for f in fields:
+                old_t, new_t = text_at(value, f), text_at(new_value, f)
+                if new_t is None:
+                    raise ValidationError(f"memviz cannot recompute the text LangGraph indexes as {f!r} for {rid}")
+                if new_t != old_t:
+                    texts[f] = new_t
+            plans.append({"id": rid, "prefix": prefix, "key": key, "raw": raw, "value": new_value, "ttl": ttl,
+                          "texts": texts, "field": field})
+        self._embed(plans)
+        self._apply(plans)
+        landed = {}
+        for p in plans:
+            a = dict(_lg(rows[p["id"]]))
+            a["updated_at"], a["expires_at"] = p["updated_at"], p["expires_at"]
+            out = {"content": changes[p["id"]]["content"], "attributes": {**rows[p["id"]].get("attributes", {}), "langgraph": a}}
+            if p["field"] in p["vectors"]:
+                out["embedding"] = p["vectors"][p["field"]]
+                out["embedding_model"] = self.model
+            landed[p["id"]] = out
+        return landed
+
+    def _embed(self, plans) -> None:
+        need = [(p, f, t) for p in plans for f, t in p["texts"].items()]
+        for p in plans:
+            p["vectors"] = {}
+        if not need:
+            return
+        try:
+            embedder = embedder_for(self.model or unknown_model(self.system, self.dim or 0), self.dim)
+            vecs = embedder.embed([t for _p, _f, t in need])
+        except (EmbedderUnavailable, EmbeddingError) as e:
+            raise ReadOnlyError(f"memviz cannot correct the text of this LangGraph store: {e}. Writing the text without "
+                                "a new vector would leave the old text's vector on it, so nothing was written.") from None
+        if vecs.shape[1] != self.dim:
+            raise ReadOnlyError(f"the embedder makes {vecs.shape[1]}-d vectors, this LangGraph store holds {self.dim}-d ones; "
+                                "nothing was written.")
+        for (p, f, _t), v in zip(need, vecs):
+            p["vectors"][f] = np.asarray(v, dtype="<f4")
+
+    def _check_unchanged(self, plan, raw, updated) -> None:
+        if raw is None:
+            raise ConflictError(f"{plan['id']} was deleted from the LangGraph store during the edit; nothing was written.")
+        if _load(raw) != _load(plan["raw"]):
+            raise ConflictError(f"{plan['id']} was changed in the LangGraph store during the edit; nothing was written.")
+
+    # ---------------------------------------------------------------- per backend
+    def _rows(self) -> list[tuple]:
+        """(prefix, key, value, created_at, updated_at, expires_at, ttl_minutes) of every item."""
+        raise NotImplementedError
+
+    def _vectors(self) -> dict[tuple[str, str], dict[str, bytes]]:
+        """(prefix, key) -> field_name -> float32 little-endian bytes."""
+        raise NotImplementedError
+
+    def _current(self, keys) -> dict[tuple[str, str], tuple]:
+        """(prefix, key) -> (value, updated_at, ttl_minutes, indexed field names) now."""
+        raise NotImplementedError
+
+    def _apply(self, plans) -> None:
+        """Write the plans in one transaction (each checked unchanged first); set each plan's
+        updated_at and expires_at as stored."""
+        raise NotImplementedError
+
+    def _counts(self) -> tuple[int, int, int, int]:
+        raise NotImplementedError
+
+
+def _lg(row: dict) -> dict:
+    attrs = row.get("attributes") or {}
+    if isinstance(attrs, str):
+        attrs = json.loads(attrs)
+    return attrs["langgraph"]
+
+
+# ====================================================================== SqliteStore
+def _sqlite_now(offset_minutes: float | None = None) -> str:
+    """A time as SqliteStore writes expires_at (Python's datetime, UTC, stored as text)."""
+    t = dt.datetime.now(dt.UTC)
+    if offset_minutes is not None:
+        t += dt.timedelta(minutes=offset_minutes)
+    return t.isoformat(" ")
+
+
+class LangGraphSqlite(LangGraphStore):
+    backend = "SQLite"
+
+    def __init__(self, target: str, label: str | None = None):
+        super().__init__(target, label)
+        self._reader = None
+
+    @classmethod
+    def recognise(cls, probe):
+        if probe.is_file and looks_like_langgraph(probe.sqlite_tables()):
+            return cls(probe.target)
+        return None
+
+    def _conn(self):
+        if self._reader is None:
+            with store_errors(self.target, doing="opening the LangGraph store"):
+                self._reader = connect_sqlite(self.target, readonly=True)
+        return self._reader
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+    def _q(self, sql, params=()):
+        with store_errors(self.target, doing="reading the LangGraph store"):
+            return list(self._conn().execute(sql, params))
+
+    def _has_vectors(self) -> bool:
+        return bool(self._q("SELECT 1 FROM sqlite_master WHERE type='table' AND name='store_vectors'"))
+
+    def token(self):
+        stats = []
+        for p in (self.target, self.target + "-wal"):
+            try:
+                st = os.stat(p)
+                stats.append((st.st_ino, st.st_size, st.st_mtime_ns))
+            except FileNotFoundError:
+                stats.append(None)
+        version = self._q("PRAGMA data_version")[0][0]
+        expired = self._q("SELECT count(*) FROM store WHERE expires_at IS NOT NULL AND expires_at <= ?", (_sqlite_now(),))[0][0] \
+            if "expires_at" in self._columns() else 0
+        return [stats, version, expired]
+
+    def _columns(self) -> set[str]:
+        return {r[1] for r in self._q("PRAGMA table_info(store)")}
+
+    def _rows(self):
+        cols = self._columns()
+        exp = "expires_at" if "expires_at" in cols else "NULL"
+        ttl = "ttl_minutes" if "ttl_minutes" in cols else "NULL"
+        return self._q(f"SELECT prefix, key, value, created_at, updated_at, {exp}, {ttl} FROM store")
+
+    def _vectors(self):
+        out: dict = defaultdict(dict)
+        if self._has_vectors():
+            for prefix, key, field, blob in self._q("SELECT prefix, key, field_name, embedding FROM store_vectors"
+                                                    " WHERE embedding IS NOT NULL"):
+                if isinstance(blob, bytes) and blob and len(blob) % 4 == 0:
+                    out[(prefix, key)][field] = blob
+        return out
+
+    def _counts(self):
+        n, spaces = self._q("SELECT count(*), count(DISTINCT prefix) FROM store")[0]
+        vectors = self._q("SELECT count(*) FROM store_vectors")[0][0] if self._has_vectors() else 0
+        expired = self.token()[2]
+        return n, spaces, vectors, expired
+
+    def _current(self, keys):
+        out = {}
+        vec = self._has_vectors()
+        for ns, key in keys:
+            prefix = ".".join(ns)
+            ttl = "ttl_minutes" if "ttl_minutes" in self._columns() else "NULL"
+            row = self._q(f"SELECT value, updated_at, {ttl} FROM store WHERE prefix = ? AND key = ?", (prefix, key))
+            if row:
+                fields = [r[0] for r in self._q("SELECT field_name FROM store_vectors WHERE prefix = ? AND key = ?",
+                                                (prefix, key))] if vec else []
+                out[(prefix, key)] = (*row[0], fields)
+        return out
+
+    def _apply(self, plans) -> None:
+        cols = self._columns()
+        with store_errors(self.target, doing="writing to the LangGraph store"):
+            conn = connect_sqlite(self.target)
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    for p in plans:
+                        got = list(conn.execute("SELECT value, updated_at FROM store WHERE prefix = ? AND key = ?",
+                                                (p["prefix"], p["key"])))
+                        self._check_unchanged(p, *(got[0] if got else (None, None)))
+                        value = json.dumps(p["value"], ensure_ascii=False, separators=(",", ":")).encode()
+                        expires = _sqlite_now(p["ttl"]) if p["ttl"] is not None else None
+                        if "expires_at" in cols:
+                            conn.execute("UPDATE store SET value = ?, updated_at = CURRENT_TIMESTAMP, expires_at = ? "
+                                         "WHERE prefix = ? AND key = ?", (value, expires, p["prefix"], p["key"]))
+                        else:
+                            conn.execute("UPDATE store SET value = ?, updated_at = CURRENT_TIMESTAMP WHERE prefix = ? AND key = ?",
+                                         (value, p["prefix"], p["key"]))
+                        for f, v in p["vectors"].items():
+                            conn.execute("INSERT OR REPLACE INTO store_vectors (prefix, key, field_name, embedding, created_at, "
+                                         "updated_at) VALUES (?, ?, ?, ?, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)",
+                                         (p["prefix"], p["key"], f, v.astype("<f4").tobytes()))
+                        p["updated_at"] = conn.execute("SELECT updated_at FROM store WHERE prefix = ? AND key = ?",
+                                                       (p["prefix"], p["key"])).fetchone()[0]
+                        p["expires_at"] = expires
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if not conn.getautocommit():
+                        conn.execute("ROLLBACK")
+                    raise
+            finally:
+                conn.close()
+
+
+# ====================================================================== PostgresStore
+class LangGraphPostgres(LangGraphStore):
+    backend = "PostgreSQL"
+
+    def __init__(self, target: str, label: str | None = None):
+        from ..store import redact
+        super().__init__(target, label or redact(target))
+        self._pg = None
+
+    @classmethod
+    def recognise(cls, probe):
+        if probe.is_dsn and looks_like_langgraph(probe.pg_tables()):
+            return cls(probe.target, probe.label)
+        return None
+
+    def _connect(self):
+        if self._pg is None or self._pg.closed:
+            from ..store.postgres.connect import connect
+            self._pg = connect(self.target, need_vector=False)
+        return self._pg
+
+    def close(self) -> None:
+        if self._pg is not None:
+            self._pg.close()
+            self._pg = None
+
+    def _q(self, sql, params=(), *, binary=False):
+        from ..store.postgres.connect import _psycopg, translate
+        psycopg = _psycopg()
+        for attempt in (0, 1):
+            conn = self._connect()
+            try:
+                with conn.cursor(binary=binary) as cur:
+                    cur.execute(sql, params)
+                    return cur.fetchall()
+            except psycopg.OperationalError as e:
+                self.close()  # a dropped connection: one fresh try
+                if attempt:
+                    raise translate(e, self.target, write=False) from None
+            except psycopg.Error as e:
+                raise translate(e, self.target, write=False) from None
+        return []
+
+    def _tables(self) -> set[str]:
+        return {r[0] for r in self._q("SELECT table_name FROM information_schema.tables "
+                                      "WHERE table_schema = ANY (current_schemas(false))")}
+
+    def token(self):
+        row = self._q("SELECT count(*), max(updated_at), count(*) FILTER (WHERE expires_at <= now()) FROM store")[0]
+        return [row[0], _iso(row[1]), row[2]]
+
+    def _rows(self):
+        return self._q("SELECT prefix, key, value, created_at, updated_at, expires_at, ttl_minutes FROM store", binary=True)
+
+    def _vectors(self):
+        out: dict = defaultdict(dict)
+        if "store_vectors" in self._tables():
+            for prefix, key, field, sent in self._q(
+                    "SELECT prefix, key, field_name, vector_send(embedding::vector) FROM store_vectors "
+                    "WHERE embedding IS NOT NULL", binary=True):
+                dim = int.from_bytes(sent[:2], "big")
+                out[(prefix, key)][field] = np.frombuffer(sent, dtype=">f4", count=dim, offset=4).astype("<f4").tobytes()
+        return out
+
+    def _counts(self):
+        n, spaces = self._q("SELECT count(*), count(DISTINCT prefix) FROM store")[0]
+        vectors = self._q("SELECT count(*) FROM store_vectors")[0][0] if "store_vectors" in self._tables() else 0
+        return n, spaces, vectors, self.token()[2]
+
+    def _current(self, keys):
+        out = {}
+        vec = "store_vectors" in self._tables()
+        for ns, key in keys:
+            prefix = ".".join(ns)
+            row = self._q("SELECT value, updated_at, ttl_minutes FROM store WHERE prefix = %s AND key = %s", (prefix, key))
+            if row:
+                fields = [r[0] for r in self._q("SELECT field_name FROM store_vectors WHERE prefix = %s AND key = %s",
+                                                (prefix, key))] if vec else []
+                out[(prefix, key)] = (*row[0], fields)
+        return out
+
+    def _vector_type(self) -> str:
+        row = self._q("SELECT udt_name FROM information_schema.columns WHERE table_name = 'store_vectors' "
+                      "AND column_name = 'embedding' AND table_schema = ANY (current_schemas(false))")
+        return row[0][0] if row and row[0][0] in ("vector", "halfvec") else "vector"
+
+    def _apply(self, plans) -> None:
+        from psycopg.types.json import Jsonb
+
+        from ..store.postgres.connect import _psycopg, translate
+        psycopg = _psycopg()
+        vtype = self._vector_type() if any(p["vectors"] for p in plans) else "vector"
+        conn = self._connect()
+        try:
+            with conn.transaction(), conn.cursor() as cur:
+                for p in plans:
+                    cur.execute("SELECT value, updated_at FROM store WHERE prefix = %s AND key = %s FOR UPDATE",
+                                (p["prefix"], p["key"]))
+                    got = cur.fetchone()
+                    self._check_unchanged(p, *(got if got else (None, None)))
+                    # PostgresStore's put: NOW() + ttl as an interval, or no expiry
+                    cur.execute("UPDATE store SET value = %s, updated_at = CURRENT_TIMESTAMP, "
+                                "expires_at = CASE WHEN %s::float8 IS NULL THEN NULL "
+                                "ELSE NOW() + make_interval(secs => %s::float8 * 60) END "
+                                "WHERE prefix = %s AND key = %s RETURNING updated_at, expires_at",
+                                (Jsonb(p["value"]), p["ttl"], p["ttl"], p["prefix"], p["key"]))
+                    updated, expires = cur.fetchone()
+                    for f, v in p["vectors"].items():
+                        text = "[" + ",".join(repr(float(x)) for x in v) + "]"
+                        cur.execute("INSERT INTO store_vectors (prefix, key, field_name, embedding, created_at, updated_at) "
+                                    f"VALUES (%s, %s, %s, %s::text::{vtype}, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP) "
+                                    "ON CONFLICT (prefix, key, field_name) DO UPDATE SET embedding = EXCLUDED.embedding, "
+                                    "updated_at = CURRENT_TIMESTAMP", (p["prefix"], p["key"], f, text))
+                    p["updated_at"], p["expires_at"] = _iso(updated), _iso(expires)
+        except psycopg.Error as e:
+            raise translate(e, self.target) from None
+
+
+SOURCES = [LangGraphSqlite, LangGraphPostgres]
+
+__all__ = ["LangGraphSqlite", "LangGraphPostgres", "SOURCES", "namespace_roles", "text_at", "main_field", "memory_id",
+           "looks_like_langgraph"]

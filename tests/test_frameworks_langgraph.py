@@ -1,0 +1,291 @@
+"""LangGraph / LangMem stores opened in place (memviz/frameworks/langgraph.py): SqliteStore files
+and PostgresStore databases written by LangGraph's own clients, read as memviz memories, live
+changes as deltas, corrections written as `store.put` would and read back by `store.get` /
+`store.search`, and the edits LangGraph lacks refused with a message."""
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+from langgraph_stores import postgres_store, run_ops, sqlite_agent
+from pg_server import pg, pg_db  # noqa: F401 - fixtures
+
+import memviz.frameworks as fw
+import memviz.store as ms
+from memviz.edits.commands import Correct, SetImportance, SetTags, SoftDelete
+from memviz.embed import LOCAL_MODEL, LocalEmbedder
+from memviz.frameworks.langgraph import LangGraphPostgres, LangGraphSqlite, memory_id, namespace_roles
+from memviz.store import ConflictError, ReadOnlyError, StoreError, ValidationError
+from memviz.store.changes import changes_since, token_now
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMVIZ_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def put(ns, key, value, **kw):
+    return {"op": "put", "ns": list(ns), "key": key, "value": value, **kw}
+
+
+def get(ns, key):
+    return {"op": "get", "ns": list(ns), "key": key}
+
+
+FILL = [
+    put(("memories", "alice"), "k1", {"content": "Alice drinks green tea every morning", "tags": ["preference"]}),
+    put(("memories", "alice"), "k2", {"content": "Alice moved to Lisbon in May"}),
+    put(("memories", "bob"), "k3", {"content": "Bob repairs bicycles"}, ttl=30),
+    put(("memories", "bob"), "k4", {"kind": "Triple", "content": {"subject": "bob", "predicate": "likes", "object": "pie"}}),
+    put(("memories", "bob"), "k5", {"content": "not indexed"}, index=False),
+]
+
+
+@pytest.fixture
+def lg_file(tmp_path):
+    path = tmp_path / "langgraph.db"
+    sqlite_agent(path, FILL)
+    return path
+
+
+def _vec(text):
+    return LocalEmbedder().embed_one(text)
+
+
+# ------------------------------------------------------------------ recognising
+def test_recognised_and_described(lg_file):
+    src = fw.recognise(str(lg_file))
+    assert isinstance(src, LangGraphSqlite)
+    assert fw.describe(str(lg_file)) == f"LangGraph store (SQLite) at {lg_file}: 5 items in 2 namespaces, 4 vectors"
+
+
+def test_no_false_match(tmp_path):
+    native = tmp_path / "native.db"
+    ms.create(str(native)).close()
+    assert fw.recognise(str(native)) is None
+    doc = tmp_path / "mem.json"
+    doc.write_text(json.dumps([{"content": "x"}]))
+    assert fw.recognise(str(doc)) is None
+    # a LangGraph checkpoint file without the store's tables, and a table named `store` of something else
+    import apsw
+    other = tmp_path / "other.db"
+    c = apsw.Connection(str(other))
+    c.execute("CREATE TABLE checkpoints (thread_id TEXT, checkpoint BLOB); CREATE TABLE store (id INTEGER, name TEXT)")
+    c.close()
+    assert fw.recognise(str(other)) is None
+    with pytest.raises(ms.NotAStoreError, match=r"its tables: checkpoints, store\). memviz opens .* the stores of .*LangGraph"):
+        fw.open_source(str(other))
+
+
+def test_namespace_rule():
+    roles = namespace_roles(["memories.alice", "memories.bob", "docs", "memories.alice.work", "memories.bob.home"])
+    assert roles["memories.alice"] == ("alice", "memories")
+    assert roles["docs"] == ("", "docs")
+    assert roles["memories.alice.work"] == ("alice.work", "memories")
+    assert namespace_roles(["u1.memories", "u2.memories"])["u1.memories"] == ("u1", "memories")
+    assert namespace_roles(["user_123.memories"])["user_123.memories"] == ("user_123", "memories")
+
+
+# ------------------------------------------------------------------ fields
+def test_fields_shown(lg_file):
+    s = fw.open_source(str(lg_file))
+    try:
+        rows = {r["id"]: r for r in s.get_many([memory_id(f"memories.{a}", k) for a, k in
+                                                 [("alice", "k1"), ("alice", "k2"), ("bob", "k3"), ("bob", "k4"), ("bob", "k5")]])}
+        k1 = rows["k1@memories.alice"]
+        assert (k1["agent"], k1["kind"], k1["content"]) == ("alice", "memories", "Alice drinks green tea every morning")
+        assert k1["tags"] == ["preference"] and abs(k1["created_at"] - time.time()) < 120
+        assert k1["embedding_model"] == LOCAL_MODEL  # identified: memviz's model reproduces the vectors
+        np.testing.assert_allclose(np.frombuffer(k1["embedding"], "<f4"), _vec(k1["content"]), atol=1e-6)
+        lg = k1["attributes"]["langgraph"]
+        assert lg["namespace"] == ["memories", "alice"] and lg["key"] == "k1" and lg["indexed_fields"] == ["content"]
+        k3 = rows["k3@memories.bob"]["attributes"]["langgraph"]
+        assert k3["ttl_minutes"] == 30 and k3["expires_at"] and rows["k3@memories.bob"]["valid_until"] is None
+        k4 = rows["k4@memories.bob"]
+        assert k4["kind"] == "Triple" and json.loads(k4["content"]) == {"subject": "bob", "predicate": "likes", "object": "pie"}
+        assert rows["k5@memories.bob"]["embedding"] is None
+        assert s.read_only is False and s.history(k1["id"]) == []
+    finally:
+        s.close()
+
+
+def test_expired_items_are_retired_with_their_expiry(tmp_path):
+    path = tmp_path / "ttl.db"
+    sqlite_agent(path, [put(("notes",), "gone", {"content": "short-lived"}, ttl=0.001),  # 60 ms
+                        put(("notes",), "kept", {"content": "long-lived"})])
+    time.sleep(0.2)
+    s = fw.open_source(str(path))
+    try:
+        gone = s.get("gone@notes")
+        assert gone["attributes"]["langgraph"]["expires_at"] and gone["valid_until"] is not None
+        assert abs(gone["valid_until"] - time.time()) < 30
+        assert s.get("kept@notes")["valid_until"] is None
+    finally:
+        s.close()
+
+
+# ------------------------------------------------------------------ live changes
+def test_live_changes_arrive_as_a_delta(lg_file):
+    s = fw.open_source(str(lg_file))
+    try:
+        tok = token_now(s)
+        v0 = s.data_version()
+        sqlite_agent(lg_file, [put(("memories", "carol"), "k9", {"content": "Carol plays chess"}),
+                               put(("memories", "alice"), "k2", {"content": "Alice moved to Porto in June"}),
+                               {"op": "delete", "ns": ["memories", "bob"], "key": "k5"}])
+        assert s.data_version() != v0
+        ch = changes_since(s, tok)
+        assert len(ch.added) == 1 and len(ch.changed) == 2 and ch.full is None
+        assert s.get("k9@memories.carol")["content"] == "Carol plays chess"
+        assert s.get("k2@memories.alice")["content"] == "Alice moved to Porto in June"
+        assert s.get("k5@memories.bob")["valid_until"] is not None  # deleted there, kept retired here
+    finally:
+        s.close()
+    s = fw.open_source(str(lg_file))  # reopen: the mirror is reused
+    try:
+        assert s.counts()["total"] == 6
+    finally:
+        s.close()
+
+
+# ------------------------------------------------------------------ edits
+NEW_TEXT = "Alice drinks jasmine tea in the evening"
+
+
+def _correct_and_read_back(s, client):
+    """Correct k1 through memviz; the client's get and search see it as a put of it."""
+    mid = "k1@memories.alice"
+    (before,) = client([get(("memories", "alice"), "k1")])
+    out = Correct(mid, NEW_TEXT).apply(s)
+    assert out.ids == [mid]
+    item, hits = client([get(("memories", "alice"), "k1"),
+                         {"op": "search", "ns": ["memories"], "query": NEW_TEXT, "limit": 1}])
+    assert item["value"] == {"content": NEW_TEXT, "tags": ["preference"]}
+    assert item["created_at"] == before["created_at"] and item["updated_at"] >= before["updated_at"]
+    assert hits[0]["key"] == "k1" and hits[0]["score"] > 0.99  # the new vector is the new text's
+    row = s.get(mid)
+    assert row["content"] == NEW_TEXT
+    np.testing.assert_allclose(np.frombuffer(row["embedding"], "<f4"), _vec(NEW_TEXT), atol=1e-6)
+    return item
+
+
+def _ttl_restarted_and_undone(s, client, expires_sql):
+    (before,) = client([{"op": "sql", "sql": expires_sql}])
+    time.sleep(1.1)  # SqliteStore's times have whole seconds
+    c = Correct("k3@memories.bob", "Bob repairs old bicycles")
+    c.apply(s)
+    (after,) = client([{"op": "sql", "sql": expires_sql}])
+    assert after[0][1] == before[0][1] == 30 and str(after[0][0]) > str(before[0][0])  # as a put with its ttl
+    c.revert(s)
+    (item,) = client([get(("memories", "bob"), "k3")])
+    assert item["value"] == {"content": "Bob repairs bicycles"}
+
+
+def test_correction_written_as_put_and_read_back_by_sqlite_store(lg_file):
+    s = fw.open_source(str(lg_file))
+    try:
+        client = lambda ops: sqlite_agent(lg_file, ops)  # noqa: E731
+        _correct_and_read_back(s, client)
+        _ttl_restarted_and_undone(s, client, "SELECT expires_at, ttl_minutes FROM store WHERE key = 'k3'")
+    finally:
+        s.close()
+
+
+def test_cli_correct_and_refusal(lg_file, capsys):
+    from memviz.cli import main
+    assert main(["edit", str(lg_file), "correct", "k2@memories.alice", "Alice moved to Lisbon in April"]) == 0
+    assert sqlite_agent(lg_file, [get(("memories", "alice"), "k2")])[0]["value"] == {"content": "Alice moved to Lisbon in April"}
+    assert main(["edit", str(lg_file), "delete", "k2@memories.alice"]) == 2
+    assert "memviz cannot write retiring" in capsys.readouterr().err
+
+
+def test_unsupported_edits_refused(lg_file):
+    s = fw.open_source(str(lg_file))
+    try:
+        for action in (SetImportance(["k1@memories.alice"], 9), SetTags(["k1@memories.alice"], ["x"]),
+                       SoftDelete(["k1@memories.alice"])):
+            with pytest.raises(ReadOnlyError, match="is a LangGraph store: memviz cannot write"):
+                action.apply(s)
+        with pytest.raises(ValidationError, match="not a string"):
+            Correct("k4@memories.bob", "bob likes cake").apply(s)
+        (item,) = sqlite_agent(lg_file, [get(("memories", "alice"), "k1")])
+        assert item["value"]["content"] == "Alice drinks green tea every morning"
+    finally:
+        s.close()
+
+
+def test_correction_refused_when_the_model_is_unknown(tmp_path):
+    """Vectors memviz cannot reproduce (the user's own model): a new text would keep the old
+    vector, so the correction is refused and nothing is written."""
+    path = tmp_path / "other.db"
+    sqlite_agent(path, [put(("notes",), "a", {"text": "a note"})], embed="toy:4", fields=("text",))
+    s = fw.open_source(str(path))
+    try:
+        assert s.get("a@notes")["embedding_model"] == "unknown/langgraph-4d"
+        with pytest.raises(StoreError, match="does not record which model"):
+            Correct("a@notes", "a better note").apply(s)
+        assert sqlite_agent(path, [get(("notes",), "a")], embed=None)[0]["value"] == {"text": "a note"}
+    finally:
+        s.close()
+
+
+def test_conflicting_agent_write_is_not_overwritten(lg_file):
+    s = fw.open_source(str(lg_file))
+    try:
+        row = s.get("k2@memories.alice")
+        sqlite_agent(lg_file, [put(("memories", "alice"), "k2", {"content": "Alice moved to Faro"})])
+        with pytest.raises(ConflictError):
+            s.source.write({row["id"]: row}, {row["id"]: {"content": "Alice moved to Braga"}})
+        assert sqlite_agent(lg_file, [get(("memories", "alice"), "k2")])[0]["value"] == {"content": "Alice moved to Faro"}
+    finally:
+        s.close()
+
+
+def test_damaged_file_gives_a_store_error(lg_file):
+    data = bytearray(lg_file.read_bytes())
+    data[4096:] = b"\xff" * (len(data) - 4096)  # every page but the schema's
+    lg_file.write_bytes(bytes(data))
+    with pytest.raises(StoreError):
+        fw.open_source(str(lg_file)).close()
+
+
+# ------------------------------------------------------------------ PostgresStore
+def test_postgres_store_read_live_and_corrected(pg_db):  # noqa: F811
+    with postgres_store(pg_db) as store:
+        client = lambda ops: run_ops(store, ops)  # noqa: E731
+        client(FILL)
+        assert isinstance(fw.recognise(pg_db), LangGraphPostgres)
+        assert fw.describe(pg_db).endswith("5 items in 2 namespaces, 4 vectors")
+        s = fw.open_source(pg_db)
+        try:
+            k1 = s.get("k1@memories.alice")
+            assert (k1["agent"], k1["kind"], k1["embedding_model"]) == ("alice", "memories", LOCAL_MODEL)
+            np.testing.assert_allclose(np.frombuffer(k1["embedding"], "<f4"), _vec(k1["content"]), atol=1e-6)
+            assert s.get("k4@memories.bob")["kind"] == "Triple"
+            tok = token_now(s)
+            client([put(("memories", "carol"), "k9", {"content": "Carol plays chess"})])
+            ch = changes_since(s, tok)
+            assert len(ch.added) == 1 and s.get("k9@memories.carol")["agent"] == "carol"
+            _correct_and_read_back(s, client)
+            _ttl_restarted_and_undone(s, client, "SELECT expires_at, ttl_minutes FROM store WHERE key = 'k3'")
+            with pytest.raises(ReadOnlyError):
+                SetImportance(["k1@memories.alice"], 3).apply(s)
+        finally:
+            s.close()
+
+
+# ------------------------------------------------------------------ the window
+def test_window_opens_a_langgraph_store(lg_file, make_window, qtbot):
+    """The window shows the store, a correction is written back, and the agent's own put
+    arrives live."""
+    win = make_window(lg_file)
+    data = win.state.data
+    assert len(data.arrays) == 5 and isinstance(data.store.source, LangGraphSqlite)
+    assert "langgraph.db" in win.windowTitle() and not data.store.read_only
+    Correct("k2@memories.alice", "Alice moved to Lisbon in March").apply(data.store)
+    sqlite_agent(lg_file, [put(("memories", "dan"), "k7", {"content": "Dan collects stamps"})])
+    qtbot.waitUntil(lambda: len(win.state.data.arrays) == 6, timeout=20000)
+    assert win.state.data.store.get("k2@memories.alice")["content"] == "Alice moved to Lisbon in March"
+    assert sqlite_agent(lg_file, [get(("memories", "alice"), "k2")])[0]["value"] == {"content": "Alice moved to Lisbon in March"}
