@@ -197,6 +197,47 @@ def bench_open(n: int, dim: int) -> list[dict]:
     return rows
 
 
+# --------------------------------------------------------------------------- table
+def bench_table(n: int, dim: int) -> list[dict]:
+    """The table model's sort and search machinery (memviz.session.table_order, what
+    app/panels/table_panel.py runs on the GUI thread) on the loaded arrays with previews."""
+    import memviz.store as ms
+    from memviz.session.state import PREVIEW_CHARS
+    from memviz.session.table_order import ColumnOrders, TextSearch
+
+    store = ms.open(store_path(n, dim), read_only=True)
+    a = store.arrays(preview=PREVIEW_CHARS)
+    store.close()
+    lower = np.array([p.lower() for p in a.preview], dtype=object)
+    shown = np.ones(len(a), bool)
+    half = a.kind != "episode"
+    keys = {"importance": lambda: a.importance, "event time": lambda: a.event_time, "content": lambda: a.preview,
+            "id": lambda: a.ids}
+    rows = []
+    for name, key_of in keys.items():
+        orders = ColumnOrders()
+        t = time.perf_counter()
+        orders.shown_in_order(name, key_of, (a,), shown)
+        first = (time.perf_counter() - t) * 1e3
+        med, lo, hi, _ = timed(lambda i: orders.shown_in_order(name, key_of, (a,), half if i % 2 else shown), 7)
+        rows.append(dict(method=f"table: sort by {name}", med=med, lo=lo, hi=hi, recall=None,
+                         note=f"first sort (makes the column's order) {fmt_ms(first)} ms; then any filter"))
+    search = TextSearch()
+    med, lo, hi, _ = timed(lambda i: (search.clear(), search.mask(lower, a.ids, ("coffee", "river", "m00")[i % 3])), 6)
+    rows.append(dict(method="table: search (new text)", med=med, lo=lo, hi=hi, recall=None,
+                     note="substring of the lower-cased preview or the id"))
+    steps = ["c", "co", "cof", "coff", "coffe", "coffee"]
+
+    def typing(i):
+        if i % len(steps) == 0:
+            search.clear()
+        search.mask(lower, a.ids, steps[i % len(steps)])
+    med, lo, hi, _ = timed(typing, 12)
+    rows.append(dict(method="table: search (typing on)", med=med, lo=lo, hi=hi, recall=None,
+                     note="c, co, cof, ... coffee: each keystroke tests only the last matches (max = the first)"))
+    return rows
+
+
 # --------------------------------------------------------------------------- map
 def bench_map(n: int, dim: int) -> list[dict]:
     import memviz.store as ms
@@ -237,6 +278,7 @@ def main(argv=None) -> int:
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--no-umap", action="store_true")
     ap.add_argument("--no-open", action="store_true")
+    ap.add_argument("--no-table", action="store_true")
     ap.add_argument("--open-probe")
     args = ap.parse_args(argv)
     if args.open_probe:
@@ -250,6 +292,8 @@ def main(argv=None) -> int:
         rows = bench_queries(n, dim, args.queries, args.k)
         if not args.no_open:
             rows += bench_open(n, dim)
+        if not args.no_table and dim == 256:
+            rows += bench_table(n, dim)
         if not args.no_umap and dim == 256:
             rows += bench_map(n, dim)
         table += [dict(r, set=f"{n:,} × {dim}") for r in rows]
