@@ -143,3 +143,24 @@ def test_descending_order_is_the_stable_argsort():
     z = x.copy()
     z[5] = np.nan
     assert np.array_equal(descending_order(z), np.argsort(-z, kind="stable"))
+
+
+def test_hybrid_needs_no_int8_pass_and_later_presets_still_rank_exactly(store):
+    """The first pass runs on first use: a hybrid query orders by float32 cosines only; a linear
+    preset scored after it on the same query uses those (bound: the float32 one) and ranks like
+    an engine that ran the first pass itself."""
+    from memviz.retrieval import quantized
+    fill(store, 1200, seed=2)
+    arrays = store.arrays()
+    assert quantized.index_for(arrays, wait=True, min_rows=0) is not None
+    e = Engine(store, arrays, now=10_000)
+    e.set_query(like="d11")
+    assert e._rel_fast is None
+    e.score(preset_params("hybrid", k=10))
+    assert e._rel_fast is None and e._rel32 is not None      # no int8 pass for the hybrid preset
+    fresh = Engine(store, arrays, now=10_000)
+    fresh.set_query(like="d11")
+    for name in ("dual-memory", "generative-agents", "ada"):
+        p = preset_params(name, k=15)
+        assert e.score(p).ids == fresh.score(p).ids, name
+    assert e._rel_err == e._delta < fresh._rel_err              # float32 first pass vs the int8 one
