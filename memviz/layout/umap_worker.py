@@ -39,8 +39,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..tasks import UNKNOWN, Task
+from ..tasks import UNKNOWN, Cancelled, Task
 from ..userdirs import user_cache_dir
+from . import sampled
 from .distinct import distinct_rows
 from .pca import embedded_rows, pca_2d
 
@@ -393,7 +394,8 @@ class UmapJob:
     """
 
     def __init__(self, arrays, params: dict | None = None, *, task: Task | None = None,
-                 worker: UmapWorker | None = None, on_done=None, cache=None, method: str = "umap"):
+                 worker: UmapWorker | None = None, on_done=None, cache=None, method: str = "umap",
+                 whole: bool = False):
         self.id = next(_job_ids)
         self.params = {**DEFAULT_PARAMS, **(params or {})}
         if isinstance(arrays, np.ndarray):
@@ -406,6 +408,13 @@ class UmapJob:
         laid = emb[mask]
         self.distinct = distinct_rows(laid)
         self._X = np.ascontiguousarray(laid[self.distinct.first], dtype=np.float32)
+        # a large store: UMAP of a sample, the other vectors placed from their neighbours (sampled.py)
+        # (`whole`: every vector all the same); `method_text` says which, for the window
+        self._all, self._sample = None, None
+        if sampled.needs_sample(len(self._X)) and not whole:
+            self._all, self._sample = self._X, sampled.choose_sample(len(self._X), sampled.SAMPLE)
+            self._X = np.ascontiguousarray(self._all[self._sample])
+        self.method_text = sampled.method_text(len(self._X), len(self._X), len(self._X))   # set when placed
         self.worker = worker
         self.task = task if task is not None else Task("umap")
         self.on_done = on_done
@@ -498,6 +507,10 @@ class UmapJob:
     def _finish(self, state: str, coords=None, error: str | None = None) -> None:
         if self.finished:
             return
+        if coords is not None and self._all is not None:
+            coords = self._place_rest(coords)
+            if coords is None or self.finished:
+                return   # cancelled while placing
         if coords is not None:  # one row per distinct vector: every copy gets its original's place
             self._progress("placing", 0.0)
             full = np.full((self.n, 2), np.nan, np.float32)
@@ -509,6 +522,19 @@ class UmapJob:
         if state == "done":
             self._progress("done", 1.0)
         _call(self.on_done, self)
+
+
+    def _place_rest(self, fitted):
+        """The sample's layout extended to every distinct vector, on the listener thread
+        (cancelling the job's task stops it between blocks); None if cancelled."""
+        placing = Task("placing", lambda f, text: self._progress("placing", f, f"UMAP: {text}"))
+        self.task.on_cancel(placing.cancel)
+        try:
+            out = sampled.place_rest(self._all, self._sample, fitted, task=placing)
+        except Cancelled:
+            return None
+        self.method_text = out.method
+        return out.coords
 
 
 def _call(callback, *args) -> None:

@@ -1,7 +1,7 @@
 """The retrieval engine: scores every candidate memory with numpy, explains every result.
 
-`set_query` does the costly part once per query (embedding, one matrix-vector product for
-the cosine of every row); `score(params)` only recombines cached arrays, so moving a weight
+`set_query` does the costly part once per query (embedding; on first use, one matrix-vector
+product for the cosine of every row); `score(params)` only recombines cached arrays, so moving a weight
 slider costs a few vector operations and a partial sort.
 
 Exactness. The first-pass cosines of all rows come from the int8 index of a large store
@@ -151,30 +151,35 @@ class Engine:
                     f"hybrid preset (full-text search).")
                 raise self.query_error from None
         if vec is not None:
+            # the first pass over every row runs when a preset first needs it (_relevance): the
+            # hybrid preset orders by float32 cosines and needs no int8 pass
             self.query_vector = np.ascontiguousarray(vec, dtype=np.float32)
-            index = quantized.index_for(a)
-            if index is not None:
-                self._rel_fast, self._rel_err = index.cosines(self.query_vector)
-            else:
-                self._rel_fast = self._rel32 = C.fast_relevance(a.embedding, self.query_vector)
-                self._rel_err = self._delta
 
     @property
     def has_relevance(self) -> bool:
-        return self._rel_fast is not None
+        return self.query_vector is not None
 
     def _relevance(self) -> np.ndarray:
+        """Every row's first-pass cosine (error bound `_rel_err`): the int8 index of a large
+        store, else (or when already made) the float32 product."""
         if self._rel_fast is None:
-            if self.query_error is not None:
-                raise self.query_error
-            raise ValueError("this preset ranks by relevance and needs a query (text, vector or --like)")
+            if self.query_vector is None:
+                if self.query_error is not None:
+                    raise self.query_error
+                raise ValueError("this preset ranks by relevance and needs a query (text, vector or --like)")
+            index = quantized.index_for(self.arrays) if self._rel32 is None else None
+            if index is not None:
+                self._rel_fast, self._rel_err = index.cosines(self.query_vector)
+            else:
+                self._rel_fast, self._rel_err = self._relevance32(), self._delta
         return self._rel_fast
 
     def _relevance32(self) -> np.ndarray:
         """Float32-product cosines (error bound `_delta`): the hybrid preset's vector ranks order
         every candidate by them, which the coarser int8 first pass could not do."""
         if self._rel32 is None:
-            self._relevance()
+            if self.query_vector is None:
+                self._relevance()   # raises: no query vector
             self._rel32 = C.fast_relevance(self.arrays.embedding, self.query_vector)
         return self._rel32
 
@@ -496,7 +501,7 @@ class Engine:
     def _score_hybrid(self, params, ckey, cs, ref) -> Result:
         a, idx = self.arrays, cs.idx
         hits = self._fts_hits()
-        if hits is None and self._rel_fast is None:
+        if hits is None and self.query_vector is None:
             if self.query_error is not None:
                 raise self.query_error
             raise ValueError("the hybrid preset needs a query (text, vector or --like)")
@@ -515,7 +520,7 @@ class Engine:
             else:
                 h["fts_rank"] = np.zeros(len(idx), np.int64)
                 h["bm25"] = np.full(len(idx), np.nan)
-            if self._rel_fast is not None:
+            if self.query_vector is not None:
                 h["vector_rank"] = vector_ranks(idx, self._relevance32(), a.has_embedding, self._exact_rel, self._delta,
                                                 top=max(4 * int(params.k), 200))
             else:
@@ -532,7 +537,7 @@ class Engine:
         s = terms["fts"] + terms["vector"]
         sel = _topk(s, params.k)
         rows = idx[sel]
-        cos = self._exact_rel(rows) if self._rel_fast is not None else np.full(len(rows), np.nan)
+        cos = self._exact_rel(rows) if self.query_vector is not None else np.full(len(rows), np.nan)
         cos = np.where(a.has_embedding[rows], cos, np.nan)
         raw = {"relevance": cos, "bm25": h["bm25"][sel], "fts_rank": h["fts_rank"][sel],
                "vector_rank": h["vector_rank"][sel]}
@@ -542,7 +547,7 @@ class Engine:
         notes = []
         if hits is None:
             notes.append("no query text: vector ranks only")
-        if self._rel_fast is None:
+        if self.query_vector is None:
             notes.append("no query vector: full-text ranks only")
         notes += [w for w in (known_fts_damage(self.store),) if w and hits is not None]
         return Result(rows=rows, ids=[str(x) for x in a.ids[rows]], score=s[sel], raw=raw,

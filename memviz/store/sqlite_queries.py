@@ -9,6 +9,7 @@ import re
 
 import numpy as np
 
+from .bm25 import Bm25Index
 from .records import read_time
 
 _OBJ = "json_valid(attributes) AND json_type(attributes) = 'object'"
@@ -30,6 +31,14 @@ FROM memories
 
 class SqliteQueries:
     """Mixed into `Store`: `self.conn` is its apsw connection, `self.transaction()` its writes."""
+
+    @property
+    def _bm25(self) -> Bm25Index:
+        """fts_hits' numpy BM25 over this connection's full-text index (made on first use)."""
+        idx = self.__dict__.get("_bm25_index")
+        if idx is None or idx.conn is not self.conn:
+            idx = self.__dict__["_bm25_index"] = Bm25Index(self.conn)
+        return idx
 
     # reflection
     def live_agent_exists(self, agent: str) -> bool:
@@ -62,6 +71,9 @@ class SqliteQueries:
         words = re.findall(r"\w+", query, flags=re.UNICODE)
         if not words:
             return np.zeros((0, 2))
+        fast = self._bm25.hits(words)   # the same values from the index's posting lists (bm25.py)
+        if fast is not None:
+            return fast
         match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
         cur = self.conn.execute("SELECT rowid, bm25(memories_fts) FROM memories_fts WHERE memories_fts MATCH ?",
                                 (match,))
