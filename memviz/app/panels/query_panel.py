@@ -263,6 +263,7 @@ class QueryPanel(QWidget):
         self.shown_params = None        # the Params of the ranking on screen
         self._loading = False
         self._submitted_at = 0.0
+        self._asked = None              # the Params of the last ranking asked of the engine
 
         self.text = QLineEdit(placeholderText="Query text — Enter to run")
         self.text.setClearButtonEnabled(True)
@@ -467,7 +468,14 @@ class QueryPanel(QWidget):
             self._baseline = self._ranks  # an adjustment begins: Δ compares with the ranking before it
         self._adjusting = True
         self._adjust_timer.start()
-        self._score_timer.start()
+        asked = self._asked
+        if asked is not None and params.replace(as_of=None) == asked.replace(as_of=None):
+            # only the moment moved (the as-of bar coalesces its own steps): no debounce, so the
+            # engine scores while the GUI thread redraws the other panels
+            self._score_timer.stop()
+            self.rescore()
+        else:
+            self._score_timer.start()
 
     def end_adjustment(self) -> None:
         """The current adjustment is over (ADJUST_IDLE_MS without a change): the next change
@@ -613,7 +621,7 @@ class QueryPanel(QWidget):
             return
         self._text_timer.stop()
         self._score_timer.stop()  # this job scores the current setting itself
-        params = self.params()
+        params = self._asked = self.params()
         self._submitted_at = time.perf_counter()
 
         def job(task):
@@ -655,7 +663,7 @@ class QueryPanel(QWidget):
         data = self.state.data
         if data is None or self.query_key is None:
             return
-        params = self.params()
+        params = self._asked = self.params()
         self._submitted_at = time.perf_counter()
         self.workers.submit("score", lambda task: self._engine(data).score(params),
                             on_done=lambda r: self._show(r, params, None),
