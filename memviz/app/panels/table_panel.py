@@ -114,12 +114,17 @@ class MemoryTableModel(QAbstractTableModel):
             FLAG: flagged(a),
         }[col]
 
-    def search_mask(self, text: str) -> np.ndarray:
+    def search_mask(self, text: str, then: dict | None = None) -> np.ndarray:
+        """Rows whose preview or id contains `text`; `then`: {row: text} of the rows whose text
+        was different at the moment shown (AsOfView.content), searched as it was."""
         text = text.strip().lower()
         if not text or self.data_ is None:
             return np.ones(0 if self.data_ is None else self.data_.n, bool)
         ids = self.data_.arrays.ids
-        return np.fromiter(((text in p) or (text in i) for p, i in zip(self._lower, ids)), bool, count=len(ids))
+        mask = np.fromiter(((text in p) or (text in i) for p, i in zip(self._lower, ids)), bool, count=len(ids))
+        for r in (then or {}):
+            mask[r] = text in self.data_.previews[r].lower() or text in ids[r]  # the as-of preview
+        return mask
 
 
 def flagged(a) -> np.ndarray:
@@ -245,8 +250,9 @@ class TablePanel(QWidget):
         mask = self.state.visible_mask()
         if self.kind.currentIndex() > 0:
             mask &= data.arrays.kind == self.kind.currentText()
+        view = self.state.as_of_view
         if self.search.text().strip():
-            mask &= self.model.search_mask(self.search.text())
+            mask &= self.model.search_mask(self.search.text(), view.content if view is not None else None)
         rows = np.flatnonzero(mask)
         key = self.model.sort_key(self._sort[0])[rows]
         order = rows[np.argsort(key, kind="stable")]
@@ -254,7 +260,8 @@ class TablePanel(QWidget):
             order = order[::-1]
         self.model.set_order(order)
         self.view.horizontalHeader().setSortIndicator(*self._sort)
-        self.count.setText(f"{len(order):,} of {data.n:,}")
+        of = data.n if view is None else int(view.visible.sum())  # as of T: of the memories there then
+        self.count.setText(f"{len(order):,} of {of:,}")
         self._on_selection(self.state.selection, self.state.current, None, scroll=keep_top is None)
         if keep_top is not None:
             r = data.arrays.index_of(keep_top)
