@@ -18,7 +18,7 @@ from memviz.edits.applicable import past_refusal
 from memviz.session.state import AppState
 
 STEPS = 1000          # slider positions over the store's history (the last one is "now")
-SCRUB_MS = 15         # coalesce slider moves
+SCRUB_MS = 0          # slider moves coalesce in the next event-loop turn (no delay: stale ones are dropped)
 PLAY_MS = 50          # a replay frame
 SPEEDS = {"whole history in 10 s": 10.0, "in 30 s": 30.0, "in 1 min": 60.0, "in 3 min": 180.0}
 

@@ -63,6 +63,10 @@ WEIGHT_MAX = 5.0      # slider range of α, β, γ
 SLIDER_STEPS = 500
 DEBOUNCE_MS = 20      # coalesce slider moves; the engine lane drops stale settings anyway
 ADJUST_IDLE_MS = 1500  # setting changes closer than this are one adjustment (one baseline)
+_TIP_COLUMNS = {RESULT_COLUMNS.index(c) for c in ("content", "agent", "kind")}
+_RIGHT_COLUMNS = {RESULT_COLUMNS.index(c) for c in ("rank", "score", "Δ")}
+_DELTA_COLUMN = RESULT_COLUMNS.index("Δ")
+_RIGHT = int(Qt.AlignRight | Qt.AlignVCenter)
 
 
 def component_color(name: str, i: int) -> QColor:
@@ -70,6 +74,10 @@ def component_color(name: str, i: int) -> QColor:
 
 
 class ResultsModel(QAbstractTableModel):
+    """The ranking on screen. Its cells are formatted once per result (`data` only looks them
+    up: a repaint asks ~500 times); a result with as many rows as the last one is put in place
+    (dataChanged: no reset, no relayout), as every scrubber step and slider move gives."""
+
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.result = None
@@ -78,12 +86,17 @@ class ResultsModel(QAbstractTableModel):
         self.exits: list[tuple[str, int]] = []  # (id, rank in the baseline) of memories that left the results
         self.components: list[str] = []
         self.bar_max = 1.0
+        self._cells: list[list] = []            # per row: the DisplayRole of each column
+        self._delta_colors: list = []           # per row: the Δ column's colour (None: default)
 
     def set_result(self, result, data: StoreData | None, previous: dict[str, int] | None,
                    fresh: set[str] = frozenset()) -> None:
         """`previous`: the baseline's ranks (None: nothing to compare); `fresh`: ids of memories
         written since the query was run (marked "★ new")."""
-        self.beginResetModel()
+        before = self.rowCount()
+        in_place = result is not None and before > 0 and len(result.ids) == before
+        if not in_place:
+            self.beginResetModel()
         self.result, self.data_ = result, data
         self.delta, self.exits = [], []
         self.components = [] if result is None else list(result.weighted)
@@ -99,7 +112,23 @@ class ResultsModel(QAbstractTableModel):
                 if result.weighted else np.zeros(0)
             self.bar_max = float(np.max(totals)) if len(result.ids) and np.size(totals) else 1.0
             self.bar_max = self.bar_max if self.bar_max > 0 else 1.0
-        self.endResetModel()
+        self._format()
+        if in_place:
+            self.dataChanged.emit(self.index(0, 0), self.index(before - 1, len(RESULT_COLUMNS) - 1))
+        else:
+            self.endResetModel()
+
+    def _format(self) -> None:
+        self._cells, self._delta_colors = [], []
+        if self.result is None:
+            return
+        a, previews = self.data_.arrays, self.data_.previews
+        for i, r in enumerate(np.asarray(self.result.rows, np.int64).tolist()):
+            self._cells.append([str(i + 1), self.delta[i], f"{float(self.result.score[i]):.4f}", None, a.kind[r],
+                                a.agent[r], previews[r]])
+            d = self.delta[i]
+            self._delta_colors.append(None if not d else QColor("#2a7d2a") if d.startswith("▲") else
+                                      QColor("#b03030") if d.startswith("▼") else QColor("#1f5fbf"))
 
     def rowCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() or self.result is None else len(self.result.ids)
@@ -121,31 +150,16 @@ class ResultsModel(QAbstractTableModel):
         return [(k, float(v[i])) for k, v in self.result.weighted.items()]
 
     def data(self, index, role=Qt.DisplayRole):
-        if not index.isValid() or self.result is None:
+        if not self._cells or not index.isValid():
             return None
-        i, col = index.row(), RESULT_COLUMNS[index.column()]
         if role == Qt.DisplayRole:
-            if col == "rank":
-                return str(i + 1)
-            if col == "Δ":
-                return self.delta[i]
-            if col == "score":
-                return f"{float(self.result.score[i]):.4f}"
-            if col == "kind":
-                return self.data_.arrays.kind[self.row_of(i)]
-            if col == "agent":
-                return self.data_.arrays.agent[self.row_of(i)]
-            if col == "content":
-                return self.data_.previews[self.row_of(i)]
-            if col == "why":
-                return None  # drawn by ResultBarDelegate
-        elif role == Qt.ToolTipRole and col in ("content", "agent", "kind"):
-            return self.data(index, Qt.DisplayRole)  # the whole text where the column cuts it
-        elif role == Qt.ForegroundRole and col == "Δ" and self.delta[i]:
-            return QColor("#2a7d2a") if self.delta[i].startswith("▲") else \
-                QColor("#b03030") if self.delta[i].startswith("▼") else QColor("#1f5fbf")
-        elif role == Qt.TextAlignmentRole and col in ("rank", "score", "Δ"):
-            return int(Qt.AlignRight | Qt.AlignVCenter)
+            return self._cells[index.row()][index.column()]
+        if role == Qt.ToolTipRole and index.column() in _TIP_COLUMNS:
+            return self._cells[index.row()][index.column()]  # the whole text where the column cuts it
+        if role == Qt.ForegroundRole and index.column() == _DELTA_COLUMN:
+            return self._delta_colors[index.row()]
+        if role == Qt.TextAlignmentRole and index.column() in _RIGHT_COLUMNS:
+            return _RIGHT
         return None
 
     def records(self) -> list[dict]:
@@ -523,8 +537,8 @@ class QueryPanel(QWidget):
         self.query_key = None
         self._ranks = self._baseline = None
         self._fresh = set()
+        self.results.set_result(None, data, None)  # first: the old ranking's rows are not this data's
         self.pin_baseline(False)
-        self.results.set_result(None, data, None)
         self._fill_combos(data, keep=again)
         if not again:  # another store: its own query starts empty (per-store state)
             self.text.clear()
