@@ -20,7 +20,7 @@ from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QPaintEngine, QPainter, QPen
 
 _VECTOR_ENGINES = {QPaintEngine.Type.SVG, QPaintEngine.Type.Pdf, QPaintEngine.Type.Picture}
-_ROUNDABLE = 16_000.0   # px: a segment with an end further out is drawn as given (rounding would bend it)
+_ROUNDABLE = 16_000.0   # px (< 2**14): a segment with an end further out is drawn as given
 
 
 class SegmentsItem(pg.GraphicsObject):
@@ -99,9 +99,9 @@ class SegmentsItem(pg.GraphicsObject):
         ok &= (np.maximum(ends[:, 0], ends[:, 2]) >= -2) & (np.minimum(ends[:, 0], ends[:, 2]) <= width + 2)
         ok &= (np.maximum(ends[:, 1], ends[:, 3]) >= -2) & (np.minimum(ends[:, 1], ends[:, 3]) <= height + 2)
         far = ok & (np.abs(ends) > _ROUNDABLE).any(axis=1)
-        q = np.rint(ends[ok & ~far]).astype(np.int64) + 2 ** 15  # 16 bits each: one int64 per segment
+        q = np.rint(ends[ok & ~far]).astype(np.int64) + 2 ** 14  # 0 <= q < 2**15: four in one int64
         packed = np.unique((q[:, 0] << 48) | (q[:, 1] << 32) | (q[:, 2] << 16) | q[:, 3])
-        near = np.c_[packed >> 48, (packed >> 32) & 0xFFFF, (packed >> 16) & 0xFFFF, packed & 0xFFFF] - 2 ** 15
+        near = np.c_[packed >> 48, (packed >> 32) & 0xFFFF, (packed >> 16) & 0xFFFF, packed & 0xFFFF] - 2 ** 14
         seg = np.r_[near.astype(np.float64), ends[far]]
         return pg.arrayToQPath(seg[:, [0, 2]].ravel(), seg[:, [1, 3]].ravel(), connect="pairs")
 
