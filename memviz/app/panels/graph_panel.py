@@ -115,20 +115,6 @@ def _neighbourhood(g: Graph, start: np.ndarray) -> tuple[set, set]:
     return walk(up), walk(down)
 
 
-def _distinct_on_screen(g: Graph, e: np.ndarray, hot: np.ndarray, pw: float, ph: float, view) -> np.ndarray:
-    """Indices of links `e` that differ on screen: links whose both ends fall on the same pixels
-    (thousands, at 100k memories zoomed out) get one arrowhead, which looks the same and is
-    computed and drawn once. Links with an end far outside the view are all kept."""
-    (x0, _), (y0, _) = view
-    ends = np.rint(np.c_[(g.x[e[:, 0]] - x0) / pw, (g.y[e[:, 0]] - y0) / ph,
-                         (g.x[e[:, 1]] - x0) / pw, (g.y[e[:, 1]] - y0) / ph])
-    near = (np.abs(ends) < 2 ** 14).all(axis=1)
-    q = ends[near].astype(np.int64) + 2 ** 14
-    key = (q[:, 0] << 46) | (q[:, 1] << 31) | (q[:, 2] << 16) | (q[:, 3] << 1) | (hot[e[near, 0]] & hot[e[near, 1]])
-    _, first = np.unique(key, return_index=True)
-    return np.sort(np.r_[np.flatnonzero(near)[first], np.flatnonzero(~near)])
-
-
 class GraphPanel(ScatterPanel):
     def __init__(self, state: AppState, workers=None, parent=None) -> None:
         super().__init__(state, parent)
@@ -352,7 +338,6 @@ class GraphPanel(ScatterPanel):
         e = edges[self._shown[edges[:, 0]] & self._shown[edges[:, 1]]]
         pw, ph = self.vb.viewPixelSize()
         pw, ph = pw or 1.0, ph or 1.0
-        e = e[_distinct_on_screen(g, e, hot, pw, ph, self.vb.viewRange())]
         hx, hy = g.x[e[:, 0]], g.y[e[:, 0]]                  # head: the derived / newer memory
         dx, dy = (hx - g.x[e[:, 1]]) / pw, (hy - g.y[e[:, 1]]) / ph
         length = np.hypot(dx, dy)
