@@ -332,8 +332,10 @@ class AppState:
             return
         self.as_of = T
         self.as_of_view = self._past.show(self.data, T)
+        # the query follows the moment; told first, so its engine scores (off the GUI thread)
+        # while the panels redraw
+        self.params_changed.emit(self.params, None)
         self.as_of_changed.emit(T)
-        self.params_changed.emit(self.params, None)  # the query follows the moment
 
     @property
     def loaded_arrays(self) -> MemoryArrays | None:
