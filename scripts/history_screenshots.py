@@ -42,16 +42,23 @@ def main(argv=None) -> int:
     if not process_until(lambda: opened, 120) or opened[0] is None:
         print("could not open", args.db, file=sys.stderr)
         return 2
-    process_until(lambda: win.graph.graph is not None and win.prompt.exact_counts(), 120)
+    if not process_until(lambda: win.graph.graph is not None and win.prompt.exact_counts(), 600):
+        print("the graph or the exact token counts did not come in 10 minutes", file=sys.stderr)
+        return 2
 
-    # the prompt view, under a budget small enough to show the cut
-    prompt = win.docks["prompt"]
+    # the prompt view, under a budget small enough to show the cut; it assembles only while in
+    # view, so its tab comes to the front before it floats, and the shot waits for its plan and text
+    prompt, p = win.docks["prompt"], win.prompt
+    prompt.raise_()
     prompt.setFloating(True)
     prompt.resize(1000, 720)
-    win.prompt.budget.setValue(args.budget)
-    process_until(lambda: False, 0.6)
-    win.prompt.show_cut()
-    win.prompt.view.selectRow(win.prompt.model.n_in + 1)  # the first memory left out: its reason
+    p.budget.setValue(args.budget)
+    if not process_until(lambda: p.plan is not None and p.plan.budget == args.budget and p.exact_counts()
+                         and p.text.toPlainText() == p.assembled_text() != "", 120):
+        print("the prompt view did not assemble its plan", file=sys.stderr)
+        return 2
+    p.show_cut()
+    p.view.selectRow(p.model.n_in + 1)  # the first memory left out: its reason
     process_until(lambda: False, 0.4)
     prompt.grab().save(os.path.join(args.outdir, "prompt-view.png"))
     prompt.setFloating(False)

@@ -203,3 +203,25 @@ def test_diff_panel_reports_a_missing_store_file(make_window, lived, qtbot, tmp_
     d.compare()
     qtbot.waitUntil(lambda: d.message.text().startswith("Could not compare"), timeout=10000)
     assert "nope.db" in d.message.text()
+
+
+def test_play_keeps_to_its_clock_when_frames_are_slow(make_window, lived, qtbot, monkeypatch):
+    """A replay lasts the chosen time: a frame the panels take long to draw skips moments
+    instead of slowing the replay down (20 frames of 50 ms at a fixed step would take 4 s here)."""
+    import time
+
+    from memviz.app.panels import asof_bar
+    path, _ = lived
+    win = make_window(path)
+    bar = win.as_of_bar
+    monkeypatch.setitem(asof_bar.SPEEDS, "in 1 s", 1.0)
+    bar.speed.addItem("in 1 s")
+    bar.speed.setCurrentText("in 1 s")
+    win.state.as_of_changed.connect(lambda _t: time.sleep(0.2))  # a slow panel
+    seen = []
+    bar.stepped.connect(lambda t, s: seen.append(t))
+    bar.play_button.setChecked(True)
+    qtbot.waitUntil(lambda: not bar.play_button.isChecked(), timeout=20000)
+    moments = [t for t in seen if t is not None]
+    assert win.state.as_of is None and moments == sorted(moments)
+    assert 1 < len(moments) < 12

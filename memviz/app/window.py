@@ -394,7 +394,7 @@ class MainWindow(QMainWindow):
             self.setWindowTitle("memviz")
             return
         s = data.store
-        c = data.counts
+        c = self.state.shown_counts()  # as of the moment shown
         self.status_store.setText(label(s.path))  # a DSN: its database and host
         self.status_store.setToolTip(s.path)
         sel = len(self.state.selection)

@@ -138,19 +138,22 @@ def open_store_data(store: Store) -> StoreData:
     return load_store_data(store, snapshot=True)
 
 
-def counts_of(arrays: MemoryArrays, kind: tuple | None = None, agent: tuple | None = None) -> dict:
+def counts_of(arrays: MemoryArrays, kind: tuple | None = None, agent: tuple | None = None,
+              rows: np.ndarray | None = None) -> dict:
     """Store.counts()'s figures from the arrays: totals, and [live, retired] per kind and agent
-    (`kind`/`agent`: factorize() of those columns, if already made)."""
-    live = arrays.live
-    out = {"total": len(arrays), "live": int(live.sum()), "retired": int((~live).sum()), "by_kind": {},
-           "by_agent": {}}
+    (`kind`/`agent`: factorize() of those columns, if already made); `rows`: a mask of the rows
+    counted (the memories that existed at a moment), else all of them."""
+    counted = np.ones(len(arrays), bool) if rows is None else np.asarray(rows, bool)
+    live = arrays.live & counted
+    out = {"total": int(counted.sum()), "live": int(live.sum()), "retired": int((counted & ~live).sum()),
+           "by_kind": {}, "by_agent": {}}
     for key, col, done in (("by_kind", arrays.kind, kind), ("by_agent", arrays.agent, agent)):
         if not len(col):
             continue
         names, codes = done or factorize(col)
         n_live = np.bincount(codes[live], minlength=len(names))
-        n_all = np.bincount(codes, minlength=len(names))
-        out[key] = {n: [int(a), int(t - a)] for n, a, t in sorted(zip(names, n_live, n_all))}
+        n_all = np.bincount(codes[counted], minlength=len(names))
+        out[key] = {n: [int(a), int(t - a)] for n, a, t in sorted(zip(names, n_live, n_all)) if t}
     return out
 
 
@@ -329,13 +332,26 @@ class AppState:
             return
         self.as_of = T
         self.as_of_view = self._past.show(self.data, T)
+        # the query follows the moment; told first, so its engine scores (off the GUI thread)
+        # while the panels redraw
+        self.params_changed.emit(self.params, None)
         self.as_of_changed.emit(T)
-        self.params_changed.emit(self.params, None)  # the query follows the moment
 
     @property
     def loaded_arrays(self) -> MemoryArrays | None:
         """The arrays as the store is now, whatever moment the panels show."""
         return None if self.data is None else self._past.loaded(self.data)
+
+    def shown_counts(self) -> dict:
+        """`data.counts` (totals, [live, retired] per kind and agent) of the moment shown: as of
+        T, of the memories that existed then, with their kind, agent and status then."""
+        data, view = self.data, self.as_of_view
+        if data is None or view is None:
+            return {} if data is None else data.counts
+        a, loaded = data.arrays, self.loaded_arrays
+        kind = (data.kinds, data.kind_codes) if a.kind is loaded.kind else None  # else changed since T: coded again
+        agent = (data.agents, data.agent_codes) if a.agent is loaded.agent else None
+        return counts_of(a, kind, agent, rows=view.visible)
 
     def exists_mask(self) -> np.ndarray:
         """Rows that existed at the moment shown (all of them when showing now)."""

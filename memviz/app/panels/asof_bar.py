@@ -18,7 +18,7 @@ from memviz.edits.applicable import past_refusal
 from memviz.session.state import AppState
 
 STEPS = 1000          # slider positions over the store's history (the last one is "now")
-SCRUB_MS = 15         # coalesce slider moves
+SCRUB_MS = 0          # slider moves coalesce in the next event-loop turn (no delay: stale ones are dropped)
 PLAY_MS = 50          # a replay frame
 SPEEDS = {"whole history in 10 s": 10.0, "in 30 s": 30.0, "in 1 min": 60.0, "in 3 min": 180.0}
 
@@ -58,6 +58,9 @@ class AsOfBar(QWidget):
             lay.addWidget(w)
         lay.addWidget(self.info, 2)
         self._pending: float | None = None
+        self._play_from: tuple[float, float] = (0.0, 0.0)  # (clock, moment) the replay counts from
+        self._play_speed = self.speed.currentText()
+        self._played: float | None = None  # the moment the replay last showed
         self._scrub = QTimer(self, singleShot=True, interval=SCRUB_MS, timeout=self._apply_pending)
         self._play = QTimer(self, interval=PLAY_MS, timeout=self._play_frame)
         self.slider.valueChanged.connect(self._slider_moved)
@@ -144,16 +147,25 @@ class AsOfBar(QWidget):
         self.play_button.setText("❚❚ Pause")
         if self.state.as_of is None:  # from the first memory
             self.go_to(self.span[0])
+        self._play_from, self._play_speed = (time.monotonic(), self.state.as_of), self.speed.currentText()
+        self._played = self.state.as_of
         self._play.start()
 
     def _play_frame(self) -> None:
-        """One frame: the moment advances so the whole history takes the chosen time; at the
-        end the window is back at now."""
+        """One frame: the moment the replay's clock has reached, so the whole history takes the
+        chosen time however long the panels take to draw a frame (a slow frame skips moments, it
+        never slows the replay); at the end the window is back at now."""
         lo, hi = self.span
-        step = (hi - lo) * PLAY_MS / 1000.0 / SPEEDS[self.speed.currentText()]
-        T = (self.state.as_of if self.state.as_of is not None else lo) + max(step, 1.0)
+        now = time.monotonic()
+        if self.state.as_of != self._played or self._play_speed != self.speed.currentText():
+            # moved by hand meanwhile, or another speed: the replay goes on from here
+            self._play_from = (now, self.state.as_of if self.state.as_of is not None else lo)
+            self._play_speed = self.speed.currentText()
+        started, T0 = self._play_from
+        T = max(T0 + (hi - lo) * (now - started) / SPEEDS[self._play_speed], T0 + 1.0)
         if T >= hi:
             self.play_button.setChecked(False)
             self.go_to(None)
         else:
             self.go_to(T)
+            self._played = self.state.as_of

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 
 from memviz.session.state import AppState, StoreData
 from memviz.store import iso
+from memviz.words import count
 
 _TIME_FIELDS = ("event_time", "created_at", "valid_until", "last_accessed")
 _FIELDS = ("id", "agent", "kind", "importance", "event_time", "created_at", "valid_until", "confidence",
@@ -264,10 +265,16 @@ class DetailPanel(QWidget):
                 if conn.execute("SELECT 1 FROM entities WHERE id = ?", (str(e),)).fetchone() is None]
 
     def _fill_related(self, mid: str, broken_entities=()) -> None:
-        data = self.state.data
+        data, view = self.state.data, self.state.as_of_view
+        exists = self.state.exists_mask()
         self.related.clear()
 
-        def group(title: str, ids: list[str], missing: list[str] = ()) -> None:
+        def group(title: str, ids: list[str], missing: list[str] = (), chain: bool = False) -> None:
+            later = [] if view is None else [i for i in ids if (r := data.arrays.index_of(i)) is not None
+                                             and not exists[r]]
+            ids = [i for i in ids if i not in set(later)]  # as of T: the links of the memories there then
+            if chain and len(ids) < 2:
+                ids = []  # a chain of one is no chain
             top = QTreeWidgetItem([f"{title} ({len(ids) + len(missing)})"])
             top.setFlags(Qt.ItemIsEnabled)
             self.related.addTopLevelItem(top)
@@ -285,6 +292,12 @@ class DetailPanel(QWidget):
                 item = QTreeWidgetItem([i, "missing", "broken link: no memory with this id"])
                 item.setForeground(2, Qt.red)
                 top.addChild(item)
+            if later:
+                note = QTreeWidgetItem(["", "", f"{count(len(later), 'memory', 'memories')} created after "
+                                                f"{iso(view.T)} UTC not shown"])
+                note.setFlags(Qt.ItemIsEnabled)
+                note.setForeground(2, Qt.gray)
+                top.addChild(note)
             top.setExpanded(True)
 
         missing = self.links.missing.get(mid, [])
@@ -292,7 +305,7 @@ class DetailPanel(QWidget):
         group("Derived into", self.links.derived.get(mid, []))
         chain = self.links.chain(mid)
         group("Supersede chain (oldest first)", chain if len(chain) > 1 else [],
-              [m for m, w in missing if w == "supersedes"])
+              [m for m, w in missing if w == "supersedes"], chain=True)
         if broken_entities:
             top = QTreeWidgetItem([f"Entities not found ({len(broken_entities)})"])
             top.setFlags(Qt.ItemIsEnabled)

@@ -63,6 +63,10 @@ WEIGHT_MAX = 5.0      # slider range of α, β, γ
 SLIDER_STEPS = 500
 DEBOUNCE_MS = 20      # coalesce slider moves; the engine lane drops stale settings anyway
 ADJUST_IDLE_MS = 1500  # setting changes closer than this are one adjustment (one baseline)
+_TIP_COLUMNS = {RESULT_COLUMNS.index(c) for c in ("content", "agent", "kind")}
+_RIGHT_COLUMNS = {RESULT_COLUMNS.index(c) for c in ("rank", "score", "Δ")}
+_DELTA_COLUMN = RESULT_COLUMNS.index("Δ")
+_RIGHT = int(Qt.AlignRight | Qt.AlignVCenter)
 
 
 def component_color(name: str, i: int) -> QColor:
@@ -70,6 +74,10 @@ def component_color(name: str, i: int) -> QColor:
 
 
 class ResultsModel(QAbstractTableModel):
+    """The ranking on screen. Its cells are formatted once per result (`data` only looks them
+    up: a repaint asks ~500 times); a result with as many rows as the last one is put in place
+    (dataChanged: no reset, no relayout), as every scrubber step and slider move gives."""
+
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.result = None
@@ -78,12 +86,17 @@ class ResultsModel(QAbstractTableModel):
         self.exits: list[tuple[str, int]] = []  # (id, rank in the baseline) of memories that left the results
         self.components: list[str] = []
         self.bar_max = 1.0
+        self._cells: list[list] = []            # per row: the DisplayRole of each column
+        self._delta_colors: list = []           # per row: the Δ column's colour (None: default)
 
     def set_result(self, result, data: StoreData | None, previous: dict[str, int] | None,
                    fresh: set[str] = frozenset()) -> None:
         """`previous`: the baseline's ranks (None: nothing to compare); `fresh`: ids of memories
         written since the query was run (marked "★ new")."""
-        self.beginResetModel()
+        before = self.rowCount()
+        in_place = result is not None and before > 0 and len(result.ids) == before
+        if not in_place:
+            self.beginResetModel()
         self.result, self.data_ = result, data
         self.delta, self.exits = [], []
         self.components = [] if result is None else list(result.weighted)
@@ -99,7 +112,23 @@ class ResultsModel(QAbstractTableModel):
                 if result.weighted else np.zeros(0)
             self.bar_max = float(np.max(totals)) if len(result.ids) and np.size(totals) else 1.0
             self.bar_max = self.bar_max if self.bar_max > 0 else 1.0
-        self.endResetModel()
+        self._format()
+        if in_place:
+            self.dataChanged.emit(self.index(0, 0), self.index(before - 1, len(RESULT_COLUMNS) - 1))
+        else:
+            self.endResetModel()
+
+    def _format(self) -> None:
+        self._cells, self._delta_colors = [], []
+        if self.result is None:
+            return
+        a, previews = self.data_.arrays, self.data_.previews
+        for i, r in enumerate(np.asarray(self.result.rows, np.int64).tolist()):
+            self._cells.append([str(i + 1), self.delta[i], f"{float(self.result.score[i]):.4f}", None, a.kind[r],
+                                a.agent[r], previews[r]])
+            d = self.delta[i]
+            self._delta_colors.append(None if not d else QColor("#2a7d2a") if d.startswith("▲") else
+                                      QColor("#b03030") if d.startswith("▼") else QColor("#1f5fbf"))
 
     def rowCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() or self.result is None else len(self.result.ids)
@@ -121,31 +150,16 @@ class ResultsModel(QAbstractTableModel):
         return [(k, float(v[i])) for k, v in self.result.weighted.items()]
 
     def data(self, index, role=Qt.DisplayRole):
-        if not index.isValid() or self.result is None:
+        if not self._cells or not index.isValid():
             return None
-        i, col = index.row(), RESULT_COLUMNS[index.column()]
         if role == Qt.DisplayRole:
-            if col == "rank":
-                return str(i + 1)
-            if col == "Δ":
-                return self.delta[i]
-            if col == "score":
-                return f"{float(self.result.score[i]):.4f}"
-            if col == "kind":
-                return self.data_.arrays.kind[self.row_of(i)]
-            if col == "agent":
-                return self.data_.arrays.agent[self.row_of(i)]
-            if col == "content":
-                return self.data_.previews[self.row_of(i)]
-            if col == "why":
-                return None  # drawn by ResultBarDelegate
-        elif role == Qt.ToolTipRole and col in ("content", "agent", "kind"):
-            return self.data(index, Qt.DisplayRole)  # the whole text where the column cuts it
-        elif role == Qt.ForegroundRole and col == "Δ" and self.delta[i]:
-            return QColor("#2a7d2a") if self.delta[i].startswith("▲") else \
-                QColor("#b03030") if self.delta[i].startswith("▼") else QColor("#1f5fbf")
-        elif role == Qt.TextAlignmentRole and col in ("rank", "score", "Δ"):
-            return int(Qt.AlignRight | Qt.AlignVCenter)
+            return self._cells[index.row()][index.column()]
+        if role == Qt.ToolTipRole and index.column() in _TIP_COLUMNS:
+            return self._cells[index.row()][index.column()]  # the whole text where the column cuts it
+        if role == Qt.ForegroundRole and index.column() == _DELTA_COLUMN:
+            return self._delta_colors[index.row()]
+        if role == Qt.TextAlignmentRole and index.column() in _RIGHT_COLUMNS:
+            return _RIGHT
         return None
 
     def records(self) -> list[dict]:
@@ -263,6 +277,7 @@ class QueryPanel(QWidget):
         self.shown_params = None        # the Params of the ranking on screen
         self._loading = False
         self._submitted_at = 0.0
+        self._asked = None              # the Params of the last ranking asked of the engine
 
         self.text = QLineEdit(placeholderText="Query text — Enter to run")
         self.text.setClearButtonEnabled(True)
@@ -467,7 +482,14 @@ class QueryPanel(QWidget):
             self._baseline = self._ranks  # an adjustment begins: Δ compares with the ranking before it
         self._adjusting = True
         self._adjust_timer.start()
-        self._score_timer.start()
+        asked = self._asked
+        if asked is not None and params.replace(as_of=None) == asked.replace(as_of=None):
+            # only the moment moved (the as-of bar coalesces its own steps): no debounce, so the
+            # engine scores while the GUI thread redraws the other panels
+            self._score_timer.stop()
+            self.rescore()
+        else:
+            self._score_timer.start()
 
     def end_adjustment(self) -> None:
         """The current adjustment is over (ADJUST_IDLE_MS without a change): the next change
@@ -515,8 +537,8 @@ class QueryPanel(QWidget):
         self.query_key = None
         self._ranks = self._baseline = None
         self._fresh = set()
+        self.results.set_result(None, data, None)  # first: the old ranking's rows are not this data's
         self.pin_baseline(False)
-        self.results.set_result(None, data, None)
         self._fill_combos(data, keep=again)
         if not again:  # another store: its own query starts empty (per-store state)
             self.text.clear()
@@ -613,7 +635,7 @@ class QueryPanel(QWidget):
             return
         self._text_timer.stop()
         self._score_timer.stop()  # this job scores the current setting itself
-        params = self.params()
+        params = self._asked = self.params()
         self._submitted_at = time.perf_counter()
 
         def job(task):
@@ -655,7 +677,7 @@ class QueryPanel(QWidget):
         data = self.state.data
         if data is None or self.query_key is None:
             return
-        params = self.params()
+        params = self._asked = self.params()
         self._submitted_at = time.perf_counter()
         self.workers.submit("score", lambda task: self._engine(data).score(params),
                             on_done=lambda r: self._show(r, params, None),

@@ -133,7 +133,9 @@ class MemoryTableModel(QAbstractTableModel):
         return self._orders.shown_in_order(column, lambda: self.sort_key(column), (self.data_, self.data_.arrays),
                                            shown)
 
-    def search_mask(self, text: str) -> np.ndarray:
+    def search_mask(self, text: str, then: dict | None = None) -> np.ndarray:
+        """Rows whose preview or id contains `text` (`#tag`: rows with that tag); `then`: {row: text}
+        of the rows whose text was different at the moment shown (AsOfView.content), searched as it was."""
         if not text.strip() or self.data_ is None:
             return np.ones(0 if self.data_ is None else self.data_.n, bool)
         ids = self.data_.arrays.ids
@@ -143,7 +145,12 @@ class MemoryTableModel(QAbstractTableModel):
                 self._tags = [frozenset(t.lower() for t in ts)
                               for ts in load_row_meta(self.data_.store, self.data_.arrays.rowid).tags]
             return np.fromiter((tag[1:] in ts for ts in self._tags), bool, count=len(ids))
-        return self._search.mask(self._lower, ids, text)
+        mask = self._search.mask(self._lower, ids, text)
+        if then:
+            mask = mask.copy()  # the search's cache keeps the present's answer
+            for r in then:
+                mask[r] = tag in self.data_.previews[r].lower() or tag in ids[r]  # the as-of preview
+        return mask
 
 
 def flagged(a) -> np.ndarray:
@@ -269,14 +276,16 @@ class TablePanel(QWidget):
         mask = self.state.visible_mask()
         if self.kind.currentIndex() > 0:
             mask &= data.arrays.kind == self.kind.currentText()
+        view = self.state.as_of_view
         if self.search.text().strip():
-            mask &= self.model.search_mask(self.search.text())
+            mask &= self.model.search_mask(self.search.text(), view.content if view is not None else None)
         order = self.model.shown_in_order(self._sort[0], mask)
         if self._sort[1] == Qt.DescendingOrder:
             order = order[::-1]
         self.model.set_order(order)
         self.view.horizontalHeader().setSortIndicator(*self._sort)
-        self.count.setText(f"{len(order):,} of {data.n:,}")
+        of = data.n if view is None else int(view.visible.sum())  # as of T: of the memories there then
+        self.count.setText(f"{len(order):,} of {of:,}")
         self._on_selection(self.state.selection, self.state.current, None, scroll=keep_top is None)
         if keep_top is not None:
             r = data.arrays.index_of(keep_top)
