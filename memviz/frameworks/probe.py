@@ -11,6 +11,7 @@ from ..sniff import sniff
 from ..store import StoreError, is_dsn, redact
 from ..store.connection import connect as connect_sqlite
 from ..store.fileheader import MAGIC, read_head
+from ..store.read_only_media import detour, needs_detour, release_copy
 
 
 class Probe:
@@ -66,9 +67,12 @@ class Probe:
         path = path or self.target
         if not self.is_sqlite(path):
             return {}
+        # on read-only media a WAL file is read through a copy, as a native open does (no -shm left behind)
+        conn_path = detour(path)[0] if needs_detour(path) else path
         try:
-            conn = connect_sqlite(path, readonly=True)
+            conn = connect_sqlite(conn_path, readonly=True)
         except (apsw.Error, OSError):
+            release_copy(conn_path)
             return {}
         try:
             names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table','view')")]
@@ -83,6 +87,7 @@ class Probe:
             return {}
         finally:
             conn.close()
+            release_copy(conn_path)
 
     @functools.cache  # noqa: B019
     def pg_tables(self) -> dict[str, dict[str, str]]:
