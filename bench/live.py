@@ -158,7 +158,7 @@ def run_case(app, template: str, n: int, rate: float, seconds: float, umap: bool
 
     from memviz.app.window import MainWindow
 
-    db = os.path.join(DIR, f"live-case-{n}.db")
+    db = os.path.join(DIR, f"live-case-{n}-{os.getpid()}.db")  # per process: cases may run side by side
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(db + suffix):
             os.remove(db + suffix)
@@ -187,21 +187,32 @@ def run_case(app, template: str, n: int, rate: float, seconds: float, umap: bool
         win.map.start_umap()
     rss0, (th0, fd0) = rss_mb(), threads_and_fds()
     # event-loop lateness: a 10 ms timer
-    gaps, last = [], [time.monotonic()]
+    # (counts, not a list of gaps: an hour of ticks would be 15 MB of the RSS measured)
+    gaps, last = {"50": 0, "100": 0, "longest": 0.0}, [time.monotonic()]
 
     def tick():
         t = time.monotonic()
-        gaps.append(t - last[0] - 0.010)
+        gap = t - last[0] - 0.010
+        gaps["50"] += gap > 0.050
+        gaps["100"] += gap > 0.100
+        gaps["longest"] = max(gaps["longest"], gap)
         last[0] = t
     timer = QTimer(interval=10, timeout=tick)
     timer.start()
-    log = os.path.join(DIR, "live-writer.log")
+    log = os.path.join(DIR, f"live-writer-{os.getpid()}.log")
     refreshes0 = dict(win.refreshes)
     cpu0, t0 = cpu_s(), time.monotonic()
     if rate > 0:
         proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--writer", db, str(rate), str(seconds), log,
                                  "1" if recall_only else "0"])
-        pump(app, lambda: proc.poll() is not None, seconds + 60)
+        samples = []  # a long run: RSS, threads, fds every 5 minutes (to stderr), to see it level off
+
+        def sample():
+            if time.monotonic() - t0 >= 300 * (len(samples) + 1):
+                samples.append((time.monotonic() - t0, rss_mb(), *threads_and_fds()))
+                print("  %5.0f s  RSS %4.0f MB  threads %d  fds %d" % samples[-1], file=sys.stderr, flush=True)
+            return proc.poll() is not None
+        pump(app, sample, seconds + 60)
     else:  # no writer: what the window and the machine do on their own (stalls from a busy machine)
         open(log, "w").close()
         pump(app, lambda: False, seconds)
@@ -217,8 +228,7 @@ def run_case(app, template: str, n: int, rate: float, seconds: float, umap: bool
         "lat_med": statistics.median(lat) if lat else float("nan"),
         "lat_p95": lat[int(0.95 * (len(lat) - 1))] if lat else float("nan"),
         "cpu_per_s": (cpu1 - cpu0) / (t1 - t0),
-        "stalls50": sum(g > 0.050 for g in gaps), "stalls100": sum(g > 0.100 for g in gaps),
-        "longest_ms": 1000 * max(gaps, default=0),
+        "stalls50": gaps["50"], "stalls100": gaps["100"], "longest_ms": 1000 * gaps["longest"],
         "delta": win.refreshes["delta"] - refreshes0["delta"], "full": win.refreshes["full"] - refreshes0["full"],
         "rss0": rss0, "rss1": rss_mb(), "threads": (th0, threads_and_fds()[0]), "fds": (fd0, threads_and_fds()[1]),
         "umap_s": (umap_done[0] - t0) if umap_done else None,
@@ -230,6 +240,10 @@ def run_case(app, template: str, n: int, rate: float, seconds: float, umap: bool
         out["rss_fresh"] = json.loads(got.stdout.strip().splitlines()[-1])["rss"]
     except (ValueError, IndexError):
         out["rss_fresh"] = float("nan")
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(db + suffix):
+            os.remove(db + suffix)
+    os.remove(log)
     return out
 
 
@@ -261,11 +275,10 @@ def main(argv=None) -> int:
             got = subprocess.run([sys.executable, os.path.abspath(__file__), "--case", str(n), str(rate),
                                   str(args.seconds), "1" if args.umap else "0", "1" if args.recall_only else "0",
                                   "1" if args.query else "0"],
-                                 capture_output=True, text=True)
+                                 stdout=subprocess.PIPE, text=True)  # its stderr: the long run's samples, errors
             try:
                 r = json.loads(got.stdout.strip().splitlines()[-1])
             except (ValueError, IndexError):
-                print(got.stderr[-2000:], file=sys.stderr)
                 continue
             rows.append(r)
             print(json.dumps(r), file=sys.stderr, flush=True)
