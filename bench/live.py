@@ -210,7 +210,8 @@ def run_case(app, template: str, n: int, rate: float, seconds: float, umap: bool
         def sample():
             if time.monotonic() - t0 >= 300 * (len(samples) + 1):
                 samples.append((time.monotonic() - t0, rss_mb(), *threads_and_fds()))
-                print("  %5.0f s  RSS %4.0f MB  threads %d  fds %d" % samples[-1], file=sys.stderr, flush=True)
+                at, rss, th, fd = samples[-1]
+                print(f"  {at:5.0f} s  RSS {rss:4.0f} MB  threads {th}  fds {fd}", file=sys.stderr, flush=True)
             return proc.poll() is not None
         pump(app, sample, seconds + 60)
     else:  # no writer: what the window and the machine do on their own (stalls from a busy machine)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
+from memviz.retrieval import quantized
 from memviz.store.arrays import MemoryArrays, load_arrays
 from memviz.store.changes import Changes, changes_since
 
@@ -188,6 +189,8 @@ def install(data, fresh: FreshRows) -> RowsDelta | None:
     touched = np.concatenate([changed, added])
     data.kind_codes = _extend_codes(data.kind_codes, data.kinds, new.kind, touched, len(new))
     data.agent_codes = _extend_codes(data.agent_codes, data.agents, new.agent, touched, len(new))
+    # the int8 index of the queries grows with the matrix (rows appended, re-embedded ones quantised again)
+    quantized.carry(a, new, changed if "embedding" in got.fields or "has_embedding" in got.fields else changed[:0])
     data.arrays = new
     data.counts = counts_of(new, (data.kinds, data.kind_codes), (data.agents, data.agent_codes))
     data.token = fresh.changes.token

@@ -15,7 +15,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QTimer, Signal
 from PySide6.QtGui import QColor, QFont
-from PySide6.QtWidgets import QButtonGroup, QComboBox, QLabel, QSizePolicy, QToolButton
+from PySide6.QtWidgets import QButtonGroup, QComboBox, QGraphicsItem, QLabel, QSizePolicy, QToolButton
 
 from memviz.app.plots import style
 from memviz.app.plots.points_item import PointsItem
@@ -89,6 +89,7 @@ class MapPanel(ScatterPanel):
         self.plot.addItem(self.marker)
         self.legend = pg.LegendItem(offset=(10, 10), labelTextColor=(40, 40, 40), brush=pg.mkBrush(255, 255, 255, 200))
         self.legend.setParentItem(self.vb)
+        self.legend.setCacheMode(QGraphicsItem.DeviceCoordinateCache)  # repainted from a picture under new points
         self._legend_rows: list[tuple] = []  # (brush, text) the legend should show
         self._legend_key: list | None = None  # what it shows
         self.coords: np.ndarray | None = None   # (n, 2) for every row; NaN where not embedded
@@ -317,7 +318,7 @@ class MapPanel(ScatterPanel):
             if len(new):
                 self.flash_new(self.coords[new, 0], self.coords[new, 1])
         if np.isfinite(xy[:, 0]).any():
-            self.workers.submit("place", run, on_done=done)
+            self.workers.submit("place", run, on_done=done, lane="live")
 
     def start_umap(self) -> None:
         """UMAP in memviz.layout's warm worker process (numba never compiles in this process);
@@ -396,7 +397,7 @@ class MapPanel(ScatterPanel):
                                                                              data.agents)):
             return False
         rows = rows[self.state.visible_mask()[rows]]
-        if not len(rows) or np.isin(rows, self.rows).any():
+        if not len(rows) or len(self.point_of_rows(rows)):  # (a lookup table, not a sort of every row drawn)
             return not len(rows)
         codes = (data.kind_codes if by == "kind" else data.agent_codes)[rows]
         size = np.where(np.isnan(data.arrays.valid_until[rows]), 6.0, 4.0)

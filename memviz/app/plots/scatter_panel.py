@@ -12,7 +12,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPoint, QPointF, QRect, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QPainter, QPainterPath, QPen
-from PySide6.QtWidgets import QGraphicsPathItem, QHBoxLayout, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem, QHBoxLayout, QVBoxLayout, QWidget
 
 from memviz.app.plots import style
 from memviz.app.plots.points_item import PointsItem
@@ -103,6 +103,8 @@ class ScatterPanel(QWidget):
         self.plot.showGrid(x=True, y=True, alpha=0.15)
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()
+        for name in ("left", "bottom"):  # axes and grid repaint from a picture unless their range changes
+            self.plot.getAxis(name).setCacheMode(QGraphicsItem.DeviceCoordinateCache)
         self.points = PointsItem()
         self.plot.addItem(self.points)
         self.overlay = PointsItem()
@@ -278,8 +280,15 @@ class ScatterPanel(QWidget):
             gen.setSize(self.plot.size())
             gen.setViewBox(QRect(0, 0, self.plot.width(), self.plot.height()))
             gen.setTitle("memviz plot")
+            cached = [it for it in self.plot.scene().items() if it.cacheMode() != QGraphicsItem.NoCache]
+            for it in cached:  # vectors, not the pictures kept for repaints
+                it.setCacheMode(QGraphicsItem.NoCache)
             p = QPainter(gen)
-            self.plot.render(p)
-            p.end()
+            try:
+                self.plot.render(p)
+            finally:
+                p.end()
+                for it in cached:
+                    it.setCacheMode(QGraphicsItem.DeviceCoordinateCache)
         elif not self.plot.grab().save(path):
             raise OSError(f"could not write {path}")
