@@ -213,9 +213,9 @@ def _add_links(prov, links, arrays: MemoryArrays) -> None:
 
 
 def _extend_codes(codes: np.ndarray, names: list[str], values: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
-    """Codes for n rows: the old ones, and those of `rows` looked up in `names` (extended in place)."""
-    out = np.empty(n, np.int64)
-    out[:len(codes)] = codes
+    """Codes for n rows: the old ones, and those of `rows` looked up in `names` (extended in place).
+    The codes grow inside a buffer with spare rows, like the columns."""
+    out = grow(codes, np.zeros(n - len(codes), np.int64), patch=True)
     lookup = {v: i for i, v in enumerate(names)}
     for r in rows.tolist():
         v = str(values[r])

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem, QHBoxLayout, QVB
 
 from memviz.app.plots import style
 from memviz.app.plots.points_item import PointsItem
+from memviz.session.refresh import grow
 from memviz.session.state import AppState
 
 PICK_PIXELS = 8
@@ -145,9 +146,18 @@ class ScatterPanel(QWidget):
         self._row_to_point = None
 
     def add_points(self, x: np.ndarray, y: np.ndarray, rows: np.ndarray) -> None:
-        """Points drawn after the others (PointsItem.append): their rows become pickable and selectable."""
-        self.set_points(np.r_[self.x, np.asarray(x, float)], np.r_[self.y, np.asarray(y, float)],
-                        np.r_[self.rows, np.asarray(rows, np.int64)])
+        """Points drawn after the others (PointsItem.append): their rows become pickable and
+        selectable. The arrays grow inside buffers with spare rows (a live refresh adds a few
+        points to 100k without copying them)."""
+        start, rows = len(self.rows), np.asarray(rows, np.int64)
+        self.x, self.y = grow(self.x, np.asarray(x, float)), grow(self.y, np.asarray(y, float))
+        self.rows = grow(self.rows, rows)
+        lut = self._row_to_point
+        if lut is not None and len(rows):
+            if rows.max() >= len(lut):
+                lut = grow(lut, np.full(int(rows.max()) + 1 - len(lut), -1, np.int64))
+            lut[rows] = np.arange(start, start + len(rows))
+        self._row_to_point = lut
 
     def flash_new(self, x: np.ndarray, y: np.ndarray) -> None:
         """Ring new memories for a moment (FLASH_MS): they show up without moving the view."""
