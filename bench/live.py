@@ -136,10 +136,18 @@ def fresh_rss(db: str) -> int:
     win.opened.connect(opened.append)
     win.open_path(db)
     pump(app, lambda: opened, 300)
-    pump(app, lambda: False, 3)  # graph job, first paint
+    settle(app, win)  # graph, labels, first paint
     print(json.dumps({"rss": rss_mb()}))
     win.close()
     return 0
+
+
+def settle(app, win) -> None:
+    """Until the jobs that follow an open (graph, map labels, copies) are done, then 2 s more:
+    what is measured is the window at rest beside the agent, not the end of its opening."""
+    pump(app, lambda: False, 3)
+    pump(app, win.workers.idle, 300)
+    pump(app, lambda: False, 2)
 
 
 def pump(app, until, seconds: float) -> bool:
@@ -171,7 +179,7 @@ def run_case(app, template: str, n: int, rate: float, seconds: float, umap: bool
     win.opened.connect(opened.append)
     win.open_path(db)
     pump(app, lambda: opened, 600)
-    pump(app, lambda: False, 3)
+    settle(app, win)
     if query:  # a query on screen: it runs again after every write
         ranked = []
         win.query.ranked.connect(lambda *a: ranked.append(1))

@@ -155,3 +155,20 @@ def test_a_large_item_repaints_from_its_picture_and_append_draws_only_new_points
     plot.plotItem.vb.setRange(xRange=(1, 11), yRange=(0, 6), padding=0)  # the view moves: all again
     assert close(pixel_at(plot, item, 8, 5), BLUE) and close(pixel_at(plot, item, 2, 1), GREEN)
     assert len(drawn) == 4 and drawn[3] > 100  # (those in the new view)
+
+
+def test_new_memories_stay_ringed_for_their_own_moment_only(qtbot, monkeypatch):
+    """An agent writing steadily: each refresh's new points are ringed for FLASH_MS, then their
+    rings go, however many refreshes follow (they do not pile up while the timer restarts)."""
+    import memviz.app.plots.scatter_panel as scatter
+    from memviz.session.state import AppState
+
+    monkeypatch.setattr(scatter, "FLASH_MS", 400)
+    panel = scatter.ScatterPanel(AppState())
+    qtbot.addWidget(panel)
+    panel.flash_new([1.0], [1.0])
+    qtbot.wait(250)
+    panel.flash_new([2.0, 3.0], [2.0, 3.0])
+    assert list(panel.fresh.get_data()[0]) == [1.0, 2.0, 3.0]
+    qtbot.waitUntil(lambda: list(panel.fresh.get_data()[0]) == [2.0, 3.0], timeout=2000)
+    qtbot.waitUntil(lambda: len(panel.fresh) == 0, timeout=2000)

@@ -111,6 +111,10 @@ class Workers(QObject):
     def running(self, name: str) -> bool:
         return name in self._latest
 
+    def idle(self) -> bool:
+        """No job running (benchmarks: the window has settled after opening a store)."""
+        return not self._latest
+
     def wait(self, msecs: int = 30000) -> bool:
         """Block until every pool is idle (tests, benchmarks, shutdown). Deliveries still need the event loop."""
         return all(p.waitForDone(msecs) for p in self._pools.values())

@@ -8,6 +8,8 @@ onto a QSvgGenerator (where PointsItem draws vector symbols).
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPoint, QPointF, QRect, Qt, QTimer, Signal
@@ -114,7 +116,8 @@ class ScatterPanel(QWidget):
         self.fresh = PointsItem()  # rings around memories the agent just wrote (flash_new)
         self.fresh.setZValue(9)
         self.plot.addItem(self.fresh)
-        self._fresh_timer = QTimer(self, singleShot=True, interval=FLASH_MS, timeout=self.fresh.clear)
+        self._flashes: list[tuple] = []  # (monotonic time, x, y) of each batch ringed, oldest first
+        self._fresh_timer = QTimer(self, singleShot=True, timeout=lambda: self.flash_new([], []))
         self.hover = pg.TextItem(anchor=(0, 1), color=(20, 20, 20), fill=pg.mkBrush(255, 255, 225, 235),
                                  border=pg.mkPen(150, 150, 150))
         self.hover.setZValue(1e9)
@@ -160,11 +163,18 @@ class ScatterPanel(QWidget):
         self._row_to_point = lut
 
     def flash_new(self, x: np.ndarray, y: np.ndarray) -> None:
-        """Ring new memories for a moment (FLASH_MS): they show up without moving the view."""
-        old_x, old_y = self.fresh.get_data() if self._fresh_timer.isActive() else (np.zeros(0), np.zeros(0))
-        self.fresh.set_data(np.r_[old_x, np.asarray(x, float)], np.r_[old_y, np.asarray(y, float)], size=15,
-                            styles=[{"pen": pg.mkPen(style.NEW, width=2), "brush": None}])
-        self._fresh_timer.start()
+        """Ring new memories for a moment (FLASH_MS each): they show up without moving the view.
+        Each batch expires on its own time (an agent writing steadily does not keep them all ringed)."""
+        now = time.monotonic()
+        if len(x):
+            self._flashes.append((now, np.asarray(x, float), np.asarray(y, float)))
+        self._flashes = [f for f in self._flashes if now - f[0] < FLASH_MS / 1000]
+        if not self._flashes:
+            self.fresh.clear()
+            return
+        self.fresh.set_data(np.concatenate([f[1] for f in self._flashes]), np.concatenate([f[2] for f in self._flashes]),
+                            size=15, styles=[{"pen": pg.mkPen(style.NEW, width=2), "brush": None}])
+        self._fresh_timer.start(max(1, int((self._flashes[0][0] + FLASH_MS / 1000 - now) * 1000) + 1))
 
     def point_of_rows(self, rows: np.ndarray) -> np.ndarray:
         """Indices of the drawn points showing these rows (rows not drawn are skipped)."""
