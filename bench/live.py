@@ -15,6 +15,25 @@ transaction and, every other write, a recall (access count and time) of an older
 Stores come from bench/app.py's generator, kept under $TMPDIR/memviz-bench/ (a fresh copy per
 case). The machine may be shared: the figures are as measured.
 
+Measured 2026-11-25 11:37-11:48 (after the incremental-repaint work), on the shared two-core
+machine at load average 3-13 (other sessions' jobs), 20 s per case, 1500×950 offscreen, the
+window at rest before the writer starts (settle); rate 0 = no writer (the machine's own stalls):
+
+     memories  w/s writes  lat med  lat p95 CPU-s/s >50ms >100ms  longest delta full RSS start    end  fresh
+       10,000    0      0        -        -    0.02     4      0     90ms     0    0     303MB  303MB  300MB
+       10,000    1     20    160ms    176ms    0.09    16      2    120ms    20    0     303MB  303MB  309MB
+       10,000   20    400    264ms    472ms    0.15    25      5    680ms    41    0     318MB  320MB  320MB
+       10,000  100   1957    252ms    496ms    0.22    39     15    567ms    41    0     321MB  360MB  314MB
+      100,000    0      0        -        -    0.02     4      1    104ms     0    0     821MB  818MB  762MB
+      100,000    1     20    405ms    885ms    0.11    18      6    413ms    20    0     804MB  784MB  828MB
+      100,000   20    400    593ms   3761ms    0.09    67     32    705ms    23    0     820MB  824MB  818MB
+      100,000  100   2000   1818ms   6786ms    0.21    39     16    504ms     7    0     818MB 1071MB  806MB
+  Threads 10-12 and open files 19-21 at start and end in every case.
+  --recall-only, 10,000 at 20 recalls/s for 3600 s (code of 398c727, before the repaint work):
+  7,129 delta refreshes, 0 full, 0.04 CPU-s/s, RSS 302 MB → 274 MB (fresh open: 295 MB),
+  sampled every 5 min: 298 MB flat for 30 min, then down to 274 MB; threads 11 → 11, fds 19 → 19.
+
+Before that work (same machine, quieter, 20 s per case, measured without settling):
 Measured 2026-11-25 on the shared two-core machine (5 other sessions running), 20 s per case,
 1500×950 offscreen; rate 0 = no writer (the machine's own stalls):
 
