@@ -32,6 +32,9 @@ window at rest before the writer starts (settle); rate 0 = no writer (the machin
   --recall-only, 10,000 at 20 recalls/s for 3600 s (code of 398c727, before the repaint work):
   7,129 delta refreshes, 0 full, 0.04 CPU-s/s, RSS 302 MB → 274 MB (fresh open: 295 MB),
   sampled every 5 min: 298 MB flat for 30 min, then down to 274 MB; threads 11 → 11, fds 19 → 19.
+  The same for 900 s on the code of 7fd1929 (after it): 1,801 delta refreshes, 0 full, 0.04 CPU-s/s,
+  RSS 318 MB → 315 MB (fresh open: 302 MB), 315 MB at 300, 600 and 900 s; threads 8, fds 16 at
+  every sample (12 and 20 at the start, while the pool threads of the open were still alive).
 
 Before that work (same machine, quieter, 20 s per case, measured without settling):
 Measured 2026-11-25 on the shared two-core machine (5 other sessions running), 20 s per case,
