@@ -15,6 +15,28 @@ transaction and, every other write, a recall (access count and time) of an older
 Stores come from bench/app.py's generator, kept under $TMPDIR/memviz-bench/ (a fresh copy per
 case). The machine may be shared: the figures are as measured.
 
+Measured 2026-11-25 11:37-11:48 (after the incremental-repaint work), on the shared two-core
+machine at load average 3-13 (other sessions' jobs), 20 s per case, 1500×950 offscreen, the
+window at rest before the writer starts (settle); rate 0 = no writer (the machine's own stalls):
+
+     memories  w/s writes  lat med  lat p95 CPU-s/s >50ms >100ms  longest delta full RSS start    end  fresh
+       10,000    0      0        -        -    0.02     4      0     90ms     0    0     303MB  303MB  300MB
+       10,000    1     20    160ms    176ms    0.09    16      2    120ms    20    0     303MB  303MB  309MB
+       10,000   20    400    264ms    472ms    0.15    25      5    680ms    41    0     318MB  320MB  320MB
+       10,000  100   1957    252ms    496ms    0.22    39     15    567ms    41    0     321MB  360MB  314MB
+      100,000    0      0        -        -    0.02     4      1    104ms     0    0     821MB  818MB  762MB
+      100,000    1     20    405ms    885ms    0.11    18      6    413ms    20    0     804MB  784MB  828MB
+      100,000   20    400    593ms   3761ms    0.09    67     32    705ms    23    0     820MB  824MB  818MB
+      100,000  100   2000   1818ms   6786ms    0.21    39     16    504ms     7    0     818MB 1071MB  806MB
+  Threads 10-12 and open files 19-21 at start and end in every case.
+  --recall-only, 10,000 at 20 recalls/s for 3600 s (code of 398c727, before the repaint work):
+  7,129 delta refreshes, 0 full, 0.04 CPU-s/s, RSS 302 MB → 274 MB (fresh open: 295 MB),
+  sampled every 5 min: 298 MB flat for 30 min, then down to 274 MB; threads 11 → 11, fds 19 → 19.
+  The same for 900 s on the code of 7fd1929 (after it): 1,801 delta refreshes, 0 full, 0.04 CPU-s/s,
+  RSS 318 MB → 315 MB (fresh open: 302 MB), 315 MB at 300, 600 and 900 s; threads 8, fds 16 at
+  every sample (12 and 20 at the start, while the pool threads of the open were still alive).
+
+Before that work (same machine, quieter, 20 s per case, measured without settling):
 Measured 2026-11-25 on the shared two-core machine (5 other sessions running), 20 s per case,
 1500×950 offscreen; rate 0 = no writer (the machine's own stalls):
 
@@ -136,10 +158,18 @@ def fresh_rss(db: str) -> int:
     win.opened.connect(opened.append)
     win.open_path(db)
     pump(app, lambda: opened, 300)
-    pump(app, lambda: False, 3)  # graph job, first paint
+    settle(app, win)  # graph, labels, first paint
     print(json.dumps({"rss": rss_mb()}))
     win.close()
     return 0
+
+
+def settle(app, win) -> None:
+    """Until the jobs that follow an open (graph, map labels, copies) are done, then 2 s more:
+    what is measured is the window at rest beside the agent, not the end of its opening."""
+    pump(app, lambda: False, 3)
+    pump(app, win.workers.idle, 300)
+    pump(app, lambda: False, 2)
 
 
 def pump(app, until, seconds: float) -> bool:
@@ -158,7 +188,7 @@ def run_case(app, template: str, n: int, rate: float, seconds: float, umap: bool
 
     from memviz.app.window import MainWindow
 
-    db = os.path.join(DIR, f"live-case-{n}.db")
+    db = os.path.join(DIR, f"live-case-{n}-{os.getpid()}.db")  # per process: cases may run side by side
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(db + suffix):
             os.remove(db + suffix)
@@ -171,7 +201,7 @@ def run_case(app, template: str, n: int, rate: float, seconds: float, umap: bool
     win.opened.connect(opened.append)
     win.open_path(db)
     pump(app, lambda: opened, 600)
-    pump(app, lambda: False, 3)
+    settle(app, win)
     if query:  # a query on screen: it runs again after every write
         ranked = []
         win.query.ranked.connect(lambda *a: ranked.append(1))
@@ -187,21 +217,33 @@ def run_case(app, template: str, n: int, rate: float, seconds: float, umap: bool
         win.map.start_umap()
     rss0, (th0, fd0) = rss_mb(), threads_and_fds()
     # event-loop lateness: a 10 ms timer
-    gaps, last = [], [time.monotonic()]
+    # (counts, not a list of gaps: an hour of ticks would be 15 MB of the RSS measured)
+    gaps, last = {"50": 0, "100": 0, "longest": 0.0}, [time.monotonic()]
 
     def tick():
         t = time.monotonic()
-        gaps.append(t - last[0] - 0.010)
+        gap = t - last[0] - 0.010
+        gaps["50"] += gap > 0.050
+        gaps["100"] += gap > 0.100
+        gaps["longest"] = max(gaps["longest"], gap)
         last[0] = t
     timer = QTimer(interval=10, timeout=tick)
     timer.start()
-    log = os.path.join(DIR, "live-writer.log")
+    log = os.path.join(DIR, f"live-writer-{os.getpid()}.log")
     refreshes0 = dict(win.refreshes)
     cpu0, t0 = cpu_s(), time.monotonic()
     if rate > 0:
         proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--writer", db, str(rate), str(seconds), log,
                                  "1" if recall_only else "0"])
-        pump(app, lambda: proc.poll() is not None, seconds + 60)
+        samples = []  # a long run: RSS, threads, fds every 5 minutes (to stderr), to see it level off
+
+        def sample():
+            if time.monotonic() - t0 >= 300 * (len(samples) + 1):
+                samples.append((time.monotonic() - t0, rss_mb(), *threads_and_fds()))
+                at, rss, th, fd = samples[-1]
+                print(f"  {at:5.0f} s  RSS {rss:4.0f} MB  threads {th}  fds {fd}", file=sys.stderr, flush=True)
+            return proc.poll() is not None
+        pump(app, sample, seconds + 60)
     else:  # no writer: what the window and the machine do on their own (stalls from a busy machine)
         open(log, "w").close()
         pump(app, lambda: False, seconds)
@@ -217,8 +259,7 @@ def run_case(app, template: str, n: int, rate: float, seconds: float, umap: bool
         "lat_med": statistics.median(lat) if lat else float("nan"),
         "lat_p95": lat[int(0.95 * (len(lat) - 1))] if lat else float("nan"),
         "cpu_per_s": (cpu1 - cpu0) / (t1 - t0),
-        "stalls50": sum(g > 0.050 for g in gaps), "stalls100": sum(g > 0.100 for g in gaps),
-        "longest_ms": 1000 * max(gaps, default=0),
+        "stalls50": gaps["50"], "stalls100": gaps["100"], "longest_ms": 1000 * gaps["longest"],
         "delta": win.refreshes["delta"] - refreshes0["delta"], "full": win.refreshes["full"] - refreshes0["full"],
         "rss0": rss0, "rss1": rss_mb(), "threads": (th0, threads_and_fds()[0]), "fds": (fd0, threads_and_fds()[1]),
         "umap_s": (umap_done[0] - t0) if umap_done else None,
@@ -230,6 +271,10 @@ def run_case(app, template: str, n: int, rate: float, seconds: float, umap: bool
         out["rss_fresh"] = json.loads(got.stdout.strip().splitlines()[-1])["rss"]
     except (ValueError, IndexError):
         out["rss_fresh"] = float("nan")
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(db + suffix):
+            os.remove(db + suffix)
+    os.remove(log)
     return out
 
 
@@ -261,11 +306,10 @@ def main(argv=None) -> int:
             got = subprocess.run([sys.executable, os.path.abspath(__file__), "--case", str(n), str(rate),
                                   str(args.seconds), "1" if args.umap else "0", "1" if args.recall_only else "0",
                                   "1" if args.query else "0"],
-                                 capture_output=True, text=True)
+                                 stdout=subprocess.PIPE, text=True)  # its stderr: the long run's samples, errors
             try:
                 r = json.loads(got.stdout.strip().splitlines()[-1])
             except (ValueError, IndexError):
-                print(got.stderr[-2000:], file=sys.stderr)
                 continue
             rows.append(r)
             print(json.dumps(r), file=sys.stderr, flush=True)

@@ -272,3 +272,29 @@ def test_detail_scroll_and_follow_newest(qtbot, make_window, tmp_path, monkeypat
     (lo2, hi2), _ = win.timeline.vb.viewRange()
     assert lo2 <= 1_800_000_000 <= hi2 and abs((hi2 - lo2) - width) < width * 1e-6  # slid, same zoom
     assert list(win.timeline.fresh.get_data()[0]) == [1_800_000_000]  # the new memory is ringed a moment
+
+
+@pytest.mark.parametrize("column,descending", [(2, False), (3, True), (4, False)])
+def test_new_rows_enter_the_sorted_table_where_a_full_sort_puts_them(qtbot, live, monkeypatch, column, descending):
+    """Inserts and recalls (nothing a filter or the sort reads changed) go into the table's order
+    by a binary search, not a sort of every row; the order is the one a full refilter makes."""
+    win, path = live
+    t = win.table
+    t._header_clicked(column)  # importance / event time / content
+    if descending:
+        t._header_clicked(column)
+    t.search.setText("observation")  # the agent's rows, found in the search they arrive in
+    qtbot.wait(400)  # (the search applies after a pause in typing)
+    t.view.scrollTo(t.model.index(0, 0), QAbstractItemView.PositionAtTop)
+    full = []
+    real = t.refilter
+    monkeypatch.setattr(t, "refilter", lambda *a, **k: (full.append(1), real(*a, **k)))
+    proc = agent(path, "--rate", "20", "--seconds", "1.5")
+    out = finished(qtbot, proc)
+    caught_up(qtbot, win, path)
+    assert full == []
+    assert win.refreshes["delta"] >= 1
+    live_order = t.model.order.copy()
+    assert len(live_order) == len(out["inserted"])
+    real()
+    np.testing.assert_array_equal(live_order, t.model.order)

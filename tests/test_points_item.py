@@ -124,3 +124,51 @@ def test_append_draws_like_set_data_of_everything(plot):
     assert a.dataBounds(0) == b.dataBounds(0) and a.dataBounds(1) == b.dataBounds(1)
     assert not a.append([1.0], [1.0], [2], size=8)   # a style it was not given
     assert not a.append([1.0], [1.0], [0], size=30)  # a size not drawn yet
+
+
+def test_a_large_item_repaints_from_its_picture_and_append_draws_only_new_points(plot, monkeypatch):
+    from memviz.app.plots import points_item as P
+
+    monkeypatch.setattr(P, "CACHE_MIN", 50)
+    item = PointsItem()
+    plot.addItem(item)
+    rng = np.random.default_rng(0)
+    styles = [{"brush": pg.mkBrush(*c), "pen": None} for c in (RED, BLUE, GREEN)]
+    x, y = rng.uniform(0, 4, 200), rng.uniform(0, 2, 200)  # the lower left corner, red
+    codes = np.zeros(200, np.int64)
+    codes[-2:] = [1, 2]  # (append draws in the styles set_data drew)
+    x[-2:], y[-2:] = 0.1, 0.1
+    item.set_data(x, y, codes=codes, styles=styles, size=8)
+    plot.plotItem.vb.setRange(xRange=(0, 10), yRange=(0, 6), padding=0)
+    drawn = []
+    real = item._draw
+    monkeypatch.setattr(item, "_draw", lambda p, vis, *a: (drawn.append(len(vis)), real(p, vis, *a)))
+    assert close(pixel_at(plot, item, x[0], y[0]), RED)
+    assert drawn == [200]  # every point once, for this view
+    plot.grab()
+    assert drawn == [200]  # the same view again: the picture, no point drawn
+    assert item.append([8.0], [5.0], [1], size=8)  # beyond the bounds so far: they grow, the point is drawn alone
+    assert close(pixel_at(plot, item, 8, 5), BLUE) and close(pixel_at(plot, item, x[0], y[0]), RED)
+    assert item.append([2.0], [1.0], [2], size=8)  # inside them, on top of the red ones
+    assert close(pixel_at(plot, item, 2, 1), GREEN)
+    assert drawn == [200, 1, 1]
+    plot.plotItem.vb.setRange(xRange=(1, 11), yRange=(0, 6), padding=0)  # the view moves: all again
+    assert close(pixel_at(plot, item, 8, 5), BLUE) and close(pixel_at(plot, item, 2, 1), GREEN)
+    assert len(drawn) == 4 and drawn[3] > 100  # (those in the new view)
+
+
+def test_new_memories_stay_ringed_for_their_own_moment_only(qtbot, monkeypatch):
+    """An agent writing steadily: each refresh's new points are ringed for FLASH_MS, then their
+    rings go, however many refreshes follow (they do not pile up while the timer restarts)."""
+    import memviz.app.plots.scatter_panel as scatter
+    from memviz.session.state import AppState
+
+    monkeypatch.setattr(scatter, "FLASH_MS", 400)
+    panel = scatter.ScatterPanel(AppState())
+    qtbot.addWidget(panel)
+    panel.flash_new([1.0], [1.0])
+    qtbot.wait(250)
+    panel.flash_new([2.0, 3.0], [2.0, 3.0])
+    assert list(panel.fresh.get_data()[0]) == [1.0, 2.0, 3.0]
+    qtbot.waitUntil(lambda: list(panel.fresh.get_data()[0]) == [2.0, 3.0], timeout=2000)
+    qtbot.waitUntil(lambda: len(panel.fresh) == 0, timeout=2000)

@@ -59,7 +59,7 @@ def test_int8_first_pass_error_is_within_its_bound(dim, kind):
     assert (a[:, None] == a[None, :])[same].all()
 
 
-def _store_with(store, V, seed, *, model):
+def _store_with(store, V, seed, *, model, first=0):
     """Memories holding the vectors V with coarse importance and times (many equal scores)."""
     rng = np.random.default_rng(seed)
     n = len(V)
@@ -67,7 +67,7 @@ def _store_with(store, V, seed, *, model):
     for i in range(n):
         gt = ("event", "thought", "chat")[i % 3]
         recs.append(dict(
-            id=f"m{i:04d}", agent="ab"[i % 2], kind=("episode", "fact")[i % 2], content=f"note {i % 7}",
+            id=f"m{first + i:04d}", agent="ab"[i % 2], kind=("episode", "fact")[i % 2], content=f"note {i % 7}",
             importance=float(rng.integers(4, 6)), embedding=V[i] if V[i].any() else None, embedding_model=model,
             event_time=T0 - 3600 * int(rng.integers(0, 3)), created_at=T0 - 3600 * int(rng.integers(0, 3)),
             last_accessed=T0 - 60 * int(rng.integers(0, 4)) if rng.random() < 0.7 else None,
@@ -220,3 +220,63 @@ def test_a_view_of_the_same_vectors_shares_the_index_and_keeps_the_bound(store):
         got, base = moved.score(p), plain.score(p)
         assert got.ids == base.ids, (name, extra)
         np.testing.assert_array_equal(got.score, base.score)
+
+
+def test_an_extended_index_equals_one_built_afresh_and_keeps_both_bounds():
+    """A live refresh appends rows and re-embeds some: the index grows in place (only those rows
+    quantised), its codes are those a fresh build makes, and every row's first-pass error stays
+    within the bound, for the grown index and for the one it grew from."""
+    dim = 256
+    V = _adversarial_vectors(900, dim, 5)
+    old = quantized.Int8Index(V[:600])
+    W = V.copy()
+    W[[3, 70]] = unit_vectors(2, dim, 11)   # re-embedded in place
+    W[650] = 0.0
+    spiky = np.full(dim, 1e-4, np.float32)
+    spiky[2] = 1.0
+    W[880] = _unit(spiky)                    # a worse residual than any row before: R grows
+    grown = old.extended(W[:750], [3, 70])
+    grown = grown.extended(W, [])            # room runs out: a larger buffer, amortised
+    fresh = quantized.Int8Index(W)
+    np.testing.assert_array_equal(grown.codes, fresh.codes)
+    np.testing.assert_array_equal(grown.scale, fresh.scale)
+    assert grown.resid_max >= fresh.resid_max and grown.norm_max >= fresh.norm_max
+    for q in (W[0], W[3], W[880], unit_vectors(1, dim, 9)[0]):
+        for idx, M in ((grown, W), (old, W[:600])):  # the old index sees the re-embedded rows as patched
+            approx, err = idx.cosines(q)
+            gap = np.abs(approx - C.exact_relevance(M, np.arange(len(M)), q))
+            assert len(approx) == len(M) and (gap <= err).all(), f"bound {err} broken by {gap.max()}"
+
+
+def test_a_live_refresh_carries_the_index_instead_of_building_it_again(store):
+    """refresh.install hands the new arrays the old index extended (quantized.carry): the same
+    codes buffer, no build thread; a query on them ranks like the float32 path."""
+    from memviz.session.refresh import apply_rows
+
+    dim = 256
+    V = _adversarial_vectors(400, dim, 2)
+    _store_with(store, V[:300], 2, model="test/256")
+    arrays = store.arrays()
+    old = quantized.index_for(arrays, wait=True, min_rows=0)
+    _store_with(store, V[300:], 3, model="test/256", first=300)  # 100 more rows, as an agent would write them
+    everything = store.arrays()
+    fresh_rows = dataclasses.replace(everything, **{f.name: getattr(everything, f.name)[300:] for f in
+                                                    dataclasses.fields(everything) if f.name not in
+                                                    ("embedding_model", "_index")
+                                                    and getattr(everything, f.name) is not None})
+    got = apply_rows(arrays, fresh_rows)
+    quantized.carry(arrays, got.arrays, got.changed)
+    new = got.arrays
+    idx = quantized.index_for(new, min_rows=0)
+    assert idx is not None and idx.codes.base is old.codes.base and len(idx.codes) == 400
+    fast = Engine(store, new, now=T0)
+    fast.set_query(vector=V[350])
+    fast._relevance()  # the first pass runs when a preset first needs it
+    assert fast._rel_err > 100 * fast._delta  # the int8 first pass
+    own = dataclasses.replace(new, embedding=new.embedding.copy())
+    own._index = None
+    plain = Engine(store, own, now=T0)
+    plain.set_query(vector=V[350])
+    for name, extra in _variants():
+        p = preset_params(name, **extra)
+        assert fast.score(p).ids == plain.score(p).ids, (name, extra)

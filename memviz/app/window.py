@@ -569,7 +569,7 @@ class MainWindow(QMainWindow):
 
         def failed(err: Exception) -> None:
             self.statusBar().showMessage(f"Could not read the store's changes: {err}", 8000)
-        self.workers.submit("refresh", lambda t: read_refresh(data), on_done=done, on_error=failed)
+        self.workers.submit("refresh", lambda t: read_refresh(data), on_done=done, on_error=failed, lane="live")
 
     def show_error(self, title: str, text: str) -> None:
         """A non-blocking message box (plain text); kept in `error_box` so tests can read it."""

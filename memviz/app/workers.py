@@ -7,7 +7,9 @@ one (its `task.cancelled` turns True, its cancel hooks run, and its result, if i
 arrives, is thrown away), so only the latest query / layout / load reaches the panels.
 Results, errors and progress are delivered on the GUI thread.
 Lanes are separate pools: "engine" has one thread so the retrieval engine is never used
-by two threads at once; "bg" runs everything else.
+by two threads at once; "live" has one thread for a live refresh and the placing of its new
+points, so they never wait behind a long job (a layout, labels, the graph); "bg" runs
+everything else.
 """
 from __future__ import annotations
 
@@ -84,7 +86,7 @@ class Workers(QObject):
     def pool(self, lane: str) -> QThreadPool:
         if lane not in self._pools:
             p = QThreadPool(self)
-            p.setMaxThreadCount(1 if lane == "engine" else 2)
+            p.setMaxThreadCount(1 if lane in ("engine", "live") else 2)
             self._pools[lane] = p
         return self._pools[lane]
 
@@ -108,6 +110,10 @@ class Workers(QObject):
 
     def running(self, name: str) -> bool:
         return name in self._latest
+
+    def idle(self) -> bool:
+        """No job running (benchmarks: the window has settled after opening a store)."""
+        return not self._latest
 
     def wait(self, msecs: int = 30000) -> bool:
         """Block until every pool is idle (tests, benchmarks, shutdown). Deliveries still need the event loop."""

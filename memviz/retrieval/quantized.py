@@ -42,10 +42,12 @@ import numpy as np
 MIN_ROWS = 20_000     # below this the float32 product takes a few milliseconds: no index
 _CHUNK = 32_768       # rows quantised at a time (bounds the float64 temporaries)
 _U64 = 2.0 ** -53
+GROW = 1 / 16         # spare rows kept in the code and scale buffers, as a share of the rows (at least 256)
 
 _kernel = None
 _kernel_lock = threading.Lock()
 _build_lock = threading.Lock()
+_extend_lock = threading.Lock()
 
 
 def _dot_kernel():
@@ -66,6 +68,10 @@ def _dot_kernel():
         return _kernel or None
 
 
+def _room(n: int) -> int:
+    return max(256, int(n * GROW))
+
+
 def _quantise(x: np.ndarray):
     """Codes, scales (float64) and the float64 norms of the residual and of the row, per row of x."""
     x64 = x.astype(np.float64)
@@ -84,24 +90,76 @@ def _quantise(x: np.ndarray):
 
 
 class Int8Index:
-    """The int8 codes of an embedding matrix and what the error bound needs (see the module docstring)."""
+    """The int8 codes of an embedding matrix and what the error bound needs (see the module docstring).
+
+    `extended` makes the index of a grown matrix (a live refresh appended rows, re-embedded some)
+    without quantising it all again: codes and scales sit in buffers with spare rows, shared
+    between the two indexes like the matrix's rows are (memviz.session.refresh)."""
 
     def __init__(self, embedding: np.ndarray, kernel=None):
         n, d = embedding.shape
         self.dim = d
-        self.codes = np.empty((n, d), np.int8)
-        self.scale = np.empty(n, np.float64)
+        codes = np.empty((n + _room(n), d), np.int8)
+        scale = np.empty(n + _room(n), np.float64)
+        self.codes, self.scale = codes[:n], scale[:n]
+        self._bound = [0.0, 0.0]  # R, N (shared by the indexes sharing these buffers): see extended
+        self._claim = [n]         # rows of the buffers some index holds (shared): spare rows are beyond
+        self._quantise_into(embedding, 0)
+        self._kernel = kernel or _dot_kernel()
+
+    def _quantise_into(self, rows: np.ndarray, start: int, at: np.ndarray | None = None) -> None:
+        """Codes and scales of `rows` written at start.. (or at rows `at`); R and N raised to cover them."""
         resid_max = norm_max = 0.0
-        for start in range(0, n, _CHUNK):
-            c, s, r, nx = _quantise(embedding[start:start + _CHUNK])
-            self.codes[start:start + len(c)] = c
-            self.scale[start:start + len(c)] = s
+        for i in range(0, len(rows), _CHUNK):
+            c, s, r, nx = _quantise(rows[i:i + _CHUNK])
+            where = slice(start + i, start + i + len(c)) if at is None else at[i:i + _CHUNK]
+            self.codes.base[where] = c
+            self.scale.base[where] = s
             if len(c):
                 resid_max = max(resid_max, float(r.max()))
                 norm_max = max(norm_max, float(nx.max()))
-        self.resid_max = resid_max * (1 + 1e-12)
-        self.norm_max = norm_max * (1 + 1e-12)
-        self._kernel = kernel or _dot_kernel()
+        b = self._bound
+        b[0], b[1] = max(b[0], resid_max * (1 + 1e-12)), max(b[1], norm_max * (1 + 1e-12))
+
+    @property
+    def resid_max(self) -> float:
+        return self._bound[0]
+
+    @property
+    def norm_max(self) -> float:
+        return self._bound[1]
+
+    def extended(self, embedding: np.ndarray, changed: np.ndarray) -> Int8Index:
+        """The index of `embedding`: this index's rows (the first len(self.codes) of it) with the
+        rows beyond them quantised and appended, and the rows `changed` (re-embedded since)
+        quantised again in place. Appending writes into the spare rows (copied into a larger
+        buffer only when they run out: amortised), so this index keeps seeing its own rows.
+
+        Why the bound stays valid, for both indexes: R and N are maxima over rows, kept in one
+        list the two share and only ever raised, so every row either index holds is covered (a
+        row re-embedded keeps its old residual in the maximum too, which only widens the bound).
+        A re-embedded row is patched where the matrix patched it (refresh.apply_rows): in the
+        shared buffer, for both, or in the new one when the rows were copied."""
+        n, m = len(self.codes), len(embedding)
+        new = object.__new__(Int8Index)
+        new.dim, new._kernel, new._bound, new._claim = self.dim, self._kernel, self._bound, self._claim
+        codes, scale = self.codes.base, self.scale.base
+        if codes is None or len(codes) < m or self._claim[0] != n:
+            # no room left, or another index was extended from this one: a larger buffer (the old
+            # one stays with the indexes holding it)
+            codes = np.empty((m + _room(m), self.dim), np.int8)
+            scale = np.empty(m + _room(m), np.float64)
+            codes[:n], scale[:n] = self.codes, self.scale
+            new._claim = [m]
+        new._claim[0] = m
+        new.codes, new.scale = codes[:m], scale[:m]
+        changed = np.asarray(changed, np.int64)
+        changed = changed[changed < n]
+        if len(changed):
+            new._quantise_into(embedding[changed], 0, at=changed)
+        if m > n:
+            new._quantise_into(embedding[n:m], n)
+        return new
 
     @property
     def usable(self) -> bool:
@@ -131,6 +189,15 @@ def index_for(arrays, *, wait: bool = False, min_rows: int = MIN_ROWS) -> Int8In
     idx = getattr(arrays, "_int8_index", None)
     if idx is not None:
         return idx or None
+    base = getattr(arrays, "_int8_base", None)
+    if base is not None:  # made by a live refresh while the index it extends was being built
+        older, changed = base
+        if getattr(older, "_int8_index", None) is None:
+            if not wait:
+                return None
+            index_for(older, wait=True, min_rows=0)
+        _extend(older, arrays, changed)
+        return arrays._int8_index or None
     n = len(arrays)
     if n < min_rows or arrays.dim == 0:
         return None
@@ -166,3 +233,35 @@ def _build(arrays, key) -> None:
             for k in [k for k, (ref, _) in _by_matrix.items() if ref() is None]:
                 del _by_matrix[k]  # matrices gone: their indexes with them
             _by_matrix[key] = (weakref.ref(arrays.embedding), arrays._int8_index)
+
+
+def carry(old, new, changed) -> None:
+    """A live refresh made arrays `new` from `old` (rows appended; `changed`: rows re-embedded in
+    place): `new`'s index is `old`'s extended (Int8Index.extended), not built again; at once if
+    `old`'s is ready, else when it is (index_for). Nothing when `old` has none."""
+    if new.dim != old.dim:
+        return
+    if getattr(old, "_int8_index", None) is not None:
+        _extend(old, new, changed)
+        return
+    base = getattr(old, "_int8_base", None)
+    if base is not None:  # still waiting for the same build
+        new._int8_base = (base[0], np.union1d(base[1], changed).astype(np.int64))
+        return
+    with _build_lock:
+        building = id(old.embedding) in _building
+    if building:
+        new._int8_base = (old, np.asarray(changed, np.int64))
+
+
+def _extend(old, new, changed) -> None:
+    with _extend_lock:
+        if getattr(new, "_int8_index", None) is not None:
+            return  # another thread did
+        idx = old._int8_index
+        new._int8_index = idx.extended(new.embedding, changed) if idx else False
+        new._int8_base = None
+    with _build_lock:
+        for k in [k for k, (ref, _) in _by_matrix.items() if ref() is None]:
+            del _by_matrix[k]  # matrices gone (one per refresh): their entries with them
+        _by_matrix[id(new.embedding)] = (weakref.ref(new.embedding), new._int8_index)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
+from memviz.retrieval import quantized
 from memviz.store.arrays import MemoryArrays, load_arrays
 from memviz.store.changes import Changes, changes_since
 
@@ -188,6 +189,8 @@ def install(data, fresh: FreshRows) -> RowsDelta | None:
     touched = np.concatenate([changed, added])
     data.kind_codes = _extend_codes(data.kind_codes, data.kinds, new.kind, touched, len(new))
     data.agent_codes = _extend_codes(data.agent_codes, data.agents, new.agent, touched, len(new))
+    # the int8 index of the queries grows with the matrix (rows appended, re-embedded ones quantised again)
+    quantized.carry(a, new, changed if "embedding" in got.fields or "has_embedding" in got.fields else changed[:0])
     data.arrays = new
     data.counts = counts_of(new, (data.kinds, data.kind_codes), (data.agents, data.agent_codes))
     data.token = fresh.changes.token
@@ -210,9 +213,9 @@ def _add_links(prov, links, arrays: MemoryArrays) -> None:
 
 
 def _extend_codes(codes: np.ndarray, names: list[str], values: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
-    """Codes for n rows: the old ones, and those of `rows` looked up in `names` (extended in place)."""
-    out = np.empty(n, np.int64)
-    out[:len(codes)] = codes
+    """Codes for n rows: the old ones, and those of `rows` looked up in `names` (extended in place).
+    The codes grow inside a buffer with spare rows, like the columns."""
+    out = grow(codes, np.zeros(n - len(codes), np.int64), patch=True)
     lookup = {v: i for i, v in enumerate(names)}
     for r in rows.tolist():
         v = str(values[r])

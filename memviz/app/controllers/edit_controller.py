@@ -159,7 +159,8 @@ class EditController(QObject):
             self.history = None if main is None else History(self._edit_store, attempts=1)
             if self.history is not None:
                 self.history.listeners.append(lambda h: self._sync_later())
-            self.watcher = None if main is None else ChangeWatcher(main)
+            # polled on the edit connection: the GUI thread never waits for a job reading on the window's
+            self.watcher = None if main is None else self._watch(self._edit_store)
             self._rebuild_stack()
             if main is None:
                 self.watch_timer.stop()
@@ -177,6 +178,13 @@ class EditController(QObject):
             self._on_data(self.state.data)
         elif len(self.state.selection) and np.isin(self.state.selection, delta.changed).any():
             self.update_enabled()
+
+    @staticmethod
+    def _watch(store) -> ChangeWatcher | None:
+        try:
+            return ChangeWatcher(store)
+        except (apsw.Error, StoreError):
+            return None  # e.g. the file went away: no live refresh, the next open watches again
 
     @staticmethod
     def _open_second(main):
@@ -492,17 +500,8 @@ class EditController(QObject):
             self._open(box)
         self._say(msg, 8000)
         live = [i for i in out.ids if self._is_live_after(i)]
-        self._rebaseline_watcher()
         self.refresh(select=(live or out.ids) if out.ids else None)
         self.edited.emit(out)
-
-    def _rebaseline_watcher(self) -> None:
-        """Our own commit (on the second connection) is not a change by another process: the
-        reload that follows it covers anything the agent wrote meanwhile."""
-        try:
-            self.watcher = ChangeWatcher(self._main)
-        except (apsw.Error, StoreError):
-            pass  # the window's connection is busy in a job: one extra reload at worst
 
     def _is_live_after(self, mid: str) -> bool:
         try:

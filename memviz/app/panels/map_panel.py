@@ -15,12 +15,13 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QTimer, Signal
 from PySide6.QtGui import QColor, QFont
-from PySide6.QtWidgets import QButtonGroup, QComboBox, QLabel, QSizePolicy, QToolButton
+from PySide6.QtWidgets import QButtonGroup, QComboBox, QGraphicsItem, QLabel, QSizePolicy, QToolButton
 
 from memviz.app.plots import style
 from memviz.app.plots.points_item import PointsItem
 from memviz.app.plots.scatter_panel import ScatterPanel
 from memviz.app.workers import PacedCall, Workers
+from memviz.session.refresh import grow
 from memviz.session.state import AppState, StoreData
 from memviz.store.errors import StoreError
 
@@ -89,6 +90,7 @@ class MapPanel(ScatterPanel):
         self.plot.addItem(self.marker)
         self.legend = pg.LegendItem(offset=(10, 10), labelTextColor=(40, 40, 40), brush=pg.mkBrush(255, 255, 255, 200))
         self.legend.setParentItem(self.vb)
+        self.legend.setCacheMode(QGraphicsItem.DeviceCoordinateCache)  # repainted from a picture under new points
         self._legend_rows: list[tuple] = []  # (brush, text) the legend should show
         self._legend_key: list | None = None  # what it shows
         self.coords: np.ndarray | None = None   # (n, 2) for every row; NaN where not embedded
@@ -274,10 +276,8 @@ class MapPanel(ScatterPanel):
         rows are drawn again; the view stays where the user left it."""
         if self.coords is None:
             return
-        if len(self.coords) < self.state.data.n:
-            grown = np.full((self.state.data.n, 2), np.nan, np.float32)
-            grown[:len(self.coords)] = self.coords
-            self.coords = grown
+        if len(self.coords) < self.state.data.n:  # (a buffer with spare rows: no copy of 100k per refresh)
+            self.coords = grow(self.coords, np.full((self.state.data.n - len(self.coords), 2), np.nan, np.float32))
             self._shown_arrays = self.state.data.arrays
         # new rows appear once placed; a recall changes nothing drawn; retiring, restoring or a
         # new importance do
@@ -292,23 +292,26 @@ class MapPanel(ScatterPanel):
         data = self.state.data
         if data is None or self.coords is None:
             return
-        a, coords = data.arrays, self.coords
-        todo = np.flatnonzero(a.has_embedding & ~np.isfinite(coords[:, 0]))
+        a, coords, layout = data.arrays, self.coords, self._layout_id
         n_before = self._laid_out_n
-        if not len(todo):
-            return
-        xy = np.where(a.has_embedding[:, None], coords, np.nan)  # a row without a vector is no neighbour
 
-        def run(task):
+        def run(task):  # which rows, and the neighbours' positions, are found here too: O(n), off the GUI thread
+            todo = np.flatnonzero(a.has_embedding & ~np.isfinite(coords[:, 0]))
+            xy = np.where(a.has_embedding[:, None], coords, np.nan)  # a row without a vector is no neighbour
+            if not len(todo) or not np.isfinite(xy[:, 0]).any():
+                return todo[:0], xy[:0]
             from memviz.layout.place import place_rows  # not needed at start
-            return place_rows(a.embedding, xy, todo)
+            return todo, place_rows(a.embedding, xy, todo)
 
-        def done(xy) -> None:
-            if self.coords is not coords:
+        def done(out) -> None:
+            todo, xy = out
+            if self._layout_id != layout:
                 self._place_missing()  # the coordinates were replaced meanwhile: place against the new ones
                 return
             ok = np.isfinite(xy[:, 0])
-            self.coords[todo[ok]] = xy[ok]
+            if not ok.any():
+                return
+            self.coords[todo[ok]] = xy[ok]  # (rows only appended since: the same indices)
             self.placed += int(ok.sum())
             self._show_method()
             if not self._live.isActive() and not self._append(todo[ok]):
@@ -316,8 +319,7 @@ class MapPanel(ScatterPanel):
             new = todo[ok][todo[ok] >= n_before]  # placed because they are new (not a layout's leftovers)
             if len(new):
                 self.flash_new(self.coords[new, 0], self.coords[new, 1])
-        if np.isfinite(xy[:, 0]).any():
-            self.workers.submit("place", run, on_done=done)
+        self.workers.submit("place", run, on_done=done, lane="live")
 
     def start_umap(self) -> None:
         """UMAP in memviz.layout's warm worker process (numba never compiles in this process);
@@ -396,7 +398,7 @@ class MapPanel(ScatterPanel):
                                                                              data.agents)):
             return False
         rows = rows[self.state.visible_mask()[rows]]
-        if not len(rows) or np.isin(rows, self.rows).any():
+        if not len(rows) or len(self.point_of_rows(rows)):  # (a lookup table, not a sort of every row drawn)
             return not len(rows)
         codes = (data.kind_codes if by == "kind" else data.agent_codes)[rows]
         size = np.where(np.isnan(data.arrays.valid_until[rows]), 6.0, 4.0)

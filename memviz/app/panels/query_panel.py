@@ -56,6 +56,9 @@ RESULT_COLUMNS = ["rank", "Δ", "score", "why", "kind", "agent", "content"]
 #: starting widths (px) of every column but the content, which takes the rest of the view
 RESULT_WIDTHS = {"rank": 32, "Δ": 34, "score": 54, "why": 80, "kind": 66, "agent": 74}
 COMPACT_WIDTHS = {"rank": 28, "Δ": 28, "score": 52, "why": 50, "kind": 72, "agent": 62}
+# a live refresh runs the query again in at most this share of the time (its own cost paces it):
+# a 5 ms int8 query follows every refresh, a 0.25 s Generative Agents one runs every ~2 s
+RERUN_SHARE = 0.1
 COMPACT_BELOW = 560   # px of results view: narrower than this, the columns beside the content shrink
 HEADER_TIPS = {"why": "The score's weighted components as a stacked bar (relevance, recency, importance); "
                       "hover a bar for its numbers", "Δ": "Change of rank since the previous setting"}
@@ -378,6 +381,9 @@ class QueryPanel(QWidget):
 
         self._score_timer = QTimer(self, singleShot=True, interval=DEBOUNCE_MS, timeout=self.rescore)
         self._text_timer = QTimer(self, singleShot=True, interval=500, timeout=self.run_query)
+        self._rerun_timer = QTimer(self, singleShot=True, timeout=self._rerun)
+        self._rerun_next = 0.0        # monotonic time before which a live rerun waits (RERUN_SHARE)
+        self._rerun_pending = False   # a refresh came while the query ran: once more when it is in
         self._adjust_timer = QTimer(self, singleShot=True, interval=ADJUST_IDLE_MS, timeout=self.end_adjustment)
         for w in (self.alpha, self.beta, self.gamma):
             w.changed.connect(self._params_edited)
@@ -595,10 +601,20 @@ class QueryPanel(QWidget):
             combo.blockSignals(False)
         if self.query_key is not None:
             self._fresh |= set(data.arrays.ids[delta.added].tolist())
-            self._rerun()
+            self._rerun_soon()
+
+    def _rerun_soon(self) -> None:
+        """The query again after a live refresh: one at a time (a running one is not cancelled:
+        refreshes every half second could starve it), paced by its own cost (RERUN_SHARE)."""
+        if self.workers.running("query"):
+            self._rerun_pending = True
+        elif not self._rerun_timer.isActive():
+            self._rerun_timer.start(max(0, int((self._rerun_next - time.monotonic()) * 1000)))
 
     def _rerun(self) -> None:
         """The query again on new data; unless pinned or mid-adjustment, Δ shows what the write changed."""
+        if self.query_key is None:  # (another store since it was asked for)
+            return
         if not self._pinned and not self._adjusting and self._ranks is not None:
             self._baseline = self._ranks
         self._submit_query(self.query_key, rerun=True)
@@ -639,6 +655,7 @@ class QueryPanel(QWidget):
         self._submitted_at = time.perf_counter()
 
         def job(task):
+            t0 = time.monotonic()
             eng = self._engine(data)
             task.check()
             err = None
@@ -653,10 +670,11 @@ class QueryPanel(QWidget):
                 if err is None:
                     raise
                 result = None
-            return result, err, _query_vector(eng, data, key)
+            return result, err, _query_vector(eng, data, key), time.monotonic() - t0
 
         def done(out):
-            result, err, vec = out
+            result, err, vec, cost = out
+            self._rerun_next = time.monotonic() + cost * (1 / RERUN_SHARE - 1)
             self.query_key = key
             self.state.query_text = key[1] if key[0] == "text" else None  # e.g. the Diff panel's top-k query
             self.message.setText(f"The query could not be embedded: {err}" if err else "")
@@ -669,6 +687,7 @@ class QueryPanel(QWidget):
                 self.state.set_result(None)
             else:
                 self._show(result, params, vec)
+            self._rerun_if_pending()
         self.workers.cancel("score")
         self.workers.submit("query", job, on_done=done, on_error=self._failed, lane="engine")
 
@@ -708,6 +727,12 @@ class QueryPanel(QWidget):
 
     def _failed(self, err: Exception) -> None:
         self.message.setText(f"Query failed: {err}")
+        self._rerun_if_pending()
+
+    def _rerun_if_pending(self) -> None:
+        if self._rerun_pending and self.query_key is not None:
+            self._rerun_pending = False
+            self._rerun_soon()
 
     def _result_clicked(self, index) -> None:
         if self.results.result is not None and index.isValid():

@@ -25,6 +25,11 @@ FLAG = "⚠"  # the column of rows memviz could not read as written (details in 
 
 COLUMNS = ["kind", "agent", "importance", "event time", "content", "confidence", "accesses", "protected",
            "status", "id", FLAG]
+# the MemoryArrays column each column sorts by (content, status and the flag are worked out)
+SORTED_BY = {"kind": "kind", "agent": "agent", "importance": "importance", "event time": "event_time",
+             "confidence": "confidence", "accesses": "access_count", "protected": "protected", "id": "ids"}
+# columns a live refresh's changed rows may have changed that move rows in or out of the table
+FILTERED_BY = {"valid_until", "event_time", "kind", "preview"}
 MAX_SELECTION_RUNS = 4000  # beyond this many separate runs the view shows the first ones only
 
 
@@ -117,15 +122,20 @@ class MemoryTableModel(QAbstractTableModel):
             return int(Qt.AlignRight | Qt.AlignVCenter)
         return None
 
-    def sort_key(self, column: int) -> np.ndarray:
+    def sort_key(self, column: int, rows: np.ndarray | None = None) -> np.ndarray:
+        """The values column `column` sorts by, of every row (or of `rows`)."""
         a = self.data_.arrays
         col = COLUMNS[column]
-        return {
-            "kind": a.kind, "agent": a.agent, "importance": a.importance, "event time": a.event_time,
-            "content": self.data_.previews, "confidence": a.confidence, "accesses": a.access_count,
-            "protected": a.protected, "status": np.nan_to_num(a.valid_until, nan=np.inf), "id": a.ids,
-            FLAG: flagged(a),
-        }[col]
+        if col == "content":
+            values = self.data_.previews
+        elif col == "status":
+            values = a.valid_until
+        elif col == FLAG:
+            values = flagged(a)
+        else:
+            values = getattr(a, SORTED_BY[col])
+        values = values if rows is None else values[rows]
+        return np.nan_to_num(values, nan=np.inf) if col == "status" else values
 
     def shown_in_order(self, column: int, shown: np.ndarray) -> np.ndarray:
         """The rows where `shown` is True, stably sorted by `column` ascending (what a stable
@@ -258,7 +268,49 @@ class TablePanel(QWidget):
         self.kind.blockSignals(True)
         self.kind.addItems([k for k in self.state.data.kinds if k not in known])
         self.kind.blockSignals(False)
-        self._live.request()
+        if self._live.isActive() or not self._insert(delta):
+            self._live.request()
+
+    def _insert(self, delta) -> bool:
+        """New rows into the sorted order where they belong (a binary search, not a sort of
+        every row), when nothing else can move: False when a changed row's sorted or filtered
+        value changed, or the window shows a past moment (then refilter)."""
+        data = self.state.data
+        col = COLUMNS[self._sort[0]]
+        moved = FILTERED_BY | {{"content": "preview", "status": "valid_until"}.get(col, SORTED_BY.get(col))}
+        if delta.fields & moved or self.state.as_of is not None or (col == FLAG and delta.fields):
+            return False
+        if len(delta.changed):
+            self.view.viewport().update()  # e.g. a recall's count: cells drawn again, rows stay
+        rows = delta.added
+        if not len(rows):
+            return True
+        a = data.arrays
+        keep = np.ones(len(rows), bool)
+        if not self.state.show_retired:
+            keep &= a.live[rows]
+        if self.state.time_range is not None:
+            lo, hi = self.state.time_range
+            keep &= (a.event_time[rows] >= lo) & (a.event_time[rows] <= hi)
+        if self.kind.currentIndex() > 0:
+            keep &= a.kind[rows] == self.kind.currentText()
+        text = self.search.text().strip().lower()
+        if text:
+            keep &= np.array([(text in self.model._lower[r]) or (text in a.ids[r]) for r in rows.tolist()], bool)
+        rows = rows[keep]
+        if len(rows):
+            top = self._top_id()
+            order = self.model.order
+            descending = self._sort[1] == Qt.DescendingOrder
+            asc = order[::-1] if descending else order
+            key, new_key = self.model.sort_key(self._sort[0], asc), self.model.sort_key(self._sort[0], rows)
+            by = np.argsort(new_key, kind="stable")  # new rows are the last rows: after equal keys, as the sort puts them
+            rows, new_key = rows[by], new_key[by]
+            at = np.searchsorted(key, new_key, side="right")
+            asc = np.insert(asc, at, rows)
+            self.model.set_order(asc[::-1].copy() if descending else asc)
+            self._after_order(top)
+        return True
 
     def _top_id(self) -> str | None:
         """The memory in the first row the viewport shows."""
@@ -284,6 +336,11 @@ class TablePanel(QWidget):
             order = order[::-1]
         self.model.set_order(order)
         self.view.horizontalHeader().setSortIndicator(*self._sort)
+        self._after_order(keep_top)
+
+    def _after_order(self, keep_top: str | None) -> None:
+        """The count, the selection and the scroll position for a new order."""
+        data, order, view = self.state.data, self.model.order, self.state.as_of_view
         of = data.n if view is None else int(view.visible.sum())  # as of T: of the memories there then
         self.count.setText(f"{len(order):,} of {of:,}")
         self._on_selection(self.state.selection, self.state.current, None, scroll=keep_top is None)

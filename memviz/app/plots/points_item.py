@@ -6,6 +6,10 @@ Here a point is only (x, y, code). Each distinct (symbol, size, pen, brush) is r
 into a small atlas; painting maps the visible points to device pixels with numpy and hands
 them to one QPainter.drawPixmapFragments call. No per-point Python work anywhere.
 
+An item of CACHE_MIN points or more keeps the picture it painted, per view (painter transform
+and device): a repaint of the plot that leaves the view where it is (a ring, a hover label, a
+live refresh) blits it, and `append` draws only the new points onto it.
+
 Paint devices that are not pixels (SVG export, printing) get real vector symbols instead.
 """
 from __future__ import annotations
@@ -14,11 +18,12 @@ import numpy as np
 import pyqtgraph as pg
 from pyqtgraph.graphicsItems.ScatterPlotItem import drawSymbol, renderSymbol
 from PySide6.QtCore import QRectF
-from PySide6.QtGui import QImage, QPaintEngine, QPainter, QPixmap
+from PySide6.QtGui import QImage, QPaintEngine, QPainter, QPixmap, QTransform
 from shiboken6 import wrapInstance
 
 _VECTOR_ENGINES = {QPaintEngine.Type.SVG, QPaintEngine.Type.Pdf, QPaintEngine.Type.Picture}
 _SIZE_STEP = 0.5  # sizes are rounded to this many pixels: a handful of atlas entries
+CACHE_MIN = 20_000  # points from which the item keeps the picture it painted (see paint)
 
 
 class PointsItem(pg.GraphicsObject):
@@ -43,6 +48,7 @@ class PointsItem(pg.GraphicsObject):
         self._dpr = 0.0
         self._bounds: tuple | None = None         # (xmin, xmax, ymin, ymax) of the finite points
         self._max_px = 0.0
+        self._cache: tuple | None = None          # (painter transform and device, QImage): see paint
 
     # ------------------------------------------------------------ data
     def set_data(self, x, y, codes=None, styles=None, size=6.0) -> None:
@@ -66,6 +72,7 @@ class PointsItem(pg.GraphicsObject):
                                   pg.mkPen(None) if pen is None else pg.mkPen(pen), pg.mkBrush(st.get("brush"))))
             self._entry_z.append(st.get("z", 0))
         self._given = (x, y)
+        self._cache = None
         self._styles, self._n_steps, self._keys = styles, n_steps, uniq
         self._x, self._y, self._entry = x[order], y[order], entry.ravel().astype(np.int64)
         key = [(sym, size, pen.color().rgba(), pen.widthF(), int(pen.style().value), brush.color().rgba(),
@@ -102,18 +109,31 @@ class PointsItem(pg.GraphicsObject):
         if self._entry_z and min(self._entry_z[i] for i in set(at.tolist())) < max(self._entry_z):
             return False
         gx, gy = self._given
+        start = len(self._x)
         self._given = (np.concatenate([gx, x]), np.concatenate([gy, y]))
         self._x, self._y = np.concatenate([self._x, x]), np.concatenate([self._y, y])
         self._entry = np.concatenate([self._entry, at.astype(np.int64)])
         ok = np.isfinite(x) & np.isfinite(y)
         if ok.any():
             b = (x[ok].min(), x[ok].max(), y[ok].min(), y[ok].max())
-            self._bounds = b if self._bounds is None else (min(self._bounds[0], b[0]), max(self._bounds[1], b[1]),
-                                                           min(self._bounds[2], b[2]), max(self._bounds[3], b[3]))
-        self.prepareGeometryChange()
-        self.informViewBoundsChanged()
-        self.update()
+            old = self._bounds
+            self._bounds = b if old is None else (min(old[0], b[0]), max(old[1], b[1]), min(old[2], b[2]),
+                                                  max(old[3], b[3]))
+            if self._bounds != old:  # (inside the old bounds the item's rect stays: no geometry change)
+                self.prepareGeometryChange()
+                self.informViewBoundsChanged()
+        self._draw_into_cache(start)
+        if ok.any():
+            self.update(self._rect_of(x[ok], y[ok]))  # only where they are
         return True
+
+    def _rect_of(self, x: np.ndarray, y: np.ndarray) -> QRectF:
+        """The rectangle (item coordinates) markers at x, y can cover."""
+        px, py = self.pixelVectors()
+        pad_x = 0.0 if px is None else px.length() * self._max_px
+        pad_y = 0.0 if py is None else py.length() * self._max_px
+        x0, x1, y0, y1 = float(x.min()), float(x.max()), float(y.min()), float(y.max())
+        return QRectF(x0 - pad_x, y0 - pad_y, x1 - x0 + 2 * pad_x, y1 - y0 + 2 * pad_y)
 
     def get_data(self) -> tuple[np.ndarray, np.ndarray]:
         """x and y as given to set_data (in that order)."""
@@ -190,7 +210,34 @@ class PointsItem(pg.GraphicsObject):
     def paint(self, p: QPainter, option, widget=None) -> None:
         if not len(self._x) or not self._entries:
             return
-        vis = self._visible()
+        engine = p.paintEngine()
+        vector = engine is not None and engine.type() in _VECTOR_ENGINES
+        if vector or len(self._x) < CACHE_MIN:
+            self._cache = None
+            self._draw(p, self._visible(), vector, widget)
+            return
+        # a large item: repainted from what it drew last time while the view stays (a live
+        # refresh, a ring, a hover label), its points drawn again only when the view moves
+        dev = p.device()
+        t, dpr = p.transform(), dev.devicePixelRatioF()
+        key = (t.m11(), t.m12(), t.m21(), t.m22(), t.dx(), t.dy(), dev.width(), dev.height(), dpr)
+        if self._cache is None or self._cache[0] != key:
+            img = QImage(max(1, round(dev.width() * dpr)), max(1, round(dev.height() * dpr)),
+                         QImage.Format.Format_ARGB32_Premultiplied)
+            img.setDevicePixelRatio(dpr)
+            img.fill(0)
+            q = QPainter(img)
+            q.setTransform(t)
+            self._draw(q, self._visible(), False, None)
+            q.end()
+            self._cache = (key, img)
+        p.save()
+        p.resetTransform()
+        p.drawImage(0, 0, self._cache[1])
+        p.restore()
+
+    def _draw(self, p: QPainter, vis: np.ndarray, vector: bool, widget) -> None:
+        """Points `vis` (indices) through p's transform: atlas fragments, or vector symbols."""
         if not len(vis):
             return
         t = p.transform()
@@ -198,11 +245,10 @@ class PointsItem(pg.GraphicsObject):
         dy = t.m12() * self._x[vis] + t.m22() * self._y[vis] + t.dy()
         np.clip(dx, -2.0 ** 30, 2.0 ** 30, out=dx)  # Qt misbehaves on huge coordinates
         np.clip(dy, -2.0 ** 30, 2.0 ** 30, out=dy)
-        engine = p.paintEngine()
         p.save()
         p.resetTransform()
         try:
-            if engine is not None and engine.type() in _VECTOR_ENGINES:
+            if vector:
                 self._paint_vector(p, dx, dy, self._entry[vis])
                 return
             dpr = widget.devicePixelRatioF() if widget is not None else p.device().devicePixelRatioF()
@@ -217,6 +263,18 @@ class PointsItem(pg.GraphicsObject):
             p.drawPixmapFragments(first, len(frags), self._atlas)
         finally:
             p.restore()
+
+    def _draw_into_cache(self, start: int) -> None:
+        """Points from `start` on (just appended, on top of the others) drawn onto the cached
+        picture, which stays valid: a live refresh costs its new points, not a repaint of all."""
+        if self._cache is None:
+            return
+        key, img = self._cache
+        m11, m12, m21, m22, ddx, ddy = key[:6]
+        q = QPainter(img)
+        q.setTransform(QTransform(m11, m12, m21, m22, ddx, ddy))
+        self._draw(q, start + np.flatnonzero(np.isfinite(self._x[start:]) & np.isfinite(self._y[start:])), False, None)
+        q.end()
 
     def _paint_vector(self, p: QPainter, dx, dy, entry) -> None:
         p.setRenderHint(QPainter.RenderHint.Antialiasing)

@@ -8,14 +8,17 @@ onto a QSvgGenerator (where PointsItem draws vector symbols).
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPoint, QPointF, QRect, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QPainter, QPainterPath, QPen
-from PySide6.QtWidgets import QGraphicsPathItem, QHBoxLayout, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem, QHBoxLayout, QVBoxLayout, QWidget
 
 from memviz.app.plots import style
 from memviz.app.plots.points_item import PointsItem
+from memviz.session.refresh import grow
 from memviz.session.state import AppState
 
 PICK_PIXELS = 8
@@ -103,6 +106,8 @@ class ScatterPanel(QWidget):
         self.plot.showGrid(x=True, y=True, alpha=0.15)
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()
+        for name in ("left", "bottom"):  # axes and grid repaint from a picture unless their range changes
+            self.plot.getAxis(name).setCacheMode(QGraphicsItem.DeviceCoordinateCache)
         self.points = PointsItem()
         self.plot.addItem(self.points)
         self.overlay = PointsItem()
@@ -111,7 +116,8 @@ class ScatterPanel(QWidget):
         self.fresh = PointsItem()  # rings around memories the agent just wrote (flash_new)
         self.fresh.setZValue(9)
         self.plot.addItem(self.fresh)
-        self._fresh_timer = QTimer(self, singleShot=True, interval=FLASH_MS, timeout=self.fresh.clear)
+        self._flashes: list[tuple] = []  # (monotonic time, x, y) of each batch ringed, oldest first
+        self._fresh_timer = QTimer(self, singleShot=True, timeout=lambda: self.flash_new([], []))
         self.hover = pg.TextItem(anchor=(0, 1), color=(20, 20, 20), fill=pg.mkBrush(255, 255, 225, 235),
                                  border=pg.mkPen(150, 150, 150))
         self.hover.setZValue(1e9)
@@ -143,16 +149,32 @@ class ScatterPanel(QWidget):
         self._row_to_point = None
 
     def add_points(self, x: np.ndarray, y: np.ndarray, rows: np.ndarray) -> None:
-        """Points drawn after the others (PointsItem.append): their rows become pickable and selectable."""
-        self.set_points(np.r_[self.x, np.asarray(x, float)], np.r_[self.y, np.asarray(y, float)],
-                        np.r_[self.rows, np.asarray(rows, np.int64)])
+        """Points drawn after the others (PointsItem.append): their rows become pickable and
+        selectable. The arrays grow inside buffers with spare rows (a live refresh adds a few
+        points to 100k without copying them)."""
+        start, rows = len(self.rows), np.asarray(rows, np.int64)
+        self.x, self.y = grow(self.x, np.asarray(x, float)), grow(self.y, np.asarray(y, float))
+        self.rows = grow(self.rows, rows)
+        lut = self._row_to_point
+        if lut is not None and len(rows):
+            if rows.max() >= len(lut):
+                lut = grow(lut, np.full(int(rows.max()) + 1 - len(lut), -1, np.int64))
+            lut[rows] = np.arange(start, start + len(rows))
+        self._row_to_point = lut
 
     def flash_new(self, x: np.ndarray, y: np.ndarray) -> None:
-        """Ring new memories for a moment (FLASH_MS): they show up without moving the view."""
-        old_x, old_y = self.fresh.get_data() if self._fresh_timer.isActive() else (np.zeros(0), np.zeros(0))
-        self.fresh.set_data(np.r_[old_x, np.asarray(x, float)], np.r_[old_y, np.asarray(y, float)], size=15,
-                            styles=[{"pen": pg.mkPen(style.NEW, width=2), "brush": None}])
-        self._fresh_timer.start()
+        """Ring new memories for a moment (FLASH_MS each): they show up without moving the view.
+        Each batch expires on its own time (an agent writing steadily does not keep them all ringed)."""
+        now = time.monotonic()
+        if len(x):
+            self._flashes.append((now, np.asarray(x, float), np.asarray(y, float)))
+        self._flashes = [f for f in self._flashes if now - f[0] < FLASH_MS / 1000]
+        if not self._flashes:
+            self.fresh.clear()
+            return
+        self.fresh.set_data(np.concatenate([f[1] for f in self._flashes]), np.concatenate([f[2] for f in self._flashes]),
+                            size=15, styles=[{"pen": pg.mkPen(style.NEW, width=2), "brush": None}])
+        self._fresh_timer.start(max(1, int((self._flashes[0][0] + FLASH_MS / 1000 - now) * 1000) + 1))
 
     def point_of_rows(self, rows: np.ndarray) -> np.ndarray:
         """Indices of the drawn points showing these rows (rows not drawn are skipped)."""
@@ -278,8 +300,15 @@ class ScatterPanel(QWidget):
             gen.setSize(self.plot.size())
             gen.setViewBox(QRect(0, 0, self.plot.width(), self.plot.height()))
             gen.setTitle("memviz plot")
+            cached = [it for it in self.plot.scene().items() if it.cacheMode() != QGraphicsItem.NoCache]
+            for it in cached:  # vectors, not the pictures kept for repaints
+                it.setCacheMode(QGraphicsItem.NoCache)
             p = QPainter(gen)
-            self.plot.render(p)
-            p.end()
+            try:
+                self.plot.render(p)
+            finally:
+                p.end()
+                for it in cached:
+                    it.setCacheMode(QGraphicsItem.DeviceCoordinateCache)
         elif not self.plot.grab().save(path):
             raise OSError(f"could not write {path}")
