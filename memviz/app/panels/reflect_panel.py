@@ -156,7 +156,8 @@ class ReflectTools(QObject):
         if store is not None and agent is not None:
             if reread or agent not in self._statuses:
                 try:
-                    self._statuses[agent] = importance_status(store, agent)
+                    # from the loaded arrays: the table's scans take seconds at a million rows
+                    self._statuses[agent] = importance_status(store, agent, arrays=self.state.loaded_arrays)
                 except (ValueError, StoreError):
                     self._statuses[agent] = None  # an agent with no live memories: nothing to show
             st = self._statuses[agent]

@@ -190,7 +190,10 @@ class PointsItem(pg.GraphicsObject):
     def paint(self, p: QPainter, option, widget=None) -> None:
         if not len(self._x) or not self._entries:
             return
-        vis = self._visible()
+        self.paint_points(p, widget, self._visible())
+
+    def paint_points(self, p: QPainter, widget, vis: np.ndarray) -> None:
+        """Draw the points `vis` (indices in drawing order, ascending) with the painter's transform."""
         if not len(vis):
             return
         t = p.transform()

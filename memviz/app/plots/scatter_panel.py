@@ -2,7 +2,9 @@
 hover label, a selection overlay, drag tools (rectangle, lasso, x-range) and export.
 
 Markers are PointsItems (points_item.py: numpy in, one drawPixmapFragments call out), never
-pyqtgraph ScatterPlotItems, whose per-point Python work costs 0.4 s at 100k points. Exports
+pyqtgraph ScatterPlotItems, whose per-point Python work costs 0.4 s at 100k points; the memories
+themselves a DensityPointsItem (density_item.py), a density image with the outliers as markers
+when more than 50k points are in view. Exports
 never use pyqtgraph's exporters: PNG is a grab of the widget, SVG is the widget rendered
 onto a QSvgGenerator (where PointsItem draws vector symbols).
 """
@@ -15,6 +17,7 @@ from PySide6.QtGui import QColor, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QGraphicsPathItem, QHBoxLayout, QVBoxLayout, QWidget
 
 from memviz.app.plots import style
+from memviz.app.plots.density_item import DensityPointsItem
 from memviz.app.plots.points_item import PointsItem
 from memviz.session.state import AppState
 
@@ -103,7 +106,7 @@ class ScatterPanel(QWidget):
         self.plot.showGrid(x=True, y=True, alpha=0.15)
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()
-        self.points = PointsItem()
+        self.points = DensityPointsItem()  # a density image when too many points are in view
         self.plot.addItem(self.points)
         self.overlay = PointsItem()
         self.overlay.setZValue(10)
