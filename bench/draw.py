@@ -129,6 +129,7 @@ def bench_size(n: int, repeat: int, rows: list) -> None:
         item.points_max = 10 ** 12
         every = frames(vb, vp, max(3, repeat // 3), axes)
         item.points_max = keep
+        vp.repaint()
         rows.append(every.row(f"  {name} frame, every point drawn (density off)", len(item),
                               f"density {med(every.cpu) / max(med(dens.cpu), 1e-3):.0f}× less CPU"))
         # zoom in on the densest part until points are drawn

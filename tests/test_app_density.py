@@ -128,3 +128,27 @@ def test_timeline_and_map_switch_to_density_and_draw_the_selection_on_top(make_w
     win.timeline.vb.setXRange(x - 3600, x + 3600, padding=0)
     win.timeline.plot.grab()
     assert win.timeline.points.last_frame.mode == "points"
+
+
+def test_a_graph_with_too_many_links_shows_clusters_and_the_selections_lineage(make_window, tmp_path, monkeypatch):
+    from test_app_support import build_store
+
+    from memviz.app.panels import graph_panel
+    monkeypatch.setattr(graph_panel, "DRAW_LINKS_MAX", 2)  # the support store's few links count as too many
+    build_store(tmp_path / "s.db").close()
+    win = make_window(tmp_path / "s.db", graph=True)
+    gp, ids = win.graph, win.state.data.arrays.ids
+    c, g = gp.summary, gp.graph
+    assert c is not None and gp._drawn is None and len(gp.points) == 0
+    assert int(c.count.sum()) == int((g.rows >= 0).sum())          # every memory of the graph in one cluster
+    assert len(gp.cluster_points) == len(c.count) and int(c.edge_count.sum()) > 0
+    assert "too many to draw" in gp.info.text() and "cluster" in gp.info.text()
+    assert any(t.isVisible() and f"{int(c.count.max()):,}" in t.toPlainText() for t in gp.labels)
+    win.state.select_ids(["refl0"])                                 # its lineage, drawn whole
+    sub = gp._drawn
+    assert sub is not None and len(gp.cluster_points) == 0
+    assert {ids[r] for r in sub.rows if r >= 0} == {"refl0", "fact0", "ep00", "ep01", "refl2"}
+    assert len(sub.source_edges) == 4 and gp.info.text().startswith("the selection's lineage: 5 memories")
+    assert sorted(ids[r] for r in gp.rows) == sorted({"refl0", "fact0", "ep00", "ep01", "refl2"})  # pickable
+    win.state.select_ids(["ep10"])                                  # in no link: the clusters again
+    assert gp._drawn is None and len(gp.cluster_points) == len(c.count)

@@ -33,7 +33,7 @@ MAX_LABELS = 120
 ARROW_BACK = 8          # px: the arrow's tip stops short of the node's centre, at its rim
 ARROW_LEN = 7           # px from the tip to the base of the arrowhead
 ARROW_HALF = 3.5        # px: half the arrowhead's width
-DRAW_LINKS_MAX = 50_000  # past this many links the whole graph is summarised (clusters with counts)
+DRAW_LINKS_MAX = 5_000   # past this many links (a frame of them costs ~40 ms) the graph is summarised: clusters
 NEIGHBOURHOOD_MAX = 1_000  # nodes each way of a selection's neighbourhood drawn in a summarised graph
 CLUSTER_LABELS = 60      # the largest clusters are named on the plot (hover names any)
 

@@ -14,7 +14,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPoint, QPointF, QRect, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QPainter, QPainterPath, QPen
-from PySide6.QtWidgets import QGraphicsPathItem, QHBoxLayout, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QApplication, QGraphicsPathItem, QHBoxLayout, QVBoxLayout, QWidget
 
 from memviz.app.plots import style
 from memviz.app.plots.density_item import DensityPointsItem
@@ -199,6 +199,9 @@ class ScatterPanel(QWidget):
 
     def _mouse_moved(self, evt) -> None:
         pos = evt[0]
+        if QApplication.mouseButtons() != Qt.NoButton:  # a drag (pan, tool): no hover, and no O(n) pick per move
+            self.hover.hide()
+            return
         row = self.pick(pos) if self.state.data is not None and not self._pointer_left else None
         if row is None:
             self.hover.hide()
