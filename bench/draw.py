@@ -143,6 +143,13 @@ def bench_size(n: int, repeat: int, rows: list) -> None:
         zin = frames(vb, vp, repeat, axes)
         rows.append(zin.row(f"{name} pan/zoom frame, zoomed in (points)", shown, "≤ 40 wanted; points in view"))
         panel.redraw(fit=True) if name == "timeline" else vb.autoRange(padding=0.03)
+        vp.repaint()
+    recolour = Clock()
+    for by in ("importance", "agent", "kind"):  # the binning is kept: only the colours are summed again
+        with recolour:
+            win.map.color_by.setCurrentText(by)
+            win.map.plot.viewport().repaint()
+    rows.append(recolour.row("map colour mode changed → redrawn", len(win.map.points), "redraw + first frame"))
 
     # --- selection: every panel follows
     rng = np.random.default_rng(3)

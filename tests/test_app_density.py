@@ -74,6 +74,11 @@ def test_density_when_zoomed_out_points_when_zoomed_in_and_the_lone_point_stays_
     vb.setRange(xRange=(-5, 10), yRange=(-5, 10), padding=0)
     plot.grab()
     assert item.last_frame.mode == "density"
+    # the same points in other colours: binned once
+    grid = item.grid()
+    item.set_data(x, y, 1 - codes, styles, size=10)
+    plot.grab()
+    assert item.last_frame.mode == "density" and item.grid().order is grid.order
     # few points in all: a plain PointsItem
     item.set_data(x[:500], y[:500], codes[:500], styles, size=10)
     plot.grab()

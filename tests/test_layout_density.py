@@ -107,3 +107,19 @@ def test_a_grid_of_nothing_or_one_spot_draws_nothing_wrong():
     same = DensityGrid(np.ones(500), np.ones(500), np.zeros(500, np.int64), np.array([RED]), size=(64, 64))
     f = same.frame((0, 2, 0, 2), (200, 200), points_max=10)
     assert f.mode == "density" and f.image[..., 3].max() > 200 and len(f.outliers) == 0
+
+
+def test_recoloured_keeps_the_binning_and_changes_only_the_colours(blobs):
+    x, y, colour, grid = blobs
+    other = grid.recoloured(1 - colour, np.array([RED, BLUE]))
+    assert other.order is grid.order and other.level_max == grid.level_max
+    view = (-10.0, 45.0, -5.0, 35.0)
+    a, b = grid.frame(view, (800, 600), points_max=5_000), other.frame(view, (800, 600), points_max=5_000)
+    assert np.array_equal(a.image[..., 3], b.image[..., 3])       # the same counts
+    assert np.array_equal(a.outliers, b.outliers)
+    h, w = b.image.shape[:2]
+    x0, y0, x1, y1 = b.rect
+    r, g, bl, _ = b.image[int((0 - y0) / (y1 - y0) * h), int((-3 - x0) / (x1 - x0) * w)]
+    assert bl > 150 and r < 80                                    # the left blob is blue now
+    r, g, bl, _ = a.image[int((0 - y0) / (y1 - y0) * h), int((-3 - x0) / (x1 - x0) * w)]
+    assert r > 150 and bl < 80                                    # and the original grid unchanged

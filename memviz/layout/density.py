@@ -21,6 +21,7 @@ finer one, and the outliers of a level are the points whose coarsest isolated le
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -107,21 +108,15 @@ class DensityGrid:
         counts = np.bincount(cell, minlength=gx * gy)
         self.starts = np.concatenate([[0], np.cumsum(counts)])  # order[starts[c]:starts[c+1]]: cell c
         counts = counts.reshape(gy, gx)
-        self.palette = np.asarray(palette, np.float64).reshape(-1, 3)
-        self.colour = np.asarray(colour, np.int64)
-        rgb_sum = np.empty((gy, gx, 3), np.float32)
-        colour_idx = self.colour[idx]
-        for k in range(3):
-            rgb_sum[..., k] = np.bincount(cell, weights=self.palette[colour_idx, k], minlength=gx * gy
-                                          ).reshape(gy, gx)
         self.sat = np.zeros((gy + 1, gx + 1), np.int64)
         self.sat[1:, 1:] = counts.cumsum(0).cumsum(1)
-        self.levels = [(counts.astype(np.int32), rgb_sum)]
-        while min(self.levels[-1][0].shape) > 8:
-            c, s = self.levels[-1]
-            self.levels.append((_halve(c), _halve(s)))
-        self.level_max = [int(c.max(initial=0)) for c, _ in self.levels]
-        self._shaded: dict[int, np.ndarray] = {}       # level -> its whole image (made when first drawn)
+        level_counts = [counts.astype(np.int32)]
+        while min(level_counts[-1].shape) > 8:
+            level_counts.append(_halve(level_counts[-1]))
+        self.level_max = [int(c.max(initial=0)) for c in level_counts]
+        self._idx, self._cell = idx, cell
+        self.levels = [(c, None) for c in level_counts]  # (counts, summed colours) per level
+        self._colour(colour, palette)
         # outlier candidates: isolated at the finest level; then the coarsest level each stays isolated at
         nb = _box3(counts)
         cand = idx[nb.ravel()[cell] <= ISOLATED]
@@ -137,6 +132,28 @@ class DensityGrid:
             if not alive.any():
                 break
         self._cand, self._cand_level = cand, iso    # ascending: idx is
+
+    def _colour(self, colour, palette) -> None:
+        """Summed colours per cell at every level (and no image made yet)."""
+        self.palette = np.asarray(palette, np.float64).reshape(-1, 3)
+        self.colour = np.asarray(colour, np.int64)
+        gx, gy = self.gx, self.gy
+        rgb_sum = np.empty((gy, gx, 3), np.float32)
+        rgb = self.palette[self.colour[self._idx]]
+        for k in range(3):
+            rgb_sum[..., k] = np.bincount(self._cell, weights=rgb[:, k], minlength=gx * gy).reshape(gy, gx)
+        sums = [rgb_sum]
+        while len(sums) < len(self.levels):
+            sums.append(_halve(sums[-1]))
+        self.levels = [(c, s) for (c, _), s in zip(self.levels, sums)]
+        self._shaded: dict[int, np.ndarray] = {}       # level -> its whole image (made when first drawn)
+
+    def recoloured(self, colour, palette) -> DensityGrid:
+        """The same points in other colours (the map coloured by another column, scores of a new
+        query): the binning, the costly part, is kept."""
+        new = copy.copy(self)
+        new._colour(colour, palette)
+        return new
 
     # ------------------------------------------------------------ cells of a view
     def _cells(self, view) -> tuple[int, int, int, int]:

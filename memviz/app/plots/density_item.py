@@ -25,10 +25,12 @@ class DensityPointsItem(PointsItem):
         self.grid_size = grid_size
         self.points_max = points_max
         self._grid: DensityGrid | None = None
+        self._was: DensityGrid | None = None    # the grid before set_data: kept if only the colours changed
         self.last_frame: Frame | None = None   # what the last paint drew (None: every point, as a PointsItem)
 
     def set_data(self, *args, **kwargs) -> None:
         super().set_data(*args, **kwargs)
+        self._was = self._grid or self._was
         self._grid = None
 
     def _entry_palette(self) -> tuple[np.ndarray, np.ndarray]:
@@ -44,7 +46,12 @@ class DensityPointsItem(PointsItem):
         n = len(self._x)
         if self._grid is None or n - self._grid.n > REBIN_SHARE * self._grid.n or n < self._grid.n:
             index, palette = self._entry_palette()
-            self._grid = DensityGrid(self._x, self._y, index[self._entry], palette, self.grid_size)
+            was, self._was = self._was, None
+            if self._grid is None and was is not None and was.n == n and (was.gx, was.gy) == tuple(self.grid_size) \
+                    and np.array_equal(was.x, self._x, equal_nan=True) and np.array_equal(was.y, self._y, equal_nan=True):
+                self._grid = was.recoloured(index[self._entry], palette)  # same points, new colours
+            else:
+                self._grid = DensityGrid(self._x, self._y, index[self._entry], palette, self.grid_size)
         return self._grid
 
     def paint(self, p: QPainter, option, widget=None) -> None:
