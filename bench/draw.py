@@ -188,10 +188,12 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=15)
     args = ap.parse_args(argv)
     rows: list = []
+    load = os.getloadavg()[0]
     for n in (int(s) for s in args.sizes.split(",")):
         bench_size(n, args.repeat, rows)
     width = max(len(r[0]) for r in rows)
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; wall = elapsed, cpu = the GUI thread's own")
+    print(f"load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end, on {os.cpu_count()} cores; "
+          "wall = elapsed, cpu = the GUI thread's own")
     print(f"{'measure':<{width}}  {'points':>9}  {'wall ms':>8}  {'cpu ms':>8}  note")
     for m, k, wall, cpu, note in rows:
         print(f"{m:<{width}}  {k:>9,}  {wall:>8.1f}  {cpu:>8.1f}  {note}")
