@@ -157,3 +157,23 @@ def test_a_graph_with_too_many_links_shows_clusters_and_the_selections_lineage(m
     assert sorted(ids[r] for r in gp.rows) == sorted({"refl0", "fact0", "ep00", "ep01", "refl2"})  # pickable
     win.state.select_ids(["ep10"])                                  # in no link: the clusters again
     assert gp._drawn is None and len(gp.cluster_points) == len(c.count)
+
+
+@pytest.mark.parametrize("cells", [1024, 48])   # the pyramid's level; cells wider than 4 px: binned in view
+def test_the_density_image_lands_where_its_points_are_in_their_colours(plot, cells):
+    rng = np.random.default_rng(3)
+    n = 20_000
+    top = np.arange(n) % 2 == 0                  # red blob up-left, blue blob down-right
+    x = rng.normal(size=n) * 0.4 + np.where(top, -3.0, 3.0)
+    y = rng.normal(size=n) * 0.4 + np.where(top, 3.0, -3.0)
+    item = DensityPointsItem(grid_size=(cells, cells), points_max=500)
+    plot.addItem(item)
+    styles = [{"brush": pg.mkBrush(20, 40, 220), "pen": None}, {"brush": pg.mkBrush(*RED), "pen": None}]
+    item.set_data(x, y, top.astype(np.int64), styles, size=6)
+    vb = plot.plotItem.vb
+    vb.setRange(xRange=(-6, 6), yRange=(-6, 6), padding=0)
+    plot.grab()
+    assert item.last_frame.mode == "density" and (item.last_frame.level >= 0) == (cells == 1024)
+    assert near_colour(colours_near(plot, vb, -3.0, 3.0, 3), RED, tol=90) > 20
+    assert near_colour(colours_near(plot, vb, 3.0, -3.0, 3), (20, 40, 220), tol=90) > 20
+    assert near_colour(colours_near(plot, vb, 3.0, 3.0, 3), (255, 255, 255), tol=10) > 40  # nothing there
