@@ -514,7 +514,7 @@ class GraphPanel(ScatterPanel):
         visible = shown[(g.x[shown] >= x0) & (g.x[shown] <= x1) & (g.y[shown] >= y0) & (g.y[shown] <= y1)]
         if len(visible) > 400:  # zoomed far out: only the selection and its neighbourhood compete
             visible = np.array([i for i in visible if i in self.hot], np.int64)
-        selected = set(self.point_of_rows_graph(self.state.selection).tolist())
+        selected = set(self.point_of_rows_graph(self.state.selection).tolist()) if self.graph is not None else set()
         prio = np.array([0 if i in selected else 1 if i in self.hot else 2 for i in visible])
         placed: list[QRectF] = []
         k = 0
