@@ -33,7 +33,8 @@ KINDS = ["episode"] * 14 + ["fact"] * 3 + ["preference", "reflection"]
 AGENTS = ["assistant", "alice", "bob", "planner"]
 
 
-def build(path: str, n: int, seed: int = 0) -> None:
+def build(path: str, n: int, seed: int = 0, sources: int = 3) -> None:
+    """`n` memories in 40 clusters over n × 5 minutes; a reflection has `sources` source_ids."""
     rng = np.random.default_rng(seed)
     store = ms.create(path)
     t0 = 1_735_689_600
@@ -51,7 +52,7 @@ def build(path: str, n: int, seed: int = 0) -> None:
                    "embedding": v / np.linalg.norm(v), "embedding_model": LOCAL_MODEL,
                    "valid_until": (t0 + i * 300 + 86400) if rng.random() < 0.03 else None}
             if kind == "reflection" and i > 50:
-                rec["source_ids"] = [ids[j] for j in rng.integers(max(0, i - 2000), i, size=3)]
+                rec["source_ids"] = [ids[j] for j in rng.integers(max(0, i - 2000), i, size=sources)]
             recs.append(rec)
         store.insert_memories(recs, audit=False)
         print(f"  built {min(n, start + batch):,}/{n:,}", file=sys.stderr, end="\r")

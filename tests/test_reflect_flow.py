@@ -230,10 +230,17 @@ def test_edited_text_is_cleaned_and_stored_as_plain_text(mem, fake_openai):
     assert rows(mem)[0]["content"] == "Bob is stressed by deadlines."
 
 
+def same_status_from_arrays(store, agent):
+    """The window's meter reads the loaded arrays, the CLI the table: they agree."""
+    st = importance_status(store, agent)
+    assert importance_status(store, agent, arrays=store.arrays()) == st
+    return st
+
+
 def test_agent_choice_and_importance_status(mem, fake_openai):
     with pytest.raises(ValueError, match="several agents"):
         Reflector(mem, llm_for(fake_openai))
-    st = importance_status(mem, "ann")
+    st = same_status_from_arrays(mem, "ann")
     ann_importance = sum(3 + i % 6 for i in range(len(ANN)))
     assert st.accumulated == ann_importance and st.since is None and st.threshold == 100
     assert st.crossed == (ann_importance >= 100)
@@ -244,12 +251,13 @@ def test_agent_choice_and_importance_status(mem, fake_openai):
     r = reflector(mem, fake_openai, config={"questions": 1})
     run = r.propose()
     r.accept(run, run.proposals)
-    st = importance_status(mem, "ann")
+    st = same_status_from_arrays(mem, "ann")
     assert st.accumulated == 0 and st.since is not None and not st.crossed
     mem.insert_memories([dict(agent="ann", kind="episode", content="Ann won a prize.", importance=9,
                               created_at=st.since + 10)])
-    assert importance_status(mem, "ann").accumulated == 9
-    assert importance_status(mem, "bob").accumulated == sum(3 + i % 6 for i in range(len(ANN), len(ANN) + len(BOB)))
+    assert same_status_from_arrays(mem, "ann").accumulated == 9
+    assert same_status_from_arrays(mem, "bob").accumulated == \
+        sum(3 + i % 6 for i in range(len(ANN), len(ANN) + len(BOB)))
 
 
 def test_nothing_to_reflect_on(store, fake_openai):

@@ -140,6 +140,14 @@ def _spread(desired: np.ndarray) -> np.ndarray:
     return (fwd + bwd) / 2
 
 
+def layer_positions(level, edges, event_time, sweeps: int = 4) -> np.ndarray:
+    """x of each node of a layered drawing (`level` per node, -1: not drawn) from barycentre sweeps
+    over `edges` (m, 2) node pairs, each layer starting in `event_time` order: what graph_layout
+    does for the whole graph, for any part of it (a neighbourhood drawn on its own)."""
+    level = np.asarray(level, np.int64)
+    return _place_x(level, np.asarray(edges, np.int64).reshape(-1, 2), np.asarray(event_time, np.float64), sweeps)
+
+
 def _place_x(level, edges, event_time, sweeps):
     n = len(level)
     x = np.full(n, np.nan)

@@ -11,7 +11,6 @@ The layout is memviz.layout.graph_layout's, computed as a background job.
 """
 from __future__ import annotations
 
-from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,6 +34,9 @@ MAX_LABELS = 120
 ARROW_BACK = 8          # px: the arrow's tip stops short of the node's centre, at its rim
 ARROW_LEN = 7           # px from the tip to the base of the arrowhead
 ARROW_HALF = 3.5        # px: half the arrowhead's width
+DRAW_LINKS_MAX = 5_000   # past this many links (a frame of them costs ~40 ms) the graph is summarised: clusters
+NEIGHBOURHOOD_MAX = 1_000  # nodes each way of a selection's neighbourhood drawn in a summarised graph
+CLUSTER_LABELS = 60      # the largest clusters are named on the plot (hover names any)
 
 
 @dataclass
@@ -55,15 +57,35 @@ class Graph:
     def n(self) -> int:
         return len(self.rows)
 
-    def adjacency(self) -> tuple[dict, dict]:
-        """(up, down): node -> what it rests on / what rests on it (sources, supersedes, broken)."""
+    @property
+    def n_links(self) -> int:
+        return len(self.source_edges) + len(self.supersede_edges)
+
+    def adjacency(self) -> tuple:
+        """(up, down) CSR matrices: node -> what it rests on / what rests on it (sources, supersedes, broken)."""
         if self._adjacency is None:
-            up, down = defaultdict(list), defaultdict(list)
-            for d, s in np.vstack([self.source_edges, self.supersede_edges, self.broken_edges]).tolist():
-                up[d].append(s)
-                down[s].append(d)
-            self._adjacency = (up, down)
+            from memviz.layout.graph_summary import adjacency
+            e = np.vstack([self.source_edges, self.supersede_edges, self.broken_edges])
+            self._adjacency = (adjacency(self.n, e[:, 0], e[:, 1]), adjacency(self.n, e[:, 1], e[:, 0]))
         return self._adjacency
+
+    def subgraph(self, nodes: np.ndarray, event_time: np.ndarray) -> Graph:
+        """The graph of these nodes and the links among them, laid out on its own (levels kept, x
+        from barycentre sweeps over its own links: a neighbourhood drawn apart from the whole)."""
+        from memviz.layout.graph import layer_positions
+        nodes = np.unique(np.asarray(nodes, np.int64))
+        new = np.full(self.n, -1, np.int64)
+        new[nodes] = np.arange(len(nodes))
+
+        def keep(e):
+            e = new[e] if len(e) else e.reshape(-1, 2)
+            return e[(e >= 0).all(axis=1)] if len(e) else e
+        src, sup, bad = keep(self.source_edges), keep(self.supersede_edges), keep(self.broken_edges)
+        rows, level = self.rows[nodes], self.level[nodes]
+        when = np.where(rows >= 0, np.asarray(event_time, np.float64)[np.maximum(rows, 0)], np.nan)
+        x = layer_positions(level, np.vstack([src, sup, bad]), when)
+        missing = {int(new[i]): mid for i, mid in self.missing_ids.items() if new[i] >= 0}
+        return Graph(rows, x, self.y[nodes], level, src, sup, bad, missing)
 
 
 def build_graph(data: StoreData) -> Graph:
@@ -100,19 +122,12 @@ def _from_layout(gl, data: StoreData) -> Graph:
                  src, sup, np.array(broken, np.int64).reshape(-1, 2), missing)
 
 
-def _neighbourhood(g: Graph, start: np.ndarray) -> tuple[set, set]:
-    """(ancestors, descendants) node sets of the start nodes, following sources and supersedes."""
+def _neighbourhood(g: Graph, start: np.ndarray, limit: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(ancestors, descendants) nodes of the start nodes, following sources and supersedes, nearest
+    first, at most `limit` of each."""
+    from memviz.layout.graph_summary import reach
     up, down = g.adjacency()
-
-    def walk(adj):
-        seen, q = set(), deque(int(s) for s in start)
-        while q:
-            for nb in adj[q.popleft()]:
-                if nb not in seen:
-                    seen.add(nb)
-                    q.append(nb)
-        return seen
-    return walk(up), walk(down)
+    return reach(up, start, limit), reach(down, start, limit)
 
 
 class GraphPanel(ScatterPanel):
@@ -164,7 +179,19 @@ class GraphPanel(ScatterPanel):
         self._graph_timer = QTimer(self, singleShot=True, interval=150, timeout=self._start_graph_job)
         self.vb.sigRangeChanged.connect(lambda *a: self._relabel.start())
         self.vb.sigResized.connect(lambda *a: self._relabel.start())  # labels and arrows are sized in pixels
-        self.graph: Graph | None = None
+        self.graph: Graph | None = None      # the whole graph
+        self._drawn: Graph | None = None     # what is drawn: the whole, or in a summarised graph a neighbourhood
+        self.summary = None                  # memviz.layout.graph_summary.Clusters when the graph is summarised
+        self.cut = 0                         # nodes of the neighbourhood left out (past NEIGHBOURHOOD_MAX)
+        self.cluster_points = PointsItem()
+        self.cluster_points.setZValue(1)
+        self.plot.addItem(self.cluster_points)
+        # links between clusters in three widths, by how many links they stand for
+        self.cluster_edges = [pg.PlotDataItem(pen=pg.mkPen(110, 110, 110, a, width=w), connect="pairs")
+                              for w, a in ((1, 90), (2.5, 120), (5, 140))]
+        for it in self.cluster_edges:
+            it.setZValue(-9)
+            self.plot.addItem(it)
         self.hot: set[int] = set()
         self.focus.toggled.connect(lambda _on: self.redraw(fit=True))
         self.fit.clicked.connect(self.fit_view)
@@ -177,7 +204,7 @@ class GraphPanel(ScatterPanel):
     def _on_data(self, data) -> None:
         self._keep_view = self.state.reloaded and self.graph is not None
         if not self._keep_view:
-            self.graph, self.hot = None, set()
+            self.graph, self._drawn, self.summary, self.hot = None, None, None, set()
             self.redraw(fit=True)
         if data is None:
             return
@@ -208,36 +235,66 @@ class GraphPanel(ScatterPanel):
     def _graph_ready(self, data, g: Graph) -> None:
         if self.state.data is not data:
             return
-        self.graph = g
+        self.graph, self.summary = g, None
+        if g.n_links > DRAW_LINKS_MAX:
+            from memviz.layout.graph_summary import clusters
+            real = g.rows >= 0
+            agent, kind = np.full(g.n, -1, np.int64), np.full(g.n, -1, np.int64)
+            agent[real], kind[real] = data.agent_codes[g.rows[real]], data.kind_codes[g.rows[real]]
+            self.summary = clusters(g.level, agent, kind, np.vstack([g.source_edges, g.supersede_edges]))
         self._update_hot(self.state.selection)
         self.redraw(fit=not self._keep_view)
         self._keep_view = False
 
     def _update_hot(self, rows) -> None:
+        """The selection's ancestors and descendants (`hot`, nodes of the graph drawn); in a summarised
+        graph the drawn graph becomes that neighbourhood, laid out on its own (None: no selection
+        in the graph, the clusters are drawn)."""
         g = self.graph
+        self.cut = 0
         if g is None:
-            self.hot = set()
+            self.hot, self._drawn = set(), None
             return
-        start = self.point_of_rows_graph(rows) if len(rows) else np.zeros(0, np.int64)
-        anc, desc = _neighbourhood(g, start) if len(start) else (set(), set())
-        self.hot = set(start.tolist()) | anc | desc
+        start = self.point_of_rows_graph(rows, g) if len(rows) else np.zeros(0, np.int64)
+        if self.summary is None:
+            self._drawn = g
+            anc, desc = _neighbourhood(g, start) if len(start) else ((), ())
+            self.hot = set(start.tolist()) | set(np.asarray(anc).tolist()) | set(np.asarray(desc).tolist())
+            return
+        if not len(start):
+            self.hot, self._drawn = set(), None
+            return
+        anc, desc = _neighbourhood(g, start[:NEIGHBOURHOOD_MAX], NEIGHBOURHOOD_MAX)
+        full = _neighbourhood(g, start[:NEIGHBOURHOOD_MAX], 10 * NEIGHBOURHOOD_MAX) if \
+            NEIGHBOURHOOD_MAX in (len(anc), len(desc)) else (anc, desc)
+        self.cut = len(full[0]) + len(full[1]) - len(anc) - len(desc)
+        self._drawn = g.subgraph(np.r_[start[:NEIGHBOURHOOD_MAX], anc, desc], self.state.data.arrays.event_time)
+        self.hot = set(range(self._drawn.n))
 
     def _on_selection(self, rows, current, source) -> None:
         had = bool(self.hot)
         self._update_hot(rows)
-        if self.focus.isChecked() and (self.hot or had):
+        if self.summary is not None:  # another neighbourhood (or back to the clusters): a new drawing
+            if had or self.hot:
+                self.redraw(fit=True)
+        elif self.focus.isChecked() and (self.hot or had):
             self.redraw(fit=True)
         else:  # the base layer stays; only the neighbourhood overlay, labels and ring change
             self._draw_hot()
             self.draw_selection()
 
-    def point_of_rows_graph(self, rows) -> np.ndarray:
-        g = self.graph
+    def point_of_rows_graph(self, rows, g: Graph | None = None) -> np.ndarray:
+        """Nodes of `g` (default: the graph drawn) showing these rows."""
+        g = self._drawn if g is None else g
         where = np.isin(g.rows, np.asarray(rows, np.int64)) & (g.rows >= 0)
         return np.flatnonzero(where)
 
     def redraw(self, fit: bool = False) -> None:
-        g, data = self.graph, self.state.data
+        g, data = self._drawn, self.state.data
+        if self.summary is None or g is not None:
+            self.cluster_points.clear()
+            for it in self.cluster_edges:
+                it.setData([], [])
         if g is None or data is None or g.n == 0:
             self._shown = np.zeros(0, bool)
             self._draw_hot()
@@ -245,7 +302,10 @@ class GraphPanel(ScatterPanel):
             self.points.clear()
             for it in (self.edges, self.sup_edges, self.hot_edges, self.bad_edges, self.arrows, self.hot_arrows):
                 it.setData([], [])
-            self.info.setText("no derived memories or supersede links in this store" if data is not None else "")
+            if self.summary is not None and data is not None:
+                self._draw_clusters(data, fit)
+            else:
+                self.info.setText("no derived memories or supersede links in this store" if data is not None else "")
             self.draw_selection()
             return
         shown = np.ones(g.n, bool)
@@ -281,7 +341,7 @@ class GraphPanel(ScatterPanel):
         self.bad_edges.setData(*seg(g.broken_edges))
         self._shown = shown
         n_levels = int(g.level.max()) + 1 if len(g.level) else 0
-        self.info.setText(self.describe_shown(nodes, missing))
+        self.info.setText(self.describe_shown(nodes, missing) if self.summary is None else self.describe_part(nodes))
         self.plot.getAxis("left").setTicks([[(L, str(L)) for L in range(n_levels)]])
         if fit:
             self.fit_view()
@@ -290,7 +350,7 @@ class GraphPanel(ScatterPanel):
 
     def shown_links(self) -> dict[str, int]:
         """How many links of each sort are drawn (both ends shown)."""
-        g, shown = self.graph, self._shown
+        g, shown = self._drawn, self._shown
         if g is None or not len(shown):
             return {"source": 0, "supersede": 0, "broken": 0}
         return {name: int((shown[e[:, 0]] & shown[e[:, 1]]).sum()) if len(e) else 0
@@ -299,7 +359,7 @@ class GraphPanel(ScatterPanel):
 
     def describe_shown(self, nodes: np.ndarray, missing: np.ndarray) -> str:
         """The header: what is drawn now (in focus mode, of how many)."""
-        g, links = self.graph, self.shown_links()
+        g, links = self._drawn, self.shown_links()
         total = int((g.rows >= 0).sum())
         drawn = g.level[np.r_[nodes, missing].astype(np.int64)]
         levels = int((np.bincount(drawn) > 0).sum()) if len(drawn) else 0  # levels >= 0; no sort of 100k
@@ -309,9 +369,64 @@ class GraphPanel(ScatterPanel):
         parts += [f"{links['broken']:,} broken"] if links["broken"] else []
         return " · ".join(parts + [count(levels, "level")])
 
+    def describe_part(self, nodes: np.ndarray) -> str:
+        """The header of a summarised graph's neighbourhood: what is drawn, of the whole."""
+        g, links = self.graph, self.shown_links()
+        cut = f" ({self.cut:,} more, further away, not drawn)" if self.cut else ""
+        return (f"the selection's lineage: {count(len(nodes), 'memory')}{cut} · {count(links['source'], 'source link')}"
+                f" — of {count(int((g.rows >= 0).sum()), 'memory')} · {count(g.n_links, 'link')}")
+
+    def _draw_clusters(self, data: StoreData, fit: bool) -> None:
+        """A summarised graph without a selection: one bubble per (level, agent, kind), sized by its
+        memories, and one line per pair of clusters with links, wider for more links."""
+        c, g = self.summary, self.graph
+        y = c.level.astype(np.float64)
+        brushes = style.category_brushes(data.kinds, alpha=200)
+        rim = pg.mkPen(60, 60, 60, 170, width=1)
+        self.cluster_points.set_data(c.x, y, np.minimum(c.kind, len(brushes) - 1),
+                                     [{"brush": b, "pen": rim} for b in brushes],
+                                     size=np.clip(6 + 2.5 * np.log2(np.maximum(c.count, 1)), 6, 44))
+        for it, (lo, hi) in zip(self.cluster_edges, ((0, 10), (10, 1000), (1000, np.inf))):
+            e = c.edges[(c.edge_count > lo) & (c.edge_count <= hi)]
+            it.setData(c.x[e].ravel(), y[e].ravel())
+        self.info.setText(f"{count(int((g.rows >= 0).sum()), 'memory')} · {count(g.n_links, 'link')}, too many to "
+                          f"draw: {count(len(c.count), 'cluster')} by level, agent and kind (size: memories; width: "
+                          "links) — select a memory to draw its lineage")
+        n_levels = int(c.level.max()) + 1 if len(c.level) else 0
+        self.plot.getAxis("left").setTicks([[(L, str(L)) for L in range(n_levels)]])
+        if fit:
+            self.vb.autoRange(padding=0.12)
+        self._label_clusters()
+
+    def _label_clusters(self) -> None:
+        """Name the largest clusters ("agent · kind", how many) under their bubble, where a label
+        overlaps no larger cluster's label."""
+        c, data = self.summary, self.state.data
+        if c is None or data is None or self._drawn is not None:
+            return
+        area = self.vb.sceneBoundingRect().adjusted(1, 1, -1, -1)
+        placed: list[QRectF] = []
+        k = 0
+        for i in np.argsort(-c.count, kind="stable")[:CLUSTER_LABELS]:
+            agent = data.agents[c.agent[i]] if c.agent[i] < len(data.agents) else "?"
+            kind = data.kinds[c.kind[i]] if c.kind[i] < len(data.kinds) else "?"
+            t = self._label(k)
+            t.setText(f"{agent or '(none)'} · {kind}\n{c.count[i]:,}", color=(40, 40, 40))
+            size = t.textItem.boundingRect().size()
+            node = self.vb.mapViewToScene(QPointF(c.x[i], float(c.level[i])))
+            rect = QRectF(node.x() - size.width() / 2, node.y() + LABEL_GAP + 6, size.width(), size.height())
+            if not area.contains(rect) or any(rect.intersects(p) for p in placed):
+                continue
+            placed.append(rect)
+            t.setAnchor((0, 0))
+            t.setPos(self.vb.mapSceneToView(rect.topLeft()))
+            t.show()
+            t.updateTransform(force=True)
+            k += 1
+
     def fit_view(self) -> None:
         """Every drawn node in view with a margin in pixels for the labels beside and under them."""
-        g = self.graph
+        g = self._drawn
         if g is None or not len(self._shown) or not self._shown.any():
             self.vb.autoRange(padding=0.05)
             return
@@ -357,9 +472,12 @@ class GraphPanel(ScatterPanel):
 
     def _draw_hot(self) -> None:
         """The selection's ancestors and descendants drawn over the base layer (cheap: only them)."""
-        g, data = self.graph, self.state.data
+        g, data = self._drawn, self.state.data
         for t in self.labels:  # a fixed pool, hidden and reused: removing TextItems has crashed PySide6 at exit
             t.hide()
+        if g is None and self.summary is not None:
+            self.hot_fade.hide()
+            self._label_clusters()  # the view moved: labels where they now fit
         if g is None or data is None or not len(self._shown):
             self.hot_points.clear()
             self.hot_edges.setData(np.zeros(0), np.zeros(0))

@@ -138,7 +138,7 @@ class ReflectTools(QObject):
         self.reflect_action.setEnabled(writable)
         self.consolidate_action.setEnabled(writable)
         self.reflect_action.setStatusTip("Reflect with the LLM" + tip)
-        self.refresh_meter()
+        self.refresh_meter(reread=False)  # the arrays were just read: no scan of the table
 
     def current_agent(self) -> str | None:
         """The agent of the current memory, else the one with the most memories."""
@@ -149,14 +149,17 @@ class ReflectTools(QObject):
         return str(data.arrays.agent[cur]) if cur is not None else data.agents[0]
 
     def refresh_meter(self, reread: bool = True) -> None:
-        """Show the current agent's status; `reread` False takes the one read earlier for this data."""
+        """Show the current agent's status; `reread` asks the store itself (two scans of its table:
+        seconds at a million rows), else the one computed earlier for this data, or one computed from
+        the loaded arrays."""
         store, agent = self.store, self.current_agent()
         self.meter_agent = agent
         st = None
         if store is not None and agent is not None:
             if reread or agent not in self._statuses:
                 try:
-                    self._statuses[agent] = importance_status(store, agent)
+                    self._statuses[agent] = importance_status(store, agent,
+                                                              arrays=None if reread else self.state.loaded_arrays)
                 except (ValueError, StoreError):
                     self._statuses[agent] = None  # an agent with no live memories: nothing to show
             st = self._statuses[agent]
@@ -176,7 +179,7 @@ class ReflectTools(QObject):
         except StoreError as e:
             self.error.emit("Threshold not saved", str(e))
         self._statuses = {}  # every agent's status compares with the new threshold
-        self.refresh_meter()
+        self.refresh_meter(reread=False)
 
     # ------------------------------------------------------------ writes
     def perform(self, action) -> bool:

@@ -23,6 +23,7 @@ class TimelinePanel(ScatterPanel):
     def __init__(self, state: AppState, parent=None) -> None:
         self.time_axis = pg.DateAxisItem(orientation="bottom", utcOffset=0)
         super().__init__(state, parent, axis_items={"bottom": self.time_axis})
+        self.points.grid_size = (4096, 256)  # zoomed along time only: fine cells along x
         self.vb.shift_tool = "xrange"
         self.vb.setMouseEnabled(x=True, y=False)
         self.plot.setLabel("bottom", "event time (UTC)")

@@ -236,6 +236,12 @@ class PointsItem(pg.GraphicsObject):
         p.drawImage(0, 0, self._cache[1])
         p.restore()
 
+    def paint_points(self, p: QPainter, widget, vis: np.ndarray) -> None:
+        """Draw the points `vis` (indices in drawing order, ascending) with the painter's transform,
+        uncached (the density item draws its outliers and markers this way)."""
+        engine = p.paintEngine()
+        self._draw(p, vis, engine is not None and engine.type() in _VECTOR_ENGINES, widget)
+
     def _draw(self, p: QPainter, vis: np.ndarray, vector: bool, widget) -> None:
         """Points `vis` (indices) through p's transform: atlas fragments, or vector symbols."""
         if not len(vis):

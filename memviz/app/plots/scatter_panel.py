@@ -2,7 +2,9 @@
 hover label, a selection overlay, drag tools (rectangle, lasso, x-range) and export.
 
 Markers are PointsItems (points_item.py: numpy in, one drawPixmapFragments call out), never
-pyqtgraph ScatterPlotItems, whose per-point Python work costs 0.4 s at 100k points. Exports
+pyqtgraph ScatterPlotItems, whose per-point Python work costs 0.4 s at 100k points; the memories
+themselves a DensityPointsItem (density_item.py), a density image with the outliers as markers
+when more than 50k points are in view. Exports
 never use pyqtgraph's exporters: PNG is a grab of the widget, SVG is the widget rendered
 onto a QSvgGenerator (where PointsItem draws vector symbols).
 """
@@ -14,9 +16,10 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPoint, QPointF, QRect, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QPainter, QPainterPath, QPen
-from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem, QHBoxLayout, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QApplication, QGraphicsItem, QGraphicsPathItem, QHBoxLayout, QVBoxLayout, QWidget
 
 from memviz.app.plots import style
+from memviz.app.plots.density_item import DensityPointsItem
 from memviz.app.plots.points_item import PointsItem
 from memviz.session.refresh import grow
 from memviz.session.state import AppState
@@ -108,7 +111,7 @@ class ScatterPanel(QWidget):
         self.plot.hideButtons()
         for name in ("left", "bottom"):  # axes and grid repaint from a picture unless their range changes
             self.plot.getAxis(name).setCacheMode(QGraphicsItem.DeviceCoordinateCache)
-        self.points = PointsItem()
+        self.points = DensityPointsItem()  # a density image when too many points are in view
         self.plot.addItem(self.points)
         self.overlay = PointsItem()
         self.overlay.setZValue(10)
@@ -218,6 +221,9 @@ class ScatterPanel(QWidget):
 
     def _mouse_moved(self, evt) -> None:
         pos = evt[0]
+        if QApplication.mouseButtons() != Qt.NoButton:  # a drag (pan, tool): no hover, and no O(n) pick per move
+            self.hover.hide()
+            return
         row = self.pick(pos) if self.state.data is not None and not self._pointer_left else None
         if row is None:
             self.hover.hide()
