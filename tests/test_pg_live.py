@@ -191,3 +191,28 @@ def test_a_store_from_before_the_log_upgrades_on_a_writable_open(pg, pg_db):  # 
         agent(pg_db, "UPDATE memories SET importance = 4 WHERE id = 'm2'")
         changes = changes_since(s, token)
         assert changes.full is None and len(changes.changed) == 1
+
+
+def test_a_role_that_may_write_rows_but_not_add_the_log_opens_writable_without_it(pg, pg_db):  # noqa: F811
+    ms.create(pg_db).close()
+    with ms.open(pg_db) as s:
+        s.insert_memories(_records(5))
+    _as_before_the_log(pg, pg_db)
+    db = db_name(pg_db)
+    with pg.admin(db) as c:
+        c.execute("DROP ROLE IF EXISTS memviz_editor")
+        c.execute("CREATE ROLE memviz_editor LOGIN")
+        c.execute("GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA public TO memviz_editor")
+        c.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+    try:
+        with ms.open(pg.dsn(db, "memviz_editor")) as s:
+            assert not s.read_only and not s.has_change_log()
+            s.update_fields("m0", {"importance": 7})
+            state = _state(s)
+            agent(pg_db, "UPDATE memories SET importance = 8 WHERE id = 'm1'")
+            out = read_refresh(state.data)
+            assert isinstance(out, StoreData) and out.arrays.importance[1] == 8
+    finally:
+        with pg.admin(db) as c:
+            c.execute("DROP OWNED BY memviz_editor")
+            c.execute("DROP ROLE memviz_editor")
