@@ -164,7 +164,8 @@ def fleet(dsn: str, n: int, dim: int) -> None:
     store = ms.create(dsn)
     store.insert_memories([{"id": "seed", "kind": "episode", "agent": "agent0", "content": "seed",
                             "embedding": np.ones(dim, np.float32) / np.sqrt(dim), "embedding_model": "bench",
-                            "event_time": 1_700_000_000}], audit=False)  # makes the vector column and index
+                            "event_time": 1_700_000_000}], audit=False)  # makes the vector column (and index)
+    store.conn.execute(f"DROP INDEX IF EXISTS idx_memories_embedding_{dim}")  # built after the rows, or never
     rng = np.random.default_rng(1)
     kinds = ["episode", "fact", "reflection", "plan"]
     conn = store.conn
