@@ -95,7 +95,9 @@ def writer(dsn: str, rate: float, seconds: float, dim: int, out: str) -> int:
     import psycopg
     rng = np.random.default_rng(os.getpid())
     done = []
+    from memviz.store.postgres.connect import PgVector, register_vector
     with psycopg.connect(dsn, autocommit=True) as c:
+        register_vector(c)  # vectors sent in binary: formatting 1536 floats as text held the agent below its rate
         start = time.time()
         for n in range(int(rate * seconds)):
             time.sleep(max(0.0, start + n / rate - time.time()))
@@ -104,7 +106,7 @@ def writer(dsn: str, rate: float, seconds: float, dim: int, out: str) -> int:
             mid = f"live-{n:05d}"
             c.execute(f"INSERT INTO memories(id, kind, agent, content, event_time, created_at, embedding_model, "
                       f"embedding_{dim}) VALUES (%s, 'episode', 'live', %s, %s, %s, 'bench', %s)",
-                      (mid, f"live memory {n}", int(time.time()), int(time.time()), str(v.tolist())))
+                      (mid, f"live memory {n}", int(time.time()), int(time.time()), PgVector(v.tobytes())))
             done.append((mid, time.time()))  # autocommit: the row is committed when execute returns
     with open(out, "w") as f:
         json.dump({"rows": done, "seconds": time.time() - start}, f)
