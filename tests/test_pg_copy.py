@@ -256,3 +256,24 @@ def test_a_whole_copy_has_its_vector_index(copies, pg):  # noqa: F811
     _src, dsn, _back = copies
     from pg_server import db_name
     assert len(_valid_hnsw(pg, db_name(dsn))) == 1
+
+
+def test_a_copy_has_the_change_log_and_starts_it_empty(pg, tmp_path):  # noqa: F811
+    """The triggers come after the copied rows (a copy is no change to log), and work after."""
+    src = str(tmp_path / "src.db")
+    with ms.create(src) as s:
+        s.insert_memories([{"id": f"c{i}", "kind": "fact", "content": f"copied {i}"} for i in range(30)])
+    name = pg.fresh_db()
+    try:
+        dsn = pg.dsn(name)
+        copy_store(src, dsn)
+        with ms.open(dsn) as store:
+            assert store.has_change_log()
+            assert store.conn.execute("SELECT count(*) FROM memviz_changes").fetchone()[0] == 0
+            from memviz.store.changes import changes_since, token_now
+            token = token_now(store)
+            store.update_fields("c3", {"importance": 2})
+            got = changes_since(store, token)
+            assert got.full is None and len(got.changed) == 1 and got.added == []
+    finally:
+        pg.drop_db(name)

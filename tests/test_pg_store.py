@@ -3,6 +3,8 @@ vectors wider than pgvector indexes, and bad input said clearly (never a traceba
 the password)."""
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 from conftest import unit_vectors
@@ -37,7 +39,7 @@ def test_create_makes_the_native_schema_with_an_index_per_dimension(store, pg, p
     with pg.admin(db_name(pg_db)) as c:
         tables = {r[0] for r in c.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
         assert {"memories", "entities", "memviz_audit", "memviz_layouts", "memviz_meta", "memviz_migrations"} <= tables
-        assert c.execute("SELECT version FROM memviz_migrations").fetchall() == [(1,)]
+        assert c.execute("SELECT version FROM memviz_migrations ORDER BY 1").fetchall() == [(1,), (2,)]
         idx = {r[0] for r in c.execute("SELECT indexdef FROM pg_indexes WHERE tablename = 'memories'")}
         assert any("hnsw (embedding_8 vector_cosine_ops)" in i for i in idx)
         assert not any("embedding_2048" in i for i in idx)  # pgvector indexes at most 2000 dims: exact search
@@ -188,10 +190,15 @@ def test_layout_cache_and_change_watcher_work_on_postgres(store, pg_db):  # noqa
         LayoutCache(again).forget("umap")
     assert LayoutCache(store).get("umap", a, {"n_neighbors": 15}) is None
     watcher = ChangeWatcher(store)
+    assert watcher.poll() is not None  # the first look after subscribing (LISTEN) counts: nothing missed before it
     assert watcher.poll() is None
     with ms.open(pg_db) as agent:  # another process writes
         agent.insert_memories([{"id": "new1", "kind": "fact", "content": "written by the agent"}])
-    change = watcher.poll()
+    for _ in range(200):  # the server delivers the commit's NOTIFY a moment after it (the window polls every 500 ms)
+        change = watcher.poll()
+        if change is not None:
+            break
+        time.sleep(0.01)
     assert change is not None and change.new_ids == ["new1"]
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 
 from memviz.retrieval import quantized
-from memviz.store.arrays import MemoryArrays, load_arrays
+from memviz.store.arrays import MemoryArrays
 from memviz.store.changes import Changes, changes_since
 
 GROW = 1 / 16  # spare rows the embedding buffer keeps, as a share of the store (at least 256)
@@ -63,8 +63,7 @@ def read_refresh(data, max_share: float | None = None):
         return None
     wanted = changes.added + changes.changed
     a = data.arrays
-    rows = load_arrays(store.conn, a.embedding_model, a.dim if a.embedding_model else None, preview=PREVIEW_CHARS,
-                       rowids=wanted)
+    rows = store.arrays_of(wanted, a.embedding_model, a.dim if a.embedding_model else None, preview=PREVIEW_CHARS)
     # links of new rows (a reflection's sources, a correction's supersedes); a link an agent
     # rewrites on an existing row is seen at the next whole read
     links = store.links_of(changes.added) if changes.added else []

@@ -11,8 +11,8 @@ The change log is `memviz_changes` (schema migration 2): triggers on `memories` 
 memory rowid, the sequence number of its last update or delete. Triggers, not memviz's own
 audit, because the agent writes with its own SQL and never touches the audit; one row per
 memory (an upsert), so the log is bounded by the store's size. Another backend answers the
-same question its own way (PostgreSQL: a change column bumped by a trigger, or LISTEN/NOTIFY);
-only `ChangeToken`'s fields are backend-specific, and callers treat it as opaque.
+same question its own way (PostgreSQL: postgres/changes.py, a log of transaction ids kept by
+triggers, and LISTEN/NOTIFY); tokens are backend-specific, and callers treat them as opaque.
 
 Everything is read in one short read transaction, so the agent's WAL checkpoints as usual.
 """

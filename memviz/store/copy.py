@@ -194,11 +194,14 @@ def _write_pg(dst: str, reader, total: int, task: Task) -> None:
                 register_vector(conn)
                 conn.execute("CREATE TABLE memviz_migrations "
                              "(version integer PRIMARY KEY, name text NOT NULL, applied_at double precision NOT NULL)")
+                triggers = []  # the change log's: created after the rows (a copy is no change to log)
                 for version, name, statements in pg_schema.MIGRATIONS:
                     for sql in statements:
-                        conn.execute(sql)
+                        (triggers.append if sql.startswith("CREATE TRIGGER") else conn.execute)(sql)
                     conn.execute("INSERT INTO memviz_migrations VALUES (%s, %s, %s)", (version, name, time.time()))
                 _copy_memories_pg(conn, reader, total, task, pg_schema, PgVector, vector_oid(conn))
+                for sql in triggers:
+                    conn.execute(sql)
                 for name, cols in _TABLES.items():
                     rows = reader.table(name)
                     if rows:

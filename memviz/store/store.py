@@ -213,6 +213,10 @@ class Store(StoreCommon, SqliteQueries):
         snapshots.save_later(self.path, state, arrays, preview)
         return arrays
 
+    def arrays_of(self, rowids, model: str | None, dim: int | None, preview: int = 0) -> MemoryArrays:
+        """The rows of `rowids` only, vectors of (`model`, `dim`): what a live refresh reads."""
+        return load_arrays(self.conn, model, dim, preview=preview, rowids=rowids)
+
     def get(self, memory_id: str) -> dict | None:
         row = self.conn.execute(_SELECT_ROW + " WHERE id = ?", (memory_id,)).fetchone()
         return None if row is None else self._decode_row(row)

@@ -15,6 +15,8 @@ from .store import PgStore
 
 __all__ = ["PgStore", "create", "open_store", "is_dsn", "redact"]
 
+MIGRATE_LOCK_WAIT = "5s"
+
 
 def create(dsn: str) -> PgStore:
     """Make the native schema in the (existing, empty) database of `dsn`; refuses a database
@@ -68,6 +70,8 @@ def open_store(dsn: str, *, read_only: bool = False) -> PgStore:
             raise NotAStoreError(no_vector_message(where))
         else:
             reasons += _write_refusals(conn)
+            if not reasons:
+                _upgrade(conn, psycopg)
     except psycopg.Error as e:
         conn.close()
         raise translate(e, dsn) from None
@@ -86,6 +90,22 @@ def open_store(dsn: str, *, read_only: bool = False) -> PgStore:
         raise translate(e, dsn) from None
     return PgStore(dsn, store_conn, read_only_reason="; ".join(reasons) or None, on_connect=on_connect,
                    need_vector=has_vector)
+
+
+def _upgrade(conn, psycopg) -> None:
+    """Apply the migrations a store from an older memviz lacks (a writable open only). A role
+    that may write rows but not create the change log's table, function and triggers (it
+    needs CREATE on the schema and to own `memories`) opens it as it is: changes are then
+    read as a whole (postgres/changes.py). So is a store whose agents hold `memories` longer
+    than MIGRATE_LOCK_WAIT (adding triggers waits for their transactions): the next open tries
+    again. This is the open's own connection, closed after it."""
+    if schema.applied_version(conn) >= schema.SCHEMA_VERSION:
+        return
+    conn.execute(f"SET lock_timeout = '{MIGRATE_LOCK_WAIT}'")
+    try:
+        schema.migrate(conn)
+    except (psycopg.errors.InsufficientPrivilege, psycopg.errors.LockNotAvailable):
+        pass
 
 
 def _write_refusals(conn) -> list[str]:

@@ -60,13 +60,17 @@ def _raw_cursor(conn):
     return cur
 
 
-def load_arrays(conn, dims: list[int], model: str | None = None, preview: int = 0) -> MemoryArrays:
+def load_arrays(conn, dims: list[int], model: str | None = None, preview: int = 0, rowids: list[int] | None = None,
+                dim: int | None = None) -> MemoryArrays:
+    """Every memory (or those of `rowids`: a live refresh; pass `model` and `dim` too)."""
     nums = ["rowid::float8"] + [f"coalesce({c}::float8, 'NaN')" for c in _NUMERIC] + [
         f"CASE WHEN {_JSON_OK} THEN 1 ELSE 0 END::float8", f"coalesce({dim_expr(dims)}, -1)::float8"]
     texts_sql = ["id", "kind", "agent", "coalesce(embedding_model, '')",
                  f"left(content, {int(preview)})" if preview > 0 else "NULL::text"]
     cur = _raw_cursor(conn)
-    cur.execute("SELECT " + ", ".join(f"array_agg({c})" for c in nums + texts_sql) + " FROM memories")
+    where = "" if rowids is None else " WHERE rowid = ANY(%s)"
+    cur.execute("SELECT " + ", ".join(f"array_agg({c})" for c in nums + texts_sql) + " FROM memories" + where,
+                () if rowids is None else (rowids,))
     row = cur.fetchone()
     rowid = _float8s(row[0]).astype(np.int64)
     order = np.argsort(rowid, kind="stable")
@@ -86,11 +90,11 @@ def load_arrays(conn, dims: list[int], model: str | None = None, preview: int = 
     names: dict[bytes, int] = {}
     model_code = np.fromiter((names.setdefault(m.encode("utf-8"), len(names)) for m in models), np.int64, count=n)
     size = np.where(dim_of >= 0, dim_of * 4, -1)
-    key, dim = _pick_model(list(names), model_code, size, None if model is None else model.encode("utf-8"), None)
+    key, dim = _pick_model(list(names), model_code, size, None if model is None else model.encode("utf-8"), dim)
     has = (model_code == names.get(key, -1)) & (size == 4 * dim) & (size > 0)
     emb = np.zeros((n, dim), dtype=np.float32)
     if dim and has.any():
-        _fill_vectors(conn, emb, rowid, has, dim, None if key is None else key.decode("utf-8"))
+        _fill_vectors(conn, emb, rowid, has, dim, None if key is None else key.decode("utf-8"), sparse=rowids is not None)
         emb = _normalize_rows(emb, has)
     return MemoryArrays(
         ids=ids, rowid=rowid, kind=kind, agent=agent,
@@ -105,9 +109,11 @@ def load_arrays(conn, dims: list[int], model: str | None = None, preview: int = 
     )
 
 
-def _fill_vectors(conn, emb: np.ndarray, rowid: np.ndarray, has: np.ndarray, dim: int, model: str | None) -> None:
+def _fill_vectors(conn, emb: np.ndarray, rowid: np.ndarray, has: np.ndarray, dim: int, model: str | None,
+                  sparse: bool = False) -> None:
     """Put the vectors of `model` into the rows of `emb` (aligned with the sorted `rowid`)
-    marked by `has`, a chunk of rowids per statement."""
+    marked by `has`, a chunk of rowids per statement (`sparse`: the rowids themselves, not
+    the range between the first and last)."""
     col = vec_column(dim)
     wanted = rowid[has]
     step = max(1, _CHUNK_BYTES // (4 + 4 * dim))
@@ -115,9 +121,11 @@ def _fill_vectors(conn, emb: np.ndarray, rowid: np.ndarray, has: np.ndarray, dim
     got = 0
     for start in range(0, len(wanted), step):
         lo, hi = int(wanted[start]), int(wanted[min(start + step, len(wanted)) - 1])
+        which = ("rowid = ANY(%s)", ([int(r) for r in wanted[start:start + step]],)) if sparse else \
+            ("rowid BETWEEN %s AND %s", (lo, hi))
         cur.execute(f"SELECT array_agg(rowid::float8), string_agg(vector_send({col}), ''::bytea) FROM memories "
-                    f"WHERE rowid BETWEEN %s AND %s AND {col} IS NOT NULL AND coalesce(embedding_model, '') = %s",
-                    (lo, hi, model or ""))
+                    f"WHERE {which[0]} AND {col} IS NOT NULL AND coalesce(embedding_model, '') = %s",
+                    (*which[1], model or ""))
         ids, blob = cur.fetchone()
         part_rowid = _float8s(ids).astype(np.int64)
         vecs = np.frombuffer(blob or b"", dtype=">f4").reshape(-1, dim + 1)[:, 1:]  # drop dim+unused (4 bytes)

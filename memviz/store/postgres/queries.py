@@ -56,21 +56,6 @@ class PgQueries:
         return self._q(f"SELECT rowid, CASE WHEN pg_input_is_valid(tags, 'json') THEN tags END, {attrs} "
                        "FROM memories").fetchall()
 
-    # live refresh (memviz.store.changes asks these when a store has them)
-    def change_token(self):
-        """(newest row version, highest rowid, rows): any insert, update or delete moves it.
-        xmin is the id of the transaction that wrote a row version, so an update raises the max."""
-        from ..changes import ChangeToken
-        newest, max_rowid, count = self._q(
-            "SELECT coalesce(max(xmin::text::bigint), 0), coalesce(max(rowid), 0), count(*) FROM memories").fetchone()
-        return ChangeToken(int(newest), int(max_rowid), int(count), 0)
-
-    def changes_since(self, token, max_share: float):
-        """No change log on the server yet: nothing (the token did not move) or a whole re-read."""
-        from ..changes import Changes
-        new = self.change_token()
-        return Changes(new) if new == token else Changes(new, full="PostgreSQL store: changes are read as a whole")
-
     def max_rowid(self) -> int:
         return int(self._q("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0])
 

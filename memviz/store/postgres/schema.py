@@ -80,9 +80,60 @@ _V1 = [
     )""",
 ]
 
-MIGRATIONS = [(1, "native schema: memories (rowid, tsvector), entities, meta, audit, layouts", _V1)]
+# The change log (memviz.store.postgres.changes): one row per memory rowid with the id of the
+# last transaction that inserted, updated or deleted it (`xid`) and of the one that inserted it
+# (`added`; NULL for rows from before the log), kept by statement-level triggers (transition
+# tables: one INSERT per agent statement, not per row) so the agent's own SQL is logged too.
+# Transaction ids rather than a sequence: a sequence number is taken before the commit, so
+# a slow transaction could commit a number below one already read; "not visible in the last
+# snapshot" (pg_visible_in_snapshot) misses nothing. The trigger also NOTIFYs `memviz_changes`
+# (delivered at commit, once per transaction) so an open window learns of a commit without
+# polling. SECURITY DEFINER: an agent's role needs no rights on the log to write memories.
+CHANGE_CHANNEL = "memviz_changes"
+_V2 = [
+    """CREATE TABLE memviz_changes (
+        memory_rowid bigint PRIMARY KEY,
+        xid          xid8 NOT NULL,
+        added        xid8
+    )""",
+    "CREATE INDEX idx_changes_xid ON memviz_changes(xid)",
+    f"""CREATE FUNCTION memviz_log_changes() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+        SET search_path = pg_catalog, pg_temp AS $fn$
+    DECLARE
+        upsert text := format('INSERT INTO %I.memviz_changes AS c (memory_rowid, xid, added) ', TG_TABLE_SCHEMA);
+        me xid8 := pg_current_xact_id();
+    BEGIN
+        IF TG_OP = 'INSERT' THEN
+            EXECUTE upsert || 'SELECT rowid, $1, $1 FROM new_rows ON CONFLICT (memory_rowid) '
+                              'DO UPDATE SET xid = excluded.xid, added = excluded.added' USING me;
+        ELSIF TG_OP = 'UPDATE' THEN
+            EXECUTE upsert || 'SELECT rowid, $1, NULL::xid8 FROM (SELECT rowid FROM new_rows UNION '
+                              'SELECT rowid FROM old_rows) r ON CONFLICT (memory_rowid) '
+                              'DO UPDATE SET xid = excluded.xid' USING me;
+        ELSIF TG_OP = 'DELETE' THEN
+            EXECUTE upsert || 'SELECT rowid, $1, NULL::xid8 FROM old_rows ON CONFLICT (memory_rowid) '
+                              'DO UPDATE SET xid = excluded.xid' USING me;
+        ELSE  -- TRUNCATE: rowid -1 says "everything went"
+            EXECUTE upsert || 'VALUES (-1, $1, NULL) ON CONFLICT (memory_rowid) DO UPDATE SET xid = excluded.xid'
+                USING me;
+        END IF;
+        PERFORM pg_notify('{CHANGE_CHANNEL}', '');
+        RETURN NULL;
+    END $fn$""",
+    "CREATE TRIGGER memviz_changes_ai AFTER INSERT ON memories REFERENCING NEW TABLE AS new_rows "
+    "FOR EACH STATEMENT EXECUTE FUNCTION memviz_log_changes()",
+    "CREATE TRIGGER memviz_changes_au AFTER UPDATE ON memories REFERENCING OLD TABLE AS old_rows "
+    "NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION memviz_log_changes()",
+    "CREATE TRIGGER memviz_changes_ad AFTER DELETE ON memories REFERENCING OLD TABLE AS old_rows "
+    "FOR EACH STATEMENT EXECUTE FUNCTION memviz_log_changes()",
+    "CREATE TRIGGER memviz_changes_at AFTER TRUNCATE ON memories FOR EACH STATEMENT EXECUTE FUNCTION memviz_log_changes()",
+]
+
+MIGRATIONS = [(1, "native schema: memories (rowid, tsvector), entities, meta, audit, layouts", _V1),
+              (2, "change log: memviz_changes kept by triggers, NOTIFY memviz_changes (live refresh by delta)", _V2)]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 NATIVE_TABLES = ("memories", "entities", "memviz_meta", "memviz_audit", "memviz_layouts", "memviz_migrations")
+CHANGE_LOG = "memviz_changes"  # migration 2: not in NATIVE_TABLES, a store from before it is still native
 
 
 def vec_column(dim: int) -> str:
@@ -148,11 +199,13 @@ def migrate(conn) -> list[int]:
     with conn.transaction():
         conn.execute("CREATE TABLE IF NOT EXISTS memviz_migrations "
                      "(version integer PRIMARY KEY, name text NOT NULL, applied_at double precision NOT NULL)")
-    current = applied_version(conn)
     for version, name, statements in MIGRATIONS:
-        if version <= current:
+        if version <= applied_version(conn):
             continue
         with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext('memviz_migrations'))")  # two memviz opening at once
+            if version <= applied_version(conn):
+                continue
             for sql in statements:
                 conn.execute(sql)
             conn.execute("INSERT INTO memviz_migrations(version, name, applied_at) VALUES (%s, %s, %s)",

@@ -30,6 +30,7 @@ from ..store import _EDITABLE, Provenance, Store, _audit_dump, _audit_load, _sup
 from ..times import to_epoch
 from . import arrays as pg_arrays
 from . import schema
+from .changes import PgChangeLog
 from .connect import PgVector, connect, scrub_first_line, translate
 from .dsn import redact
 from .queries import PgQueries
@@ -48,7 +49,7 @@ def vector_bytes(sent) -> bytes | None:
     return np.frombuffer(sent, dtype=">f4", count=dim, offset=4).astype("<f4").tobytes()
 
 
-class PgStore(StoreCommon, PgQueries):
+class PgStore(StoreCommon, PgQueries, PgChangeLog):
     """Use `memviz.store.open("postgresql://…")` or `memviz.store.create(...)` rather than this."""
 
     backend = "postgresql"
@@ -63,10 +64,13 @@ class PgStore(StoreCommon, PgQueries):
         self.read_only_reason = read_only_reason
         self.report = None
         self._lock = threading.RLock()
+        self._listen_lock = threading.Lock()  # the LISTEN connection (changes.py), polled on the GUI thread
+        self._has_log = None
         self._dims = schema.vector_dims(conn)
 
     # ----------------------------------------------------------------- basics
     def close(self) -> None:
+        self.close_listener()
         self.conn.close()
 
     def reopen(self) -> PgStore:
@@ -125,11 +129,6 @@ class PgStore(StoreCommon, PgQueries):
     def _translated(self, e):
         import psycopg
         return translate(e, self.dsn) if isinstance(e, psycopg.Error) else e
-
-    def data_version(self):
-        """(last rowid, last audit id): changes when anyone adds a memory or memviz edits one."""
-        return tuple(self._q("SELECT (SELECT coalesce(max(rowid), 0) FROM memories), "
-                             "(SELECT coalesce(max(id), 0) FROM memviz_audit)").fetchone())
 
     def meta(self, key: str, default=None):
         row = self._q("SELECT value FROM memviz_meta WHERE key = %s", (key,)).fetchone()
@@ -222,6 +221,24 @@ class PgStore(StoreCommon, PgQueries):
                 self._dims = schema.vector_dims(conn)
                 return pg_arrays.load_arrays(conn, self._dims, model, preview=preview)
         return self._read(read)
+
+    def arrays_of(self, rowids, model: str | None, dim: int, preview: int = 0) -> MemoryArrays:
+        """The rows of `rowids` only, vectors of (`model`, `dim`): what a live refresh reads."""
+        wanted = [int(r) for r in rowids]
+
+        def read(conn):
+            with conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                self._dims = schema.vector_dims(conn)
+                return pg_arrays.load_arrays(conn, self._dims, model, preview=preview, rowids=wanted, dim=dim)
+        return self._read(read)
+
+    def links_of(self, rowids) -> list[tuple[str, list[str], list[str]]]:
+        """As the SQLite store's: (id, source ids, superseded ids) of those of `rowids` with links."""
+        rows = self._q(f"SELECT id, source_ids, {self._SUPERSEDES} FROM memories WHERE rowid = ANY(%s) "
+                       "AND (source_ids NOT IN ('[]', '') OR attributes LIKE '%%supersedes%%') ORDER BY rowid",
+                       ([int(r) for r in rowids],)).fetchall()
+        return [(mid, [str(x) for x in decode_json(src, "source_ids")[0]], _supersede_ids(sup)) for mid, src, sup in rows]
 
     def _select_rows(self, where: str, params) -> list[dict]:
         cols = ", ".join(_SCALARS)
