@@ -161,6 +161,13 @@ def test_unsupported_edits_refused(m0):
             with pytest.raises(ReadOnlyError) as e:
                 s.update_fields(ids[0], fields)
             assert "mem0 store" in str(e.value) and "memviz copy" in str(e.value)
+        # the window's menus ask the same question before anything is tried (edits.applicable)
+        from memviz.edits import applicable
+        arrays = s.arrays()
+        assert "cannot write retiring" in applicable.refusal("delete", arrays, [ids[0]], s)
+        assert "cannot write changing importance" in applicable.refusal("importance", arrays, [ids[0]], s)
+        assert applicable.refusal("correct", arrays, [ids[0]], s) is None
+        assert "adding memories" in s.refuses("insert")  # reflection is off for it
     assert m.get(ids[0])["memory"] == FACTS[0][0]
 
 

@@ -13,6 +13,9 @@ from memviz.store import iso
 
 #: the edits a user can ask for, in menu order
 EDITS = ("correct", "confirm", "unprotect", "delete", "restore", "importance", "tags")
+#: the memory field each edit writes (another system's store may take only some: store.refuses)
+FIELD_OF = {"correct": "content", "confirm": "protected", "unprotect": "protected", "delete": "valid_until",
+            "restore": "valid_until", "importance": "importance", "tags": "tags"}
 
 
 def store_refusal(store, as_of: float | None = None) -> str | None:
@@ -39,7 +42,7 @@ def refusal(key: str, arrays, ids, store=None, as_of: float | None = None) -> st
     does looking at the past."""
     if key not in EDITS:
         raise ValueError(f"unknown edit {key!r}; one of: {', '.join(EDITS)}")
-    if store is not None and (why := store_refusal(store)):
+    if store is not None and (why := store_refusal(store) or store.refuses(FIELD_OF[key])):
         return why
     if why := past_refusal(as_of):
         return why

@@ -250,6 +250,9 @@ class MirroredStore(Store):
                          actor=actor, note=note)
         return memory_id
 
+    def refuses(self, field: str) -> str | None:
+        return self.source.refusal([field])
+
     def insert_memories(self, records, *, audit: bool = True, actor: str = "memviz", note: str | None = None) -> list[str]:
         self.source.refuse({"insert"})
         raise ReadOnlyError(f"{self.path}: adding memories to a {self.source.title} store is not supported")

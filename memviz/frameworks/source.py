@@ -25,6 +25,7 @@ EDIT_NAMES = {
     "tags": "changing tags",
     "protected": "protecting",
     "valid_until": "retiring (soft-deleting) and restoring",
+    "insert": "adding memories (reflections, consolidation)",
 }
 
 
@@ -130,14 +131,20 @@ class Source:
                     "`memviz copy` makes an editable native copy")
         return f"{self.title} stores do not support {', '.join(lacking)} from memviz"
 
+    def refusal(self, fields: Iterable[str]) -> str | None:
+        """Why edits of `fields` cannot be written to this system's store (None: they can)."""
+        bad = [f for f in fields if f not in self.edits]
+        if not bad:
+            return None
+        names = ", ".join(EDIT_NAMES.get(f, f) for f in bad)
+        return (f"{self.label} is a {self.title} store: memviz cannot write {names} to it "
+                f"(it supports: {', '.join(EDIT_NAMES[f] for f in sorted(self.edits)) or 'no edits'}). "
+                "`memviz copy` makes an editable native copy.")
+
     def refuse(self, fields: Iterable[str]) -> None:
         """ReadOnlyError naming the edits this system lacks among `fields`."""
-        bad = [f for f in fields if f not in self.edits]
-        if bad:
-            names = ", ".join(EDIT_NAMES.get(f, f) for f in bad)
-            raise ReadOnlyError(f"{self.label} is a {self.title} store: memviz cannot write {names} to it "
-                                f"(it supports: {', '.join(EDIT_NAMES[f] for f in sorted(self.edits)) or 'no edits'}). "
-                                "`memviz copy` makes an editable native copy.")
+        if why := self.refusal(fields):
+            raise ReadOnlyError(why)
 
     def close(self) -> None:
         """Release connections; the default holds none between calls."""

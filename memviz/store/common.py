@@ -20,6 +20,11 @@ class StoreCommon:
     def __exit__(self, *exc):
         self.close()
 
+    def refuses(self, field: str) -> str | None:
+        """Why edits of `field` (a memory column, or "insert") cannot be written here although the
+        store is writable; None for memviz's own stores (another system's may allow only some)."""
+        return None
+
     def main_model(self) -> tuple[str | None, int]:
         models = self.embedding_models()
         return (models[0][0], models[0][1]) if models else (None, 0)

@@ -230,7 +230,8 @@ class EditController(QObject):
     def refusal(self, key: str, ids: list[str]) -> str | None:
         """Why `key` does not apply to `ids` as loaded (None: it applies); see memviz.edits.applicable."""
         data = self.state.data
-        return applicable.refusal(RULE_OF.get(key, key), None if data is None else data.arrays, ids)
+        return applicable.refusal(RULE_OF.get(key, key), None if data is None else data.arrays, ids,
+                                  store=None if self._main is None or self._main.read_only else self._main)
 
     def applicable(self, key: str, ids: list[str]) -> bool:
         return self.refusal(key, ids) is None

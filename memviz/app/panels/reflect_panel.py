@@ -124,7 +124,7 @@ class ReflectTools(QObject):
     def _on_as_of(self, T) -> None:
         """Reflecting and consolidating write to the store as it is now: off while viewing the past."""
         store = self.store
-        writable = store is not None and not store.read_only and T is None
+        writable = store is not None and not store.read_only and not store.refuses("insert") and T is None
         for act in (self.reflect_action, self.consolidate_action):
             act.setEnabled(writable)
         if T is not None:
@@ -133,8 +133,9 @@ class ReflectTools(QObject):
     def _on_data(self, data) -> None:
         self._statuses = {}
         store = self.store
-        writable = store is not None and not store.read_only
-        tip = "" if writable else " (the store is not open for writing)"
+        refused = None if store is None or store.read_only else store.refuses("insert")
+        writable = store is not None and not store.read_only and refused is None
+        tip = "" if writable else f" ({refused or 'the store is not open for writing'})"
         self.reflect_action.setEnabled(writable)
         self.consolidate_action.setEnabled(writable)
         self.reflect_action.setStatusTip("Reflect with the LLM" + tip)
