@@ -109,9 +109,10 @@ def _fields(rec: dict, now: float) -> dict:
     """normalize() but the embedding, which is left as given."""
     if not _COLUMN_SET.issuperset(rec):
         raise ValidationError(f"unknown memory fields: {', '.join(sorted(set(rec) - _COLUMN_SET))}")
-    row = {**_DEFAULTS, **{k: v for k, v in rec.items() if v is not None or k == "valid_until"}}
-    for col in MEMORY_COLUMNS:
-        row.setdefault(col, None)
+    row = {col: rec.get(col) for col in MEMORY_COLUMNS}
+    for col, default in _DEFAULTS.items():
+        if row[col] is None:
+            row[col] = default
     row["id"] = row["id"] or new_id()
     row["id"] = str(row["id"])
     for col in ("kind", "content"):
