@@ -185,28 +185,35 @@ class MirroredStore(Store):
 
     def _build(self, token: str, task: Task | None) -> dict:
         """The first sync, into the new, empty mirror: one bulk load (store/bulk.py) with the
-        fingerprints in the same transaction, the source read in a thread ahead of the writes."""
+        fingerprints in the same transaction. A thread reads the source and validates each batch
+        (Python) while this one writes the one before (SQLite, which lets go of the GIL)."""
         read = task.part(0.0, 0.95) if task else None
-        seen: set[str] = set()
         with bulk_load(self) as load:
-            for batch in read_ahead(lambda: self._read_records(read), _BATCH, "memviz-mirror-read"):
-                if task:
-                    task.check()
-                new = []
-                for rec in batch:
+            def prepared():
+                seen: set[str] = set()
+                batch: list[dict] = []
+                for rec in self._read_records(read):
                     rid = str(rec["id"])
                     if rid not in seen:  # a system that lists a memory twice: the first wins
                         seen.add(rid)
-                        new.append(rec)
-                load.add(new)
-                load.conn.executemany(f"INSERT INTO {_FP_TABLE}(id, fp) VALUES (?, ?)",
-                                      [(str(r["id"]), fingerprint(r)) for r in new])
+                        batch.append(rec)
+                    if len(batch) == _BATCH:
+                        yield load.prepare(batch), [(str(r["id"]), fingerprint(r)) for r in batch]
+                        batch = []
+                if batch:
+                    yield load.prepare(batch), [(str(r["id"]), fingerprint(r)) for r in batch]
+
+            for [(rows, fps)] in read_ahead(prepared, 1, "memviz-mirror-read"):
+                if task:
+                    task.check()
+                load.write(rows)
+                load.conn.executemany(f"INSERT INTO {_FP_TABLE}(id, fp) VALUES (?, ?)", fps)
             if task:
                 task.check()
                 task.progress(0.95, f"indexing {load.count:,} memories")
         self._import_history()
         self.set_meta("mirror.token", token)
-        return {"added": len(seen), "changed": 0, "gone": 0}
+        return {"added": load.count, "changed": 0, "gone": 0}
 
     def _read_records(self, task: Task | None) -> Iterator[dict]:
         """Source.records, its library's errors translated record by record (see _source_call)."""

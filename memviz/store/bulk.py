@@ -2,9 +2,9 @@
 
 `Store.insert_memories` keeps the full-text and vector indexes through per-row triggers, which
 cost most of a 100k load (FTS5 and vec0 take one row at a time). Here the insert triggers are
-dropped inside the one transaction, the rows written in large batches, and then each index is
-built in one statement: FTS5's 'rebuild' from the memories table, and one INSERT ... SELECT per
-vec0 table with the trigger's own condition. The triggers are recreated with the same SQL
+dropped inside the one transaction, the rows written in large batches, each batch's vectors
+copied into vec0 by one INSERT ... SELECT with the trigger's own condition, and the full-text
+index built at the end in one statement (FTS5's 'rebuild' from the memories table). The triggers are recreated with the same SQL
 before COMMIT, so the store is the one the per-row path makes (schema.inspect accepts it,
 `memviz check` is clean); a failure or a cancel rolls everything back, triggers included.
 Nothing is audited: these are the store's first contents, as with insert_memories(audit=False).
@@ -30,21 +30,35 @@ _ROW = itemgetter(*MEMORY_COLUMNS)
 
 class BulkLoad:
     """What `bulk_load` yields: `add(records)` validates and writes a batch (a bad record raises
-    ValidationError and nothing of its batch is written); `conn` is the open transaction, for
-    the caller's own tables (a mirror's fingerprints)."""
+    ValidationError and nothing of its batch is written); or `prepare` (validation, pure Python:
+    it may run in another thread, one batch after another) and then `write` here, so that the
+    next batch is validated while SQLite writes this one. `conn` is the open transaction, for the
+    caller's own tables (a mirror's fingerprints)."""
 
-    def __init__(self, conn: apsw.Connection, model_dims: dict[str, int]):
+    def __init__(self, conn: apsw.Connection):
         self.conn = conn
-        self.model_dims = model_dims
-        self.dims: set[int] = set()        # vec0 tables to fill at the end
-        self.new_tables: set[int] = set()  # made here: their triggers come at the end
+        self.model_dims: dict[str, int] = {}  # a model's first vectors set its dimension for the rest
+        self.dims: set[int] = set()           # vec0 tables written to
+        self.new_tables: set[int] = set()     # made here: their triggers come at the end
         self.count = 0
 
     def add(self, records) -> list[str]:
-        rows = normalize_many(records, model_dims=dict(self.model_dims))
+        return self.write(self.prepare(records))
+
+    def prepare(self, records) -> list[dict]:
+        dims = dict(self.model_dims)
+        rows = normalize_many(records, model_dims=dims)
+        self.model_dims = dims  # only once the whole batch is valid
+        return rows
+
+    def write(self, rows: list[dict]) -> list[str]:
+        """Rows of `prepare` into memories and their vectors into vec0 (one INSERT ... SELECT per
+        dimension over the batch, with the insert trigger's condition); the full-text index is
+        built once at the end."""
         if not rows:
             return []
         dims = {len(r["embedding"]) // 4 for r in rows if r["embedding"] is not None}
+        last = self.conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0]
         self.conn.execute("SAVEPOINT memviz_bulk_batch")
         try:
             for dim in dims - self.dims:
@@ -53,6 +67,10 @@ class BulkLoad:
                     self.new_tables.add(dim)
                 self.dims.add(dim)
             self.conn.executemany(_INSERT, map(_ROW, rows))
+            for dim in sorted(dims):
+                self.conn.execute(f"INSERT INTO {vec_table(dim)}(memory_id, embedding) SELECT id, embedding FROM memories "
+                                  f"WHERE rowid > ? AND embedding IS NOT NULL AND length(embedding) = {4 * int(dim)} "
+                                  "ORDER BY rowid", (last,))
         except BaseException as e:
             self.conn.execute("ROLLBACK TO memviz_bulk_batch")
             self.conn.execute("RELEASE memviz_bulk_batch")
@@ -60,9 +78,6 @@ class BulkLoad:
                 raise ValidationError(f"cannot insert: {e} (is an id already in the store?)") from None
             raise
         self.conn.execute("RELEASE memviz_bulk_batch")
-        for r in rows:  # the first vectors of a model set its dimension for the later batches
-            if r["embedding"] is not None:
-                self.model_dims.setdefault(r["embedding_model"], len(r["embedding"]) // 4)
         self.count += len(rows)
         return [r["id"] for r in rows]
 
@@ -77,9 +92,9 @@ def bulk_load(store):
         dropped = _insert_triggers(c)
         for name in dropped:
             c.execute(f'DROP TRIGGER "{name}"')
-        load = BulkLoad(c, {})
+        load = BulkLoad(c)
         yield load
-        _build_indexes(c, load.dims)
+        c.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
         for sql in dropped.values():
             c.execute(sql)  # FTS5's and the existing vec0 tables' insert triggers, as they were
         for dim in load.new_tables:
@@ -92,14 +107,6 @@ def _insert_triggers(c) -> dict[str, str]:
     return {name: sql for name, sql in c.execute(
         "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'memories' "
         "AND (name = ? OR (name LIKE ? AND name LIKE '%\\_ai' ESCAPE '\\'))", (_FTS_INSERT, VEC_PREFIX + "%"))}
-
-
-def _build_indexes(c, dims) -> None:
-    c.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
-    for dim in sorted(dims):
-        # the condition of the vec0 insert trigger (vectors.vec_ddl), over every row at once
-        c.execute(f"INSERT INTO {vec_table(dim)}(memory_id, embedding) SELECT id, embedding FROM memories "
-                  f"WHERE embedding IS NOT NULL AND length(embedding) = {4 * int(dim)} ORDER BY rowid")
 
 
 def _has_table(c, name: str) -> bool:
