@@ -5,7 +5,8 @@ The mirror is an SQLite file in the user cache (`mirrors/`), one per source. Ope
 reuses its mirror when the source's token has not moved (fast reopen), and otherwise syncs it:
 every record is read from the source and compared with the mirror by a fingerprint, and only
 what differs is written (new rows inserted, changed rows updated and audited as the system's
-change, rows the system deleted marked retired: nothing is physically removed). The live
+change, rows the system deleted marked retired: nothing is physically removed). The first build
+is one bulk load into the new mirror (store/bulk.py), the source read in a thread meanwhile. The live
 window's change watcher asks `data_version()` and `changes_since()`, which sync first and then
 answer from the mirror's own change log, so a busy agent's writes arrive as deltas.
 
