@@ -133,3 +133,9 @@ def test_only_an_empty_store_is_bulk_loaded(tmp_path):
             load.add(_records(5, seed=1))
     assert store.conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 3
     store.close()
+
+
+def test_the_store_is_left_in_wal_mode(tmp_path):
+    store = _bulk(str(tmp_path / "s.db"), _records(50))
+    assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    store.close()
