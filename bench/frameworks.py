@@ -53,6 +53,12 @@ def unit_rows(rng, m: int, dim: int) -> np.ndarray:
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
+def _uuid4(rng) -> str:
+    """A random (version 4) UUID from `rng`, as mem0 and LangMem make their ids: ids in random
+    order, not sequential ones (a store's id index and vec0's are written in random places)."""
+    return str(uuid.UUID(bytes=rng.bytes(16), version=4))
+
+
 def fill(dsn: str, ddl: str, insert: str, rows) -> None:
     from memviz.store.postgres.connect import connect, register_vector
     conn = connect(dsn, need_vector=False)
@@ -102,6 +108,7 @@ def bench_mem0(n: int, dim: int, dsn: str):
     """mem0's pgvector collection (`id uuid, vector, payload jsonb`), payloads as mem0 writes them."""
     from memviz.store.postgres.connect import PgVector
     rng = np.random.default_rng(0)
+    ids = np.random.default_rng(10)
     now = "2026-01-01T00:00:00+00:00"
 
     def payload(i):
@@ -113,7 +120,7 @@ def bench_mem0(n: int, dim: int, dsn: str):
         for start in range(0, n, 5000):
             v = unit_rows(rng, min(n, start + 5000) - start, dim)
             for i in range(len(v)):
-                yield (str(uuid.UUID(int=start + i + 1)), PgVector(v[i].tobytes()), payload(start + i))
+                yield (_uuid4(ids), PgVector(v[i].tobytes()), payload(start + i))
     fill(dsn, f"CREATE TABLE mem0 (id UUID PRIMARY KEY, vector vector({dim}), payload JSONB)",
          "INSERT INTO mem0 (id, vector, payload) VALUES (%s, %s, %s)", rows())
     os.environ["MEMVIZ_MEM0_EMBEDDER"] = "bench"
@@ -204,12 +211,12 @@ def bench_letta(n: int, dim: int, dsn: str):
 # ---------------------------------------------------------------------------- LangGraph
 def _langgraph_rows(n: int, dim: int, seed: int):
     """(prefix, key, value, vector) of LangMem-style memories: ("memories", user) namespaces."""
-    rng = np.random.default_rng(seed)
+    rng, ids = np.random.default_rng(seed), np.random.default_rng(seed + 10)
     for start in range(0, n, 5000):
         v = unit_rows(rng, min(n, start + 5000) - start, dim)
         for i in range(len(v)):
             k = start + i
-            yield (f"memories.user{k % 50}", str(uuid.UUID(int=k + 1)),
+            yield (f"memories.user{k % 50}", _uuid4(ids),
                    json.dumps({"content": f"user {k % 50} remembers fact {k} about tea and trains"}), v[i])
 
 
