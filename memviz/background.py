@@ -1,10 +1,12 @@
 """One way to run a function in a plain thread and collect its result or exception later
-(the store's integrity check beside the read; the launch's read before Qt is imported).
+(the store's integrity check beside the read; the launch's read before Qt is imported), and
+one way to read ahead in a thread (a framework mirror's first build).
 No Qt here: the window's jobs use memviz/app/workers.py."""
 from __future__ import annotations
 
+import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from typing import TypeVar
 
@@ -22,3 +24,53 @@ def in_thread(fn: Callable[[], T], name: str) -> Future:
             fut.set_exception(e)
     threading.Thread(target=work, name=name, daemon=True).start()
     return fut
+
+
+def read_ahead(produce: Callable[[], Iterable[T]], batch: int, name: str, depth: int = 4) -> Iterator[list[T]]:
+    """What `produce()` yields, in lists of `batch`, read in a daemon thread up to `depth` lists
+    ahead of the consumer: a source's read (a database server, SQLite, a socket: they release
+    the GIL) overlaps with the consumer's writing. An error in `produce` is raised here; when the
+    consumer stops early (an error, a cancel) the thread stops at its next list."""
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    done = object()
+
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def work() -> None:
+        try:
+            chunk: list[T] = []
+            for item in produce():
+                chunk.append(item)
+                if len(chunk) >= batch:
+                    if not put(chunk):
+                        return
+                    chunk = []
+            if chunk and not put(chunk):
+                return
+            put(done)
+        except BaseException as e:  # noqa: BLE001 - raised in the consumer
+            put(_Failed(e))
+    threading.Thread(target=work, name=name, daemon=True).start()
+    try:
+        while True:
+            item = q.get()
+            if item is done:
+                return
+            if isinstance(item, _Failed):
+                raise item.error
+            yield item
+    finally:
+        stop.set()
+
+
+class _Failed:
+    def __init__(self, error: BaseException):
+        self.error = error

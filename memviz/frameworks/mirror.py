@@ -5,7 +5,8 @@ The mirror is an SQLite file in the user cache (`mirrors/`), one per source. Ope
 reuses its mirror when the source's token has not moved (fast reopen), and otherwise syncs it:
 every record is read from the source and compared with the mirror by a fingerprint, and only
 what differs is written (new rows inserted, changed rows updated and audited as the system's
-change, rows the system deleted marked retired: nothing is physically removed). The live
+change, rows the system deleted marked retired: nothing is physically removed). The first build
+is one bulk load into the new mirror (store/bulk.py), the source read in a thread meanwhile. The live
 window's change watcher asks `data_version()` and `changes_since()`, which sync first and then
 answer from the mirror's own change log, so a busy agent's writes arrive as deltas.
 
@@ -21,14 +22,17 @@ import json
 import os
 import threading
 import time
+from collections.abc import Iterator
 
 import apsw
 import numpy as np
 
+from ..background import read_ahead
 from ..store import ReadOnlyError, StoreError, ValidationError
 from ..store import create as create_store
 from ..store import open_store as open_native
 from ..store.arrays import MemoryArrays, load_arrays
+from ..store.bulk import bulk_load
 from ..store.changes import sqlite_changes_since
 from ..store.errors import store_errors
 from ..store.schema import MEMORY_COLUMNS
@@ -50,17 +54,18 @@ def mirror_path(source: Source) -> str:
     return str(folder / f"{source.system}-{key}.db")
 
 
+_FP_COLUMNS = tuple(col for col in MEMORY_COLUMNS if col != "embedding")
+_FP_JSON = json.JSONEncoder(sort_keys=True, default=str)  # json.dumps(..., sort_keys=True, default=str), built once
+
+
 def fingerprint(rec: dict) -> bytes:
     """What identifies a record's content: equal fingerprints, nothing to write. The columns
     but the embedding go through one json.dumps (one per column cost 5x more at 100k)."""
-    h = hashlib.blake2b(digest_size=16)
-    h.update(json.dumps([rec.get(col) for col in MEMORY_COLUMNS if col != "embedding"], sort_keys=True,
-                        default=str).encode())
+    h = hashlib.blake2b(_FP_JSON.encode([rec.get(col) for col in _FP_COLUMNS]).encode(), digest_size=16)
     v = rec.get("embedding")
-    if isinstance(v, np.ndarray):
-        v = v.astype("<f4").tobytes()
-    if v is not None:
-        h.update(b"\x1f" + bytes(v))
+    if v is not None:  # hashed in two updates: the same digest as of the joined bytes, without copies
+        h.update(b"\x1f")
+        h.update(np.ascontiguousarray(v, "<f4") if isinstance(v, np.ndarray) else bytes(v))
     return h.digest()
 
 
@@ -125,12 +130,14 @@ class MirroredStore(Store):
             return done
 
     def _sync(self, token: str, task: Task | None, first: bool) -> dict:
+        if first:
+            return self._build(token, task)
         part = task.part(0.0, 0.6) if task else None
         known = dict(self.conn.execute(f"SELECT id, fp FROM {_FP_TABLE}"))
         seen: set[str] = set()
         new, changed = [], {}
         delta = None
-        if not first and self._synced_token is not None:  # a large source may say what moved since
+        if self._synced_token is not None:  # a large source may say what moved since
             since = json.loads(self._synced_token)
             delta = self._source_call(lambda: self.source.changed_since(since, known.keys(), part))
         records, present = delta if delta is not None else (self._source_call(lambda: list(self.source.records(part))), None)
@@ -153,8 +160,7 @@ class MirroredStore(Store):
                 part.check()
                 part.progress(i / max(len(new), 1), f"{i:,} of {len(new):,} memories")
             chunk = new[i:i + _BATCH]
-            Store.insert_memories(self, [r for r, _fp in chunk], audit=not first, actor=actor,
-                                  note=None if first else f"written by {self.source.title}")
+            Store.insert_memories(self, [r for r, _fp in chunk], actor=actor, note=f"written by {self.source.title}")
             self._remember([(str(r["id"]), fp) for r, fp in chunk])
         if changed:
             rows = {r["id"]: r for r in self.get_many(list(changed))}
@@ -175,10 +181,49 @@ class MirroredStore(Store):
                                   actor=actor, note=f"deleted by {self.source.title} (kept retired here)")
             with self.transaction() as c:
                 c.executemany(f"DELETE FROM {_FP_TABLE} WHERE id = ?", [(rid,) for rid in gone])
-        if first:
-            self._import_history()
         self.set_meta("mirror.token", token)
         return {"added": len(new), "changed": len(changed), "gone": len(gone)}
+
+    def _build(self, token: str, task: Task | None) -> dict:
+        """The first sync, into the new, empty mirror: one bulk load (store/bulk.py) with the
+        fingerprints in the same transaction. A thread reads the source and validates each batch
+        (Python) while this one writes the one before (SQLite, which lets go of the GIL)."""
+        read = task.part(0.0, 0.95) if task else None
+        with bulk_load(self) as load:
+            def prepared():
+                seen: set[str] = set()
+                batch: list[dict] = []
+                for rec in self._read_records(read):
+                    rid = str(rec["id"])
+                    if rid not in seen:  # a system that lists a memory twice: the first wins
+                        seen.add(rid)
+                        batch.append(rec)
+                    if len(batch) == _BATCH:
+                        yield load.prepare(batch), [(str(r["id"]), fingerprint(r)) for r in batch]
+                        batch = []
+                if batch:
+                    yield load.prepare(batch), [(str(r["id"]), fingerprint(r)) for r in batch]
+
+            for [(rows, fps)] in read_ahead(prepared, 1, "memviz-mirror-read"):
+                if task:
+                    task.check()
+                load.write(rows)
+                load.conn.executemany(f"INSERT INTO {_FP_TABLE}(id, fp) VALUES (?, ?)", fps)
+            if task:
+                task.check()
+                task.progress(0.95, f"indexing {load.count:,} memories")
+        self._import_history()
+        self.set_meta("mirror.token", token)
+        return {"added": load.count, "changed": 0, "gone": 0}
+
+    def _read_records(self, task: Task | None) -> Iterator[dict]:
+        """Source.records, its library's errors translated record by record (see _source_call)."""
+        records = self._source_call(lambda: iter(self.source.records(task)))
+        while True:
+            rec = self._source_call(lambda: next(records, None))
+            if rec is None:
+                return
+            yield rec
 
     def _remember(self, pairs) -> None:
         with self.transaction() as c:

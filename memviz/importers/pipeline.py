@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import memviz
 
 from ..store import create as create_store
+from ..store.bulk import bulk_load
 from ..store.errors import StoreError, ValidationError
 from ..store.records import normalize
 from ..tasks import Cancelled, Steps, Task, quiet
@@ -213,15 +214,15 @@ def _report_dangling(prep: Prepared, report: ImportReport) -> None:
                                                            "kept as a broken link")
 
 
-def _insert(store, records: list[dict], wheres: list[str], report: ImportReport) -> int:
-    """Insert one batch; when the store rejects it, validate each record the way the store does so
-    only the bad ones are skipped (and reported). Returns how many were inserted."""
+def _insert(load, records: list[dict], wheres: list[str], report: ImportReport) -> int:
+    """Insert one batch into the bulk load (store/bulk.py); when it rejects the batch, validate
+    each record the way the store does so only the bad ones are skipped (and reported).
+    Returns how many were inserted."""
     try:
-        store.insert_memories(records, audit=False)
-        return len(records)
+        return len(load.add(records))
     except ValidationError:
         pass
-    dims = {m: d for m, d, _ in store.embedding_models()}
+    dims = dict(load.model_dims)
     good = []
     for rec, where in zip(records, wheres):
         try:
@@ -232,8 +233,7 @@ def _insert(store, records: list[dict], wheres: list[str], report: ImportReport)
         if row["embedding"] is not None:
             dims.setdefault(row["embedding_model"], len(row["embedding"]) // 4)
         good.append(rec)
-    store.insert_memories(good, audit=False)
-    return len(good)
+    return len(load.add(good))
 
 
 def write_store(prep: Prepared, report: ImportReport, output: str, *, force: bool, task: Task,
@@ -264,7 +264,7 @@ def write_store(prep: Prepared, report: ImportReport, output: str, *, force: boo
                 rec["embedding"] = vectors[text]
                 rec["embedding_model"] = embedder.model
 
-    # About 20 batches: progress and cancel between them, and the store re-reads its models per batch.
+    # About 20 batches: progress and cancel between them.
     size = max(INSERT_BATCH, -(-len(prep.records) // 20))
     folder, name = os.path.split(output)
     tmp = os.path.join(folder, f".{name}.importing-{os.getpid()}-{uuid.uuid4().hex[:8]}")
@@ -272,9 +272,10 @@ def write_store(prep: Prepared, report: ImportReport, output: str, *, force: boo
     try:
         store = create_store(tmp)
         imported = 0
-        for i in range(0, len(prep.records), size):
-            imported += _insert(store, prep.records[i:i + size], prep.where[i:i + size], report)
-            steps.advance(len(prep.records[i:i + size]))
+        with bulk_load(store) as load:  # one transaction; the indexes built once at the end
+            for i in range(0, len(prep.records), size):
+                imported += _insert(load, prep.records[i:i + size], prep.where[i:i + size], report)
+                steps.advance(len(prep.records[i:i + size]))
         if not imported:
             raise ImportFailed(f"Nothing to import from {report.source}: every record was invalid "
                                f"({report.skipped[0].where}: {report.skipped[0].message}).")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import time
 
-from .records import normalize
+from .records import normalize_many
 from .times import to_epoch
 
 
@@ -38,12 +38,7 @@ class StoreCommon:
         models = {r.get("embedding_model") for r in records if r.get("embedding") is not None}
         dims = {m: d for m in models if (d := self.model_dim(m)) is not None}
         now = time.time()
-        rows = []
-        for rec in records:
-            row = normalize(rec, model_dims=dims, now=now)
-            if row["embedding"] is not None:
-                dims.setdefault(row["embedding_model"], len(row["embedding"]) // 4)
-            rows.append(row)
+        rows = normalize_many(records, model_dims=dims, now=now)
         return rows, now
 
     def update_fields(self, memory_id: str, changes: dict, *, action: str = "update", expected: dict | None = None,

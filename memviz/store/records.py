@@ -49,20 +49,75 @@ def embedding_blob(vec, expected_dim: int | None = None, *, what: str = "embeddi
     return arr.tobytes()
 
 
+_COLUMN_SET = frozenset(MEMORY_COLUMNS)
+#: json.dumps(value, ensure_ascii=False, separators=(",", ":")) without building an encoder per call
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def normalize(rec: dict, *, model_dims: dict[str, int], now: float | None = None) -> dict:
     """A complete row dict ready for INSERT; raises ValidationError with the field at fault."""
-    unknown = set(rec) - set(MEMORY_COLUMNS)
-    if unknown:
-        raise ValidationError(f"unknown memory fields: {', '.join(sorted(unknown))}")
-    row = {**_DEFAULTS, **{k: v for k, v in rec.items() if v is not None or k == "valid_until"}}
-    for col in MEMORY_COLUMNS:
-        row.setdefault(col, None)
+    row = _fields(rec, time.time() if now is None else now)
+    emb = row.get("embedding")
+    if emb is not None:
+        row["embedding"] = embedding_blob(emb, model_dims.get(_model(row)), what=f"memory {row['id']}: embedding")
+    return row
+
+
+def normalize_many(records, *, model_dims: dict[str, int], now: float | None = None) -> list[dict]:
+    """normalize() of every record, as rows in order; the first model's vectors set its dimension
+    for the rest (`model_dims` is updated). float32 vectors are checked together (one isfinite
+    over a stacked matrix per dimension, not one per row: most of a 100k load's validation).
+    A bad record raises the ValidationError normalize() gives it (with several bad records, the
+    one named may not be the first)."""
+    now = time.time() if now is None else now
+    rows: list[dict] = []
+    stacked: dict[int, tuple[list[int], list[np.ndarray]]] = {}  # dim -> (row indices, vectors)
+    for rec in records:
+        row = _fields(rec, now)
+        emb = row.get("embedding")
+        if emb is not None:
+            model = _model(row)
+            want = model_dims.get(model)
+            if isinstance(emb, np.ndarray) and emb.dtype == np.float32 and emb.ndim == 1 and emb.size \
+                    and want in (None, emb.size):
+                group = stacked.setdefault(emb.size, ([], []))
+                group[0].append(len(rows))
+                group[1].append(emb)
+            else:
+                row["embedding"] = embedding_blob(emb, want, what=f"memory {row['id']}: embedding")
+            model_dims.setdefault(model, len(row["embedding"]) // 4 if isinstance(row["embedding"], bytes) else emb.size)
+        rows.append(row)
+    for at, vectors in stacked.values():
+        matrix = np.stack(vectors)
+        finite = np.isfinite(matrix).all(axis=1)
+        if not finite.all():
+            bad = rows[at[int(np.argmin(finite))]]["id"]
+            raise ValidationError(f"memory {bad}: embedding contains NaN or infinite values")
+        for i, v in zip(at, vectors):
+            rows[i]["embedding"] = v.astype("<f4", copy=False).tobytes()
+    return rows
+
+
+def _model(row: dict) -> str:
+    model = row.get("embedding_model")
+    if not model:
+        raise ValidationError(f"memory {row['id']}: an embedding needs its `embedding_model`")
+    return model
+
+
+def _fields(rec: dict, now: float) -> dict:
+    """normalize() but the embedding, which is left as given."""
+    if not _COLUMN_SET.issuperset(rec):
+        raise ValidationError(f"unknown memory fields: {', '.join(sorted(set(rec) - _COLUMN_SET))}")
+    row = {col: rec.get(col) for col in MEMORY_COLUMNS}
+    for col, default in _DEFAULTS.items():
+        if row[col] is None:
+            row[col] = default
     row["id"] = row["id"] or new_id()
     row["id"] = str(row["id"])
     for col in ("kind", "content"):
         if not isinstance(row.get(col), str) or (col == "kind" and not row[col]):
             raise ValidationError(f"memory {row['id']}: `{col}` must be a non-empty string")
-    now = time.time() if now is None else now
     try:
         row["created_at"] = to_epoch(now if row["created_at"] is None else row["created_at"])
         row["event_time"] = to_epoch(row["created_at"] if row["event_time"] is None else row["event_time"])
@@ -82,14 +137,6 @@ def normalize(rec: dict, *, model_dims: dict[str, int], now: float | None = None
         raise ValidationError(f"memory {row['id']}: importance {row['importance']} is outside 0-10")
     for col in JSON_COLUMNS:
         row[col] = encode_json(row[col], col, row["id"])
-    emb = row.get("embedding")
-    if emb is not None:
-        model = row.get("embedding_model")
-        if not model:
-            raise ValidationError(f"memory {row['id']}: an embedding needs its `embedding_model`")
-        row["embedding"] = embedding_blob(emb, model_dims.get(model), what=f"memory {row['id']}: embedding")
-    else:
-        row["embedding"] = None
     return row
 
 
@@ -109,7 +156,7 @@ def encode_json(value, col: str, mid: str = "") -> str:
             raise ValidationError(f"memory {mid}: `{col}` must be a JSON list")
     elif not isinstance(value, dict):
         raise ValidationError(f"memory {mid}: `{col}` must be a JSON object")
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _JSON.encode(value)
 
 
 def decode_text(raw) -> tuple[str, bool]:

@@ -1,0 +1,135 @@
+"""Filling a brand-new, empty store with many memories at once (a mirror's first build, an import).
+
+`Store.insert_memories` keeps the full-text and vector indexes through per-row triggers, which
+cost most of a 100k load (FTS5 and vec0 take one row at a time). Here the insert triggers are
+dropped inside the one transaction, the rows written in large batches, each batch's vectors
+copied into vec0 by one INSERT ... SELECT with the trigger's own condition, and the full-text
+index built at the end in one statement (FTS5's 'rebuild' from the memories table). The triggers are recreated with the same SQL
+before COMMIT, so the store is the one the per-row path makes (schema.inspect accepts it,
+`memviz check` is clean); a failure or a cancel rolls everything back, triggers included.
+Nothing is audited: these are the store's first contents, as with insert_memories(audit=False).
+The change log needs nothing (its triggers are on UPDATE and DELETE).
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from operator import itemgetter
+
+import apsw
+
+from .errors import StoreError, ValidationError
+from .records import normalize_many
+from .schema import MEMORY_COLUMNS
+from .vectors import VEC_PREFIX, vec_ddl, vec_table
+
+_INSERT = (f"INSERT INTO memories ({', '.join(MEMORY_COLUMNS)}) "
+           f"VALUES ({', '.join('?' * len(MEMORY_COLUMNS))})")
+_FTS_INSERT = "memories_fts_ai"
+_ROW = itemgetter(*MEMORY_COLUMNS)
+_CACHE_KIB = 512 * 1024
+
+
+class BulkLoad:
+    """What `bulk_load` yields: `add(records)` validates and writes a batch (a bad record raises
+    ValidationError and nothing of its batch is written); or `prepare` (validation, pure Python:
+    it may run in another thread, one batch after another) and then `write` here, so that the
+    next batch is validated while SQLite writes this one. `conn` is the open transaction, for the
+    caller's own tables (a mirror's fingerprints)."""
+
+    def __init__(self, conn: apsw.Connection):
+        self.conn = conn
+        self.model_dims: dict[str, int] = {}  # a model's first vectors set its dimension for the rest
+        self.dims: set[int] = set()           # vec0 tables written to
+        self.new_tables: set[int] = set()     # made here: their triggers come at the end
+        self.count = 0
+
+    def add(self, records) -> list[str]:
+        return self.write(self.prepare(records))
+
+    def prepare(self, records) -> list[dict]:
+        dims = dict(self.model_dims)
+        rows = normalize_many(records, model_dims=dims)
+        self.model_dims = dims  # only once the whole batch is valid
+        return rows
+
+    def write(self, rows: list[dict]) -> list[str]:
+        """Rows of `prepare` into memories and their vectors into vec0 (one INSERT ... SELECT per
+        dimension over the batch, with the insert trigger's condition); the full-text index is
+        built once at the end."""
+        if not rows:
+            return []
+        dims = {len(r["embedding"]) // 4 for r in rows if r["embedding"] is not None}
+        last = self.conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0]
+        self.conn.execute("SAVEPOINT memviz_bulk_batch")
+        try:
+            for dim in dims - self.dims:
+                if not _has_table(self.conn, vec_table(dim)):
+                    self.conn.execute(vec_ddl(dim)[0])
+                    self.new_tables.add(dim)
+                self.dims.add(dim)
+            self.conn.executemany(_INSERT, map(_ROW, rows))
+            for dim in sorted(dims):
+                self.conn.execute(f"INSERT INTO {vec_table(dim)}(memory_id, embedding) SELECT id, embedding FROM memories "
+                                  f"WHERE rowid > ? AND embedding IS NOT NULL AND length(embedding) = {4 * int(dim)} "
+                                  "ORDER BY rowid", (last,))
+        except BaseException as e:
+            self.conn.execute("ROLLBACK TO memviz_bulk_batch")
+            self.conn.execute("RELEASE memviz_bulk_batch")
+            if isinstance(e, apsw.ConstraintError):
+                raise ValidationError(f"cannot insert: {e} (is an id already in the store?)") from None
+            raise
+        self.conn.execute("RELEASE memviz_bulk_batch")
+        self.count += len(rows)
+        return [r["id"] for r in rows]
+
+
+@contextmanager
+def bulk_load(store):
+    """`with bulk_load(store) as load: load.add(batch) ...` into `store`, which must hold no
+    memories yet; everything is one transaction, committed with the indexes built at the end."""
+    cache = store.conn.execute("PRAGMA cache_size").fetchone()[0]
+    # one large transaction: with SQLite's default 2 MB page cache its pages spill to the WAL and
+    # are read back (a 100k load wrote twice as slowly); the cache is a bound, used as needed
+    store.conn.execute(f"PRAGMA cache_size = -{_CACHE_KIB}")
+    # a new store's pages are written straight into the file under a rollback journal (which
+    # holds only the few pages that existed), not twice through the WAL: 25% of a 100k load.
+    # SQLite keeps WAL when another connection is open; WAL comes back after the load either way
+    wal = store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    if wal:
+        store.conn.execute("PRAGMA journal_mode = DELETE")
+    try:
+        with _loaded(store) as load:
+            yield load
+    finally:
+        store.conn.execute(f"PRAGMA cache_size = {int(cache)}")
+        if wal:
+            store.conn.execute("PRAGMA journal_mode = WAL")
+
+
+@contextmanager
+def _loaded(store):
+    with store.transaction() as c:
+        if c.execute("SELECT 1 FROM memories LIMIT 1").fetchone() is not None:
+            raise StoreError(f"{store.path} already holds memories; a bulk load fills only a new, empty store.")
+        dropped = _insert_triggers(c)
+        for name in dropped:
+            c.execute(f'DROP TRIGGER "{name}"')
+        load = BulkLoad(c)
+        yield load
+        c.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
+        for sql in dropped.values():
+            c.execute(sql)  # FTS5's and the existing vec0 tables' insert triggers, as they were
+        for dim in load.new_tables:
+            for sql in vec_ddl(dim)[1:]:
+                c.execute(sql)
+
+
+def _insert_triggers(c) -> dict[str, str]:
+    """The AFTER INSERT triggers on memories (FTS5, each vec0 table): name -> SQL."""
+    return {name: sql for name, sql in c.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'memories' "
+        "AND (name = ? OR (name LIKE ? AND name LIKE '%\\_ai' ESCAPE '\\'))", (_FTS_INSERT, VEC_PREFIX + "%"))}
+
+
+def _has_table(c, name: str) -> bool:
+    return c.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None
