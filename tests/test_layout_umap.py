@@ -36,6 +36,7 @@ def agreement(coords, labels, k=5):
 
 
 def test_job_returns_coords_aligned_to_rows_deterministically_and_caches(store, worker):
+    numba_before = "numba" in sys.modules  # the int8 retrieval kernel (another test) may have loaded it
     vecs, labels = clustered(300, seed=5)
     insert(store, vecs[:150])
     store.insert_memories([dict(id="no-vector", kind="fact", content="never embedded")])
@@ -57,7 +58,8 @@ def test_job_returns_coords_aligned_to_rows_deterministically_and_caches(store, 
     assert agreement(coords[has], row_labels) > 0.9       # clusters stay together
     stages = list(dict.fromkeys(seen))
     assert stages[0] == "preparing" and stages[-1] == "done" and "neighbours" in stages and "epochs" in stages
-    assert "umap" not in sys.modules and "numba" not in sys.modules  # this process never paid for them
+    assert "umap" not in sys.modules  # this process never paid for them: the worker did
+    assert numba_before or "numba" not in sys.modules
 
     again = UmapJob(a, {"n_epochs": 60}, worker=worker).run(timeout=WAIT)  # blocking form
     assert np.array_equal(again, coords, equal_nan=True)
