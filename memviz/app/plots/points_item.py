@@ -147,13 +147,7 @@ class PointsItem(pg.GraphicsObject):
 
     # ------------------------------------------------------------ what the ViewBox asks
     def dataBounds(self, ax, frac=1.0, orthoRange=None):
-        if self._bounds is None:
-            return (None, None)
-        if orthoRange is None:
-            return self._bounds[2 * ax:2 * ax + 2]
-        d, other = (self._x, self._y) if ax == 0 else (self._y, self._x)
-        d = d[(other >= orthoRange[0]) & (other <= orthoRange[1]) & np.isfinite(d)]
-        return (None, None) if not len(d) else (d.min(), d.max())
+        return data_bounds(self._bounds, self._x, self._y, ax, orthoRange)
 
     def pixelPadding(self) -> float:
         return self._max_px * 0.7072
@@ -294,3 +288,15 @@ class PointsItem(pg.GraphicsObject):
     # ------------------------------------------------------------ for tests and exports
     def atlas_entries(self) -> int:
         return len(self._entries)
+
+
+def data_bounds(bounds, x: np.ndarray, y: np.ndarray, ax: int, ortho_range=None):
+    """pyqtgraph's dataBounds for items holding coordinates `x`, `y` with cached `bounds`
+    (xmin, xmax, ymin, ymax): the range along axis `ax`, within `ortho_range` on the other."""
+    if bounds is None:
+        return (None, None)
+    if ortho_range is None:
+        return bounds[2 * ax:2 * ax + 2]
+    d, other = (x, y) if ax == 0 else (y, x)
+    d = d[(other >= ortho_range[0]) & (other <= ortho_range[1]) & np.isfinite(d)]
+    return (None, None) if not len(d) else (d.min(), d.max())

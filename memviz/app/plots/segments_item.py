@@ -19,6 +19,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QPaintEngine, QPainter, QPen
 
+from memviz.app.plots.points_item import data_bounds
+
 _VECTOR_ENGINES = {QPaintEngine.Type.SVG, QPaintEngine.Type.Pdf, QPaintEngine.Type.Picture}
 _ROUNDABLE = 16_000.0   # px (< 2**14): a segment with an end further out is drawn as given
 
@@ -54,13 +56,7 @@ class SegmentsItem(pg.GraphicsObject):
 
     # ------------------------------------------------------------ what the ViewBox asks
     def dataBounds(self, ax, frac=1.0, orthoRange=None):
-        if self._bounds is None:
-            return (None, None)
-        if orthoRange is None:
-            return self._bounds[2 * ax:2 * ax + 2]
-        d, other = (self._x, self._y) if ax == 0 else (self._y, self._x)
-        d = d[(other >= orthoRange[0]) & (other <= orthoRange[1]) & np.isfinite(d)]
-        return (None, None) if not len(d) else (d.min(), d.max())
+        return data_bounds(self._bounds, self._x, self._y, ax, orthoRange)
 
     def boundingRect(self) -> QRectF:
         if self._bounds is None:
