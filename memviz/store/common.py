@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import time
 
-from .records import normalize_many
+from .errors import ConflictError
+from .records import decode_json, normalize, normalize_many, read_values
 from .times import to_epoch
 
 
@@ -40,6 +41,28 @@ class StoreCommon:
         now = time.time()
         rows = normalize_many(records, model_dims=dims, now=now)
         return rows, now
+
+    def _superseding_row(self, cur: dict, memory_id: str, new_content: str, nid: str, when: int, embedding,
+                         embedding_model: str | None, dim: int | None) -> dict:
+        """The new row of a correction (supersede), normalised: the old row's agent, kind, sources and
+        event time (read as values: an agent's 'very high' or 'yesterday' is not copied), its
+        attributes with `supersedes`, and `needs_embedding` when no vector came with the text.
+        `cur`: the old row as read inside the write transaction (a retired one is a conflict); `dim`:
+        the store's dimension for `embedding_model`, looked up before the transaction."""
+        if cur["valid_until"] is not None:
+            raise ConflictError(f"Memory {memory_id} is already retired; restore it before correcting it.", current=cur)
+        attrs, _ = decode_json(cur["attributes"], "attributes")
+        attrs = {k: v for k, v in attrs.items() if k != "needs_embedding"}
+        attrs["supersedes"] = memory_id
+        if embedding is None:
+            attrs["needs_embedding"] = True
+        readable = dict(cur)
+        read_values(readable)
+        new = {k: readable[k] for k in ("agent", "kind", "importance", "confidence", "decay_rate", "protected",
+                                        "source_ids", "entity_ids", "tags")}
+        new.update(id=nid, content=new_content, attributes=attrs, event_time=readable["event_time"], created_at=when,
+                   embedding=embedding, embedding_model=embedding_model if embedding is not None else None)
+        return normalize(new, model_dims={embedding_model: dim} if dim else {}, now=when)
 
     def update_fields(self, memory_id: str, changes: dict, *, action: str = "update", expected: dict | None = None,
                       actor: str = "memviz", note: str | None = None) -> dict:

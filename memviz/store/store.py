@@ -41,7 +41,7 @@ from .errors import (
 )
 from .fileheader import check_header
 from .read_only_media import detour, needs_detour, release_copy, share_copy
-from .records import MS_ABOVE, decode_json, decode_text, embedding_blob, encode_json, new_id, normalize, read_time, read_values
+from .records import MS_ABOVE, decode_json, decode_text, embedding_blob, encode_json, new_id, read_time, read_values
 from .schema import JSON_COLUMNS, MEMORY_COLUMNS
 from .sqlite_queries import SqliteQueries
 from .times import to_epoch
@@ -448,25 +448,11 @@ class Store(StoreCommon, SqliteQueries):
         marked `attributes.needs_embedding` (never given the old text's vector). Returns the new id."""
         when = to_epoch(when) if when is not None else int(time.time())
         nid = new_id_ or new_id()
+        dim = self.model_dim(embedding_model) if embedding is not None else None
         with self.transaction() as c:
             cur = self._current(c, memory_id)
             self._check_expected(memory_id, cur, expected)
-            if cur["valid_until"] is not None:
-                raise ConflictError(f"Memory {memory_id} is already retired; restore it before correcting it.",
-                                    current=cur)
-            attrs, _ = decode_json(cur["attributes"], "attributes")
-            attrs = {k: v for k, v in attrs.items() if k != "needs_embedding"}
-            attrs["supersedes"] = memory_id
-            if embedding is None:
-                attrs["needs_embedding"] = True
-            readable = dict(cur)
-            read_values(readable)  # an agent's 'very high' or 'yesterday' is not copied (unreadable: defaults)
-            new = {k: readable[k] for k in ("agent", "kind", "importance", "confidence", "decay_rate", "protected",
-                                            "source_ids", "entity_ids", "tags")}
-            new.update(id=nid, content=new_content, attributes=attrs, event_time=readable["event_time"], created_at=when,
-                       embedding=embedding, embedding_model=embedding_model if embedding is not None else None)
-            dim = self.model_dim(embedding_model) if embedding is not None else None
-            row = normalize(new, model_dims={embedding_model: dim} if dim else {}, now=when)
+            row = self._superseding_row(cur, memory_id, new_content, nid, when, embedding, embedding_model, dim)
             if row["embedding"] is not None:
                 self._ensure_vec_table(c, len(row["embedding"]) // 4)
             c.execute(f"INSERT INTO memories ({', '.join(MEMORY_COLUMNS)}) VALUES ({', '.join('?' * len(MEMORY_COLUMNS))})",

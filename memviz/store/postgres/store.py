@@ -23,8 +23,8 @@ import numpy as np
 
 from ..arrays import MemoryArrays
 from ..common import StoreCommon
-from ..errors import UNKNOWN, ConflictError, ConnectionLostError, ReadOnlyError, StoreError, ValidationError, _written_text
-from ..records import decode_json, embedding_blob, normalize
+from ..errors import UNKNOWN, ConnectionLostError, ReadOnlyError, StoreError, ValidationError, _written_text
+from ..records import decode_json, embedding_blob
 from ..schema import MEMORY_COLUMNS
 from ..store import _EDITABLE, Provenance, Store, _audit_dump, _audit_load, _supersede_ids
 from ..times import to_epoch
@@ -424,19 +424,7 @@ class PgStore(StoreCommon, PgQueries, PgChangeLog):
         with self.transaction() as c:
             cur = self._current(c, memory_id)
             Store._check_expected(memory_id, cur, expected)
-            if cur["valid_until"] is not None:
-                raise ConflictError(f"Memory {memory_id} is already retired; restore it before correcting it.",
-                                    current=cur)
-            attrs, _ = decode_json(cur["attributes"], "attributes")
-            attrs = {k: v for k, v in attrs.items() if k != "needs_embedding"}
-            attrs["supersedes"] = memory_id
-            if embedding is None:
-                attrs["needs_embedding"] = True
-            new = {k: cur[k] for k in ("agent", "kind", "importance", "confidence", "decay_rate", "protected",
-                                       "source_ids", "entity_ids", "tags")}
-            new.update(id=nid, content=new_content, attributes=attrs, event_time=cur["event_time"], created_at=when,
-                       embedding=embedding, embedding_model=embedding_model if embedding is not None else None)
-            row = normalize(new, model_dims={embedding_model: dim} if dim else {}, now=when)
+            row = self._superseding_row(cur, memory_id, new_content, nid, when, embedding, embedding_model, dim)
             self._insert(c, [row])
             c.execute("UPDATE memories SET valid_until = %s WHERE id = %s", (when, memory_id))
             self.audit(c, "supersede", memory_id, {"valid_until": None}, {"valid_until": when, "superseded_by": nid},
