@@ -13,7 +13,7 @@ import numpy as np
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QImage, QPainter
 
-from memviz.app.plots.points_item import _VECTOR_ENGINES, PointsItem
+from memviz.app.plots.points_item import VECTOR_ENGINES, PointsItem
 from memviz.layout.density import FINE, POINTS_MAX, DensityGrid, Frame
 
 REBIN_SHARE = 0.05  # past this share of points appended since the grid was built, it is built again
@@ -58,7 +58,7 @@ class DensityPointsItem(PointsItem):
         n = len(self._x)
         engine = p.paintEngine()
         vr = self.viewRect()
-        if n <= self.points_max or vr is None or (engine is not None and engine.type() in _VECTOR_ENGINES):
+        if n <= self.points_max or vr is None or (engine is not None and engine.type() in VECTOR_ENGINES):
             self.last_frame = None
             return super().paint(p, option, widget)
         if not self._entries:

@@ -21,7 +21,7 @@ from PySide6.QtCore import QRectF
 from PySide6.QtGui import QImage, QPaintEngine, QPainter, QPixmap, QTransform
 from shiboken6 import wrapInstance
 
-_VECTOR_ENGINES = {QPaintEngine.Type.SVG, QPaintEngine.Type.Pdf, QPaintEngine.Type.Picture}
+VECTOR_ENGINES = {QPaintEngine.Type.SVG, QPaintEngine.Type.Pdf, QPaintEngine.Type.Picture}  # exports: draw as vectors
 _SIZE_STEP = 0.5  # sizes are rounded to this many pixels: a handful of atlas entries
 CACHE_MIN = 20_000  # points from which the item keeps the picture it painted (see paint)
 
@@ -205,7 +205,7 @@ class PointsItem(pg.GraphicsObject):
         if not len(self._x) or not self._entries:
             return
         engine = p.paintEngine()
-        vector = engine is not None and engine.type() in _VECTOR_ENGINES
+        vector = engine is not None and engine.type() in VECTOR_ENGINES
         if vector or len(self._x) < CACHE_MIN:
             self._cache = None
             self._draw(p, self._visible(), vector, widget)
@@ -234,7 +234,7 @@ class PointsItem(pg.GraphicsObject):
         """Draw the points `vis` (indices in drawing order, ascending) with the painter's transform,
         uncached (the density item draws its outliers and markers this way)."""
         engine = p.paintEngine()
-        self._draw(p, vis, engine is not None and engine.type() in _VECTOR_ENGINES, widget)
+        self._draw(p, vis, engine is not None and engine.type() in VECTOR_ENGINES, widget)
 
     def _draw(self, p: QPainter, vis: np.ndarray, vector: bool, widget) -> None:
         """Points `vis` (indices) through p's transform: atlas fragments, or vector symbols."""

@@ -17,11 +17,10 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
-from PySide6.QtGui import QColor, QPaintEngine, QPainter, QPen
+from PySide6.QtGui import QColor, QPainter, QPen
 
-from memviz.app.plots.points_item import data_bounds
+from memviz.app.plots.points_item import VECTOR_ENGINES, data_bounds
 
-_VECTOR_ENGINES = {QPaintEngine.Type.SVG, QPaintEngine.Type.Pdf, QPaintEngine.Type.Picture}
 _ROUNDABLE = 16_000.0   # px (< 2**14): a segment with an end further out is drawn as given
 
 
@@ -69,7 +68,7 @@ class SegmentsItem(pg.GraphicsObject):
         if not len(self._x):
             return
         engine = p.paintEngine()
-        if engine is not None and engine.type() in _VECTOR_ENGINES:
+        if engine is not None and engine.type() in VECTOR_ENGINES:
             p.setPen(self.opts["pen"])
             p.drawPath(pg.arrayToQPath(self._x, self._y, connect="pairs"))
             return
