@@ -26,13 +26,18 @@ def plain_mask(texts, ids, text) -> np.ndarray:
     return np.array([(text in p.lower()) or (text in i) for p, i in zip(texts, ids)], bool)
 
 
-def adversarial(rng, n: int) -> np.ndarray:
-    """Texts sharing long beginnings (past several 8-byte words), some equal, some empty."""
-    stems = ["", "a", "Isabella Rodriguez is ", "Isabella Rodriguez is\x00", "\x00\x00", "😀" * 5, "ab" * 20]
+def adversarial(rng, n: int, nul: bool = True) -> np.ndarray:
+    """Texts sharing long beginnings (past several 8-byte words), some equal, some empty; `nul`:
+    some hold NUL characters (texts are then encoded one by one, not joined)."""
+    stems = ["", "a", "Isabella Rodriguez is ", "Isabella Rodriguez is\x00", "\x00\x00", "😀" * 5, "ab" * 20,
+             "ΑΣ", "Σ'", "'Σ", "aΣ."]
+    alphabet = ALPHABET + ["'", ".", "Σ"]
+    if not nul:
+        stems, alphabet = [t for t in stems if "\x00" not in t], [c for c in alphabet if c != "\x00"]
     out = []
     for _ in range(n):
         stem = stems[int(rng.integers(0, len(stems)))]
-        tail = "".join(rng.choice(ALPHABET[:int(rng.integers(1, len(ALPHABET) + 1))], int(rng.integers(0, 12))))
+        tail = "".join(rng.choice(alphabet[:int(rng.integers(1, len(alphabet) + 1))], int(rng.integers(0, 12))))
         out.append(out[int(rng.integers(0, len(out)))] if out and rng.random() < 0.15 else stem + tail)
     a = np.empty(n, object)
     a[:] = out
@@ -49,10 +54,19 @@ def test_utf8_rows_marks_each_text():
     assert starts[-1] == len(buf)
 
 
+def test_texts_lower_cased_together_as_one_by_one():
+    rng = np.random.default_rng(11)
+    texts = list(adversarial(rng, 3000, nul=False)) + ["ΑΣ", "Σ", "aΣ", "aΣ'", "'Σa", "İ", "ß"]
+    buf, starts = utf8_rows(texts, lower=True)
+    raw = buf.tobytes()
+    assert [raw[starts[i]:starts[i + 1] - 1].decode("utf-8", "surrogatepass") for i in range(len(texts))] == \
+        [t.lower() for t in texts]
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_text_order_is_pythons_stable_sort(seed):
     rng = np.random.default_rng(seed)
-    texts = adversarial(rng, 3000)
+    texts = adversarial(rng, 3000, nul=seed % 2 == 0)
     want = python_order(texts)
     assert np.array_equal(text_order(texts), want)
     assert np.array_equal(stable_order(texts), want)
@@ -86,13 +100,13 @@ def test_text_order_stops_when_cancelled():
 @pytest.mark.parametrize("seed", range(4))
 def test_search_is_the_plain_substring_test(seed):
     rng = np.random.default_rng(seed)
-    texts = adversarial(rng, 2000)
+    texts = adversarial(rng, 2000, nul=seed % 2 == 0)
     ids = np.empty(len(texts), object)
     ids[:] = [f"m{i:05d}" + ("É" if i % 7 == 0 else "") for i in range(len(texts))]
     search = TextSearch()
     search.reset(texts, ids)
     needles = ["a", "A", " ", "is", "isabella rodriguez is ", "\x00", "a\x00", "s\x00\x00", "😀", "é", "i̇", "σ",
-               "ς", "ss", "fi", "ﬁ", "m0", "m0001", "É", "é", "\ud800", "zz", "  a  ", "", "ab" * 5]
+               "ς", "ss", "fi", "ﬁ", "m0", "m0001", "É", "é", "\ud800", "zz", "  a  ", "", "ab" * 5, "ας", "σ'", "aσ."]
     for text in needles + [t for t in texts[:40]]:
         got = search.mask(text)
         want = np.ones(len(texts), bool) if not text.strip() else plain_mask(texts, ids, text)

@@ -29,25 +29,29 @@ CHUNK = 65_536          # rows joined and encoded at once: the GIL is held a few
 DIGIT = 8               # bytes of a text compared per numpy sort (one uint64)
 SAME_CHECK_AT = 3 * DIGIT  # still tied after this many bytes: check which tied texts are simply equal
 SPARSE = 1 / 16         # a byte at most this common in the buffer: start from its positions
+NARROW = 20_000         # typing on: up to this many last matches are tested again one by one
 
 
 # --------------------------------------------------------------------------- texts as bytes
-def utf8_rows(texts, task: Task | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(buffer, starts): the texts' UTF-8 bytes, each followed by a NUL, as one uint8 array, and
-    where each row begins (n + 1 entries, the last one the buffer's length; row i's text ends
-    at starts[i + 1] - 1). TypeError if a value is not a str."""
+def utf8_rows(texts, task: Task | None = None, lower: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(buffer, starts): the texts' (`lower`: lower-cased) UTF-8 bytes, each followed by a NUL,
+    as one uint8 array, and where each row begins (n + 1 entries, the last one the buffer's
+    length; row i's text ends at starts[i + 1] - 1). TypeError if a value is not a str.
+    A chunk of texts is joined, lower-cased and encoded at once: a NUL between two texts ends
+    a word for str.lower as a text's end does (a final sigma stays final)."""
     parts, lengths = [], []
     for s in range(0, len(texts), CHUNK):
         if task is not None:
             task.check()
         chunk = texts[s:s + CHUNK]
         chunk = chunk.tolist() if isinstance(chunk, np.ndarray) else list(chunk)
-        raw = ("\x00".join(chunk) + "\x00").encode("utf-8", "surrogatepass")
+        joined = "\x00".join(chunk) + "\x00"
+        raw = (joined.lower() if lower else joined).encode("utf-8", "surrogatepass")
         ends = np.flatnonzero(np.frombuffer(raw, np.uint8) == 0)
         if len(ends) == len(chunk):   # no NUL inside a text: the separators mark the rows
             lengths.append(np.diff(ends, prepend=-1))
         else:
-            enc = [t.encode("utf-8", "surrogatepass") for t in chunk]
+            enc = [(t.lower() if lower else t).encode("utf-8", "surrogatepass") for t in chunk]
             raw = b"\x00".join(enc) + b"\x00"
             lengths.append(np.fromiter((len(e) + 1 for e in enc), np.int64, count=len(enc)))
         parts.append(raw)
@@ -215,10 +219,11 @@ class ColumnOrders:
 class _Bytes:
     """Texts as one UTF-8 buffer (utf8_rows) with how often each byte occurs in it."""
 
-    def __init__(self, texts, task: Task | None = None) -> None:
-        self.buf, self.starts = utf8_rows(texts, task)
+    def __init__(self, texts, task: Task | None = None, lower: bool = False) -> None:
+        self.buf, self.starts = utf8_rows(texts, task, lower)
         self.n = len(self.starts) - 1
-        self.freq = np.bincount(self.buf, minlength=256)
+        step = max(1, len(self.buf) >> 20)   # a sample of ~1M bytes tells which are rare
+        self.freq = np.bincount(self.buf[::step], minlength=256) * step
 
     def rows_with(self, needle: bytes) -> np.ndarray:
         """Per row: its text contains `needle` (a non-empty UTF-8 text)."""
@@ -251,22 +256,12 @@ class _Bytes:
         return out
 
 
-def _lowered(previews, task: Task | None = None) -> list[str]:
-    out: list[str] = []
-    for s in range(0, len(previews), CHUNK):
-        if task is not None:
-            task.check()
-        chunk = previews[s:s + CHUNK]
-        out += [p.lower() for p in (chunk.tolist() if isinstance(chunk, np.ndarray) else chunk)]
-    return out
-
-
 class TextSearch:
     """Which rows' lower-cased text or id contains a text.
 
     `reset(previews, ids)` for another set of rows (nothing is computed then); `prepare()` makes
-    the lower-cased texts and the search buffers (a worker, right after a store opens: else the
-    first search does); `rows_changed()` after a live refresh; `mask(text)` the answer."""
+    the search buffers (a worker, right after a store opens: else the first search does);
+    `rows_changed()` after a live refresh; `mask(text)` the answer."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()      # the fields below, changed by both threads
@@ -278,7 +273,6 @@ class TextSearch:
     def reset(self, previews, ids) -> None:
         with self._lock:
             self._previews, self._ids = previews, ids
-            self._lower: list[str] | None = None   # per row: its preview lower-cased
             self._index: tuple[_Bytes, _Bytes] | None = None   # texts and ids of the first rows
             self._dirty: frozenset = frozenset()  # rows whose text changed since the index was made
             self._log: set | None = None          # rows changed while prepare() runs
@@ -291,12 +285,8 @@ class TextSearch:
         with self._lock:
             self._previews, self._ids = previews, ids
             changed = changed.tolist()
-            if self._lower is not None:
-                self._lower += [previews[r].lower() for r in added.tolist()]
-                for r in changed:
-                    self._lower[r] = previews[r].lower()
-                if changed:
-                    self._dirty = self._dirty.union(changed)
+            if changed:
+                self._dirty = self._dirty.union(changed)
             if self._log is not None:
                 self._log.update(changed)
             self._generation += 1
@@ -309,38 +299,29 @@ class TextSearch:
         return outside > max(20_000, len(self._ids) // 50)
 
     def prepare(self, task: Task | None = None) -> None:
-        """Make the lower-cased texts and the search buffers of the current rows (if not made)."""
+        """Make the search buffers of the current rows (if not made, or when many rows are outside them)."""
         with self._building:
             with self._lock:
                 if not self._stale():
                     return
-                epoch, previews, ids, lower = self._epoch, self._previews, self._ids, self._lower
+                epoch, previews, ids = self._epoch, self._previews, self._ids
                 n = len(ids)
                 self._log = set()
-            try:
-                lower = lower[:n] if lower is not None else _lowered(previews[:n], task)
-                index = (_Bytes(lower, task), _Bytes(ids[:n], task))
+            try:   # rows changed from here on may be read either way: they stay tested one by one
+                index = (_Bytes(previews[:n], task, lower=True), _Bytes(ids[:n], task))
             finally:
                 with self._lock:
                     log, self._log = self._log, None
             with self._lock:
-                if self._epoch != epoch:
-                    return    # another set of rows meanwhile: these buffers are of no use
-                if self._lower is None:   # rows added or changed meanwhile, lower-cased now
-                    p = self._previews
-                    lower += [p[r].lower() for r in range(n, len(self._ids))]
-                    for r in log:
-                        lower[r] = p[r].lower()
-                    self._lower = lower
-                self._index, self._dirty = index, frozenset(log)
+                if self._epoch == epoch:   # else another set of rows came meanwhile: of no use
+                    self._index, self._dirty = index, frozenset(log)
 
     def contains(self, text: str, rows: np.ndarray) -> np.ndarray:
         """Per row of `rows`: its lower-cased text or its id contains `text` (already stripped, lower-cased)."""
         with self._lock:
-            lower, previews, ids = self._lower, self._previews, self._ids
+            previews, ids = self._previews, self._ids
         r = rows.tolist()
-        texts = [lower[i] for i in r] if lower is not None else [previews[i].lower() for i in r]
-        return np.fromiter(((text in p) or (text in ids[i]) for p, i in zip(texts, r)), bool, count=len(r))
+        return np.fromiter(((text in previews[i].lower()) or (text in ids[i]) for i in r), bool, count=len(r))
 
     def mask(self, text: str, task: Task | None = None) -> np.ndarray | None:
         """Per row: its lower-cased preview or its id contains `text` (stripped, lower-cased).
@@ -351,7 +332,7 @@ class TextSearch:
         if not text:
             return np.ones(n, bool)
         if last is not None and last[0] == generation and last[1] in text and len(last[2]) == n \
-                and np.count_nonzero(last[2]) <= n // 8:   # typing on: only the last matches can match
+                and np.count_nonzero(last[2]) <= NARROW:   # typing on: only the last matches can match
             rows = np.flatnonzero(last[2])
             out = np.zeros(n, bool)
             out[rows[self.contains(text, rows)]] = True
