@@ -347,7 +347,7 @@ class TextSearch:
             out[:index[0].n] = index[0].rows_with(needle) | index[1].rows_with(needle)
             if task is not None:
                 task.check()
-            rows = np.union1d(np.fromiter(dirty, np.int64, count=len(dirty)), np.arange(index[0].n, n))
+            rows = np.concatenate([np.fromiter(dirty, np.int64, count=len(dirty)), np.arange(index[0].n, n)])
             out[rows] = self.contains(text, rows)
         with self._lock:
             if self._generation != generation:
