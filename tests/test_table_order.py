@@ -156,3 +156,25 @@ def test_column_orders_drop_an_order_made_across_a_clear():
     assert orders.ready("c", source, 3)
     orders.clear()
     assert orders.shown_in_order("c", lambda: np.array([3, 1, 2, 0]), source, shown) is None   # rows came meanwhile
+
+
+def test_orders_kept_through_a_refresh_take_the_new_rows_in():
+    rng = np.random.default_rng(2)
+    texts = adversarial(rng, 3000, nul=False)
+    nums = np.where(rng.random(3000) < 0.1, np.nan, rng.integers(0, 20, 3000).astype(float))
+    keys = {"text": texts, "num": nums}
+    orders = ColumnOrders()
+    n = 2000
+    source = (object(),)
+    for col in keys:
+        orders.order(col, lambda col=col: keys[col][:n], source, n)
+    for step, m in enumerate((2001, 2300, 3000)):   # rows appended; "num" values of old rows changed once
+        if step == 1:
+            nums[:50] = 7.0
+        source = (object(),)   # a refresh gives new arrays
+        orders.rows_changed(source, {"text"} if step == 1 else {"text", "num"})
+        assert orders.ready("text", source, n) and orders.ready("num", source, n) == (step != 1)
+        for col in keys:
+            got = orders.order(col, lambda col=col: keys[col][:m], source, m)
+            assert np.array_equal(got, np.argsort(keys[col][:m], kind="stable")), (step, col)
+        n = m

@@ -164,8 +164,10 @@ def stable_order(key: np.ndarray, task: Task | None = None) -> np.ndarray:
 
 class ColumnOrders:
     """Stable orders of all rows per column, for one set of values (`source`: the objects the
-    keys are read from; another source, or `clear()` after rows changed, starts afresh). An
-    order made while `clear()` ran is used once and not kept."""
+    keys are read from; another source, or `clear()`, starts afresh). An order made while
+    `clear()` or `rows_changed()` ran is used once and not kept. After a live refresh the orders
+    of columns whose values did not change are kept, and rows appended since are merged into
+    them on next use (a binary search each, not a sort of every row)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -185,6 +187,14 @@ class ColumnOrders:
             self._generation += 1
         return self._perm.get(column), self._generation
 
+    def rows_changed(self, source: tuple, keep) -> None:
+        """Rows were appended (rows past an order's length are new) and others may have changed:
+        the orders of the columns in `keep` (values unchanged) stay, for the new `source`."""
+        with self._lock:
+            self._source = source
+            self._perm = {c: p for c, p in self._perm.items() if c in keep}
+            self._generation += 1
+
     def ready(self, column, source: tuple, n: int) -> bool:
         """The column's order of these `n` rows is made."""
         with self._lock:
@@ -200,8 +210,9 @@ class ColumnOrders:
         with self._making:
             with self._lock:
                 perm, generation = self._cached(column, source)
-            if perm is None or len(perm) != n:
-                perm = stable_order(np.asarray(key_of()), task)
+            if perm is None or len(perm) < n:   # (longer: the asker is behind, shown_in_order says so)
+                key = np.asarray(key_of())
+                perm = stable_order(key, task) if perm is None or len(perm) > len(key) else _merged(perm, key, task)
                 with self._lock:
                     if self._generation == generation:
                         self._perm[column] = perm
@@ -213,6 +224,15 @@ class ColumnOrders:
         are no longer as many as `shown` (rows came meanwhile: a newer request follows)."""
         perm = self.order(column, key_of, source, len(shown), task)
         return perm[shown[perm]] if len(perm) == len(shown) else None
+
+
+def _merged(perm: np.ndarray, key: np.ndarray, task: Task | None) -> np.ndarray:
+    """`perm`, the stable order of the first rows, with the rows after them put where a stable
+    sort of all `key` would: after every equal old key, among themselves by key then row."""
+    new = np.arange(len(perm), len(key))
+    new = new[stable_order(key[new], task)]
+    at = np.searchsorted(key[perm], key[new], side="right")
+    return np.insert(perm, at, new)
 
 
 # --------------------------------------------------------------------------- search

@@ -66,8 +66,10 @@ class MemoryTableModel(QAbstractTableModel):
         self.endResetModel()
 
     def update_rows(self, delta) -> None:
-        """A live refresh: the texts searched, for added and changed rows only."""
-        self._orders.clear()   # values and rows changed: orders and matches are made again
+        """A live refresh: orders of columns whose values did not change are kept (added rows are
+        merged in on next use), the texts searched are told which rows came and changed."""
+        keep = {c for c in range(len(COLUMNS)) if not key_fields(COLUMNS[c]) & delta.fields}
+        self._orders.rows_changed((self.data_, self.data_.arrays), keep)
         self._search.rows_changed(self.data_.previews, self.data_.arrays.ids, delta.added, delta.changed)
         self._tags = None
 
@@ -214,6 +216,12 @@ class MemoryTableModel(QAbstractTableModel):
         return mask
 
 
+def key_fields(col: str) -> set[str]:
+    """The MemoryArrays columns the table column `col` sorts by (sort_key)."""
+    return {"content": {"preview"}, "status": {"valid_until"}, FLAG: {"bad_json", "bad_text", "bad_value"}}.get(
+        col, {SORTED_BY.get(col)})
+
+
 def flagged(a) -> np.ndarray:
     """Per row: memviz could not read something of it as written (the row reader's flags)."""
     out = a.bad_json | a.bad_text
@@ -338,7 +346,7 @@ class TablePanel(QWidget):
         value changed, or the window shows a past moment (then refilter)."""
         data = self.state.data
         col = COLUMNS[self._sort[0]]
-        moved = FILTERED_BY | {{"content": "preview", "status": "valid_until"}.get(col, SORTED_BY.get(col))}
+        moved = FILTERED_BY | key_fields(col)
         if delta.fields & moved or self.state.as_of is not None or (col == FLAG and delta.fields):
             return False
         if len(delta.changed):
