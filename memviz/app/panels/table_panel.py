@@ -316,6 +316,7 @@ class TablePanel(QWidget):
             self.search.blockSignals(False)
             self._refilter_timer.stop()
         if data is not None and self._in_background(data):   # made ahead, so the first search and click are instant
+            # (a failure here meets the search or sort that needs the same thing, which reports it)
             self.workers.submit("table ahead", lambda task: self.model.prepare(data, self._sort[0], task),
                                 on_done=lambda _r: None, on_error=lambda _e: None, lane="table")
         elif self.workers is not None:
