@@ -29,7 +29,7 @@ CHUNK = 65_536          # rows joined and encoded at once: the GIL is held a few
 DIGIT = 8               # bytes of a text compared per numpy sort (one uint64)
 SAME_CHECK_AT = 3 * DIGIT  # still tied after this many bytes: check which tied texts are simply equal
 SPARSE = 1 / 16         # a byte at most this common in the buffer: start from its positions
-NARROW = 20_000         # typing on: up to this many last matches are tested again one by one
+NARROW = 1 / 8          # typing on: up to this share of rows matched last, those are tested again one by one
 
 
 # --------------------------------------------------------------------------- texts as bytes
@@ -352,7 +352,7 @@ class TextSearch:
         if not text:
             return np.ones(n, bool)
         if last is not None and last[0] == generation and last[1] in text and len(last[2]) == n \
-                and np.count_nonzero(last[2]) <= NARROW:   # typing on: only the last matches can match
+                and np.count_nonzero(last[2]) <= NARROW * n:   # typing on: only the last matches can match
             rows = np.flatnonzero(last[2])
             out = np.zeros(n, bool)
             out[rows[self.contains(text, rows)]] = True
