@@ -10,7 +10,9 @@ capitalised) and ids (m000000...), as in the stores bench/scale.py reads. Times:
 (min-max) of wall time, and the median CPU time of this process beside it (other work on the
 machine stretches wall times; the load average is printed). GUI hold: the longest the GUI
 thread went without running a 1 ms timer from the click or the search until its rows were
-shown - the table's repaint with the new rows included (timed on its own in the last row).
+shown - the table's repaint with the new rows included (timed on its own in the last row). "In a
+worker": the sort run in another thread while this one sleeps 0.2 ms at a time; the longest
+it then waited for the GIL (what a worker doing that sort would hold the GUI thread).
 Targets (issue 16): a sort and a search of 1M rows within 300 ms, the GUI thread kept free.
 """
 from __future__ import annotations
@@ -19,6 +21,7 @@ import argparse
 import os
 import statistics
 import sys
+import threading
 import time
 
 import numpy as np
@@ -69,6 +72,21 @@ def timed(fn, reps: int):
     return statistics.median(wall), min(wall), max(wall), statistics.median(cpu), out
 
 
+def gil_hold(fn) -> float:
+    """The longest this thread waited for the GIL (a 0.2 ms sleep loop) while `fn` ran in
+    another: what a worker running `fn` costs the GUI thread at most, in ms."""
+    done = threading.Event()
+    th = threading.Thread(target=lambda: (fn(), done.set()))
+    worst, last = 0.0, time.perf_counter()
+    th.start()
+    while not done.is_set():
+        time.sleep(0.0002)
+        now = time.perf_counter()
+        worst, last = max(worst, now - last), now
+    th.join()
+    return worst * 1e3
+
+
 def core_rows(n: int, reps: int) -> list[tuple]:
     texts, ids = texts_and_ids(n)
     rows = []
@@ -77,6 +95,9 @@ def core_rows(n: int, reps: int) -> list[tuple]:
         new = timed(lambda i: stable_order(key), reps)
         assert np.array_equal(old[-1], new[-1]), name
         rows.append((n, f"first sort by {name} (the column's order made)", old, new, None))
+        held = [gil_hold(lambda: old_order(key)), gil_hold(lambda: stable_order(key))]
+        rows.append((n, "  the same in a worker: the GUI thread's longest GIL wait", (held[0],) * 3 + (None,),
+                     (held[1],) * 3 + (None,), None))
     orders, shown = ColumnOrders(), np.ones(n, bool)
     half = np.arange(n) % 2 == 0
     orders.shown_in_order("c", lambda: texts, (texts,), shown)
