@@ -87,7 +87,7 @@ class MainWindow(QMainWindow):
         self.graph = GraphPanel(self.state, self.workers)
         self.map = MapPanel(self.state, self.workers)
         self.query = QueryPanel(self.state, self.workers)
-        self.table = TablePanel(self.state)
+        self.table = TablePanel(self.state, self.workers)
         self.detail = DetailPanel(self.state)
         self.panels = {"timeline": self.timeline, "graph": self.graph, "map": self.map, "query": self.query,
                        "table": self.table, "detail": self.detail}
@@ -370,7 +370,7 @@ class MainWindow(QMainWindow):
         self.new_button.hide()
 
     def _job_progress(self, name: str, fraction: float, text: str) -> None:
-        if name in ("score", "query", "graph", "refresh", "place"):  # quick jobs: no progress bar flicker
+        if name in ("score", "query", "graph", "refresh", "place", "table", "table ahead"):  # quick or quiet jobs: no progress bar flicker
             return
         self._job = name
         self.progress.setRange(0, 0 if fraction < 0 else 1000)

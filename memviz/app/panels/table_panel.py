@@ -1,10 +1,13 @@
 """Memory table: every memory in a sortable, filterable, searchable model over the arrays.
 
 The model holds one int array `order` (the rows shown, in display order); sorting picks the
-shown rows from each column's stable order of all rows, made once, and searching is a pass over
-the lower-cased previews, narrowed while the user types on (memviz.session.table_order), so
-both stay within a few hundred milliseconds at 1M rows. Cells are formatted only when Qt asks
-for them (the visible ones).
+shown rows from each column's stable order of all rows, made once, and searching is a numpy
+pass over the lower-cased previews and ids, narrowed while the user types on
+(memviz.session.table_order), so both stay within a few hundred milliseconds at 1M rows. From
+BACKGROUND_ROWS rows on they run in a worker (the newest request wins, the search box never
+waits), and right after a store opens a worker makes the search buffers and every column's
+order, so the first search and the first click on a header find them made; a header whose
+order is still being made says so. Cells are formatted only when Qt asks for them (the visible ones).
 """
 from __future__ import annotations
 
@@ -13,9 +16,8 @@ from PySide6.QtCore import QAbstractTableModel, QItemSelection, QItemSelectionMo
 from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QTableView, QVBoxLayout, QWidget
 
-from memviz.app.workers import PacedCall
+from memviz.app.workers import PacedCall, Workers
 from memviz.retrieval.rowmeta import load_row_meta
-from memviz.session.refresh import grow
 from memviz.session.state import AppState, StoreData
 from memviz.session.table_order import ColumnOrders, TextSearch
 from memviz.store import iso
@@ -31,6 +33,10 @@ SORTED_BY = {"kind": "kind", "agent": "agent", "importance": "importance", "even
 # columns a live refresh's changed rows may have changed that move rows in or out of the table
 FILTERED_BY = {"valid_until", "event_time", "kind", "preview"}
 MAX_SELECTION_RUNS = 4000  # beyond this many separate runs the view shows the first ones only
+BACKGROUND_ROWS = 50_000   # from this many rows on, searches and sorts run in a worker
+# the orders made ahead after a store opens: the texts first (the slow ones), then the numbers
+AHEAD = ["content", "id", "agent", "kind", "event time", "importance", "confidence", "accesses", "status",
+         "protected", FLAG]
 
 
 class MemoryTableModel(QAbstractTableModel):
@@ -38,10 +44,10 @@ class MemoryTableModel(QAbstractTableModel):
         super().__init__(parent)
         self.data_: StoreData | None = None
         self.order = np.zeros(0, np.int64)
-        self._lower: np.ndarray | None = None
         self._tags: list | None = None  # per row: its tags, read when a search asks for one (#tag)
         self._orders = ColumnOrders()   # per column, the stable order of all rows
-        self._search = TextSearch()
+        self._search = TextSearch()     # the lower-cased previews and ids, searched
+        self.preparing: int | None = None  # the column whose order a worker is making for the view
         self._grey = QBrush(QColor(140, 140, 140))
         self._italic = QFont()
         self._italic.setItalic(True)
@@ -50,22 +56,27 @@ class MemoryTableModel(QAbstractTableModel):
         self.beginResetModel()
         self.data_ = data
         self._orders.clear()
-        self._search.clear()
-        self._lower = None if data is None else np.array([p.lower() for p in data.previews], dtype=object)
+        if data is None:
+            self._search.reset(np.zeros(0, object), np.zeros(0, object))
+        else:
+            self._search.reset(data.previews, data.arrays.ids)  # lower-cased when first searched, or ahead
         self._tags = None
+        self.preparing = None
         self.order = np.zeros(0, np.int64) if data is None else np.arange(data.n)
         self.endResetModel()
 
     def update_rows(self, delta) -> None:
-        """A live refresh: the lower-case texts searched, for added and changed rows only."""
-        self._orders.clear()   # values and rows changed: orders and matches are made again
-        self._search.clear()
-        prev = self.data_.previews
-        add = np.array([prev[r].lower() for r in delta.added.tolist()] + [""], dtype=object)[:-1]
-        self._lower = grow(self._lower, add, patch=True)  # a buffer with spare rows: no 100k-row copy
-        for r in delta.changed.tolist():
-            self._lower[r] = prev[r].lower()
+        """A live refresh: orders of columns whose values did not change are kept (added rows are
+        merged in on next use), the texts searched are told which rows came and changed."""
+        keep = {c for c in range(len(COLUMNS)) if not key_fields(COLUMNS[c]) & delta.fields}
+        self._orders.rows_changed((self.data_, self.data_.arrays), keep)
+        self._search.rows_changed(self.data_.previews, self.data_.arrays.ids, delta.added, delta.changed)
         self._tags = None
+
+    def set_preparing(self, column: int | None) -> None:
+        if column != self.preparing:
+            self.preparing = column
+            self.headerDataChanged.emit(Qt.Horizontal, 0, len(COLUMNS) - 1)
 
     def set_order(self, order: np.ndarray) -> None:
         self.layoutAboutToBeChanged.emit()
@@ -80,7 +91,9 @@ class MemoryTableModel(QAbstractTableModel):
 
     def headerData(self, section, orientation, role=Qt.DisplayRole):
         if role == Qt.DisplayRole and orientation == Qt.Horizontal:
-            return COLUMNS[section]
+            return COLUMNS[section] + (" …" if section == self.preparing else "")
+        if role == Qt.ToolTipRole and orientation == Qt.Horizontal and section == self.preparing:
+            return "Sorting every memory by this column…"
         return None
 
     def data(self, index, role=Qt.DisplayRole):
@@ -122,12 +135,13 @@ class MemoryTableModel(QAbstractTableModel):
             return int(Qt.AlignRight | Qt.AlignVCenter)
         return None
 
-    def sort_key(self, column: int, rows: np.ndarray | None = None) -> np.ndarray:
-        """The values column `column` sorts by, of every row (or of `rows`)."""
-        a = self.data_.arrays
+    def sort_key(self, column: int, rows: np.ndarray | None = None, data: StoreData | None = None) -> np.ndarray:
+        """The values column `column` sorts by, of every row (or of `rows`), of `data` (the model's)."""
+        data = self.data_ if data is None else data
+        a = data.arrays
         col = COLUMNS[column]
         if col == "content":
-            values = self.data_.previews
+            values = data.previews
         elif col == "status":
             values = a.valid_until
         elif col == FLAG:
@@ -137,30 +151,75 @@ class MemoryTableModel(QAbstractTableModel):
         values = values if rows is None else values[rows]
         return np.nan_to_num(values, nan=np.inf) if col == "status" else values
 
-    def shown_in_order(self, column: int, shown: np.ndarray) -> np.ndarray:
-        """The rows where `shown` is True, stably sorted by `column` ascending (what a stable
-        argsort of their keys gives; from the column's order of all rows, made on first use)."""
-        return self._orders.shown_in_order(column, lambda: self.sort_key(column), (self.data_, self.data_.arrays),
-                                           shown)
+    def _orders_of(self, column: int, data: StoreData) -> tuple:
+        return column, lambda: self.sort_key(column, data=data), (data, data.arrays)
 
-    def search_mask(self, text: str, then: dict | None = None) -> np.ndarray:
+    def order_ready(self, column: int, data: StoreData) -> bool:
+        """The column's order of all rows of `data` is made (showing it is instant)."""
+        col, _, source = self._orders_of(column, data)
+        return self._orders.ready(col, source, data.n)
+
+    def shown_in_order(self, column: int, shown: np.ndarray, data: StoreData | None = None,
+                       task=None) -> np.ndarray | None:
+        """The rows where `shown` is True, stably sorted by `column` ascending (what a stable
+        argsort of their keys gives; from the column's order of all rows, made on first use).
+        None: rows came while it ran (a newer request follows)."""
+        return self._orders.shown_in_order(*self._orders_of(column, self.data_ if data is None else data), shown,
+                                           task)
+
+    def filtered_order(self, data: StoreData, shown: np.ndarray, text: str, then: dict | None, column: int,
+                       task=None) -> np.ndarray | None:
+        """The rows where `shown` is True whose text matches `text` (search_mask), in `column`'s
+        stable ascending order; any thread (a worker past BACKGROUND_ROWS). None: stale."""
+        if text.strip():
+            mask = self.search_mask(text, then, data, task)
+            if mask is None or len(mask) != len(shown):
+                return None
+            shown = shown & mask
+        return self.shown_in_order(column, shown, data, task)
+
+    def prepare(self, data: StoreData, first: int, task) -> None:
+        """The search buffers, then every column's order (`first` first), made ahead (a worker)."""
+        self._search.prepare(task.part(0.0, 0.3))
+        columns = [first] + [COLUMNS.index(c) for c in AHEAD if COLUMNS.index(c) != first]
+        for i, column in enumerate(columns):
+            task.progress(0.3 + 0.7 * i / len(columns), f"table: sorting by {COLUMNS[column]}")
+            self._orders.order(*self._orders_of(column, data), data.n, task)
+
+    def matches(self, text: str, rows: np.ndarray) -> np.ndarray:
+        """Per row of `rows`: its preview (lower-cased) or its id contains `text` (a few rows; a live refresh's)."""
+        return self._search.contains(text.strip().lower(), rows)
+
+    def search_mask(self, text: str, then: dict | None = None, data: StoreData | None = None,
+                    task=None) -> np.ndarray | None:
         """Rows whose preview or id contains `text` (`#tag`: rows with that tag); `then`: {row: text}
-        of the rows whose text was different at the moment shown (AsOfView.content), searched as it was."""
-        if not text.strip() or self.data_ is None:
-            return np.ones(0 if self.data_ is None else self.data_.n, bool)
-        ids = self.data_.arrays.ids
+        of the rows whose text was different at the moment shown (AsOfView.content), searched as it
+        was. None: the rows changed while it ran."""
+        data = self.data_ if data is None else data
+        if not text.strip() or data is None:
+            return np.ones(0 if data is None else data.n, bool)
+        ids = data.arrays.ids
         tag = text.strip().lower()
         if tag.startswith("#") and len(tag) > 1:  # a tag, e.g. #working-memory (HTM's working memory)
-            if self._tags is None or len(self._tags) != len(ids):
-                self._tags = [frozenset(t.lower() for t in ts)
-                              for ts in load_row_meta(self.data_.store, self.data_.arrays.rowid).tags]
-            return np.fromiter((tag[1:] in ts for ts in self._tags), bool, count=len(ids))
-        mask = self._search.mask(self._lower, ids, text)
+            tags = self._tags
+            if tags is None or len(tags) != len(ids):
+                tags = self._tags = [frozenset(t.lower() for t in ts)
+                                     for ts in load_row_meta(data.store, data.arrays.rowid).tags]
+            return np.fromiter((tag[1:] in ts for ts in tags), bool, count=len(ids))
+        mask = self._search.mask(text, task)
+        if mask is None or len(mask) != len(ids):
+            return None
         if then:
             mask = mask.copy()  # the search's cache keeps the present's answer
             for r in then:
-                mask[r] = tag in self.data_.previews[r].lower() or tag in ids[r]  # the as-of preview
+                mask[r] = tag in data.previews[r].lower() or tag in ids[r]  # the as-of preview
         return mask
+
+
+def key_fields(col: str) -> set[str]:
+    """The MemoryArrays columns the table column `col` sorts by (sort_key)."""
+    return {"content": {"preview"}, "status": {"valid_until"}, FLAG: {"bad_json", "bad_text", "bad_value"}}.get(
+        col, {SORTED_BY.get(col)})
 
 
 def flagged(a) -> np.ndarray:
@@ -181,9 +240,10 @@ class TablePanel(QWidget):
 
     context_requested = Signal(list, QPoint)  # (ids, global position) for the window's context-menu hooks
 
-    def __init__(self, state: AppState, parent=None) -> None:
+    def __init__(self, state: AppState, workers: Workers | None = None, parent=None) -> None:
         super().__init__(parent)
         self.state = state
+        self.workers = workers  # None: everything on the calling thread (a panel on its own)
         self.model = MemoryTableModel(self)
         self.search = QLineEdit(placeholderText="Search content or id, #tag for a tag…  (Ctrl+F)")
         self.search.setClearButtonEnabled(True)
@@ -255,7 +315,16 @@ class TablePanel(QWidget):
             self.search.clear()
             self.search.blockSignals(False)
             self._refilter_timer.stop()
+        if data is not None and self._in_background(data):   # made ahead, so the first search and click are instant
+            # (a failure here meets the search or sort that needs the same thing, which reports it)
+            self.workers.submit("table ahead", lambda task: self.model.prepare(data, self._sort[0], task),
+                                on_done=lambda _r: None, on_error=lambda _e: None, lane="table")
+        elif self.workers is not None:
+            self.workers.cancel("table ahead")
         self.refilter(keep_top=top)
+
+    def _in_background(self, data: StoreData) -> bool:
+        return self.workers is not None and data.n >= BACKGROUND_ROWS
 
     def _on_rows(self, delta) -> None:
         """A live refresh: new rows enter the filtered, sorted order (in the next event-loop turn,
@@ -268,7 +337,8 @@ class TablePanel(QWidget):
         self.kind.blockSignals(True)
         self.kind.addItems([k for k in self.state.data.kinds if k not in known])
         self.kind.blockSignals(False)
-        if self._live.isActive() or not self._insert(delta):
+        busy = self.workers is not None and self.workers.running("table")  # its order misses these rows
+        if busy or self._live.isActive() or not self._insert(delta):
             self._live.request()
 
     def _insert(self, delta) -> bool:
@@ -277,7 +347,7 @@ class TablePanel(QWidget):
         value changed, or the window shows a past moment (then refilter)."""
         data = self.state.data
         col = COLUMNS[self._sort[0]]
-        moved = FILTERED_BY | {{"content": "preview", "status": "valid_until"}.get(col, SORTED_BY.get(col))}
+        moved = FILTERED_BY | key_fields(col)
         if delta.fields & moved or self.state.as_of is not None or (col == FLAG and delta.fields):
             return False
         if len(delta.changed):
@@ -296,7 +366,7 @@ class TablePanel(QWidget):
             keep &= a.kind[rows] == self.kind.currentText()
         text = self.search.text().strip().lower()
         if text:
-            keep &= np.array([(text in self.model._lower[r]) or (text in a.ids[r]) for r in rows.tolist()], bool)
+            keep &= self.model.matches(text, rows)
         rows = rows[keep]
         if len(rows):
             top = self._top_id()
@@ -329,14 +399,33 @@ class TablePanel(QWidget):
         if self.kind.currentIndex() > 0:
             mask &= data.arrays.kind == self.kind.currentText()
         view = self.state.as_of_view
-        if self.search.text().strip():
-            mask &= self.model.search_mask(self.search.text(), view.content if view is not None else None)
-        order = self.model.shown_in_order(self._sort[0], mask)
-        if self._sort[1] == Qt.DescendingOrder:
+        text, then, sort = self.search.text(), view.content if view is not None else None, self._sort
+        if not self._in_background(data) or (not text.strip() and self.model.order_ready(sort[0], data)):
+            if self.workers is not None:
+                self.workers.cancel("table")   # an older request must not land after this one
+            self._show(self.model.filtered_order(data, mask, text, then, sort[0]), sort, keep_top)
+            return
+        self.model.set_preparing(None if self.model.order_ready(sort[0], data) else sort[0])
+        self.count.setText("searching…" if text.strip() else "sorting…")
+        self.view.horizontalHeader().setSortIndicator(*sort)
+        self.workers.submit("table", lambda task: self.model.filtered_order(data, mask, text, then, sort[0], task),
+                            on_done=lambda order: self._show(order, sort, keep_top), on_error=self._failed,
+                            lane="table")
+
+    def _show(self, order: np.ndarray | None, sort: tuple, keep_top: str | None) -> None:
+        """A filtered order (ascending by `sort`'s column) into the view; None: stale, a newer one follows."""
+        self.model.set_preparing(None)
+        if order is None or self.state.data is None:
+            return
+        if sort[1] == Qt.DescendingOrder:
             order = order[::-1]
         self.model.set_order(order)
-        self.view.horizontalHeader().setSortIndicator(*self._sort)
+        self.view.horizontalHeader().setSortIndicator(*sort)
         self._after_order(keep_top)
+
+    def _failed(self, error: Exception) -> None:
+        self.model.set_preparing(None)
+        self.count.setText(f"search failed: {error}")
 
     def _after_order(self, keep_top: str | None) -> None:
         """The count, the selection and the scroll position for a new order."""
