@@ -26,7 +26,7 @@ from ..embed import EmbedderUnavailable, embedder_for
 from ..store.check import known_fts_damage
 from ..store.clock import store_clock
 from . import components as C
-from . import quantized
+from . import fastpass, quantized
 from .candidates import filter_mask, ga_order, ga_rule, last_accessed_at
 from .hybrid import fts_ranks, fts_rows, vector_ranks
 from .params import Params, Result
@@ -50,12 +50,6 @@ class _Candidates:
         self.idx = idx
         self.all_rows = len(idx) == n and (n == 0 or (idx[0] == 0 and bool(np.all(np.diff(idx) == 1))))
         self.cache: dict = {}
-        self._bufs = None
-
-    def buffers(self):
-        if self._bufs is None:
-            self._bufs = (np.empty(len(self.idx)), np.empty(len(self.idx)))
-        return self._bufs
 
 
 class Engine:
@@ -266,6 +260,16 @@ class Engine:
             return float(self.now)
         return float(self.clock.at if self.clock.fixed else self._query_time)
 
+    def _decay_max(self, cs, f) -> float:
+        """max |f| of a decay factor array (1.0 without one), once per array."""
+        if f is None:
+            return 1.0
+        key = ("decay max", id(f))
+        hit = cs.cache.get(key)
+        if hit is None or hit[0] is not f:
+            hit = cs.cache[key] = (f, float(np.abs(f).max()))
+        return hit[1]
+
     def _decay_factor(self, params, cs, ref):
         """The assistant memory's confidence × exp(-decay_rate × days^0.8) (days since last access, else creation)."""
         if not params.confidence_decay:
@@ -423,18 +427,12 @@ class Engine:
         order = _SUM_ORDER[params.preset]
         P = dict(st["P"], relevance=rq["P"])
 
-        # fast pass over every candidate, in preallocated buffers
-        s, t = cs.buffers()
-        for j, c in enumerate(order):
-            np.multiply(P[c], W[c], out=s if j == 0 else t)
-            if f is not None:
-                np.multiply(s if j == 0 else t, f, out=s if j == 0 else t)
-            if j:
-                np.add(s, t, out=s)
+        # fast pass over every candidate: a new array (it becomes all_scores) and its block maxima
+        s, maxima = fastpass.weighted_sum([(P[c], W[c]) for c in order], f)
         m = len(s)
         k = min(int(params.k), m)
-        kth = _kth_largest(s, k)
-        fmax = float(np.abs(f).max()) if f is not None else 1.0
+        kth = fastpass.kth_largest(s, k, maxima)
+        fmax = self._decay_max(cs, f)
         # how far an error of 1 in a cosine can move a score; the sums' float64 rounding on top
         per_cos = abs(params.alpha) * rq["maxw"] * rq["scale"] * fmax
         maxP = dict(st["maxP"], relevance=rq["maxP"])
@@ -460,9 +458,9 @@ class Engine:
 
         if per_cos * self._rel_err == 0:
             # relevance cannot move any score (weight 0, or all cosines equal): the fast pass is exact
-            region = np.sort(_topk(s, k))
+            region = np.sort(_topk(s, k, maxima))
         else:
-            region = np.flatnonzero(s >= kth - 2 * (per_cos * self._rel_err + rounding))
+            region = fastpass.at_least(s, kth - 2 * (per_cos * self._rel_err + rounding), maxima)
             if len(region) > 2 * k + 8 and self._rel_err > self._delta:
                 # middle pass after an int8 first pass: float32 cosines of the region only
                 s32, _, _ = scores_at(region, self._rel_rows32(cs.idx[region]))
@@ -477,7 +475,7 @@ class Engine:
         raw["relevance"] = rel_t
         pick = np.argsort(-exact, kind="stable")[:k]   # region is in candidate order: ties keep it
 
-        all_scores = _spread(s, cs, len(self.arrays))
+        all_scores = s if cs.all_rows else _spread(s, cs, len(self.arrays))   # s is this call's own
         all_scores[rows] = exact
         sel = region[pick]
         out_raw = {c: raw[c][pick] for c in ("relevance", "recency", "importance")}
@@ -580,30 +578,12 @@ def _display(order):
     return [c for c in ("relevance", "recency", "importance") if c in order]
 
 
-def _topk(s: np.ndarray, k: int) -> np.ndarray:
-    """Positions of the k best scores, best first; ties keep position order."""
+def _topk(s: np.ndarray, k: int, maxima=None) -> np.ndarray:
+    """Positions of the k best scores, best first; ties keep position order (`maxima`: see fastpass)."""
     k = min(int(k), len(s))
-    kth = _kth_largest(s, k)
-    region = np.flatnonzero(s >= kth)
+    kth = fastpass.kth_largest(s, k, maxima)
+    region = fastpass.at_least(s, kth, maxima)
     return region[np.argsort(-s[region], kind="stable")][:k]
-
-
-def _kth_largest(s: np.ndarray, k: int) -> float:
-    """The k-th largest value of s (NaN counts as largest, as in np.partition). On a large array,
-    the k-th largest of its block maxima is a lower bound (k distinct values reach it), so only
-    the few values at or above it are partitioned: ~3 ms instead of ~10 at 1M."""
-    m = len(s)
-    nb = m // _BLOCK
-    if m < 16 * _BLOCK or nb < 4 * k:
-        return np.partition(s, m - k)[m - k]
-    maxima = s[:nb * _BLOCK].reshape(nb, _BLOCK).max(axis=1)   # NaN in a block makes its maximum NaN
-    if np.isnan(maxima).any() or np.isnan(s[nb * _BLOCK:]).any():
-        return np.partition(s, m - k)[m - k]
-    top = s[s >= np.partition(maxima, nb - k)[nb - k]]
-    return np.partition(top, len(top) - k)[len(top) - k]
-
-
-_BLOCK = 1024
 
 
 def _spread(s: np.ndarray, cs: _Candidates, n: int) -> np.ndarray:
