@@ -2,7 +2,7 @@
 
 `set_query` does the costly part once per query (embedding; on first use, one matrix-vector
 product for the cosine of every row); `score(params)` only recombines cached arrays, so moving a weight
-slider costs a few vector operations and a partial sort.
+slider costs one pass over the candidates (fastpass.weighted_sum) and reads a few blocks of it.
 
 Exactness. The first-pass cosines of all rows come from the int8 index of a large store
 (quantized.py, whose docstring proves the bound and why no true top-k member can be dropped) or
