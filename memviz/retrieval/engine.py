@@ -2,7 +2,7 @@
 
 `set_query` does the costly part once per query (embedding; on first use, one matrix-vector
 product for the cosine of every row); `score(params)` only recombines cached arrays, so moving a weight
-slider costs a few vector operations and a partial sort.
+slider costs one pass over the candidates (fastpass.weighted_sum) and reads a few blocks of it.
 
 Exactness. The first-pass cosines of all rows come from the int8 index of a large store
 (quantized.py, whose docstring proves the bound and why no true top-k member can be dropped) or
@@ -26,7 +26,7 @@ from ..embed import EmbedderUnavailable, embedder_for
 from ..store.check import known_fts_damage
 from ..store.clock import store_clock
 from . import components as C
-from . import quantized
+from . import fastpass, quantized
 from .candidates import filter_mask, ga_order, ga_rule, last_accessed_at
 from .hybrid import fts_ranks, fts_rows, vector_ranks
 from .params import Params, Result
@@ -50,12 +50,6 @@ class _Candidates:
         self.idx = idx
         self.all_rows = len(idx) == n and (n == 0 or (idx[0] == 0 and bool(np.all(np.diff(idx) == 1))))
         self.cache: dict = {}
-        self._bufs = None
-
-    def buffers(self):
-        if self._bufs is None:
-            self._bufs = (np.empty(len(self.idx)), np.empty(len(self.idx)))
-        return self._bufs
 
 
 class Engine:
@@ -193,8 +187,8 @@ class Engine:
         """The exact minimum (or maximum) cosine over `rows` from their first-pass values `fast`:
         only rows within twice the bound of the extreme can hold it (float32 product, then exact)."""
         sign = 1.0 if lowest else -1.0
-        f = sign * fast
-        near = rows[f <= f.min() + 2 * self._rel_err]
+        # = rows[sign * fast <= (sign * fast).min() + 2 err] (negation is exact), without the temporary
+        near = rows[fast <= fast.min() + 2 * self._rel_err] if lowest else rows[fast >= fast.max() - 2 * self._rel_err]
         if len(near) > 16 and self._rel_err > self._delta:
             v = sign * self._rel_rows32(near)
             near = near[v <= v.min() + 2 * self._delta]
@@ -266,6 +260,16 @@ class Engine:
             return float(self.now)
         return float(self.clock.at if self.clock.fixed else self._query_time)
 
+    def _decay_max(self, cs, f) -> float:
+        """max |f| of a decay factor array (1.0 without one), once per array."""
+        if f is None:
+            return 1.0
+        key = ("decay max", id(f))
+        hit = cs.cache.get(key)
+        if hit is None or hit[0] is not f:
+            hit = cs.cache[key] = (f, float(np.abs(f).max()))
+        return hit[1]
+
     def _decay_factor(self, params, cs, ref):
         """The assistant memory's confidence × exp(-decay_rate × days^0.8) (days since last access, else creation)."""
         if not params.confidence_decay:
@@ -330,7 +334,8 @@ class Engine:
             # (its recency order, its min and max); the lists are then merged by score.
             w = self._ga_row_weights(idx, params)
             decays = w.pop("recency_decay")
-            groups = st["groups"] = persona_groups(a.agent[idx])
+            groups, st["persona"] = persona_groups(a.agent[idx])
+            st["groups"] = groups
             rec_raw, rec, imp, rank = (np.empty(len(idx)) for _ in range(4))
             for pos in groups:
                 rec_raw[pos] = C.ga_rank_recency(decays[pos])
@@ -397,13 +402,16 @@ class Engine:
         q = {"lo": None, "hi": None, "scale": 1.0}
         if params.preset == "generative-agents":
             groups = st["groups"]
-            lo, hi = np.empty(len(rel_c)), np.empty(len(rel_c))
-            for pos in groups:  # each persona's exact min and max (one group: the whole list)
-                lo[pos] = self._exact_extreme(cs.idx[pos], rel_c[pos], lowest=True)
-                hi[pos] = self._exact_extreme(cs.idx[pos], rel_c[pos], lowest=False)
+            los, his = np.empty(len(groups)), np.empty(len(groups))
+            for g, pos in enumerate(groups):  # each persona's exact min and max (one group: the whole list)
+                rows, fast = (cs.idx, rel_c) if len(groups) == 1 else (cs.idx[pos], rel_c[pos])
+                los[g] = self._exact_extreme(rows, fast, lowest=True)
+                his[g] = self._exact_extreme(rows, fast, lowest=False)
+            spans = his - los
             if len(groups) == 1:
-                lo, hi = float(lo[0]), float(hi[0])
-            spans = np.asarray(hi - lo)
+                lo, hi = float(los[0]), float(his[0])
+            else:   # per candidate: its persona's
+                lo, hi = los[st["persona"]], his[st["persona"]]
             q.update(lo=lo, hi=hi, scale=float((1.0 / spans[spans > 0]).max()) if (spans > 0).any() else 0.0)
             rel_t = _minmax(rel_c, lo, hi)
         else:
@@ -411,7 +419,7 @@ class Engine:
         w = st["rowweight"]["relevance"]
         q["P"] = rel_t if isinstance(w, float) and w == 1.0 else w * rel_t   # 1.0 * x == x
         q["maxw"] = float(np.abs(w).max()) if isinstance(w, np.ndarray) else abs(w)
-        q["maxP"] = float(np.abs(q["P"]).max())
+        q["maxP"] = _max_abs(q["P"])
         self._qcache[key] = q
         return q
 
@@ -423,18 +431,12 @@ class Engine:
         order = _SUM_ORDER[params.preset]
         P = dict(st["P"], relevance=rq["P"])
 
-        # fast pass over every candidate, in preallocated buffers
-        s, t = cs.buffers()
-        for j, c in enumerate(order):
-            np.multiply(P[c], W[c], out=s if j == 0 else t)
-            if f is not None:
-                np.multiply(s if j == 0 else t, f, out=s if j == 0 else t)
-            if j:
-                np.add(s, t, out=s)
+        # fast pass over every candidate: a new array (it becomes all_scores) and its block maxima
+        s, maxima = fastpass.weighted_sum([(P[c], W[c]) for c in order], f)
         m = len(s)
         k = min(int(params.k), m)
-        kth = _kth_largest(s, k)
-        fmax = float(np.abs(f).max()) if f is not None else 1.0
+        kth = fastpass.kth_largest(s, k, maxima)
+        fmax = self._decay_max(cs, f)
         # how far an error of 1 in a cosine can move a score; the sums' float64 rounding on top
         per_cos = abs(params.alpha) * rq["maxw"] * rq["scale"] * fmax
         maxP = dict(st["maxP"], relevance=rq["maxP"])
@@ -460,9 +462,9 @@ class Engine:
 
         if per_cos * self._rel_err == 0:
             # relevance cannot move any score (weight 0, or all cosines equal): the fast pass is exact
-            region = np.sort(_topk(s, k))
+            region = np.sort(_topk(s, k, maxima))
         else:
-            region = np.flatnonzero(s >= kth - 2 * (per_cos * self._rel_err + rounding))
+            region = fastpass.at_least(s, kth - 2 * (per_cos * self._rel_err + rounding), maxima)
             if len(region) > 2 * k + 8 and self._rel_err > self._delta:
                 # middle pass after an int8 first pass: float32 cosines of the region only
                 s32, _, _ = scores_at(region, self._rel_rows32(cs.idx[region]))
@@ -477,7 +479,7 @@ class Engine:
         raw["relevance"] = rel_t
         pick = np.argsort(-exact, kind="stable")[:k]   # region is in candidate order: ties keep it
 
-        all_scores = _spread(s, cs, len(self.arrays))
+        all_scores = s if cs.all_rows else _spread(s, cs, len(self.arrays))   # s is this call's own
         all_scores[rows] = exact
         sel = region[pick]
         out_raw = {c: raw[c][pick] for c in ("relevance", "recency", "importance")}
@@ -576,34 +578,22 @@ class Engine:
                       candidates=len(idx), params=params)
 
 
+def _max_abs(v: np.ndarray) -> float:
+    """np.abs(v).max() (NaN if v holds NaN) without the temporary: two reductions of 1M values
+    instead of a third pass and 8 MB written."""
+    return float(max(abs(v.max()), abs(v.min())))
+
+
 def _display(order):
     return [c for c in ("relevance", "recency", "importance") if c in order]
 
 
-def _topk(s: np.ndarray, k: int) -> np.ndarray:
-    """Positions of the k best scores, best first; ties keep position order."""
+def _topk(s: np.ndarray, k: int, maxima=None) -> np.ndarray:
+    """Positions of the k best scores, best first; ties keep position order (`maxima`: see fastpass)."""
     k = min(int(k), len(s))
-    kth = _kth_largest(s, k)
-    region = np.flatnonzero(s >= kth)
+    kth = fastpass.kth_largest(s, k, maxima)
+    region = fastpass.at_least(s, kth, maxima)
     return region[np.argsort(-s[region], kind="stable")][:k]
-
-
-def _kth_largest(s: np.ndarray, k: int) -> float:
-    """The k-th largest value of s (NaN counts as largest, as in np.partition). On a large array,
-    the k-th largest of its block maxima is a lower bound (k distinct values reach it), so only
-    the few values at or above it are partitioned: ~3 ms instead of ~10 at 1M."""
-    m = len(s)
-    nb = m // _BLOCK
-    if m < 16 * _BLOCK or nb < 4 * k:
-        return np.partition(s, m - k)[m - k]
-    maxima = s[:nb * _BLOCK].reshape(nb, _BLOCK).max(axis=1)   # NaN in a block makes its maximum NaN
-    if np.isnan(maxima).any() or np.isnan(s[nb * _BLOCK:]).any():
-        return np.partition(s, m - k)[m - k]
-    top = s[s >= np.partition(maxima, nb - k)[nb - k]]
-    return np.partition(top, len(top) - k)[len(top) - k]
-
-
-_BLOCK = 1024
 
 
 def _spread(s: np.ndarray, cs: _Candidates, n: int) -> np.ndarray:
@@ -638,12 +628,13 @@ def _read_ga_weights(store) -> dict:
     return out
 
 
-def persona_groups(agents: np.ndarray) -> list[np.ndarray]:
-    """Positions of each agent's candidates, in candidate order (one group when one agent)."""
+def persona_groups(agents: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+    """Positions of each agent's candidates, in candidate order (one group when one agent), and
+    each candidate's group number."""
     names, codes = np.unique(agents, return_inverse=True)
     if len(names) <= 1:
-        return [np.arange(len(agents))]
-    return [np.flatnonzero(codes == g) for g in range(len(names))]
+        return [np.arange(len(agents))], np.zeros(len(agents), np.intp)
+    return [np.flatnonzero(codes == g) for g in range(len(names))], codes
 
 
 def _minmax(values, lo, hi) -> np.ndarray:
@@ -652,7 +643,9 @@ def _minmax(values, lo, hi) -> np.ndarray:
         return C.minmax(values, lo, hi)
     values = np.asarray(values, dtype=np.float64)
     span = hi - lo
-    out = np.full(values.shape, (1 - 0) / 2)
     ok = span != 0
-    out[ok] = (values[ok] - lo[ok]) * (1 - 0) / span[ok] + 0
-    return out
+    # the same operations as C.minmax on every row, in place (no gathers by mask: 1M rows)
+    out = np.subtract(values, lo)   # (v - lo) * (1 - 0) / span + 0: the "* 1" is exact, left out
+    out /= np.where(ok, span, 1.0)
+    out += 0
+    return np.where(ok, out, (1 - 0) / 2)

@@ -39,33 +39,22 @@ import weakref
 
 import numpy as np
 
+from . import fastpass
+
 MIN_ROWS = 20_000     # below this the float32 product takes a few milliseconds: no index
 _CHUNK = 32_768       # rows quantised at a time (bounds the float64 temporaries)
 _U64 = 2.0 ** -53
 GROW = 1 / 16         # spare rows kept in the code and scale buffers, as a share of the rows (at least 256)
 
-_kernel = None
-_kernel_lock = threading.Lock()
 _build_lock = threading.Lock()
 _extend_lock = threading.Lock()
 
 
 def _dot_kernel():
-    """The numba int8 x int8 -> int32 matrix-vector kernel (compiled once, cached on disk),
+    """The numba kernel of the first pass (kernels.int8_cosines; compiled once, cached on disk),
     or None when numba cannot be used (the float32 product serves instead)."""
-    global _kernel
-    with _kernel_lock:
-        if _kernel is None:
-            try:
-                from .int8_kernel import int8_matvec  # numba: ~0.2 s, large stores only
-
-                probe = np.ones((2, 3), np.int8)
-                res = np.empty(2, np.int32)
-                int8_matvec(probe, np.ones(3, np.int8), res)   # compile now, not on the first query
-                _kernel = int8_matvec if res.tolist() == [3, 3] else False
-            except Exception:  # noqa: BLE001 - any numba failure means: use the float32 path
-                _kernel = False
-        return _kernel or None
+    K = fastpass.load()
+    return K.int8_cosines if K is not None else None
 
 
 def _room(n: int) -> int:
@@ -169,9 +158,8 @@ class Int8Index:
         """(first-pass cosine of every row as float64, err): |value - exact dot| <= err for every row."""
         q = np.asarray(query, dtype=np.float32)
         (cq,), (sq,), (rq,), (nq,) = _quantise(q[None, :])
-        dots = np.empty(len(self.codes), np.int32)
-        self._kernel(self.codes, cq, dots)
-        approx = dots * (self.scale * sq)
+        approx = np.empty(len(self.codes))
+        self._kernel(self.codes, cq, self.scale, sq, approx)   # = int32 dots * (self.scale * sq)
         nqt = float(np.linalg.norm(cq.astype(np.float64) * sq))
         big = self.norm_max + self.resid_max
         err = self.resid_max * nq + big * rq + 2 * _U64 * big * nqt + 1e-12
