@@ -189,7 +189,7 @@ class MirroredStore(Store):
         fingerprints in the same transaction. A thread reads the source and validates each batch
         (Python) while this one writes the one before (SQLite, which lets go of the GIL)."""
         read = task.part(0.0, 0.95) if task else None
-        with bulk_load(self) as load:
+        with bulk_load(self, durable=False) as load:  # a cache: rebuilt if a system crash damages it
             def prepared():
                 seen: set[str] = set()
                 batch: list[dict] = []

@@ -84,10 +84,16 @@ class BulkLoad:
 
 
 @contextmanager
-def bulk_load(store):
+def bulk_load(store, *, durable: bool = True):
     """`with bulk_load(store) as load: load.add(batch) ...` into `store`, which must hold no
-    memories yet; everything is one transaction, committed with the indexes built at the end."""
+    memories yet; everything is one transaction, committed with the indexes built at the end.
+    `durable` False (a cache memviz rebuilds when damaged: a framework's mirror) commits without
+    waiting for the disk (synchronous = OFF): a 100k mirror is ~350 MB, whose fsync took longer
+    than the rest of its commit. An application crash still leaves the store whole (SQLite has
+    written every page when COMMIT returns); only a crash of the system within the next seconds
+    can damage it, and a damaged mirror fails its quick_check at the next open and is rebuilt."""
     cache = store.conn.execute("PRAGMA cache_size").fetchone()[0]
+    sync = store.conn.execute("PRAGMA synchronous").fetchone()[0]
     # one large transaction: with SQLite's default 2 MB page cache its pages spill to the WAL and
     # are read back (a 100k load wrote twice as slowly); the cache is a bound, used as needed
     store.conn.execute(f"PRAGMA cache_size = -{_CACHE_KIB}")
@@ -97,11 +103,14 @@ def bulk_load(store):
     wal = store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     if wal:
         store.conn.execute("PRAGMA journal_mode = DELETE")
+    if not durable:
+        store.conn.execute("PRAGMA synchronous = OFF")
     try:
         with _loaded(store) as load:
             yield load
     finally:
         store.conn.execute(f"PRAGMA cache_size = {int(cache)}")
+        store.conn.execute(f"PRAGMA synchronous = {int(sync)}")
         if wal:
             store.conn.execute("PRAGMA journal_mode = WAL")
 
