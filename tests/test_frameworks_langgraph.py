@@ -189,7 +189,7 @@ def _correct_and_read_back(s, client):
     mid = "k1@memories.alice"
     (before,) = client([get(("memories", "alice"), "k1")])
     out = Correct(mid, NEW_TEXT).apply(s)
-    assert out.ids == [mid]
+    assert out.ids == [mid] and out.text == f"Corrected {mid} in place"  # the whole key@namespace, not 8 characters
     item, hits = client([get(("memories", "alice"), "k1"),
                          {"op": "search", "ns": ["memories"], "query": NEW_TEXT, "limit": 1}])
     assert item["value"] == {"content": NEW_TEXT, "tags": ["preference"]}
