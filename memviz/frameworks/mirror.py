@@ -79,6 +79,9 @@ class MirroredStore(Store):
         self._synced_token = self.meta("mirror.token")
         self._sync_lock = threading.Lock()
         self._in_step = False  # the source was told the mirror matches it (Source.in_step)
+        # the first build's columns (arrays.WrittenColumns) and the write marks after it: the first
+        # read is made from them, unless something was written since
+        self._fresh: tuple | None = None
 
     # ------------------------------------------------------------ identity and reading
     def describe(self) -> str:
@@ -89,6 +92,7 @@ class MirroredStore(Store):
                                                 conn_path=self.conn_path))
 
     def close(self) -> None:
+        self._fresh = None
         try:
             super().close()
         finally:
@@ -96,8 +100,17 @@ class MirroredStore(Store):
 
     def arrays(self, model: str | None = None, preview: int = 0, snapshot: bool = False) -> MemoryArrays:
         # the on-disk snapshot cache is keyed by a store file; the mirror's reopen is fast already
+        fresh, self._fresh = self._fresh, None
+        if fresh is not None and model is None and fresh[1] == self._write_marks():
+            arrays = fresh[0].arrays(preview)  # what was just written, not read back (None: an odd value)
+            if arrays is not None:
+                return arrays
         with store_errors(self.path):
             return load_arrays(self.conn, model, preview=preview)
+
+    def _write_marks(self) -> tuple[int, int]:
+        """Moves when this connection or another one writes to the mirror."""
+        return self.conn.total_changes(), self.conn.execute("PRAGMA data_version").fetchone()[0]
 
     def data_version(self):
         """Moves when the source changes (its token) or the mirror does."""
@@ -189,7 +202,7 @@ class MirroredStore(Store):
         fingerprints in the same transaction. A thread reads the source and validates each batch
         (Python) while this one writes the one before (SQLite, which lets go of the GIL)."""
         read = task.part(0.0, 0.95) if task else None
-        with bulk_load(self, durable=False) as load:  # a cache: rebuilt if a system crash damages it
+        with bulk_load(self, durable=False, keep=True) as load:  # a cache: rebuilt if a system crash damages it
             def prepared():
                 seen: set[str] = set()
                 batch: list[dict] = []
@@ -214,6 +227,7 @@ class MirroredStore(Store):
                 task.progress(0.95, f"indexing {load.count:,} memories")
         self._import_history()
         self.set_meta("mirror.token", token)
+        self._fresh = (load.written, self._write_marks())
         return {"added": load.count, "changed": 0, "gone": 0}
 
     def _read_records(self, task: Task | None) -> Iterator[dict]:
