@@ -6,7 +6,10 @@ reuses its mirror when the source's token has not moved (fast reopen), and other
 every record is read from the source and compared with the mirror by a fingerprint, and only
 what differs is written (new rows inserted, changed rows updated and audited as the system's
 change, rows the system deleted marked retired: nothing is physically removed). The first build
-is one bulk load into the new mirror (store/bulk.py), the source read in a thread meanwhile. The live
+is one bulk load into the new mirror (store/bulk.py), the source read in a thread meanwhile,
+committed without an fsync (a cache: a mirror damaged by a system crash fails its quick_check
+and is rebuilt); the columns written are kept for the first read (arrays.WrittenColumns), so
+the window's first look at a new mirror scans nothing. The live
 window's change watcher asks `data_version()` and `changes_since()`, which sync first and then
 answer from the mirror's own change log, so a busy agent's writes arrive as deltas.
 
