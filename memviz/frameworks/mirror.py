@@ -38,6 +38,7 @@ from ..store.arrays import MemoryArrays, load_arrays
 from ..store.bulk import bulk_load
 from ..store.changes import sqlite_changes_since
 from ..store.errors import store_errors
+from ..store.records import normalize_many
 from ..store.schema import MEMORY_COLUMNS
 from ..store.store import Store
 from ..tasks import Task
@@ -45,7 +46,7 @@ from ..userdirs import user_cache_dir
 from .source import Source
 
 #: bump when a system's mapping to memviz records changes: every mirror is then rebuilt
-MIRROR_VERSION = 3  # 2: one-pass fingerprints; 3: the embedding hashed apart
+MIRROR_VERSION = 4  # 2: one-pass fingerprints; 3: the embedding hashed apart; 4: of normalized rows
 _FP_TABLE = "memviz_mirror"
 _BATCH = 5000
 
@@ -57,19 +58,26 @@ def mirror_path(source: Source) -> str:
     return str(folder / f"{source.system}-{key}.db")
 
 
-_FP_COLUMNS = tuple(col for col in MEMORY_COLUMNS if col != "embedding")
-_FP_JSON = json.JSONEncoder(sort_keys=True, default=str)  # json.dumps(..., sort_keys=True, default=str), built once
+#: the row columns a fingerprint hashes as normalize wrote them: the times are the source's own
+#: (normalize fills a missing one with the time of the read), the vector is hashed apart
+_FP_COLUMNS = tuple(col for col in MEMORY_COLUMNS if col not in ("embedding", "created_at", "event_time"))
 
 
-def fingerprint(rec: dict) -> bytes:
-    """What identifies a record's content: equal fingerprints, nothing to write. The columns
-    but the embedding go through one json.dumps (one per column cost 5x more at 100k)."""
-    h = hashlib.blake2b(_FP_JSON.encode([rec.get(col) for col in _FP_COLUMNS]).encode(), digest_size=16)
-    v = rec.get("embedding")
-    if v is not None:  # hashed in two updates: the same digest as of the joined bytes, without copies
+def fingerprint(rec: dict, row: dict) -> bytes:
+    """What identifies a record's content (equal fingerprints, nothing to write): `rec` as the
+    source gave it, `row` as records.normalize_many made it. Its text columns are hashed as
+    the row holds them, JSON already encoded (a json.dumps of each record cost 5x more at 100k)."""
+    text = "\x1f".join([str(row[col]) for col in _FP_COLUMNS] + [str(rec.get("created_at")), str(rec.get("event_time"))])
+    h = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16)
+    if row["embedding"] is not None:
         h.update(b"\x1f")
-        h.update(np.ascontiguousarray(v, "<f4") if isinstance(v, np.ndarray) else bytes(v))
+        h.update(row["embedding"])
     return h.digest()
+
+
+def fingerprints(records: list[dict], rows: list[dict]) -> list[tuple[str, bytes]]:
+    """(id, fingerprint) of each record and its row."""
+    return [(row["id"], fingerprint(rec, row)) for rec, row in zip(records, rows)]
 
 
 class MirroredStore(Store):
@@ -157,12 +165,13 @@ class MirroredStore(Store):
             since = json.loads(self._synced_token)
             delta = self._source_call(lambda: self.source.changed_since(since, known.keys(), part))
         records, present = delta if delta is not None else (self._source_call(lambda: list(self.source.records(part))), None)
+        unique = []
         for rec in records:
             rid = str(rec["id"])
-            if rid in seen:
-                continue  # a system that lists a memory twice: the first wins
-            seen.add(rid)
-            fp = fingerprint(rec)
+            if rid not in seen:  # a system that lists a memory twice: the first wins
+                seen.add(rid)
+                unique.append(rec)
+        for rec, (rid, fp) in zip(unique, fingerprints(unique, normalize_many(unique, model_dims={}))):
             if rid not in known:
                 new.append((rec, fp))
             elif known[rid] != fp:
@@ -215,10 +224,12 @@ class MirroredStore(Store):
                         seen.add(rid)
                         batch.append(rec)
                     if len(batch) == _BATCH:
-                        yield load.prepare(batch), [(str(r["id"]), fingerprint(r)) for r in batch]
+                        rows = load.prepare(batch)
+                        yield rows, fingerprints(batch, rows)
                         batch = []
                 if batch:
-                    yield load.prepare(batch), [(str(r["id"]), fingerprint(r)) for r in batch]
+                    rows = load.prepare(batch)
+                    yield rows, fingerprints(batch, rows)
 
             for [(rows, fps)] in read_ahead(prepared, 1, "memviz-mirror-read"):
                 if task:
@@ -391,4 +402,5 @@ def open_mirrored(source: Source, task: Task | None = None) -> MirroredStore:
     return store
 
 
-__all__ = ["MirroredStore", "open_mirrored", "mirror_path", "fingerprint", "MIRROR_VERSION", "ValidationError"]
+__all__ = ["MirroredStore", "open_mirrored", "mirror_path", "fingerprint", "fingerprints", "MIRROR_VERSION",
+           "ValidationError"]
