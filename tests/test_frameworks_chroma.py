@@ -234,3 +234,22 @@ def test_vectors_of_memviz_local_model_are_named_so(tmp_path):
         assert {s.get(f"{i}@facts")["embedding_model"] for i in "abc"} == {LOCAL_MODEL}
     finally:
         s.close()
+
+
+def test_after_a_reopen_changes_come_without_a_whole_read(folder):
+    """A reopened mirror tells the source where it stands (in_step); the client's next add
+    arrives through changed_since, its vectors named as the whole read named the collection's."""
+    first = fw.open_source(str(folder))
+    model = first.get("n0@notes")["embedding_model"]
+    first.close()
+    s = fw.open_source(str(folder))
+    try:
+        assert s.source._seq is not None  # noqa: SLF001 - what in_step noted
+        tok = token_now(s)
+        notes = chromadb.PersistentClient(path=str(folder)).get_collection("notes", embedding_function=HashEmbedding())
+        notes.add(ids=["n-new"], documents=["a late note"], embeddings=_vectors(1, seed=5))
+        ch = changes_since(s, tok)
+        assert len(ch.added) == 1
+        assert s.get("n-new@notes")["embedding_model"] == model
+    finally:
+        s.close()

@@ -180,6 +180,23 @@ def test_changes_are_read_without_reading_the_store_again(lg_file):
         src.close()
 
 
+def test_after_a_reopen_changes_come_without_a_whole_read(lg_file):
+    """A reopened mirror (the source's token unchanged) tells the source where it stands
+    (in_step): the agent's next put arrives through changed_since, its vector named as the
+    whole read named the others (memviz's local model)."""
+    fw.open_source(str(lg_file)).close()
+    s = fw.open_source(str(lg_file))
+    try:
+        assert s.source._since is not None and s.source.model == LOCAL_MODEL  # noqa: SLF001 - what in_step noted
+        tok = token_now(s)
+        sqlite_agent(lg_file, [put(("memories", "alice"), "k8", {"content": "Alice sings in a choir"})])
+        ch = changes_since(s, tok)
+        assert len(ch.added) == 1
+        assert s.get("k8@memories.alice")["embedding_model"] == LOCAL_MODEL
+    finally:
+        s.close()
+
+
 # ------------------------------------------------------------------ edits
 NEW_TEXT = "Alice drinks jasmine tea in the evening"
 

@@ -272,7 +272,20 @@ class ChromaFolder(Source):
             finally:
                 self._conn.execute("COMMIT")
         self._seq = _newest_seq(rows, self._seq)
+        self._name_models(collections, {(coll, len(v)) for (coll, _i), v in vectors.items()})
         return list(self._mapped(rows, collections, meta, vectors, task)), present
+
+    def _name_models(self, collections, keys) -> None:
+        """The names of the vectors of `keys` (collection id, dimension) not named yet (after a
+        reopen), as a whole read names them: from the first 4 records of the collection with a
+        document and a vector."""
+        for coll in {c for c, _d in keys if (c, _d) not in self._models}:
+            rows = self._q(self._ROWS + " WHERE s.collection = ? AND e.id IN (SELECT id FROM embedding_metadata "
+                           "WHERE key = ?) ORDER BY e.id LIMIT 8", (coll, DOCUMENT_KEY))
+            meta = self._metadata([r[0] for r in rows])
+            vectors = self._vectors(collections, None, {(coll, r[1]) for r in rows})
+            for _rec in self._mapped(rows, collections, meta, vectors, None):
+                pass  # mapping names each (collection, dimension) met, from these rows' samples
 
     def _collections(self) -> dict[str, tuple]:
         """collection id -> (name, dimension, embedding function's name)."""

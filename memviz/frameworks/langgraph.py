@@ -222,14 +222,14 @@ class LangGraphStore(Source):
         """A whole read happened (rows as `_rows` gave them): a backend that answers
         changed_since notes where it stands. Default: nothing."""
 
-    def _name_model(self, rows, vectors) -> None:
-        """The store's vector dimension (most items') and its model (identify_model on the main
-        texts of a few items). An item's main field is one of its vector fields when it has any
-        (main_field), so neither needs every value parsed."""
+    def _name_model(self, rows, vectors, dim: int | None = None) -> None:
+        """The store's vector dimension (most items', or `dim`) and its model (identify_model on
+        the main texts of the first items that have one). An item's main field is one of its
+        vector fields when it has any (main_field), so neither needs every value parsed."""
         dims = Counter(len(vecs[main_field(None, vecs)]) // 4 for vecs in vectors.values() if vecs)
-        if not dims:
+        if not dims and dim is None:
             return
-        self.dim = dims.most_common(1)[0][0]
+        self.dim = dim or dims.most_common(1)[0][0]
         if self.model is not None:
             return
         samples = []
@@ -459,8 +459,21 @@ class LangGraphSqlite(LangGraphStore):
         self._prefixes = frozenset(r[0] for r in rows)
 
     def in_step(self, token) -> None:
+        """The mirror holds the store as of `token` (a reopen): note where it stands, and name
+        the model as a whole read would (the most common vector size; the first items' texts)."""
         since = self._q("SELECT coalesce(max(updated_at), '') FROM store")[0][0]
         prefixes = frozenset(r[0] for r in self._q("SELECT DISTINCT prefix FROM store"))
+        if self.dim is None and self._has_vectors():
+            common = self._q("SELECT length(embedding) / 4, count(*) FROM store_vectors WHERE length(embedding) % 4 = 0 "
+                             "GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 1")
+            if common:
+                first = self._q("SELECT prefix, key, value FROM store LIMIT 200")
+                vectors = defaultdict(dict)
+                for prefix, key, *_v in first:
+                    for field, blob in self._q("SELECT field_name, embedding FROM store_vectors WHERE prefix = ? AND key = ?"
+                                               " AND embedding IS NOT NULL", (prefix, key)):
+                        vectors[(prefix, key)][field] = blob
+                self._name_model(first, vectors, int(common[0][0]))
         if self.token() == token:  # nothing written since `since` was read: it describes the mirror
             self._since, self._prefixes = str(since), prefixes
 
