@@ -408,6 +408,7 @@ class LangGraphSqlite(LangGraphStore):
         # namespaces (a new one may change every item's agent and kind: then all is read again)
         self._since: str | None = None
         self._prefixes: frozenset[str] | None = None
+        self._top = self._top_read = 0  # the highest rowid seen (a put's INSERT OR REPLACE gives a new one)
 
     @classmethod
     def recognise(cls, probe):
@@ -450,17 +451,15 @@ class LangGraphSqlite(LangGraphStore):
         return {r[1] for r in self._q("PRAGMA table_info(store)")}
 
     # ---------------------------------------------------------------- changes without a whole read
-    #: rows stamped this long before the newest one seen are read again: a writer's clock (SQLite's
-    #: CURRENT_TIMESTAMP, whole seconds) may lag the one whose stamp was the newest
-    _MARGIN = "-2 seconds"
-
     def _read(self, rows) -> None:
+        self._top = self._top_read
         self._since = max((r[4] for r in rows if isinstance(r[4], str)), default="")
         self._prefixes = frozenset(r[0] for r in rows)
 
     def in_step(self, token) -> None:
         """The mirror holds the store as of `token` (a reopen): note where it stands, and name
         the model as a whole read would (the most common vector size; the first items' texts)."""
+        top = self._q("SELECT coalesce(max(rowid), 0) FROM store")[0][0]
         since = self._q("SELECT coalesce(max(updated_at), '') FROM store")[0][0]
         prefixes = frozenset(r[0] for r in self._q("SELECT DISTINCT prefix FROM store"))
         if self.dim is None and self._has_vectors():
@@ -474,15 +473,17 @@ class LangGraphSqlite(LangGraphStore):
                                                " AND embedding IS NOT NULL", (prefix, key)):
                         vectors[(prefix, key)][field] = blob
                 self._name_model(first, vectors, int(common[0][0]))
-        if self.token() == token:  # nothing written since `since` was read: it describes the mirror
-            self._since, self._prefixes = str(since), prefixes
+        if self.token() == token:  # nothing written since these were read: they describe the mirror
+            self._top, self._since, self._prefixes = top, str(since), prefixes
 
     def changed_since(self, token, known, task: Task | None = None):
-        """The items put (updated_at at or after the newest one seen, less a margin) or expired
-        since the last read; their vectors; and every id, read only when the count says some
-        were deleted. None (a whole read) before a first read, or when a namespace appeared or
-        went. LangGraph writes an item's vectors with the item (put), so store.updated_at covers
-        them too."""
+        """The items written since the last read, with their vectors, and every id (read only
+        when the count says some were deleted). SqliteStore's put is an INSERT OR REPLACE, which
+        gives the item a rowid above every earlier one: rows above the highest rowid seen; an
+        UPDATE (memviz's own correction, another writer) moves updated_at: rows stamped after
+        the newest stamp seen (whole seconds: an UPDATE in that same second waits for the item's
+        next change); and the items whose expiry has passed. None (a whole read) before a first
+        read, or when a namespace appeared or went (every item's agent and kind may move)."""
         if self._since is None:
             return None
         prefixes = frozenset(r[0] for r in self._q("SELECT DISTINCT prefix FROM store"))
@@ -495,11 +496,12 @@ class LangGraphSqlite(LangGraphStore):
             conn = self._conn()
             conn.execute("BEGIN")  # one snapshot: the rows, their vectors and the count agree
             try:
-                rows = list(conn.execute(
-                    f"SELECT prefix, key, value, created_at, updated_at, {exp}, {ttl} FROM store "
-                    f"WHERE updated_at >= datetime(?, '{self._MARGIN}')"
-                    + (" OR (expires_at IS NOT NULL AND expires_at <= ?)" if exp != "NULL" else ""),
-                    (self._since, _sqlite_now()) if exp != "NULL" else (self._since,)))
+                got = list(conn.execute(
+                    f"SELECT rowid, prefix, key, value, created_at, updated_at, {exp}, {ttl} FROM store "
+                    "WHERE rowid > ? OR updated_at > ?" + (" OR (expires_at IS NOT NULL AND expires_at <= ?)"
+                                                           if exp != "NULL" else ""),
+                    (self._top, self._since, _sqlite_now()) if exp != "NULL" else (self._top, self._since)))
+                rows = [r[1:] for r in got]
                 vectors: dict = defaultdict(dict)
                 if rows and self._has_vectors():
                     for prefix, key, *_r in rows:
@@ -516,10 +518,12 @@ class LangGraphSqlite(LangGraphStore):
                     else [*known, *ids]
             finally:
                 conn.execute("COMMIT")
+        self._top = max([self._top] + [r[0] for r in got])
         self._since = max([self._since] + [r[4] for r in rows if isinstance(r[4], str)])
         return list(self._mapped(rows, vectors, task, prefixes)), present
 
     def _rows(self):
+        self._top_read = self._q("SELECT coalesce(max(rowid), 0) FROM store")[0][0]  # first: a row put meanwhile is above
         cols = self._columns()
         exp = "expires_at" if "expires_at" in cols else "NULL"
         ttl = "ttl_minutes" if "ttl_minutes" in cols else "NULL"
