@@ -4,6 +4,7 @@ changes as deltas, corrections written as `store.put` would and read back by `st
 `store.search`, and the edits LangGraph lacks refused with a message."""
 from __future__ import annotations
 
+import datetime as dt
 import json
 import time
 
@@ -175,6 +176,24 @@ def test_changes_are_read_without_reading_the_store_again(lg_file):
         assert set(present) == set(fresh) - {"k5@memories.bob"}
         sqlite_agent(lg_file, [put(("notes",), "n1", {"content": "a new namespace"})])
         assert src.changed_since(src.token(), set(present)) is None  # every item's agent and kind may move
+    finally:
+        src.close()
+
+
+def test_an_expiry_arrives_as_a_change(tmp_path):
+    """An item whose TTL runs out after memviz read it comes back from changed_since retired."""
+    path = tmp_path / "ttl.db"
+    sqlite_agent(path, [put(("notes",), "soon", {"content": "short-lived"}, ttl=0.2),  # 12 s
+                        put(("notes",), "kept", {"content": "long-lived"})])
+    src = LangGraphSqlite(str(path))
+    try:
+        before = {r["id"]: r for r in src.records()}
+        assert before["soon@notes"]["valid_until"] is None
+        tok = src.token()
+        expires = before["soon@notes"]["attributes"]["langgraph"]["expires_at"]
+        time.sleep(max(0.0, dt.datetime.fromisoformat(expires).timestamp() - time.time()) + 0.5)
+        got, _present = src.changed_since(tok, set(before))
+        assert [r["id"] for r in got] == ["soon@notes"] and got[0]["valid_until"] is not None
     finally:
         src.close()
 

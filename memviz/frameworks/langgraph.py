@@ -409,6 +409,7 @@ class LangGraphSqlite(LangGraphStore):
         self._since: str | None = None
         self._prefixes: frozenset[str] | None = None
         self._top = self._top_read = 0  # the highest rowid seen (a put's INSERT OR REPLACE gives a new one)
+        self._looked = self._looked_read = ""  # when expiries were last looked at (SqliteStore's time text)
 
     @classmethod
     def recognise(cls, probe):
@@ -452,14 +453,14 @@ class LangGraphSqlite(LangGraphStore):
 
     # ---------------------------------------------------------------- changes without a whole read
     def _read(self, rows) -> None:
-        self._top = self._top_read
+        self._top, self._looked = self._top_read, self._looked_read
         self._since = max((r[4] for r in rows if isinstance(r[4], str)), default="")
         self._prefixes = frozenset(r[0] for r in rows)
 
     def in_step(self, token) -> None:
         """The mirror holds the store as of `token` (a reopen): note where it stands, and name
         the model as a whole read would (the most common vector size; the first items' texts)."""
-        top = self._q("SELECT coalesce(max(rowid), 0) FROM store")[0][0]
+        top, looked = self._q("SELECT coalesce(max(rowid), 0) FROM store")[0][0], _sqlite_now()
         since = self._q("SELECT coalesce(max(updated_at), '') FROM store")[0][0]
         prefixes = frozenset(r[0] for r in self._q("SELECT DISTINCT prefix FROM store"))
         if self.dim is None and self._has_vectors():
@@ -474,7 +475,7 @@ class LangGraphSqlite(LangGraphStore):
                         vectors[(prefix, key)][field] = blob
                 self._name_model(first, vectors, int(common[0][0]))
         if self.token() == token:  # nothing written since these were read: they describe the mirror
-            self._top, self._since, self._prefixes = top, str(since), prefixes
+            self._top, self._looked, self._since, self._prefixes = top, looked, str(since), prefixes
 
     def changed_since(self, token, known, task: Task | None = None):
         """The items written since the last read, with their vectors, and every id (read only
@@ -482,7 +483,7 @@ class LangGraphSqlite(LangGraphStore):
         gives the item a rowid above every earlier one: rows above the highest rowid seen; an
         UPDATE (memviz's own correction, another writer) moves updated_at: rows stamped after
         the newest stamp seen (whole seconds: an UPDATE in that same second waits for the item's
-        next change); and the items whose expiry has passed. None (a whole read) before a first
+        next change); and the items whose expiry has passed since the last look. None (a whole read) before a first
         read, or when a namespace appeared or went (every item's agent and kind may move)."""
         if self._since is None:
             return None
@@ -492,15 +493,16 @@ class LangGraphSqlite(LangGraphStore):
         cols = self._columns()
         exp = "expires_at" if "expires_at" in cols else "NULL"
         ttl = "ttl_minutes" if "ttl_minutes" in cols else "NULL"
+        now = _sqlite_now()
         with store_errors(self.target, doing="reading the LangGraph store"):
             conn = self._conn()
             conn.execute("BEGIN")  # one snapshot: the rows, their vectors and the count agree
             try:
                 got = list(conn.execute(
                     f"SELECT rowid, prefix, key, value, created_at, updated_at, {exp}, {ttl} FROM store "
-                    "WHERE rowid > ? OR updated_at > ?" + (" OR (expires_at IS NOT NULL AND expires_at <= ?)"
+                    "WHERE rowid > ? OR updated_at > ?" + (" OR (expires_at > ? AND expires_at <= ?)"
                                                            if exp != "NULL" else ""),
-                    (self._top, self._since, _sqlite_now()) if exp != "NULL" else (self._top, self._since)))
+                    (self._top, self._since, self._looked, now) if exp != "NULL" else (self._top, self._since)))
                 rows = [r[1:] for r in got]
                 vectors: dict = defaultdict(dict)
                 if rows and self._has_vectors():
@@ -518,12 +520,13 @@ class LangGraphSqlite(LangGraphStore):
                     else [*known, *ids]
             finally:
                 conn.execute("COMMIT")
-        self._top = max([self._top] + [r[0] for r in got])
+        self._top, self._looked = max([self._top] + [r[0] for r in got]), now
         self._since = max([self._since] + [r[4] for r in rows if isinstance(r[4], str)])
         return list(self._mapped(rows, vectors, task, prefixes)), present
 
     def _rows(self):
         self._top_read = self._q("SELECT coalesce(max(rowid), 0) FROM store")[0][0]  # first: a row put meanwhile is above
+        self._looked_read = _sqlite_now()
         cols = self._columns()
         exp = "expires_at" if "expires_at" in cols else "NULL"
         ttl = "ttl_minutes" if "ttl_minutes" in cols else "NULL"
