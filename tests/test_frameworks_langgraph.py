@@ -174,8 +174,16 @@ def test_changes_are_read_without_reading_the_store_again(lg_file):
         sqlite_agent(lg_file, [{"op": "delete", "ns": ["memories", "bob"], "key": "k5"}])
         got, present = src.changed_since(src.token(), set(present))
         assert set(present) == set(fresh) - {"k5@memories.bob"}
-        sqlite_agent(lg_file, [put(("notes",), "n1", {"content": "a new namespace"})])
-        assert src.changed_since(src.token(), set(present)) is None  # every item's agent and kind may move
+        sqlite_agent(lg_file, [put(("memories", "dora"), "d1", {"content": "Dora keeps bees"})])
+        got, present = src.changed_since(src.token(), set(present))  # a new user: the others keep agent and kind
+        assert [(r["id"], r["agent"], r["kind"]) for r in got] == [("d1@memories.dora", "dora", "memories")]
+        sqlite_agent(lg_file, [put(("notes",), "n1", {"content": "a namespace of another length"})])
+        got, present = src.changed_since(src.token(), set(present))
+        assert [r["id"] for r in got] == ["n1@notes"]
+        # more first segments than users now: the users become the kinds of every two-part namespace
+        sqlite_agent(lg_file, [put((f"t{i}", who), "x", {"content": "flip"}) for i, who in
+                               enumerate(["alice", "alice", "bob"])])
+        assert src.changed_since(src.token(), set(present)) is None
     finally:
         src.close()
 

@@ -484,12 +484,14 @@ class LangGraphSqlite(LangGraphStore):
         UPDATE (memviz's own correction, another writer) moves updated_at: rows stamped after
         the newest stamp seen (whole seconds: an UPDATE in that same second waits for the item's
         next change); and the items whose expiry has passed since the last look. None (a whole read) before a first
-        read, or when a namespace appeared or went (every item's agent and kind may move)."""
+        read, or when a namespace that appeared or went moves the agent or kind of the others."""
         if self._since is None:
             return None
         prefixes = frozenset(r[0] for r in self._q("SELECT DISTINCT prefix FROM store"))
         if prefixes != self._prefixes:
-            return None
+            roles, before = namespace_roles(prefixes), namespace_roles(self._prefixes)
+            if any(roles.get(p) != before[p] for p in self._prefixes & prefixes):
+                return None  # the items of other namespaces got another agent or kind: all is read again
         cols = self._columns()
         exp = "expires_at" if "expires_at" in cols else "NULL"
         ttl = "ttl_minutes" if "ttl_minutes" in cols else "NULL"
@@ -521,6 +523,7 @@ class LangGraphSqlite(LangGraphStore):
             finally:
                 conn.execute("COMMIT")
         self._top, self._looked = max([self._top] + [r[0] for r in got]), now
+        self._prefixes = prefixes
         self._since = max([self._since] + [r[4] for r in rows if isinstance(r[4], str)])
         return list(self._mapped(rows, vectors, task, prefixes)), present
 
