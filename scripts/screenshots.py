@@ -1,6 +1,8 @@
 """Screenshots of the real window: `python scripts/screenshots.py DB OUTDIR [--size WxH ...]`.
 
-Opens DB read-only in a MainWindow with fresh settings, runs a query (when the retrieval
+Opens DB in a MainWindow with fresh settings (a native store read-only, so the shot writes
+nothing into it, e.g. no UMAP cache; another system's store as the window opens it, writable
+where that system allows memviz's edits, since only its mirror in memviz's cache is written), runs a query (when the retrieval
 engine is there), selects a reflection so the graph shows a neighbourhood, waits for the
 background work (store load, graph, UMAP) and saves the whole window and each panel as
 PNG (`window.png` at the first size, `window-WxH.png` at the others, `panel-timeline.png`, ...;
@@ -44,7 +46,8 @@ def main(argv=None) -> int:
     opened = []
     win.opened.connect(opened.append)
     win.open_failed.connect(lambda p, m: opened.append(None))
-    win.open_path(args.db, read_only=True)
+    from memviz import frameworks
+    win.open_path(args.db, read_only=frameworks.recognise(args.db) is None)
     if not wait(lambda: opened, 120) or opened[0] is None:
         print("could not open", args.db, file=sys.stderr)
         return 2

@@ -358,3 +358,12 @@ def test_edits_keep_a_foreign_journal_mode(tmp_path):
         assert s.conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
         assert consistency_problems(s) == []
     assert not os.path.exists(path + "-wal")
+
+
+def test_shown_ids_are_readable():
+    from memviz.edits import shown_id
+    assert shown_id("3f2a9c1e0b7d4e6f8a9b0c1d2e3f4a5b") == "3f2a9c1e"  # generated: its start tells it apart
+    assert shown_id("38cfd99c-1c08-4640-a896-15f99e665ef2@memories.user0") == "38cfd99c@memories.user0"
+    assert shown_id("k1@memories.alice") == "k1@memories.alice"  # a LangGraph key@namespace, whole
+    assert shown_id("user_preference_theme_dark@prefs") == "user_preference_…@prefs"
+    assert shown_id("n5@notes") == "n5@notes" and shown_id("k0") == "k0"

@@ -151,6 +151,41 @@ def test_client_writes_arrive_live(folder):
         s.close()
 
 
+def _same_records(a, b):
+    """Records as a Source makes them, vectors compared as arrays."""
+    assert {r["id"] for r in a} == {r["id"] for r in b}
+    by_id = {r["id"]: r for r in b}
+    for r in a:
+        other = by_id[r["id"]]
+        assert {k: v for k, v in r.items() if k != "embedding"} == {k: v for k, v in other.items() if k != "embedding"}
+        np.testing.assert_array_equal(r.get("embedding"), other.get("embedding"))
+
+
+def test_changes_are_read_without_reading_the_folder_again(folder):
+    """changed_since brings what the client wrote (an add, an update of the text, an update of
+    the metadata only of a record whose vector is in the HNSW files, a delete), as a whole read
+    would make those records, and every id only because one was deleted."""
+    src = ChromaFolder(str(folder))
+    try:
+        before = list(src.records())
+        tok, known = src.token(), {r["id"] for r in before}
+        client = chromadb.PersistentClient(path=str(folder))
+        client.get_collection("episodes", embedding_function=HashEmbedding()).add(
+            ids=["e3"], documents=["A new episode"], metadatas=[{"user_id": "ben"}])
+        notes = client.get_collection("notes", embedding_function=HashEmbedding())
+        notes.update(ids=["n5"], metadatas=[{"agent_id": "reviewer", "step": 5}])
+        notes.update(ids=["n7"], documents=["note seven, rewritten"])
+        notes.delete(ids=["n9"])
+        got, present = src.changed_since(tok, known)
+        assert {r["id"] for r in got} == {"e3@episodes", "n5@notes", "n7@notes"}
+        assert set(present) == known - {"n9@notes"} | {"e3@episodes"}
+        _same_records(got, [r for r in ChromaFolder(str(folder)).records() if r["id"] in {r["id"] for r in got}])
+        again, still = src.changed_since(src.token(), set(present))
+        assert again == [] and set(still) == set(present)  # nothing since: nothing read
+    finally:
+        src.close()
+
+
 class _Boom:
     def __reduce__(self):
         return (os.system, ("touch PWNED",))
@@ -197,5 +232,24 @@ def test_vectors_of_memviz_local_model_are_named_so(tmp_path):
     s = fw.open_source(str(path))
     try:
         assert {s.get(f"{i}@facts")["embedding_model"] for i in "abc"} == {LOCAL_MODEL}
+    finally:
+        s.close()
+
+
+def test_after_a_reopen_changes_come_without_a_whole_read(folder):
+    """A reopened mirror tells the source where it stands (in_step); the client's next add
+    arrives through changed_since, its vectors named as the whole read named the collection's."""
+    first = fw.open_source(str(folder))
+    model = first.get("n0@notes")["embedding_model"]
+    first.close()
+    s = fw.open_source(str(folder))
+    try:
+        assert s.source._seq is not None  # noqa: SLF001 - what in_step noted
+        tok = token_now(s)
+        notes = chromadb.PersistentClient(path=str(folder)).get_collection("notes", embedding_function=HashEmbedding())
+        notes.add(ids=["n-new"], documents=["a late note"], embeddings=_vectors(1, seed=5))
+        ch = changes_since(s, tok)
+        assert len(ch.added) == 1
+        assert s.get("n-new@notes")["embedding_model"] == model
     finally:
         s.close()

@@ -4,6 +4,7 @@ changes as deltas, corrections written as `store.put` would and read back by `st
 `store.search`, and the edits LangGraph lacks refused with a message."""
 from __future__ import annotations
 
+import datetime as dt
 import json
 import time
 
@@ -150,6 +151,78 @@ def test_live_changes_arrive_as_a_delta(lg_file):
         s.close()
 
 
+def test_changes_are_read_without_reading_the_store_again(lg_file):
+    """changed_since brings the items the agent put since the last read (store.updated_at), as a
+    whole read would make them, and lists every id only when the count says one was deleted."""
+    # the items were written in the same second as the newest: none is read again
+    sqlite_agent(lg_file, [{"op": "sql", "sql": "UPDATE store SET updated_at = '2026-01-01 00:00:00'"},
+                           {"op": "sql", "sql": "UPDATE store SET updated_at = '2026-01-02 00:00:00' WHERE key = 'k5'"}])
+    src = LangGraphSqlite(str(lg_file))
+    try:
+        before = list(src.records())
+        tok, known = src.token(), {r["id"] for r in before}
+        sqlite_agent(lg_file, [put(("memories", "alice"), "k9", {"content": "Alice plays chess"}),
+                               put(("memories", "alice"), "k2", {"content": "Alice moved to Porto in June"})])
+        got, present = src.changed_since(tok, known)
+        assert sorted(r["id"] for r in got) == ["k2@memories.alice", "k9@memories.alice"]
+        assert set(present) == known | {"k9@memories.alice"}
+        fresh = {r["id"]: r for r in LangGraphSqlite(str(lg_file)).records()}
+        for r in got:
+            assert {k: v for k, v in r.items() if k != "embedding"} == \
+                {k: v for k, v in fresh[r["id"]].items() if k != "embedding"}
+            np.testing.assert_array_equal(r.get("embedding"), fresh[r["id"]].get("embedding"))
+        sqlite_agent(lg_file, [{"op": "delete", "ns": ["memories", "bob"], "key": "k5"}])
+        got, present = src.changed_since(src.token(), set(present))
+        assert set(present) == set(fresh) - {"k5@memories.bob"}
+        sqlite_agent(lg_file, [put(("memories", "dora"), "d1", {"content": "Dora keeps bees"})])
+        got, present = src.changed_since(src.token(), set(present))  # a new user: the others keep agent and kind
+        assert [(r["id"], r["agent"], r["kind"]) for r in got] == [("d1@memories.dora", "dora", "memories")]
+        sqlite_agent(lg_file, [put(("notes",), "n1", {"content": "a namespace of another length"})])
+        got, present = src.changed_since(src.token(), set(present))
+        assert [r["id"] for r in got] == ["n1@notes"]
+        # more first segments than users now: the users become the kinds of every two-part namespace
+        sqlite_agent(lg_file, [put((f"t{i}", who), "x", {"content": "flip"}) for i, who in
+                               enumerate(["alice", "alice", "bob"])])
+        assert src.changed_since(src.token(), set(present)) is None
+    finally:
+        src.close()
+
+
+def test_an_expiry_arrives_as_a_change(tmp_path):
+    """An item whose TTL runs out after memviz read it comes back from changed_since retired."""
+    path = tmp_path / "ttl.db"
+    sqlite_agent(path, [put(("notes",), "soon", {"content": "short-lived"}, ttl=0.2),  # 12 s
+                        put(("notes",), "kept", {"content": "long-lived"})])
+    src = LangGraphSqlite(str(path))
+    try:
+        before = {r["id"]: r for r in src.records()}
+        assert before["soon@notes"]["valid_until"] is None
+        tok = src.token()
+        expires = before["soon@notes"]["attributes"]["langgraph"]["expires_at"]
+        time.sleep(max(0.0, dt.datetime.fromisoformat(expires).timestamp() - time.time()) + 0.5)
+        got, _present = src.changed_since(tok, set(before))
+        assert [r["id"] for r in got] == ["soon@notes"] and got[0]["valid_until"] is not None
+    finally:
+        src.close()
+
+
+def test_after_a_reopen_changes_come_without_a_whole_read(lg_file):
+    """A reopened mirror (the source's token unchanged) tells the source where it stands
+    (in_step): the agent's next put arrives through changed_since, its vector named as the
+    whole read named the others (memviz's local model)."""
+    fw.open_source(str(lg_file)).close()
+    s = fw.open_source(str(lg_file))
+    try:
+        assert s.source._since is not None and s.source.model == LOCAL_MODEL  # noqa: SLF001 - what in_step noted
+        tok = token_now(s)
+        sqlite_agent(lg_file, [put(("memories", "alice"), "k8", {"content": "Alice sings in a choir"})])
+        ch = changes_since(s, tok)
+        assert len(ch.added) == 1
+        assert s.get("k8@memories.alice")["embedding_model"] == LOCAL_MODEL
+    finally:
+        s.close()
+
+
 # ------------------------------------------------------------------ edits
 NEW_TEXT = "Alice drinks jasmine tea in the evening"
 
@@ -159,7 +232,7 @@ def _correct_and_read_back(s, client):
     mid = "k1@memories.alice"
     (before,) = client([get(("memories", "alice"), "k1")])
     out = Correct(mid, NEW_TEXT).apply(s)
-    assert out.ids == [mid]
+    assert out.ids == [mid] and out.text == f"Corrected {mid} in place"  # the whole key@namespace, not 8 characters
     item, hits = client([get(("memories", "alice"), "k1"),
                          {"op": "search", "ns": ["memories"], "query": NEW_TEXT, "limit": 1}])
     assert item["value"] == {"content": NEW_TEXT, "tags": ["preference"]}

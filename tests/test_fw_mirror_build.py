@@ -93,3 +93,28 @@ def test_a_cancelled_first_build_leaves_no_mirror(langgraph_file):
         assert store.counts()["total"] == N
     finally:
         store.close()
+
+
+def test_the_first_read_after_a_build_equals_a_scan(langgraph_file):
+    """The window's first read after the build is made from the columns just written, not read
+    back (arrays.WrittenColumns): the arrays are those a scan of the mirror makes, column by
+    column, dtypes included (vectors of the toy model normalised, previews on one line)."""
+    from dataclasses import fields
+
+    from memviz.store.arrays import MemoryArrays, load_arrays
+    store = open_mirrored(fw.recognise(langgraph_file))
+    try:
+        fresh = store.arrays(preview=240)
+        scanned = load_arrays(store.conn, preview=240)
+        for f in fields(MemoryArrays):
+            if f.name.startswith("_"):
+                continue
+            a, b = getattr(fresh, f.name), getattr(scanned, f.name)
+            if isinstance(b, np.ndarray):
+                assert a.dtype == b.dtype and a.shape == b.shape, f.name
+                np.testing.assert_array_equal(a, b, err_msg=f.name)
+            else:
+                assert a == b, f.name
+        assert fresh.has_embedding.all() and fresh.dim == DIM
+    finally:
+        store.close()

@@ -24,6 +24,7 @@ from .commands import (
     embed_for_store,
     embed_text,
     shown,
+    shown_id,
     without_embedding,
 )
 from .history import History
@@ -34,6 +35,6 @@ from .watch import Change, ChangeWatcher
 
 __all__ = [
     "Action", "FieldAction", "Outcome", "Correct", "Confirm", "Unprotect", "SoftDelete", "Restore", "SetImportance",
-    "SetTags", "shown", "embed_for_store", "embed_text", "without_embedding", "History", "EditKept", "Pending",
+    "SetTags", "shown", "shown_id", "embed_for_store", "embed_text", "without_embedding", "History", "EditKept", "Pending",
     "PendingStep", "retired", "RetiredMemory", "ChangeWatcher", "Change", "consistency_problems",
 ]

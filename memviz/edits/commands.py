@@ -8,6 +8,7 @@ overwrite. Nothing here deletes a row; undoing a correction retires the new row.
 """
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 
@@ -37,6 +38,23 @@ class Outcome:
     warning: str | None = None  # something the user must be told (e.g. no embedding was made)
 
 
+def shown_id(memory_id: str) -> str:
+    """A memory's id as status lines and undo labels show it: a generated hex/UUID id by its
+    first 8 characters, other ids whole up to 16; a scoped id (a LangGraph `key@namespace`, a
+    Chroma `id@collection`) keeps its scope, which says where the memory is."""
+    local, at, scope = memory_id.rpartition("@")
+    if not at:
+        local = memory_id
+    if len(local) >= 16 and _GENERATED.fullmatch(local):
+        local = local[:8]
+    elif len(local) > 16:
+        local = local[:16] + "…"
+    return local + (f"@{scope if len(scope) <= 24 else scope[:24] + '…'}" if at else "")
+
+
+_GENERATED = re.compile(r"[0-9a-fA-F-]+")
+
+
 def _plural(n: int) -> str:
     return f"{n} memory" if n == 1 else f"{n} memories"
 
@@ -64,7 +82,7 @@ class Action:
 
     @property
     def label(self) -> str:
-        return f"{self.verb} {self.ids[0][:8]}" if len(self.ids) == 1 else f"{self.verb} {_plural(len(self.ids))}"
+        return f"{self.verb} {shown_id(self.ids[0])}" if len(self.ids) == 1 else f"{self.verb} {_plural(len(self.ids))}"
 
     def apply(self, store) -> Outcome:
         if self.state == "done":
@@ -299,8 +317,8 @@ class Correct(Action):
         self.new_id = store.supersede(self.old_id, self.content, embedding=vec, embedding_model=model, when=self.when,
                                       expected=expected, note=self.note)
         if self.in_place:
-            return Outcome(f"Corrected {self.old_id[:8]} in place", [self.old_id], warning)
-        return Outcome(f"Corrected {self.old_id[:8]}: new memory {self.new_id[:8]}", [self.old_id, self.new_id], warning)
+            return Outcome(f"Corrected {shown_id(self.old_id)} in place", [self.old_id], warning)
+        return Outcome(f"Corrected {shown_id(self.old_id)}: new memory {shown_id(self.new_id)}", [self.old_id, self.new_id], warning)
 
     @property
     def in_place(self) -> bool:
@@ -314,7 +332,7 @@ class Correct(Action):
             changes.update(embedding=to["embedding"], embedding_model=to["embedding_model"])
         store.update_rows({self.old_id: changes}, action=verb + ":" + self.name, note=self.note,
                           expected={self.old_id: {"content": shown_text}})
-        return Outcome(f"{verb.capitalize()}ne: correction of {self.old_id[:8]}", [self.old_id])
+        return Outcome(f"{verb.capitalize()}ne: correction of {shown_id(self.old_id)}", [self.old_id])
 
     def _undo(self, store) -> Outcome:
         if self.in_place:
@@ -326,7 +344,7 @@ class Correct(Action):
                           action="undo:" + self.name, note=self.note,
                           expected={self.new_id: {"valid_until": None, "content": self.content},
                                     self.old_id: {"valid_until": self.when}})
-        return Outcome(f"Undone: correction of {self.old_id[:8]}", [self.old_id, self.new_id])
+        return Outcome(f"Undone: correction of {shown_id(self.old_id)}", [self.old_id, self.new_id])
 
     def _redo(self, store) -> Outcome:
         if self.in_place:
@@ -336,7 +354,7 @@ class Correct(Action):
                           action="redo:" + self.name, note=self.note,
                           expected={self.new_id: {"valid_until": self.undone_at, "content": self.content},
                                     self.old_id: {"valid_until": None}})
-        return Outcome(f"Redone: correction of {self.old_id[:8]}", [self.old_id, self.new_id])
+        return Outcome(f"Redone: correction of {shown_id(self.old_id)}", [self.old_id, self.new_id])
 
 
 def embed_for_store(store, text: str, embedder: Embedder | None = None, *, embedded: tuple | None = None):

@@ -111,8 +111,9 @@ def read_plain_pickle(data: bytes):
     raise ValueError("a pickle without its end")
 
 
-def read_hnsw(folder: str) -> dict[int, np.ndarray]:
-    """label -> vector of the live elements of an hnswlib index saved by Chroma (split files)."""
+def read_hnsw(folder: str, labels=None) -> dict[int, np.ndarray]:
+    """label -> vector of the live elements of an hnswlib index saved by Chroma (split files);
+    `labels`: only those (the file is mapped, and only their elements copied)."""
     with open(os.path.join(folder, "header.bin"), "rb") as f:
         head = f.read(100)
     if len(head) < 100:
@@ -126,14 +127,19 @@ def read_hnsw(folder: str) -> dict[int, np.ndarray]:
         return {}
     if not (0 < data_off < label_off < size and dim > 0 and (label_off - data_off) % 4 == 0 and offset0 == 0):
         raise ValueError("header.bin does not describe an hnswlib index memviz can read")
-    raw = np.fromfile(os.path.join(folder, "data_level0.bin"), dtype=np.uint8, count=count * size)
-    if raw.size < count * size:
+    path = os.path.join(folder, "data_level0.bin")
+    if os.path.getsize(path) < count * size:
         raise ValueError("data_level0.bin is shorter than header.bin says")
-    rows = raw.reshape(count, size)
+    if labels is None:
+        rows = np.fromfile(path, dtype=np.uint8, count=count * size).reshape(count, size)
+    else:
+        rows = np.memmap(path, dtype=np.uint8, mode="r", shape=(count, size))
+    all_labels = rows[:, label_off:label_off + 8].copy().view("<u8")[:, 0]
     live = (rows[:, 2] & _DELETED) == 0
-    vecs = rows[:, data_off:label_off].copy().view("<f4")
-    labels = rows[:, label_off:label_off + 8].copy().view("<u8")[:, 0]
-    return {int(lab): vecs[i] for i, lab in enumerate(labels) if live[i]}
+    keep = live if labels is None else live & np.isin(all_labels, np.fromiter(labels, np.uint64))
+    at = np.flatnonzero(keep)
+    vecs = np.ascontiguousarray(rows[at, data_off:label_off]).view("<f4")
+    return {int(lab): vecs[i] for i, lab in enumerate(all_labels[at].tolist())}
 
 
 def _queue_vector(blob, encoding) -> np.ndarray | None:
@@ -167,6 +173,9 @@ class ChromaFolder(Source):
         super().__init__(folder)
         self.db = os.path.join(folder, DB_NAME)
         self._conn = None
+        self._seq: int | None = None   # the newest embeddings.seq_id of the last read (changed_since)
+        self._models: dict = {}        # (collection id, dim) -> the name of its vectors
+        self._names: dict = {}         # vector folder -> (index_metadata.pickle's stat, its labels, max_seq_id)
 
     @classmethod
     def recognise(cls, probe):
@@ -217,32 +226,97 @@ class ChromaFolder(Source):
         return [marks, self._q("PRAGMA data_version")[0][0]]
 
     # ---------------------------------------------------------------- records
+    _ROWS = ("SELECT e.id, e.embedding_id, e.created_at, s.collection, e.seq_id FROM embeddings e "
+             "JOIN segments s ON s.id = e.segment_id")
+
     def records(self, task: Task | None = None):
+        """Every record, yielded one by one once the metadata and vectors are read (a mirror's
+        first build writes the first while the rest are mapped)."""
         if task:
             task.progress(-1, "reading the Chroma folder")
+        collections = self._collections()
+        meta = self._metadata()
+        vectors = self._vectors(collections, task)
+        rows = self._q(self._ROWS + " ORDER BY e.id")
+        self._seq = _newest_seq(rows, None)
+        return self._mapped(rows, collections, meta, vectors, task)
+
+    def in_step(self, token) -> None:
+        seq = self._q("SELECT max(seq_id), count(*) FILTER (WHERE typeof(seq_id) != 'integer') FROM embeddings")[0]
+        if self.token() == token and not seq[1]:  # nothing written since: the mirror holds up to seq
+            self._seq = seq[0] if seq[0] is not None else -1
+
+    def changed_since(self, token, known, task: Task | None = None):
+        """The records Chroma wrote since the last read (embeddings.seq_id, the log position of a
+        record's last add or update, above the newest one seen), with their metadata and vectors
+        (the queue's newer entries, else the HNSW elements of just those labels); every id,
+        listed only when the count says some were deleted. None before a first read."""
+        if self._seq is None:
+            return None
+        collections = self._collections()
+        with store_errors(self.db, doing="reading the Chroma folder"):
+            if self._conn is None:
+                self._conn = connect_sqlite(self.db, readonly=True)
+            self._conn.execute("BEGIN")  # one snapshot of the rows, their metadata, the queue and the count
+            try:
+                rows = self._q(self._ROWS + " WHERE e.seq_id > ? ORDER BY e.id", (self._seq,))
+                meta = self._metadata([r[0] for r in rows])
+                vectors = self._vectors(collections, task, {(r[3], r[1]) for r in rows}) if rows else {}
+                names = {cid: name for cid, (name, _d, _ef) in collections.items()}
+                ids = [scoped_id(eid, names.get(coll, coll)) for _rid, eid, _c, coll, _s in rows]
+                new = sum(1 for i in set(ids) if i not in known)
+                deleted = self._q("SELECT count(*) FROM embeddings")[0][0] != len(known) + new
+                present = [scoped_id(eid, names.get(coll, coll)) for eid, coll in self._q(
+                    "SELECT e.embedding_id, s.collection FROM embeddings e JOIN segments s ON s.id = e.segment_id")] \
+                    if deleted else [*known, *ids]
+            finally:
+                self._conn.execute("COMMIT")
+        self._seq = _newest_seq(rows, self._seq)
+        self._name_models(collections, {(coll, len(v)) for (coll, _i), v in vectors.items()})
+        return list(self._mapped(rows, collections, meta, vectors, task)), present
+
+    def _name_models(self, collections, keys) -> None:
+        """The names of the vectors of `keys` (collection id, dimension) not named yet (after a
+        reopen), as a whole read names them: from the first 4 records of the collection with a
+        document and a vector."""
+        for coll in {c for c, _d in keys if (c, _d) not in self._models}:
+            rows = self._q(self._ROWS + " WHERE s.collection = ? AND e.id IN (SELECT id FROM embedding_metadata "
+                           "WHERE key = ?) ORDER BY e.id LIMIT 8", (coll, DOCUMENT_KEY))
+            meta = self._metadata([r[0] for r in rows])
+            vectors = self._vectors(collections, None, {(coll, r[1]) for r in rows})
+            for _rec in self._mapped(rows, collections, meta, vectors, None):
+                pass  # mapping names each (collection, dimension) met, from these rows' samples
+
+    def _collections(self) -> dict[str, tuple]:
+        """collection id -> (name, dimension, embedding function's name)."""
         cols = {r[1] for r in self._q("PRAGMA table_info(collections)")}
         extra = ", ".join(c if c in cols else "NULL" for c in ("config_json_str", "schema_str"))
-        collections = {cid: (name, dim, _ef_name(cfg, schema)) for cid, name, dim, cfg, schema in
-                       self._q(f"SELECT id, name, dimension, {extra} FROM collections")}
+        return {cid: (name, dim, _ef_name(cfg, schema)) for cid, name, dim, cfg, schema in
+                self._q(f"SELECT id, name, dimension, {extra} FROM collections")}
+
+    def _metadata(self, rowids=None) -> dict[int, dict]:
+        """embeddings row id -> its metadata (every row's, or those of `rowids`)."""
+        where = "" if rowids is None else " WHERE id IN (SELECT value FROM json_each(?))"
+        params = () if rowids is None else (json.dumps(rowids),)
         meta: dict[int, dict] = defaultdict(dict)
         for rid, key, s, i, f, b in self._q("SELECT id, key, string_value, int_value, float_value, bool_value "
-                                            "FROM embedding_metadata"):
+                                            "FROM embedding_metadata" + where, params):
             meta[rid][key] = s if s is not None else i if i is not None else f if f is not None else (bool(b) if b is not None else None)
         if self._q("SELECT 1 FROM sqlite_master WHERE name = 'embedding_metadata_array'"):
             for rid, key, s, i, f, b in self._q("SELECT id, key, string_value, int_value, float_value, bool_value "
-                                                "FROM embedding_metadata_array ORDER BY rowid"):
+                                                "FROM embedding_metadata_array" + where + " ORDER BY rowid", params):
                 v = s if s is not None else i if i is not None else f if f is not None else bool(b)
                 cur = meta[rid].get(key)
                 meta[rid][key] = (cur if isinstance(cur, list) else []) + [v]
-        vectors = self._vectors(collections, task)
-        out, samples = [], defaultdict(list)
-        rows = self._q("SELECT e.id, e.embedding_id, e.created_at, s.collection FROM embeddings e "
-                       "JOIN segments s ON s.id = e.segment_id ORDER BY e.id")
-        for n, (rid, eid, created, coll) in enumerate(rows):
+        return meta
+
+    def _mapped(self, rows, collections, meta, vectors, task):
+        samples = self._samples(rows, meta, vectors)
+        for n, (rid, eid, created, coll, _seq) in enumerate(rows):
             if task and n % 20000 == 0:
                 task.check()
             name, _dim, ef = collections.get(coll, (coll, None, None))
-            md = meta.get(rid, {})
+            md = meta.get(rid, {})  # popped from: each call reads its own
             doc = md.pop(DOCUMENT_KEY, None)
             agent = next((md[k] for k in AGENT_KEYS if isinstance(md.get(k), str)), "")
             made = _epoch(created) or 0
@@ -255,58 +329,84 @@ class ChromaFolder(Source):
             vec = vectors.get((coll, eid))
             if vec is not None:
                 rec["embedding"] = vec
-                if len(samples[coll]) < 4 and isinstance(doc, str) and doc.strip():
-                    samples[coll].append((doc, vec))
-            out.append(rec)
-        models = {}  # per collection: memviz's local model when it reproduces the vectors
-        for rec, (_rid, _eid, _created, coll) in zip(out, rows):
-            if "embedding" in rec:
-                key = (coll, len(rec["embedding"]))
-                if key not in models:
-                    ef = collections.get(coll, (None, None, None))[2]
-                    models[key] = identify_model(f"chroma-{ef or 'embeddings'}", key[1], samples[coll])
-                rec["embedding_model"] = models[key]
+                key = (coll, len(vec))
+                if key not in self._models:  # memviz's local model when it reproduces a few of the collection's
+                    self._models[key] = identify_model(f"chroma-{ef or 'embeddings'}", key[1], samples.get(coll, []))
+                rec["embedding_model"] = self._models[key]
+            yield rec
+
+    def _samples(self, rows, meta, vectors) -> dict[str, list]:
+        """collection id -> up to 4 (document, vector) pairs, for collections not named yet."""
+        named = {coll for coll, _d in self._models}
+        out: dict[str, list] = defaultdict(list)
+        for rid, eid, _created, coll, _seq in rows:
+            if coll in named or len(out[coll]) >= 4:
+                continue
+            doc, vec = meta.get(rid, {}).get(DOCUMENT_KEY), vectors.get((coll, eid))
+            if vec is not None and isinstance(doc, str) and doc.strip():
+                out[coll].append((doc, vec))
         return out
 
-    def _vectors(self, collections, task) -> dict[tuple[str, str], np.ndarray]:
-        """(collection id, record id) -> vector: the HNSW index, then the queue's newer entries."""
+    def _labels(self, folder: str, coll_name: str) -> tuple[dict[int, str], int | None]:
+        """label -> record id of a vector segment (index_metadata.pickle, read again only when the
+        file changed), and the max_seq_id it records."""
+        path = os.path.join(folder, "index_metadata.pickle")
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return {}, None
+        mark = (st.st_ino, st.st_size, st.st_mtime_ns)
+        cached = self._names.get(folder)
+        if cached is not None and cached[0] == mark:
+            return cached[1], cached[2]
+        try:
+            with open(path, "rb") as f:
+                meta = read_plain_pickle(f.read())
+            names = {int(lab): str(i) for lab, i in (meta.get("label_to_id") or {}).items()}
+            if not names:
+                names = {int(lab): str(i) for i, lab in (meta.get("id_to_label") or {}).items()}
+            seq = meta["max_seq_id"] if isinstance(meta.get("max_seq_id"), int) else None
+        except (ValueError, TypeError, AttributeError) as e:
+            raise StoreError(f"Cannot read the vector index of the Chroma collection {coll_name!r} at {folder}: {e}") from None
+        self._names[folder] = (mark, names, seq)
+        return names, seq
+
+    def _vectors(self, collections, task, wanted=None) -> dict[tuple[str, str], np.ndarray]:
+        """(collection id, record id) -> vector: the HNSW index, then the queue's newer entries;
+        `wanted`: only those (collection id, record id)."""
         out: dict[tuple[str, str], np.ndarray] = {}
         seqs = dict(self._q("SELECT segment_id, seq_id FROM max_seq_id")) \
             if self._q("SELECT 1 FROM sqlite_master WHERE name = 'max_seq_id'") else {}
         after = {}
         for coll, folder in self._vector_folders().items():
-            seg = os.path.basename(folder)
-            flushed = seqs.get(seg)
-            names = {}
-            pickle_path = os.path.join(folder, "index_metadata.pickle")
-            if os.path.exists(pickle_path):
-                try:
-                    with open(pickle_path, "rb") as f:
-                        meta = read_plain_pickle(f.read())
-                    names = {int(lab): str(i) for lab, i in (meta.get("label_to_id") or {}).items()}
-                    if not names:
-                        names = {int(lab): str(i) for i, lab in (meta.get("id_to_label") or {}).items()}
-                    if flushed is None and isinstance(meta.get("max_seq_id"), int):
-                        flushed = meta["max_seq_id"]
-                except (ValueError, TypeError, AttributeError) as e:
-                    raise StoreError(f"Cannot read the vector index of the Chroma collection "
-                                     f"{collections.get(coll, (coll,))[0]!r} at {folder}: {e}") from None
+            if wanted is not None and not any(c == coll for c, _i in wanted):
+                continue
+            coll_name = collections.get(coll, (coll,))[0]
+            flushed = seqs.get(os.path.basename(folder))
+            names, pickled_seq = self._labels(folder, coll_name)
+            if flushed is None:
+                flushed = pickled_seq
             if names and os.path.exists(os.path.join(folder, "header.bin")):
+                labels = None if wanted is None else [lab for lab, i in names.items() if (coll, i) in wanted]
                 try:
-                    by_label = read_hnsw(folder)
+                    by_label = read_hnsw(folder, labels) if labels is None or labels else {}
                 except (OSError, ValueError) as e:
                     raise StoreError(f"Cannot read the vector index of the Chroma collection "
-                                     f"{collections.get(coll, (coll,))[0]!r} at {folder}: {e}") from None
+                                     f"{coll_name!r} at {folder}: {e}") from None
                 for lab, v in by_label.items():
                     if lab in names:
                         out[(coll, names[lab])] = v
             else:
                 flushed = None  # nothing of this collection in an index: the whole queue counts
             after[coll] = flushed if flushed is not None else -1
+        where, params = "", ()
+        if wanted is not None:
+            where = " WHERE seq_id > ? AND id IN (SELECT value FROM json_each(?))"
+            params = (min(after.values(), default=-1), json.dumps(sorted({i for _c, i in wanted})))
         for seq, op, topic, rid, blob, enc in self._q("SELECT seq_id, operation, topic, id, vector, encoding "
-                                                      "FROM embeddings_queue ORDER BY seq_id"):
+                                                      f"FROM embeddings_queue{where} ORDER BY seq_id", params):
             coll = str(topic).rsplit("/", 1)[-1]
-            if seq <= after.get(coll, -1):
+            if seq <= after.get(coll, -1) or (wanted is not None and (coll, rid) not in wanted):
                 continue
             if op == _DELETE:
                 out.pop((coll, rid), None)
@@ -315,6 +415,15 @@ class ChromaFolder(Source):
                 if v is not None:
                     out[(coll, rid)] = v
         return out
+
+
+def _newest_seq(rows, seq: int | None) -> int | None:
+    """The newest seq_id among `rows` and `seq`; None (no changed_since) when Chroma stored
+    them as blobs (versions before 0.5), which do not compare as numbers."""
+    seqs = [r[4] for r in rows]
+    if any(not isinstance(x, int) for x in seqs):
+        return None
+    return max(seqs + [seq if seq is not None else -1])
 
 
 def _ef_name(cfg, schema) -> str | None:

@@ -207,13 +207,53 @@ class LangGraphStore(Source):
 
     # ---------------------------------------------------------------- reading
     def records(self, task: Task | None = None):
+        """Every item as a record, yielded one by one (a mirror's first build writes the first
+        while the rest are mapped). The vectors' model is named first, from the vector rows and
+        the values of a few items: a record leaves here with its embedding_model."""
         if task:
             task.progress(-1, "reading the LangGraph store")
         rows = self._rows()
         vectors = self._vectors()
-        roles = namespace_roles(r[0] for r in rows)
+        self._name_model(rows, vectors)
+        self._read(rows)
+        return self._mapped(rows, vectors, task)
+
+    def _read(self, rows) -> None:
+        """A whole read happened (rows as `_rows` gave them): a backend that answers
+        changed_since notes where it stands. Default: nothing."""
+
+    def _name_model(self, rows, vectors, dim: int | None = None) -> None:
+        """The store's vector dimension (most items', or `dim`) and its model (identify_model on
+        the main texts of the first items that have one). An item's main field is one of its
+        vector fields when it has any (main_field), so neither needs every value parsed."""
+        dims = Counter(len(vecs[main_field(None, vecs)]) // 4 for vecs in vectors.values() if vecs)
+        if not dims and dim is None:
+            return
+        self.dim = dim or dims.most_common(1)[0][0]
+        if self.model is not None:
+            return
+        samples = []
+        for prefix, key, raw, *_rest in rows:
+            vecs = vectors.get((prefix, key))
+            if not vecs:
+                continue
+            field = main_field(None, vecs)
+            try:
+                text = text_at(_load(raw), field)
+            except ValueError:
+                continue
+            if text is not None and len(vecs[field]) // 4 == self.dim:
+                samples.append((text, np.frombuffer(vecs[field], dtype="<f4")))
+                if len(samples) == _IDENTIFY_SAMPLE:
+                    break
+        self.model = identify_model(self.system, self.dim, samples)
+
+    def _mapped(self, rows, vectors, task, prefixes=None):
+        """Records of `rows`; `prefixes`: every namespace of the store (the roles depend on all
+        of them), when `rows` are only some items."""
+        roles = namespace_roles(prefixes if prefixes is not None else (r[0] for r in rows))
         now = time.time()
-        out, samples = [], []
+        others = {}  # dimension -> the name of vectors not of the store's main dimension
         for i, (prefix, key, raw, created, updated, expires, ttl) in enumerate(rows):
             if task and i % 20000 == 0:
                 task.check()
@@ -245,19 +285,12 @@ class LangGraphStore(Source):
             }
             if vec is not None:
                 rec["embedding"] = np.frombuffer(vec, dtype="<f4")
-                if len(samples) < _IDENTIFY_SAMPLE and text_at(value, field) is not None:
-                    samples.append((text_at(value, field), rec["embedding"]))
-            out.append(rec)
-        dims = Counter(len(r["embedding"]) for r in out if "embedding" in r)
-        if dims:
-            self.dim = dims.most_common(1)[0][0]
-            if self.model is None:
-                self.model = identify_model(self.system, self.dim, samples)
-            for r in out:
-                if "embedding" in r:
-                    d = len(r["embedding"])
-                    r["embedding_model"] = self.model if d == self.dim else unknown_model(self.system, d)
-        return out
+                d = len(rec["embedding"])
+                if d == self.dim:
+                    rec["embedding_model"] = self.model
+                else:
+                    rec["embedding_model"] = others.get(d) or others.setdefault(d, unknown_model(self.system, d))
+            yield rec
 
     # ---------------------------------------------------------------- writing
     def write(self, rows: dict[str, dict], changes: dict[str, dict]) -> dict[str, dict]:
@@ -371,6 +404,12 @@ class LangGraphSqlite(LangGraphStore):
     def __init__(self, target: str, label: str | None = None):
         super().__init__(target, label)
         self._reader = None
+        # where the last whole read stood, for changed_since: the newest updated_at then, and the
+        # namespaces (a new one may change every item's agent and kind: then all is read again)
+        self._since: str | None = None
+        self._prefixes: frozenset[str] | None = None
+        self._top = self._top_read = 0  # the highest rowid seen (a put's INSERT OR REPLACE gives a new one)
+        self._looked = self._looked_read = ""  # when expiries were last looked at (SqliteStore's time text)
 
     @classmethod
     def recognise(cls, probe):
@@ -412,7 +451,85 @@ class LangGraphSqlite(LangGraphStore):
     def _columns(self) -> set[str]:
         return {r[1] for r in self._q("PRAGMA table_info(store)")}
 
+    # ---------------------------------------------------------------- changes without a whole read
+    def _read(self, rows) -> None:
+        self._top, self._looked = self._top_read, self._looked_read
+        self._since = max((r[4] for r in rows if isinstance(r[4], str)), default="")
+        self._prefixes = frozenset(r[0] for r in rows)
+
+    def in_step(self, token) -> None:
+        """The mirror holds the store as of `token` (a reopen): note where it stands, and name
+        the model as a whole read would (the most common vector size; the first items' texts)."""
+        top, looked = self._q("SELECT coalesce(max(rowid), 0) FROM store")[0][0], _sqlite_now()
+        since = self._q("SELECT coalesce(max(updated_at), '') FROM store")[0][0]
+        prefixes = frozenset(r[0] for r in self._q("SELECT DISTINCT prefix FROM store"))
+        if self.dim is None and self._has_vectors():
+            common = self._q("SELECT length(embedding) / 4, count(*) FROM store_vectors WHERE length(embedding) % 4 = 0 "
+                             "GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 1")
+            if common:
+                first = self._q("SELECT prefix, key, value FROM store LIMIT 200")
+                vectors = defaultdict(dict)
+                for prefix, key, *_v in first:
+                    for field, blob in self._q("SELECT field_name, embedding FROM store_vectors WHERE prefix = ? AND key = ?"
+                                               " AND embedding IS NOT NULL", (prefix, key)):
+                        vectors[(prefix, key)][field] = blob
+                self._name_model(first, vectors, int(common[0][0]))
+        if self.token() == token:  # nothing written since these were read: they describe the mirror
+            self._top, self._looked, self._since, self._prefixes = top, looked, str(since), prefixes
+
+    def changed_since(self, token, known, task: Task | None = None):
+        """The items written since the last read, with their vectors, and every id (read only
+        when the count says some were deleted). SqliteStore's put is an INSERT OR REPLACE, which
+        gives the item a rowid above every earlier one: rows above the highest rowid seen; an
+        UPDATE (memviz's own correction, another writer) moves updated_at: rows stamped after
+        the newest stamp seen (whole seconds: an UPDATE in that same second waits for the item's
+        next change); and the items whose expiry has passed since the last look. None (a whole read) before a first
+        read, or when a namespace that appeared or went moves the agent or kind of the others."""
+        if self._since is None:
+            return None
+        prefixes = frozenset(r[0] for r in self._q("SELECT DISTINCT prefix FROM store"))
+        if prefixes != self._prefixes:
+            roles, before = namespace_roles(prefixes), namespace_roles(self._prefixes)
+            if any(roles.get(p) != before[p] for p in self._prefixes & prefixes):
+                return None  # the items of other namespaces got another agent or kind: all is read again
+        cols = self._columns()
+        exp = "expires_at" if "expires_at" in cols else "NULL"
+        ttl = "ttl_minutes" if "ttl_minutes" in cols else "NULL"
+        now = _sqlite_now()
+        with store_errors(self.target, doing="reading the LangGraph store"):
+            conn = self._conn()
+            conn.execute("BEGIN")  # one snapshot: the rows, their vectors and the count agree
+            try:
+                got = list(conn.execute(
+                    f"SELECT rowid, prefix, key, value, created_at, updated_at, {exp}, {ttl} FROM store "
+                    "WHERE rowid > ? OR updated_at > ?" + (" OR (expires_at > ? AND expires_at <= ?)"
+                                                           if exp != "NULL" else ""),
+                    (self._top, self._since, self._looked, now) if exp != "NULL" else (self._top, self._since)))
+                rows = [r[1:] for r in got]
+                vectors: dict = defaultdict(dict)
+                if rows and self._has_vectors():
+                    for prefix, key, *_r in rows:
+                        for field, blob in conn.execute("SELECT field_name, embedding FROM store_vectors "
+                                                        "WHERE prefix = ? AND key = ? AND embedding IS NOT NULL",
+                                                        (prefix, key)):
+                            if isinstance(blob, bytes) and blob and len(blob) % 4 == 0:
+                                vectors[(prefix, key)][field] = blob
+                ids = [memory_id(r[0], r[1]) for r in rows]
+                new = sum(1 for i in set(ids) if i not in known)
+                # as many items as the mirror's and the new ones: none was deleted
+                deleted = conn.execute("SELECT count(*) FROM store").fetchone()[0] != len(known) + new
+                present = [memory_id(p, k) for p, k in conn.execute("SELECT prefix, key FROM store")] if deleted \
+                    else [*known, *ids]
+            finally:
+                conn.execute("COMMIT")
+        self._top, self._looked = max([self._top] + [r[0] for r in got]), now
+        self._prefixes = prefixes
+        self._since = max([self._since] + [r[4] for r in rows if isinstance(r[4], str)])
+        return list(self._mapped(rows, vectors, task, prefixes)), present
+
     def _rows(self):
+        self._top_read = self._q("SELECT coalesce(max(rowid), 0) FROM store")[0][0]  # first: a row put meanwhile is above
+        self._looked_read = _sqlite_now()
         cols = self._columns()
         exp = "expires_at" if "expires_at" in cols else "NULL"
         ttl = "ttl_minutes" if "ttl_minutes" in cols else "NULL"

@@ -6,7 +6,10 @@ reuses its mirror when the source's token has not moved (fast reopen), and other
 every record is read from the source and compared with the mirror by a fingerprint, and only
 what differs is written (new rows inserted, changed rows updated and audited as the system's
 change, rows the system deleted marked retired: nothing is physically removed). The first build
-is one bulk load into the new mirror (store/bulk.py), the source read in a thread meanwhile. The live
+is one bulk load into the new mirror (store/bulk.py), the source read in a thread meanwhile,
+committed without an fsync (a cache: a mirror damaged by a system crash fails its quick_check
+and is rebuilt); the columns written are kept for the first read (arrays.WrittenColumns), so
+the window's first look at a new mirror scans nothing. The live
 window's change watcher asks `data_version()` and `changes_since()`, which sync first and then
 answer from the mirror's own change log, so a busy agent's writes arrive as deltas.
 
@@ -35,6 +38,7 @@ from ..store.arrays import MemoryArrays, load_arrays
 from ..store.bulk import bulk_load
 from ..store.changes import sqlite_changes_since
 from ..store.errors import store_errors
+from ..store.records import normalize_many
 from ..store.schema import MEMORY_COLUMNS
 from ..store.store import Store
 from ..tasks import Task
@@ -42,7 +46,7 @@ from ..userdirs import user_cache_dir
 from .source import Source
 
 #: bump when a system's mapping to memviz records changes: every mirror is then rebuilt
-MIRROR_VERSION = 3  # 2: one-pass fingerprints; 3: the embedding hashed apart
+MIRROR_VERSION = 4  # 2: one-pass fingerprints; 3: the embedding hashed apart; 4: of normalized rows
 _FP_TABLE = "memviz_mirror"
 _BATCH = 5000
 
@@ -54,19 +58,26 @@ def mirror_path(source: Source) -> str:
     return str(folder / f"{source.system}-{key}.db")
 
 
-_FP_COLUMNS = tuple(col for col in MEMORY_COLUMNS if col != "embedding")
-_FP_JSON = json.JSONEncoder(sort_keys=True, default=str)  # json.dumps(..., sort_keys=True, default=str), built once
+#: the row columns a fingerprint hashes as normalize wrote them: the times are the source's own
+#: (normalize fills a missing one with the time of the read), the vector is hashed apart
+_FP_COLUMNS = tuple(col for col in MEMORY_COLUMNS if col not in ("embedding", "created_at", "event_time"))
 
 
-def fingerprint(rec: dict) -> bytes:
-    """What identifies a record's content: equal fingerprints, nothing to write. The columns
-    but the embedding go through one json.dumps (one per column cost 5x more at 100k)."""
-    h = hashlib.blake2b(_FP_JSON.encode([rec.get(col) for col in _FP_COLUMNS]).encode(), digest_size=16)
-    v = rec.get("embedding")
-    if v is not None:  # hashed in two updates: the same digest as of the joined bytes, without copies
+def fingerprint(rec: dict, row: dict) -> bytes:
+    """What identifies a record's content (equal fingerprints, nothing to write): `rec` as the
+    source gave it, `row` as records.normalize_many made it. Its text columns are hashed as
+    the row holds them, JSON already encoded (a json.dumps of each record cost 5x more at 100k)."""
+    text = "\x1f".join([str(row[col]) for col in _FP_COLUMNS] + [str(rec.get("created_at")), str(rec.get("event_time"))])
+    h = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16)
+    if row["embedding"] is not None:
         h.update(b"\x1f")
-        h.update(np.ascontiguousarray(v, "<f4") if isinstance(v, np.ndarray) else bytes(v))
+        h.update(row["embedding"])
     return h.digest()
+
+
+def fingerprints(records: list[dict], rows: list[dict]) -> list[tuple[str, bytes]]:
+    """(id, fingerprint) of each record and its row."""
+    return [(row["id"], fingerprint(rec, row)) for rec, row in zip(records, rows)]
 
 
 class MirroredStore(Store):
@@ -79,6 +90,9 @@ class MirroredStore(Store):
         self._synced_token = self.meta("mirror.token")
         self._sync_lock = threading.Lock()
         self._in_step = False  # the source was told the mirror matches it (Source.in_step)
+        # the first build's columns (arrays.WrittenColumns) and the write marks after it: the first
+        # read is made from them, unless something was written since
+        self._fresh: tuple | None = None
 
     # ------------------------------------------------------------ identity and reading
     def describe(self) -> str:
@@ -89,6 +103,7 @@ class MirroredStore(Store):
                                                 conn_path=self.conn_path))
 
     def close(self) -> None:
+        self._fresh = None
         try:
             super().close()
         finally:
@@ -96,8 +111,17 @@ class MirroredStore(Store):
 
     def arrays(self, model: str | None = None, preview: int = 0, snapshot: bool = False) -> MemoryArrays:
         # the on-disk snapshot cache is keyed by a store file; the mirror's reopen is fast already
+        fresh, self._fresh = self._fresh, None
+        if fresh is not None and model is None and fresh[1] == self._write_marks():
+            arrays = fresh[0].arrays(preview)  # what was just written, not read back (None: an odd value)
+            if arrays is not None:
+                return arrays
         with store_errors(self.path):
             return load_arrays(self.conn, model, preview=preview)
+
+    def _write_marks(self) -> tuple[int, int]:
+        """Moves when this connection or another one writes to the mirror."""
+        return self.conn.total_changes(), self.conn.execute("PRAGMA data_version").fetchone()[0]
 
     def data_version(self):
         """Moves when the source changes (its token) or the mirror does."""
@@ -141,12 +165,13 @@ class MirroredStore(Store):
             since = json.loads(self._synced_token)
             delta = self._source_call(lambda: self.source.changed_since(since, known.keys(), part))
         records, present = delta if delta is not None else (self._source_call(lambda: list(self.source.records(part))), None)
+        unique = []
         for rec in records:
             rid = str(rec["id"])
-            if rid in seen:
-                continue  # a system that lists a memory twice: the first wins
-            seen.add(rid)
-            fp = fingerprint(rec)
+            if rid not in seen:  # a system that lists a memory twice: the first wins
+                seen.add(rid)
+                unique.append(rec)
+        for rec, (rid, fp) in zip(unique, fingerprints(unique, normalize_many(unique, model_dims={}))):
             if rid not in known:
                 new.append((rec, fp))
             elif known[rid] != fp:
@@ -189,7 +214,7 @@ class MirroredStore(Store):
         fingerprints in the same transaction. A thread reads the source and validates each batch
         (Python) while this one writes the one before (SQLite, which lets go of the GIL)."""
         read = task.part(0.0, 0.95) if task else None
-        with bulk_load(self) as load:
+        with bulk_load(self, durable=False, keep=True) as load:  # a cache: rebuilt if a system crash damages it
             def prepared():
                 seen: set[str] = set()
                 batch: list[dict] = []
@@ -199,10 +224,12 @@ class MirroredStore(Store):
                         seen.add(rid)
                         batch.append(rec)
                     if len(batch) == _BATCH:
-                        yield load.prepare(batch), [(str(r["id"]), fingerprint(r)) for r in batch]
+                        rows = load.prepare(batch)
+                        yield rows, fingerprints(batch, rows)
                         batch = []
                 if batch:
-                    yield load.prepare(batch), [(str(r["id"]), fingerprint(r)) for r in batch]
+                    rows = load.prepare(batch)
+                    yield rows, fingerprints(batch, rows)
 
             for [(rows, fps)] in read_ahead(prepared, 1, "memviz-mirror-read"):
                 if task:
@@ -214,6 +241,7 @@ class MirroredStore(Store):
                 task.progress(0.95, f"indexing {load.count:,} memories")
         self._import_history()
         self.set_meta("mirror.token", token)
+        self._fresh = (load.written, self._write_marks())
         return {"added": load.count, "changed": 0, "gone": 0}
 
     def _read_records(self, task: Task | None) -> Iterator[dict]:
@@ -374,4 +402,5 @@ def open_mirrored(source: Source, task: Task | None = None) -> MirroredStore:
     return store
 
 
-__all__ = ["MirroredStore", "open_mirrored", "mirror_path", "fingerprint", "MIRROR_VERSION", "ValidationError"]
+__all__ = ["MirroredStore", "open_mirrored", "mirror_path", "fingerprint", "fingerprints", "MIRROR_VERSION",
+           "ValidationError"]

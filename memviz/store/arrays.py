@@ -409,6 +409,16 @@ def _one_line(col) -> np.ndarray:
     return out
 
 
+def _one_line_text(texts: list[str]) -> np.ndarray:
+    """_one_line of texts already decoded."""
+    out = np.empty(len(texts), dtype=object)
+    parts = "\x00".join(texts).replace("\r", " ").replace("\n", " ").replace("\t", " ").split("\x00")
+    if len(parts) != len(texts):  # a content holding NUL characters
+        parts = [t.replace("\r", " ").replace("\n", " ").replace("\t", " ") for t in texts]
+    out[:] = parts
+    return out
+
+
 def _normalize_rows(emb: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length (most already are: only those that are not are touched, and a
     read-only matrix is copied only if one needs it)."""
@@ -419,3 +429,69 @@ def _normalize_rows(emb: np.ndarray, rows: np.ndarray) -> np.ndarray:
             emb = emb.copy()
         emb[fix] /= np.sqrt(sq[fix])[:, None]
     return emb
+
+
+class WrittenColumns:
+    """The columns of rows as a bulk load writes them (store/bulk.py), kept so that the store's
+    first read needs no scan: `arrays(preview)` is what load_arrays would read back, or None
+    when a value is one load_arrays reads through its slower path (milliseconds, non-finite
+    numbers), so the caller scans as usual."""
+
+    _NUMBERS = ("importance", "event_time", "created_at", "last_accessed", "valid_until", "confidence", "decay_rate",
+                "access_count", "protected")
+
+    def __init__(self):
+        self.first_rowid: int | None = None
+        self.cols: dict[str, list] = {c: [] for c in ("id", "kind", "agent", "content", "embedding", "embedding_model",
+                                                       *self._NUMBERS)}
+
+    def add(self, rows: list[dict], first_rowid: int) -> None:
+        """Rows written with rowids first_rowid, first_rowid + 1, ... (after the ones added before)."""
+        if self.first_rowid is None:
+            self.first_rowid = first_rowid
+        elif first_rowid != self.first_rowid + len(self.cols["id"]):
+            raise ValueError("bulk rows written out of rowid order")
+        for col, values in self.cols.items():
+            values.extend([r[col] for r in rows])
+
+    def arrays(self, preview: int) -> MemoryArrays | None:
+        c = self.cols
+        n = len(c["id"])
+        num = {col: np.array(c[col], dtype=np.float64) if n else np.zeros(0) for col in self._NUMBERS}
+        odd = np.zeros(n, bool)
+        for col in TIME_COLUMNS:
+            odd |= np.abs(np.nan_to_num(num[col])) >= MS_ABOVE
+        for col in NUMBER_DEFAULTS:
+            odd |= ~np.isfinite(num[col])
+        if odd.any():
+            return None
+        names: dict = {}
+        model_code = np.array([names.setdefault((m or "").encode("utf-8", "surrogatepass"), len(names))
+                               for m in c["embedding_model"]], dtype=np.int64) if n else np.zeros(0, np.int64)
+        size = np.array([len(b) if b is not None else -1 for b in c["embedding"]], dtype=np.int64) if n \
+            else np.zeros(0, np.int64)
+        key, dim = _pick_model(list(names), model_code, size, None, None)
+        nbytes = 4 * dim
+        has = (model_code == names.get(key, -1)) & (size == nbytes) & (size > 0)
+        if nbytes and has.any():
+            zero = bytes(nbytes)
+            joined = bytearray().join(b if h else zero for b, h in zip(c["embedding"], has.tolist()))
+            emb = _normalize_rows(np.frombuffer(joined, dtype="<f4").reshape(n, dim), has)
+        else:
+            emb = np.zeros((n, dim), dtype=np.float32)
+
+        def texts(col):
+            out = np.empty(n, dtype=object)
+            out[:] = col
+            return out
+        return MemoryArrays(
+            ids=texts(c["id"]), rowid=np.arange(self.first_rowid or 1, (self.first_rowid or 1) + n, dtype=np.int64),
+            kind=texts(c["kind"]), agent=texts(c["agent"]),
+            importance=num["importance"], event_time=num["event_time"], created_at=num["created_at"],
+            last_accessed=num["last_accessed"], valid_until=num["valid_until"], confidence=num["confidence"],
+            decay_rate=num["decay_rate"], access_count=num["access_count"].astype(np.int64),
+            protected=num["protected"].astype(bool), embedding=emb, has_embedding=has,
+            embedding_model=None if key is None else decode_text(key)[0],
+            bad_json=np.zeros(n, bool), bad_text=np.zeros(n, bool),
+            preview=_one_line_text([t[:preview] for t in c["content"]]) if preview > 0 else None,
+            bad_value=np.zeros(n, bool))

@@ -17,6 +17,7 @@ from operator import itemgetter
 
 import apsw
 
+from .arrays import WrittenColumns
 from .errors import StoreError, ValidationError
 from .records import normalize_many
 from .schema import MEMORY_COLUMNS
@@ -36,8 +37,9 @@ class BulkLoad:
     next batch is validated while SQLite writes this one. `conn` is the open transaction, for the
     caller's own tables (a mirror's fingerprints)."""
 
-    def __init__(self, conn: apsw.Connection):
+    def __init__(self, conn: apsw.Connection, written: WrittenColumns | None = None):
         self.conn = conn
+        self.written = written  # the columns written, kept for the store's first read (arrays.WrittenColumns)
         self.model_dims: dict[str, int] = {}  # a model's first vectors set its dimension for the rest
         self.dims: set[int] = set()           # vec0 tables written to
         self.new_tables: set[int] = set()     # made here: their triggers come at the end
@@ -79,15 +81,25 @@ class BulkLoad:
                 raise ValidationError(f"cannot insert: {e} (is an id already in the store?)") from None
             raise
         self.conn.execute("RELEASE memviz_bulk_batch")
+        if self.written is not None:
+            self.written.add(rows, last + 1)  # an empty table's rowids follow on: last + 1, last + 2, ...
         self.count += len(rows)
         return [r["id"] for r in rows]
 
 
 @contextmanager
-def bulk_load(store):
+def bulk_load(store, *, durable: bool = True, keep: bool = False):
     """`with bulk_load(store) as load: load.add(batch) ...` into `store`, which must hold no
-    memories yet; everything is one transaction, committed with the indexes built at the end."""
+    memories yet; everything is one transaction, committed with the indexes built at the end.
+    `durable` False (a cache memviz rebuilds when damaged: a framework's mirror) commits without
+    waiting for the disk (synchronous = OFF): a 100k mirror is ~350 MB, whose fsync took longer
+    than the rest of its commit. An application crash still leaves the store whole (SQLite has
+    written every page when COMMIT returns); only a crash of the system within the next seconds
+    can damage it, and a damaged mirror fails its quick_check at the next open and is rebuilt.
+    `keep`: `load.written` keeps the columns written (arrays.WrittenColumns), so that the store's
+    first read is made from them rather than a scan of what was just written."""
     cache = store.conn.execute("PRAGMA cache_size").fetchone()[0]
+    sync = store.conn.execute("PRAGMA synchronous").fetchone()[0]
     # one large transaction: with SQLite's default 2 MB page cache its pages spill to the WAL and
     # are read back (a 100k load wrote twice as slowly); the cache is a bound, used as needed
     store.conn.execute(f"PRAGMA cache_size = -{_CACHE_KIB}")
@@ -97,24 +109,27 @@ def bulk_load(store):
     wal = store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     if wal:
         store.conn.execute("PRAGMA journal_mode = DELETE")
+    if not durable:
+        store.conn.execute("PRAGMA synchronous = OFF")
     try:
-        with _loaded(store) as load:
+        with _loaded(store, WrittenColumns() if keep else None) as load:
             yield load
     finally:
         store.conn.execute(f"PRAGMA cache_size = {int(cache)}")
+        store.conn.execute(f"PRAGMA synchronous = {int(sync)}")
         if wal:
             store.conn.execute("PRAGMA journal_mode = WAL")
 
 
 @contextmanager
-def _loaded(store):
+def _loaded(store, written):
     with store.transaction() as c:
         if c.execute("SELECT 1 FROM memories LIMIT 1").fetchone() is not None:
             raise StoreError(f"{store.path} already holds memories; a bulk load fills only a new, empty store.")
         dropped = _insert_triggers(c)
         for name in dropped:
             c.execute(f'DROP TRIGGER "{name}"')
-        load = BulkLoad(c)
+        load = BulkLoad(c, written)
         yield load
         c.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
         for sql in dropped.values():

@@ -47,6 +47,7 @@ from memviz.edits import (
     Unprotect,
     applicable,
     embed_text,
+    shown_id,
     without_embedding,
 )
 from memviz.embed import LOCAL_MODEL, EmbedderUnavailable, default_embedder, embedder_for
@@ -91,7 +92,7 @@ class EditCommand(QUndoCommand):
 
 def embed_job(memory_id: str) -> str:
     """The worker job embedding a correction of `memory_id` (the status bar shows its name)."""
-    return f"{EMBED_JOB} {memory_id[:8]}"
+    return f"{EMBED_JOB} {shown_id(memory_id)}"
 
 
 def _embedder_for_model(model: str, dim: int):
@@ -407,7 +408,7 @@ class EditController(QObject):
             self._keep_text(mid, text, f"Not written: the new text could not be embedded ({type(err).__name__}: "
                                        f"{err}).")
 
-        self._say(f"Embedding the correction of {mid[:8]} …", 0)
+        self._say(f"Embedding the correction of {shown_id(mid)} …", 0)
         ticket = self.workers.submit(name, job, on_done=done, on_error=failed)
         self._embedding[name] = (ticket, mid, text)
 
