@@ -25,6 +25,8 @@ grown by half off the GUI thread, query merges), back to back with the code befo
   after  100,000   20    600    412ms    776ms    0.08    70     41    376ms    39    0     910MB  891MB  909MB
   after  100,000  100   3000    378ms    754ms    0.17    40     19    525ms    41    0     888MB  872MB  931MB
   after 1,000,000  20    600    661ms   8646ms    0.51    68     44   1737ms    27    0    3188MB 4389MB 3263MB
+  after  100,000   20    600    395ms    731ms    0.16    13      3    232ms    41    0     995MB 1058MB  909MB  --query, load 5-10
+  after  100,000   20    600    381ms    721ms    0.14     3      3    474ms    41    0     894MB  857MB  895MB  load 3-8
   (1M at load 12-20: the first refresh copies every column into buffers with spare rows, ~1.5 GB,
   and O(n) work left on the GUI thread at 1M was not profiled yet; see the note of issue 21.)
 
