@@ -15,6 +15,21 @@ transaction and, every other write, a recall (access count and time) of an older
 Stores come from bench/app.py's generator, kept under $TMPDIR/memviz-bench/ (a fresh copy per
 case). The machine may be shared: the figures are as measured.
 
+Measured 2026-11-25 14:31-14:45 (issue 21, branch live3: poll on the live lane, refreshes at most
+every 0.75 s, new points placed in batches every 2 s on their own lane, counts shifted, buffers
+grown by half off the GUI thread, query merges), back to back with the code before it (81e010c),
+30 s per case, on the shared two-core machine at load average 8-16 (other sessions' jobs):
+
+     memories  w/s writes  lat med  lat p95 CPU-s/s >50ms >100ms  longest delta full RSS start    end  fresh
+  before 100,000   20    600    371ms    777ms    0.17   107     64    650ms    56    0     879MB  859MB  892MB
+  after  100,000   20    600    412ms    776ms    0.08    70     41    376ms    39    0     910MB  891MB  909MB
+  after  100,000  100   3000    378ms    754ms    0.17    40     19    525ms    41    0     888MB  872MB  931MB
+  after 1,000,000  20    600    661ms   8646ms    0.51    68     44   1737ms    27    0    3188MB 4389MB 3263MB
+  after  100,000   20    600    395ms    731ms    0.16    13      3    232ms    41    0     995MB 1058MB  909MB  --query, load 5-10
+  after  100,000   20    600    381ms    721ms    0.14     3      3    474ms    41    0     894MB  857MB  895MB  load 3-8
+  (1M at load 12-20: the first refresh copies every column into buffers with spare rows, ~1.5 GB,
+  and O(n) work left on the GUI thread at 1M was not profiled yet; see the note of issue 21.)
+
 Measured 2026-11-25 11:37-11:48 (after the incremental-repaint work), on the shared two-core
 machine at load average 3-13 (other sessions' jobs), 20 s per case, 1500×950 offscreen, the
 window at rest before the writer starts (settle); rate 0 = no writer (the machine's own stalls):

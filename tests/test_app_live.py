@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -129,7 +130,7 @@ def test_agent_inserts_recalls_and_soft_deletes_are_deltas_and_the_view_stays(qt
     proc = agent(path, "--rate", "20", "--seconds", "2", "--retire-every", "5")
     out = finished(qtbot, proc)
     want = caught_up(qtbot, win, path)
-    qtbot.waitUntil(lambda: not win.workers.running("query") and not win.workers.running("place"), timeout=20000)
+    qtbot.waitUntil(lambda: not win.workers.running("query") and not win.map.placing, timeout=20000)
 
     assert out["inserted"] and out["touches"] and out["retired"]
     assert win.refreshes["full"] == 0 and win.refreshes["delta"] >= 1  # never a whole re-read
@@ -153,6 +154,27 @@ def test_agent_inserts_recalls_and_soft_deletes_are_deltas_and_the_view_stays(qt
     win.new_button.click()
     assert sorted(win.state.selected_ids) == sorted(m for m, _ in out["inserted"])
     assert not win.new_button.isVisible()
+
+
+def test_the_poll_is_asked_off_the_gui_thread_and_steady_writes_are_refreshed_in_spaced_batches(qtbot, live):
+    """The watcher's question (for a framework store, a read of its source) runs on the live
+    lane; under steady writes one refresh per REFRESH_GAP_S reads them all, none is lost."""
+    from memviz.app.controllers.edit_controller import REFRESH_GAP_S, WATCH_JOB
+    win, path = live
+    win.edits.watch_timer.stop()  # (its own tick could be asking already)
+    qtbot.waitUntil(lambda: not any(win.workers.running(j) for j in (WATCH_JOB, "refresh", "reload", "open")))
+    win.edits.poll()
+    assert win.workers.running(WATCH_JOB)
+    win.edits.watch_timer.start()
+    asked = []
+    win.edits.reload_requested.connect(lambda: asked.append(time.monotonic()))
+    proc = agent(path, "--rate", "20", "--seconds", "3")
+    out = finished(qtbot, proc)
+    want = caught_up(qtbot, win, path)
+    assert_same_arrays(win.state.data.arrays, want)
+    assert len(out["inserted"]) > 30 and win.refreshes["full"] == 0
+    assert 2 <= len(asked) <= 3 / REFRESH_GAP_S + 2
+    assert min(np.diff(asked)) >= REFRESH_GAP_S - 0.01
 
 
 def test_a_vacuum_is_read_whole_and_the_view_stays(qtbot, live):
@@ -197,7 +219,7 @@ def test_a_umap_started_before_the_writes_finishes_during_them(qtbot, live, tmp_
         stop.write_text("")
         finished(qtbot, proc)
     caught_up(qtbot, win, path)
-    qtbot.waitUntil(lambda: not win.workers.running("place"), timeout=20000)
+    qtbot.waitUntil(lambda: not win.map.placing, timeout=20000)
     a = win.state.data.arrays
     assert np.isfinite(win.map.coords[a.has_embedding, 0]).all()
     assert win.map.placed > 0

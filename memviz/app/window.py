@@ -305,7 +305,7 @@ class MainWindow(QMainWindow):
         self.new_button.clicked.connect(self.select_new)
         self._new_ids: list[str] = []
         self.state.rows_changed.connect(self._rows_changed)
-        self.state.data_changed.connect(lambda _d: self.state.reloaded or self._forget_new())
+        self.state.data_changed.connect(self._new_after_reload)
         sb.addWidget(self.status_store, 2)
         sb.addWidget(self.status_counts, 3)
         sb.addWidget(self.new_button)
@@ -353,11 +353,19 @@ class MainWindow(QMainWindow):
             self._place_start_page()
     def _rows_changed(self, delta) -> None:
         data = self.state.data
-        self._new_ids += data.arrays.ids[delta.added].tolist()
-        self._new_ids = [m for m in self._new_ids if data.arrays.index_of(m) is not None]
+        self._new_ids += data.arrays.ids[delta.added].tolist()  # (a delta removes no row: nothing to drop)
         self.new_button.setText(f"+{len(self._new_ids):,} new")
         self.new_button.setVisible(bool(self._new_ids))
         self._update_status()
+
+    def _new_after_reload(self, data) -> None:
+        """Another store: nothing is new; the same store read again whole: the new ones still there."""
+        if not self.state.reloaded:
+            self._forget_new()
+            return
+        self._new_ids = [m for m in self._new_ids if data.arrays.index_of(m) is not None]
+        self.new_button.setText(f"+{len(self._new_ids):,} new")
+        self.new_button.setVisible(bool(self._new_ids))
 
     def select_new(self) -> None:
         """Select the memories counted by "+N new" (the panels show them where they are) and reset the count."""
@@ -370,7 +378,7 @@ class MainWindow(QMainWindow):
         self.new_button.hide()
 
     def _job_progress(self, name: str, fraction: float, text: str) -> None:
-        if name in ("score", "query", "graph", "refresh", "place", "table", "table ahead"):  # quick or quiet jobs: no progress bar flicker
+        if name in ("score", "query", "graph", "refresh", "place", "watch", "table", "table ahead"):  # quick or quiet jobs: no progress bar flicker
             return
         self._job = name
         self.progress.setRange(0, 0 if fraction < 0 else 1000)

@@ -7,9 +7,10 @@ one (its `task.cancelled` turns True, its cancel hooks run, and its result, if i
 arrives, is thrown away), so only the latest query / layout / load reaches the panels.
 Results, errors and progress are delivered on the GUI thread.
 Lanes are separate pools: "engine" has one thread so the retrieval engine is never used
-by two threads at once; "live" has one thread for a live refresh and the placing of its new
-points, so they never wait behind a long job (a layout, labels, the graph); "bg" runs
-everything else.
+by two threads at once; "live" has one thread for a live refresh (and the poll that asks
+whether one is due), so it never waits behind a long job (a layout, labels, the graph);
+"place" has one for the placing of new points on the map (a k-NN product over the whole
+matrix: at 1M rows it would hold refreshes back); "bg" runs everything else.
 """
 from __future__ import annotations
 
@@ -86,7 +87,7 @@ class Workers(QObject):
     def pool(self, lane: str) -> QThreadPool:
         if lane not in self._pools:
             p = QThreadPool(self)
-            p.setMaxThreadCount(1 if lane in ("engine", "live") else 2)
+            p.setMaxThreadCount(1 if lane in ("engine", "live", "place") else 2)
             self._pools[lane] = p
         return self._pools[lane]
 

@@ -253,6 +253,10 @@ class Engine:
             self._cands.move_to_end(key)
         return key, cs
 
+    def ref_time(self, params: Params) -> float:
+        """The time recency is measured from under `params` (a live refresh's merge keeps it)."""
+        return self._ref_time(params)
+
     def _ref_time(self, params: Params) -> float:
         if params.as_of is not None:
             return float(params.as_of)

@@ -5,7 +5,8 @@
 reads the whole store instead (a StoreData). `install(data, fresh)` runs on the GUI thread
 (AppState.apply_refresh calls it): appended rows go at the end of every column (each column,
 the embedding matrix too, grows inside a buffer with spare rows, so an insert does not copy
-100 MB), changed rows are patched, and the answer is a RowsDelta naming the rows for the
+100 MB; when a buffer runs out, read_refresh makes the larger one, half as large again, off the
+GUI thread), changed rows are patched, and the answer is a RowsDelta naming the rows for the
 panels. The arrays object is replaced: a job still reading the old one sees its own rows.
 """
 from __future__ import annotations
@@ -18,7 +19,9 @@ from memviz.retrieval import quantized
 from memviz.store.arrays import MemoryArrays
 from memviz.store.changes import Changes, changes_since
 
-GROW = 1 / 16  # spare rows the embedding buffer keeps, as a share of the store (at least 256)
+GROW = 1 / 2  # spare rows a column's buffer gets when it is copied, as a share of the store (at least
+              # 256): geometric, so at 100 writes/s a 100k store copies its 100 MB matrix every ~8 min
+              # (untouched spare rows are address space, not resident memory)
 
 
 @dataclass
@@ -29,8 +32,8 @@ class FreshRows:
     rows: MemoryArrays | None   # the added and changed rows, in rowid order
     links: list                 # (id, source ids, superseded ids) of the added rows that have links
     data: object = None         # the StoreData it was read for
-    room: np.ndarray | None = None  # the embedding matrix copied into a buffer with spare rows (off the
-                                    # GUI thread) when the one in use has too little room left
+    room: dict | None = None  # columns copied into buffers with spare rows (off the GUI thread) when
+                              # the ones in use have too little room left: name -> the copy
 
 
 @dataclass
@@ -67,9 +70,19 @@ def read_refresh(data, max_share: float | None = None):
     # links of new rows (a reflection's sources, a correction's supersedes); a link an agent
     # rewrites on an existing row is seen at the next whole read
     links = store.links_of(changes.added) if changes.added else []
-    emb = a.embedding
-    room = None if _spare(emb) >= 4 * len(changes.added) else _with_room(emb, 4 * len(changes.added))
-    return FreshRows(changes, rows, links, data, room)
+    return FreshRows(changes, rows, links, data, _rooms(a, 4 * len(changes.added)))
+
+
+def _rooms(a: MemoryArrays, k: int) -> dict:
+    """Copies, with spare rows, of the columns of `a` that cannot take `k` more rows in place
+    (or cannot be patched: read-only, not in a buffer). Off the GUI thread: at 1M rows a copy of
+    every column is hundreds of MB."""
+    out = {}
+    for f in fields(MemoryArrays):
+        col = getattr(a, f.name)
+        if f.name not in ("embedding_model", "_index") and isinstance(col, np.ndarray) and _spare(col) < k:
+            out[f.name] = _with_room(col, k)
+    return out
 
 
 @dataclass
@@ -83,12 +96,12 @@ class Applied:
     fields: frozenset     # columns whose value differs in the changed rows
 
 
-def apply_rows(a: MemoryArrays, fresh: MemoryArrays, room: np.ndarray | None = None) -> Applied | None:
+def apply_rows(a: MemoryArrays, fresh: MemoryArrays, room: dict | None = None) -> Applied | None:
     """New arrays with `fresh`'s rows appended (rowid above the last loaded one) or patched in
     place of the rows with their rowid. None when `fresh` does not fit (a rowid unknown below
     the last, a rowid now holding another id, another embedding model): the caller re-reads
-    everything. `room`: a.embedding already copied into a buffer with spare rows (read_refresh),
-    used if it still holds a.embedding's rows.
+    everything. `room`: columns of `a` already copied into buffers with spare rows (read_refresh),
+    each used if it still holds as many rows as the column.
 
     Every column is a view into a buffer with spare rows, so an insert writes only the new
     rows (no 100k-row copies per refresh). The old arrays keep seeing their own rows; a
@@ -114,7 +127,8 @@ def apply_rows(a: MemoryArrays, fresh: MemoryArrays, room: np.ndarray | None = N
             continue
         if len(at) and name != "rowid" and not _same(old[at], add[old_part]):
             changed_fields.add(name)
-        base = room if name == "embedding" and room is not None and room.shape == old.shape else old
+        copy = (room or {}).get(name)
+        base = copy if copy is not None and copy.shape == old.shape else old
         col = grow(base, add[new_part], patch=len(at) > 0)
         if len(at):
             col[at] = add[old_part]
@@ -177,21 +191,23 @@ def install(data, fresh: FreshRows) -> RowsDelta | None:
     """Apply `fresh` to `data` (a StoreData) on the GUI thread: new arrays, kind/agent codes
     extended (a new kind goes last, so existing codes and colours stay), counts, token, and
     provenance dropped when links may have changed. None: re-read the whole store instead."""
-    from memviz.session.state import counts_of
+    from memviz.session.state import counts_shifted
 
     a = data.arrays
     got = apply_rows(a, fresh.rows, fresh.room)
     if got is None:
         return None
     new, added, changed = got.arrays, got.added, got.changed
-    before, after = got.was_live, new.live[changed]
+    before, after = got.was_live, np.isnan(new.valid_until[changed])
     touched = np.concatenate([changed, added])
+    old = (data.kind_codes[changed].copy(), data.agent_codes[changed].copy(), before)  # (the codes grow in place)
     data.kind_codes = _extend_codes(data.kind_codes, data.kinds, new.kind, touched, len(new))
     data.agent_codes = _extend_codes(data.agent_codes, data.agents, new.agent, touched, len(new))
     # the int8 index of the queries grows with the matrix (rows appended, re-embedded ones quantised again)
     quantized.carry(a, new, changed if "embedding" in got.fields or "has_embedding" in got.fields else changed[:0])
     data.arrays = new
-    data.counts = counts_of(new, (data.kinds, data.kind_codes), (data.agents, data.agent_codes))
+    data.counts = counts_shifted(data.counts, (data.kinds, data.agents), old,
+                                 (data.kind_codes[touched], data.agent_codes[touched], np.isnan(new.valid_until[touched])))
     data.token = fresh.changes.token
     if fresh.links:
         with data._lock:

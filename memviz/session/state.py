@@ -157,6 +157,22 @@ def counts_of(arrays: MemoryArrays, kind: tuple | None = None, agent: tuple | No
     return out
 
 
+def counts_shifted(counts: dict, names: tuple[list[str], list[str]], before: tuple, after: tuple) -> dict:
+    """`counts` (counts_of's figures) after some rows changed, without a pass over every row (a
+    live refresh): `before` and `after` are (kind codes, agent codes, live) of those rows before
+    and after (before: empty arrays for new rows). Codes index `names` = (kinds, agents)."""
+    out = {"total": counts["total"] + len(after[2]) - len(before[2]),
+           "live": counts["live"] + int(np.sum(after[2])) - int(np.sum(before[2]))}
+    out["retired"] = out["total"] - out["live"]
+    for key, col, known in (("by_kind", 0, names[0]), ("by_agent", 1, names[1])):
+        d = {n: list(v) for n, v in counts.get(key, {}).items()}
+        for (codes, live), sign in (((before[col], before[2]), -1), ((after[col], after[2]), 1)):
+            for code, is_live in zip(np.asarray(codes).tolist(), np.asarray(live).tolist()):
+                d.setdefault(known[code], [0, 0])[0 if is_live else 1] += sign
+        out[key] = {n: v for n, v in sorted(d.items()) if v[0] or v[1]}
+    return out
+
+
 class AppState:
     """The current store, selection, time filter, retired visibility, retrieval parameters,
     query result and the "as of" moment the window shows the store at.

@@ -18,7 +18,7 @@ Everything is read in one short read transaction, so the agent's WAL checkpoints
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import apsw
 
@@ -32,7 +32,7 @@ class ChangeToken:
 
     seq: int         # highest change-log sequence number seen (-1: the store keeps no log)
     max_rowid: int   # highest rowid seen
-    count: int       # rows in memories then
+    count: int       # rows in memories then (counted once; then the rows added, deletes being logged)
     schema: int      # PRAGMA schema_version: VACUUM and schema changes bump it
 
 
@@ -52,8 +52,12 @@ def _has_log(conn) -> bool:
     return conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (LOG,)).fetchone() is not None
 
 
-def _read_token(conn) -> ChangeToken:
-    max_rowid, count = conn.execute("SELECT coalesce(max(rowid), 0), count(*) FROM memories").fetchone()
+def _read_token(conn, count: int | None = None) -> ChangeToken:
+    """`count`: the rows, when the caller knows them (count(*) reads the whole table: ~100 ms at
+    1M rows, at every refresh); else counted."""
+    max_rowid = conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0]
+    if count is None:
+        count = conn.execute("SELECT count(*) FROM memories").fetchone()[0]
     seq = conn.execute(f"SELECT coalesce(max(seq), 0) FROM {LOG}").fetchone()[0] if _has_log(conn) else -1
     return ChangeToken(int(seq), int(max_rowid), int(count), conn.execute("PRAGMA schema_version").fetchone()[0])
 
@@ -88,17 +92,18 @@ def sqlite_changes_since(conn, token, max_share: float = MAX_SHARE) -> Changes:
 
 
 def _changes(conn, token: ChangeToken, max_share: float) -> Changes:
-    new = _read_token(conn)
+    new = _read_token(conn, count=token.count)  # counted below: the rows then and those added since
     if new.schema != token.schema:
-        return Changes(new, full="the schema changed or the file was compacted (VACUUM)")
+        return Changes(_read_token(conn), full="the schema changed or the file was compacted (VACUUM)")
     if new.seq < 0 or token.seq < 0:
-        return Changes(new, full="the store keeps no change log (opened read-only before migrating)")
+        return Changes(_read_token(conn), full="the store keeps no change log (opened read-only before migrating)")
     if new.seq < token.seq or new.max_rowid < token.max_rowid:
-        return Changes(new, full="the change log went back (the file was replaced)")
+        return Changes(_read_token(conn), full="the change log went back (the file was replaced)")
     added = [r for (r,) in conn.execute("SELECT rowid FROM memories WHERE rowid > ? ORDER BY rowid",
                                         (token.max_rowid,))]
-    if new.count != token.count + len(added):
-        return Changes(new, full="rows were physically deleted or their rowids reused")
+    # a row deleted (or a rowid reused: deleted, then inserted again) is in the log, whose delete
+    # trigger records it: rows then + rows added is the count now
+    new = replace(new, count=token.count + len(added))
     changed, gone = [], 0
     for rowid, present in conn.execute(
             f"SELECT c.memory_rowid, m.rowid IS NOT NULL FROM {LOG} c LEFT JOIN memories m ON m.rowid = c.memory_rowid "
@@ -108,7 +113,7 @@ def _changes(conn, token: ChangeToken, max_share: float) -> Changes:
         elif rowid <= token.max_rowid:
             changed.append(rowid)
     if gone:
-        return Changes(new, full=f"{gone} rows were physically deleted")
+        return Changes(_read_token(conn), full=f"{gone} rows were physically deleted")
     if len(added) + len(changed) > max(50, max_share * max(new.count, 1)):
         return Changes(new, full=f"{len(added) + len(changed):,} of {new.count:,} rows changed")
     return Changes(new, added, changed)

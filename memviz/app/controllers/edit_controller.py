@@ -14,8 +14,10 @@ step (busy agent, conflict); after any change of the History the stack is rebuil
 when the two differ, so they never drift apart.
 
 Edits are guarded by the row as the window showed it (the loaded arrays): a row the agent
-changed since raises the conflict dialog. A ChangeWatcher polled every 500 ms refreshes the
-panels when another process commits, keeping the selection. A read-only store disables
+changed since raises the conflict dialog. A ChangeWatcher polled every 250 ms (on the "live"
+worker lane: a framework store's poll asks its source for a change token, a table read)
+refreshes the panels when another process commits, keeping the selection; under steady writes
+at most one refresh per REFRESH_GAP_S. A read-only store disables
 every edit action, with the reason in the tooltip and the status bar.
 
 A correction's new text is embedded on a worker (with a remote model that is a network
@@ -25,6 +27,7 @@ user's text, so nothing typed is lost.
 from __future__ import annotations
 
 import math
+import time
 
 import apsw
 import numpy as np
@@ -54,7 +57,11 @@ from memviz.embed import LOCAL_MODEL, EmbedderUnavailable, default_embedder, emb
 from memviz.session.state import AppState
 from memviz.store.errors import ConflictError, ReadOnlyError, StoreError, translate
 
-POLL_MS = 500          # external-change check; panels refresh within a second of the agent's write
+POLL_MS = 250          # external-change check, off the GUI thread (the "live" lane)
+REFRESH_GAP_S = 0.75   # at most one agent-driven refresh this often: a refresh's cost is mostly per refresh
+                       # (the map's placing, repaints), so steady writes cost ~1/gap refreshes a second,
+                       # while a write waits at most gap + one refresh before it is on screen (p95 < 1 s)
+WATCH_JOB = "watch"
 STORE_IN_USE_MS = 100  # a background job (reload) holds the connection: try the write again this much later
 EMBED_JOB = "embedding"  # one worker job per correction being embedded: see embed_job()
 
@@ -137,6 +144,9 @@ class EditController(QObject):
             act.triggered.connect(lambda _=False, k=key: self.run(k, self.state.selected_ids))
             self.actions[key] = act
         self.watch_timer = QTimer(self, interval=POLL_MS, timeout=self.poll)
+        self._last_refresh = 0.0  # monotonic time of the last refresh the poll asked for
+        self._pending_change = False
+        self._gap_timer = QTimer(self, singleShot=True, timeout=lambda: self._pending_change and self._refresh_if_due())
         self.state.data_changed.connect(self._on_data)
         self.state.rows_changed.connect(self._on_rows)
         self.state.selection_changed.connect(lambda *a: self.update_enabled())
@@ -202,6 +212,8 @@ class EditController(QObject):
     def close(self) -> None:
         """The window closes: stop polling, drop corrections still being embedded, close our connection."""
         self.watch_timer.stop()
+        self._gap_timer.stop()
+        self.workers.cancel(WATCH_JOB)
         self._embedding.clear()
         self._close_edit_store()
 
@@ -214,15 +226,31 @@ class EditController(QObject):
         self.reload_requested.emit()
 
     def poll(self) -> None:
-        """Another process committed: reload (the selection is kept by id)."""
-        if self.watcher is None or any(self.workers.running(j) for j in ("reload", "refresh", "open")):
+        """Ask on the live lane whether another process committed; if so, the window reads what
+        changed (a delta, or the store), no sooner than REFRESH_GAP_S after the previous one."""
+        watcher = self.watcher
+        if watcher is None or self.workers.running(WATCH_JOB) or \
+                any(self.workers.running(j) for j in ("reload", "refresh", "open")):
             return
-        try:
-            change = self.watcher.poll()
-        except (apsw.Error, StoreError):
-            return  # in use by a background job, locked, or closed with the window: try at the next tick
-        if change is not None:
-            self.reload_requested.emit()  # the window reads what changed (a delta, or the store)
+
+        def seen(change) -> None:
+            if change is None or watcher is not self.watcher:
+                return
+            self._pending_change = True
+            self._refresh_if_due()
+        # an error (in use by an edit, locked, closed with the window) is retried at the next tick
+        self.workers.submit(WATCH_JOB, lambda task: watcher.poll(), on_done=seen, on_error=lambda e: None,
+                            lane="live")
+
+    def _refresh_if_due(self) -> None:
+        wait = self._last_refresh + REFRESH_GAP_S - time.monotonic()
+        if wait > 0:
+            if not self._gap_timer.isActive():
+                self._gap_timer.start(int(wait * 1000) + 1)
+            return
+        self._pending_change = False
+        self._last_refresh = time.monotonic()
+        self.reload_requested.emit()
 
     # ------------------------------------------------------------ enabling
     def read_only_reason(self) -> str | None:

@@ -10,6 +10,8 @@ larger by their count; the regions of the map are named by their distinctive wor
 """
 from __future__ import annotations
 
+import time
+
 import apsw
 import numpy as np
 import pyqtgraph as pg
@@ -29,6 +31,11 @@ COLOR_BY = ["kind", "agent", "importance", "age", "score"]
 UMAP_MIN_POINTS = 20
 UMAP_DELAY_MS = 1500
 RECOMPUTE_SHARE = 0.1  # past this share of points placed by neighbours, the map offers a recompute
+# Placing new points reads the whole embedding matrix (a k-NN product: ~50 ms of CPU at 100k rows,
+# nearly as much for 1 new point as for 40), so beside a busy agent it runs in batches: at most
+# every PLACE_GAP_S, and never more than PLACE_SHARE of a core (its own cost paces it at 1M).
+PLACE_GAP_S = 2.0
+PLACE_SHARE = 0.05
 
 
 def layout_api():
@@ -102,6 +109,9 @@ class MapPanel(ScatterPanel):
         self._umap_timer = QTimer(self, singleShot=True, interval=UMAP_DELAY_MS, timeout=self._umap_after_open)
         self._umap_pending: tuple = (None, 0)
         self._live = PacedCall(self.redraw, self)  # live redraws: coalesced and paced
+        self._place_timer = QTimer(self, singleShot=True, timeout=self._place_missing)
+        self._place_next = 0.0   # monotonic time before which new points wait to be placed (PLACE_GAP_S)
+        self._place_again = False  # rows arrived while a placing job ran
         self.method = ""
         self.placed = 0  # points placed by their neighbours since the layout was computed (rows added since)
         self.auto_umap = True
@@ -123,6 +133,8 @@ class MapPanel(ScatterPanel):
             return
         self.workers.cancel("umap")
         self.workers.cancel("place")
+        self._place_timer.stop()
+        self._place_next, self._place_again = 0.0, False
         self.coords, self.method, self.placed = None, "", 0
         self.copies, self._copies_for = None, None
         if data is None:
@@ -286,28 +298,47 @@ class MapPanel(ScatterPanel):
             self._live.request()  # next event-loop turn: one redraw for refreshes that come together
         self._place_missing()
 
+    @property
+    def placing(self) -> bool:
+        """New points are being placed, or wait for their batch (PLACE_GAP_S)."""
+        return self.workers.running("place") or self._place_timer.isActive()
+
     def _place_missing(self) -> None:
         """Rows with an embedding but no position (added since the layout) are placed by their
-        nearest laid-out neighbours (memviz.layout.place), on a worker."""
+        nearest laid-out neighbours (memviz.layout.place), on a worker, in batches (PLACE_GAP_S)."""
         data = self.state.data
         if data is None or self.coords is None:
+            return
+        if self.workers.running("place"):  # not cancelled: a refresh every second would starve it
+            self._place_again = True
+            return
+        wait = self._place_next - time.monotonic()
+        if wait > 0:
+            if not self._place_timer.isActive():
+                self._place_timer.start(int(wait * 1000) + 1)
             return
         a, coords, layout = data.arrays, self.coords, self._layout_id
         n_before = self._laid_out_n
 
         def run(task):  # which rows, and the neighbours' positions, are found here too: O(n), off the GUI thread
+            t0 = time.thread_time()
             todo = np.flatnonzero(a.has_embedding & ~np.isfinite(coords[:, 0]))
             xy = np.where(a.has_embedding[:, None], coords, np.nan)  # a row without a vector is no neighbour
             if not len(todo) or not np.isfinite(xy[:, 0]).any():
-                return todo[:0], xy[:0]
+                return todo[:0], xy[:0], 0.0
             from memviz.layout.place import place_rows  # not needed at start
-            return todo, place_rows(a.embedding, xy, todo)
+            return todo, place_rows(a.embedding, xy, todo), time.thread_time() - t0
 
         def done(out) -> None:
-            todo, xy = out
+            todo, xy, cost = out
+            if cost:
+                self._place_next = time.monotonic() + max(PLACE_GAP_S, cost * (1 / PLACE_SHARE - 1))
+            again, self._place_again = self._place_again, False
             if self._layout_id != layout:
                 self._place_missing()  # the coordinates were replaced meanwhile: place against the new ones
                 return
+            if again:
+                self._place_missing()  # (paced: after the gap)
             ok = np.isfinite(xy[:, 0])
             if not ok.any():
                 return
@@ -319,7 +350,7 @@ class MapPanel(ScatterPanel):
             new = todo[ok][todo[ok] >= n_before]  # placed because they are new (not a layout's leftovers)
             if len(new):
                 self.flash_new(self.coords[new, 0], self.coords[new, 1])
-        self.workers.submit("place", run, on_done=done, lane="live")
+        self.workers.submit("place", run, on_done=done, lane="place")
 
     def start_umap(self) -> None:
         """UMAP in memviz.layout's warm worker process (numba never compiles in this process);

@@ -46,6 +46,7 @@ from PySide6.QtWidgets import (
 
 from memviz.app.workers import Workers
 from memviz.retrieval import PRESETS, Engine, preset_params
+from memviz.session.live_query import RERANK_S, merged
 from memviz.session.state import AppState, StoreData
 from memviz.store import iso
 from memviz.words import count
@@ -384,6 +385,9 @@ class QueryPanel(QWidget):
         self._rerun_timer = QTimer(self, singleShot=True, timeout=self._rerun)
         self._rerun_next = 0.0        # monotonic time before which a live rerun waits (RERUN_SHARE)
         self._rerun_pending = False   # a refresh came while the query ran: once more when it is in
+        self._touched: list = []      # rows live refreshes added or changed since the ranking shown
+        self._ranked = None           # (result, reference time, clock's fixed time, query vector, monotonic
+                                      # time): the last whole ranking, what a refresh's merge starts from
         self._adjust_timer = QTimer(self, singleShot=True, interval=ADJUST_IDLE_MS, timeout=self.end_adjustment)
         for w in (self.alpha, self.beta, self.gamma):
             w.changed.connect(self._params_edited)
@@ -536,6 +540,7 @@ class QueryPanel(QWidget):
         self.workers.cancel("query")
         self.workers.cancel("score")
         self.engine, self.engine_for = None, data
+        self._touched, self._ranked = [], None  # rows may have moved: the next run is whole
         if again and self.query_key is not None:
             self._fill_combos(data, keep=True)
             self._rerun()
@@ -601,6 +606,7 @@ class QueryPanel(QWidget):
             combo.blockSignals(False)
         if self.query_key is not None:
             self._fresh |= set(data.arrays.ids[delta.added].tolist())
+            self._touched.append(np.concatenate([delta.changed, delta.added]))
             self._rerun_soon()
 
     def _rerun_soon(self) -> None:
@@ -653,9 +659,19 @@ class QueryPanel(QWidget):
         self._score_timer.stop()  # this job scores the current setting itself
         params = self._asked = self.params()
         self._submitted_at = time.perf_counter()
+        touched = np.concatenate(self._touched) if rerun and self._touched else None
+        self._touched = []
+        base = self._ranked if rerun and self._ranked is not None and self._ranked[0].params == params \
+            and time.monotonic() - self._ranked[4] < RERANK_S else None
+        exclude = data.arrays.index_of(key[1]) if key[0] == "like" else None
 
         def job(task):
             t0 = time.monotonic()
+            if base is not None and touched is not None:
+                # only the rows the refresh touched are scored when none of them can enter the top k
+                got = merged(base[0], data.store, data.arrays, touched, base[3], base[1], base[2], exclude)
+                if got is not None:  # the next merge starts from it (same reference time, same age)
+                    return got, None, base[3], time.monotonic() - t0, (got, *base[1:])
             eng = self._engine(data)
             task.check()
             err = None
@@ -670,10 +686,13 @@ class QueryPanel(QWidget):
                 if err is None:
                     raise
                 result = None
-            return result, err, _query_vector(eng, data, key), time.monotonic() - t0
+            vec = _query_vector(eng, data, key)
+            ranked = None if result is None else (result, eng.ref_time(params), eng.clock.at, eng.query_vector,
+                                                  time.monotonic())
+            return result, err, vec, time.monotonic() - t0, ranked
 
         def done(out):
-            result, err, vec, cost = out
+            result, err, vec, cost, self._ranked = out
             self._rerun_next = time.monotonic() + cost * (1 / RERUN_SHARE - 1)
             self.query_key = key
             self.state.query_text = key[1] if key[0] == "text" else None  # e.g. the Diff panel's top-k query
@@ -727,6 +746,7 @@ class QueryPanel(QWidget):
 
     def _failed(self, err: Exception) -> None:
         self.message.setText(f"Query failed: {err}")
+        self._ranked = None  # the rows touched meanwhile were not scored: the next run is whole
         self._rerun_if_pending()
 
     def _rerun_if_pending(self) -> None:

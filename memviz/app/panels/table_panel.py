@@ -350,7 +350,7 @@ class TablePanel(QWidget):
         moved = FILTERED_BY | key_fields(col)
         if delta.fields & moved or self.state.as_of is not None or (col == FLAG and delta.fields):
             return False
-        if len(delta.changed):
+        if len(delta.changed) and self._on_screen(delta.changed):
             self.view.viewport().update()  # e.g. a recall's count: cells drawn again, rows stay
         rows = delta.added
         if not len(rows):
@@ -381,6 +381,15 @@ class TablePanel(QWidget):
             self.model.set_order(asc[::-1].copy() if descending else asc)
             self._after_order(top)
         return True
+
+    def _on_screen(self, rows: np.ndarray) -> bool:
+        """Whether any of `rows` is in the viewport (a recall elsewhere repaints nothing)."""
+        order = self.model.order
+        first = self.view.rowAt(0)
+        if first < 0 or not len(order):
+            return False
+        last = self.view.rowAt(self.view.viewport().height() - 1)
+        return bool(np.isin(order[first:(last + 1 if last >= 0 else len(order))], rows).any())
 
     def _top_id(self) -> str | None:
         """The memory in the first row the viewport shows."""

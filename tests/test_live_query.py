@@ -1,0 +1,66 @@
+"""memviz.session.live_query: after a live refresh, a query on screen re-scores only the rows
+the refresh touched, and the ranking is the one a whole query gives at the same moment."""
+from __future__ import annotations
+
+import numpy as np
+from conftest import unit_vectors
+
+from memviz.retrieval import Engine
+from memviz.retrieval.params import Params
+from memviz.session.live_query import merged
+from memviz.session.refresh import read_refresh
+from memviz.session.state import AppState, load_store_data
+from memviz.store.clock import record_clock, simulated
+from memviz.store.connection import connect
+
+MODEL, DIM, T0 = "test-model", 8, 1_700_000_000
+
+
+def _whole(state, params, qvec):
+    eng = Engine(state.data.store, state.data.arrays)
+    eng.set_query(vector=qvec)
+    return eng, eng.score(params)
+
+
+def test_a_merge_keeps_the_top_k_a_whole_query_gives_and_declines_what_it_cannot_tell(store, store_path):
+    vecs = unit_vectors(300, DIM)
+    store.insert_memories([{"id": f"m{i}", "kind": "fact", "content": f"memory {i}", "embedding": vecs[i],
+                            "embedding_model": MODEL, "importance": 1 + i % 9, "event_time": T0 + 60 * i}
+                           for i in range(300)], audit=False)
+    record_clock(store, simulated(T0 + 86400))  # a fixed clock: new memories do not move it
+    state = AppState()
+    state.set_data(load_store_data(store))
+    params, qvec = Params(k=10), unit_vectors(1, DIM, seed=5)[0]
+    eng, result = _whole(state, params, qvec)
+    ref, clock_at = eng.ref_time(params), eng.clock.at
+    agent, far, near, merges = connect(str(store_path)), -qvec, qvec, 0
+    for k in range(12):
+        # mostly memories far from the query (cannot enter), a recall, and now and then one that enters
+        vec = near if k % 4 == 3 else far
+        agent.execute("INSERT INTO memories(id, kind, content, embedding, embedding_model, importance, event_time, "
+                      "created_at) VALUES (?, 'fact', 'new', ?, ?, 5, ?, ?)",
+                      (f"n{k}", vec.astype(np.float32).tobytes(), MODEL, T0 + 86000, T0 + 86000))
+        agent.execute(f"UPDATE memories SET access_count = access_count + 1 WHERE id = 'm{200 + k}'")
+        seen = []
+        state.rows_changed.connect(seen.append)
+        assert state.apply_refresh(read_refresh(state.data)) == "delta"
+        d = seen[0]
+        touched = np.concatenate([d.changed, d.added])
+        got = merged(result, state.data.store, state.data.arrays, touched, qvec, ref, clock_at)
+        _, whole = _whole(state, params, qvec)
+        if got is None:  # declined: the caller ranks whole
+            assert k % 4 == 3 or np.isin(result.rows, touched).any()
+            result = whole
+            continue
+        merges += 1
+        assert got.ids == whole.ids and np.array_equal(got.score, whole.score)
+        assert got.candidates == whole.candidates
+        # (a whole query keeps first-pass, float32, scores outside the rows it rescored exactly)
+        np.testing.assert_allclose(got.all_scores[touched], whole.all_scores[touched], atol=1e-5)
+        assert len(got.all_scores) == state.data.n
+        result = got
+    assert merges >= 6
+    # another preset (min-max over every candidate) is never merged
+    ga = Params(preset="generative-agents", k=10)
+    _, r = _whole(state, ga, qvec)
+    assert merged(r, state.data.store, state.data.arrays, np.array([0]), qvec, ref, clock_at) is None
