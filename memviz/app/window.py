@@ -378,7 +378,8 @@ class MainWindow(QMainWindow):
         self.new_button.hide()
 
     def _job_progress(self, name: str, fraction: float, text: str) -> None:
-        if name in ("score", "query", "graph", "refresh", "place", "watch", "table", "table ahead"):  # quick or quiet jobs: no progress bar flicker
+        # quick or quiet jobs: no progress bar flicker
+        if name in ("score", "query", "graph", "refresh", "place", "watch", "table", "table ahead"):
             return
         self._job = name
         self.progress.setRange(0, 0 if fraction < 0 else 1000)
