@@ -27,13 +27,14 @@ SAMPLE = 30_000          # the fitted sample (knn.py's exact neighbour graph, no
 ANCHORS = 8_192          # sampled points each other memory is compared with
 K = 10
 _PLACE_CHUNK = 32_768
+PLACED = "placed by neighbours"   # in method_text of a sampled layout
 
 
 @dataclass
 class SampledLayout:
     coords: np.ndarray      # (n, 2) float32, aligned with the input rows
     sample: np.ndarray      # row indices that were fitted
-    method: str             # the method in words, for the window to show
+    method: str             # the method in a line, for the window to show (method_text)
 
 
 def needs_sample(n_points: int) -> bool:
@@ -47,12 +48,18 @@ def choose_sample(n_points: int, size: int = SAMPLE, seed: int = 42) -> np.ndarr
     return np.sort(np.random.default_rng(seed).choice(n_points, size=size, replace=False))
 
 
-def method_text(n_points: int, sample: int, anchors: int, k: int = K) -> str:
+def method_text(n_points: int, sample: int, unit: str = "memories") -> str:
+    """The method in a line the map's toolbar can show (`unit`: "distinct vectors" when copies
+    were fitted as one)."""
     if sample >= n_points:
-        return f"UMAP of all {n_points:,} memories"
-    return (f"UMAP of a random sample of {sample:,} of {n_points:,} memories; the other "
-            f"{n_points - sample:,} placed at the similarity-weighted mean of their {k} nearest "
-            f"among {anchors:,} sampled memories")
+        return f"UMAP of all {n_points:,} {unit}"
+    return f"UMAP of a random {sample:,} of {n_points:,} {unit}; the other {n_points - sample:,} {PLACED}"
+
+
+def method_detail(anchors: int = ANCHORS, k: int = K) -> str:
+    """How "placed by neighbours" is done, for a tooltip beside method_text."""
+    return (f"UMAP was fitted on a random sample; every other memory sits at the similarity-weighted mean "
+            f"of its {k} nearest among {anchors:,} sampled memories (cosine), inside the cluster it belongs to")
 
 
 def sampled_layout(X: np.ndarray, fit, *, sample: int = SAMPLE, anchors: int = ANCHORS, k: int = K,
@@ -84,4 +91,4 @@ def place_rest(X: np.ndarray, chosen: np.ndarray, fitted: np.ndarray, *, anchors
         done = min(start + _PLACE_CHUNK, len(rest))
         place.progress(done / max(len(rest), 1), f"placing {done:,} of {len(rest):,} memories")
     return SampledLayout(coords=coords, sample=chosen,
-                         method=method_text(n, len(chosen), min(anchors, len(chosen)), k))
+                         method=method_text(n, len(chosen)))
