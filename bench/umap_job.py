@@ -1,13 +1,15 @@
 """The window's UMAP job on a large store: time and layout quality, this tree against a git revision.
 
     PYTHONPATH=. python bench/umap_job.py [--n 100000] [--data manifold|clustered|random] [--against REV] [--rounds 1]
+                                          [--try SAMPLE:EPOCHS ...]
 
 Each measurement runs in a fresh process, as the window's first UMAP of a session does: the shared
 worker is started with `warm_up(n)` (numba's disk cache already filled by an earlier run: the
 one-time compile of a new install is bench/layout.py's), the job is submitted at once (it waits
 behind the warm-up, as in the window) and the time runs until the coordinates of every row are
 back. `--against REV` exports that revision (git archive) and measures it the same way, the two
-alternating, so both see the same machine. Columns:
+alternating, so both see the same machine. `--try 30000:200 20000:100` also runs this tree with
+other values of layout.sampled.SAMPLE and EPOCHS (how sampled.py's were chosen). Columns:
   total s     warm_up(n) + job, wall clock: what the user waits for
   job s       total minus the warm-up (import umap, compile or load kernels)
   worker cpu  CPU seconds of the worker process over the whole run (one BLAS thread)
@@ -71,13 +73,17 @@ def quality(X: np.ndarray, Y: np.ndarray, m: int = 2000, k: int = 10) -> tuple[f
     return float(np.mean(overlap)), float(trustworthiness(X[q], Y[q], n_neighbors=k, metric="cosine"))
 
 
-def probe(n: int, kind: str) -> dict:
+def probe(n: int, kind: str, sample_epochs: str | None = None) -> dict:
     """One window-like first UMAP of a session, in this process, with the memviz on PYTHONPATH."""
     import psutil
 
     import memviz
     from memviz.layout import UmapJob, UmapWorker
     from memviz.layout import umap_worker as uw
+
+    if sample_epochs:
+        from memviz.layout import sampled
+        sampled.SAMPLE, sampled.EPOCHS = (int(v) for v in sample_epochs.split(":"))
 
     X = vectors(n, kind)
     w = UmapWorker()
@@ -100,9 +106,10 @@ def probe(n: int, kind: str) -> dict:
                 method=getattr(job, "method_text", ""), load=os.getloadavg()[0])
 
 
-def run_probe(tree: str, n: int, kind: str) -> dict:
+def run_probe(tree: str, n: int, kind: str, sample_epochs: str | None = None) -> dict:
     env = dict(os.environ, PYTHONPATH=tree)
-    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--probe", "--n", str(n), "--data", kind],
+    extra = ["--try", sample_epochs] if sample_epochs else []
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--probe", "--n", str(n), "--data", kind] + extra,
                          env=env, cwd=tree, capture_output=True, text=True)
     if out.returncode:
         raise SystemExit(f"probe in {tree} failed:\n{out.stderr[-3000:]}")
@@ -123,27 +130,29 @@ def main(argv=None) -> int:
     p.add_argument("--data", choices=("manifold", "clustered", "random"), default="manifold")
     p.add_argument("--against", help="a git revision to measure the same way, alternating with this tree")
     p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--try", dest="tries", nargs="*", default=[], metavar="SAMPLE:EPOCHS")
     p.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.probe:
-        print(json.dumps(probe(args.n, args.data)))
+        print(json.dumps(probe(args.n, args.data, args.tries[0] if args.tries else None)))
         return 0
     rows = []
     with tempfile.TemporaryDirectory() as folder:
-        trees = [("this tree", ROOT)] + ([(args.against, export(args.against, folder))] if args.against else [])
+        trees = [("this tree", ROOT, None)] + ([(args.against, export(args.against, folder), None)] if args.against else [])
+        trees += [(f"tree {t}", ROOT, t) for t in args.tries]
         for _ in range(args.rounds):
-            for name, tree in trees:
+            for name, tree, sample_epochs in trees:
                 print(f"  {name} ...", file=sys.stderr, flush=True)
-                rows.append(dict(run_probe(tree, args.n, args.data), name=name))
+                rows.append(dict(run_probe(tree, args.n, args.data, sample_epochs), name=name))
     print(f"\nThe window's first UMAP of a session, {args.n:,} x 256 ({args.data}); load = 1-min load average at the end")
-    print(f"{'code':<12} {'total s':>8} {'job s':>7} {'worker cpu s':>13} {'caller cpu s':>13} {'kNN@10':>7} "
+    print(f"{'code':<17} {'total s':>8} {'job s':>7} {'worker cpu s':>13} {'caller cpu s':>13} {'kNN@10':>7} "
           f"{'trust@10':>9} {'load':>5}  method")
     for r in rows:
-        print(f"{r['name'][:12]:<12} {r['total']:>8.1f} {r['job']:>7.1f} {r['worker_cpu']:>13.1f} {r['caller_cpu']:>13.1f} "
+        print(f"{r['name'][:17]:<17} {r['total']:>8.1f} {r['job']:>7.1f} {r['worker_cpu']:>13.1f} {r['caller_cpu']:>13.1f} "
               f"{r['knn']:>7.3f} {r['trust']:>9.4f} {r['load']:>5.1f}  {r['method']}")
     if args.against:
         new = [r for r in rows if r["name"] == "this tree"]
-        old = [r for r in rows if r["name"] != "this tree"]
+        old = [r for r in rows if r["name"] == args.against]
         for key in ("total", "job", "worker_cpu", "caller_cpu"):
             ratio = np.median([o[key] for o in old]) / max(np.median([x[key] for x in new]), 1e-9)
             print(f"  {key}: {args.against} / this tree = {ratio:.2f}x")

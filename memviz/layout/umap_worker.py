@@ -423,6 +423,7 @@ class UmapJob:
         if sampled.needs_sample(n_distinct) and not whole:
             self._all, self._sample = self._X, sampled.choose_sample(n_distinct, sampled.SAMPLE)
             self._X = np.ascontiguousarray(self._all[self._sample])
+            self.params.setdefault("n_epochs", sampled.EPOCHS)
         unit = "memories" if n_distinct == len(laid) else "distinct vectors"
         self.method_text = sampled.method_text(n_distinct, len(self._X), unit)
         self.worker = worker
