@@ -144,6 +144,9 @@ def main(argv=None) -> int:
             for name, tree, sample_epochs in trees:
                 print(f"  {name} ...", file=sys.stderr, flush=True)
                 rows.append(dict(run_probe(tree, args.n, args.data, sample_epochs), name=name))
+                r = rows[-1]
+                print(f"    total {r['total']:.1f} s, worker cpu {r['worker_cpu']:.1f} s, caller cpu {r['caller_cpu']:.1f} s, "
+                      f"kNN@10 {r['knn']:.3f}, load {r['load']:.1f}", file=sys.stderr, flush=True)
     print(f"\nThe window's first UMAP of a session, {args.n:,} x 256 ({args.data}); load = 1-min load average at the end")
     print(f"{'code':<17} {'total s':>8} {'job s':>7} {'worker cpu s':>13} {'caller cpu s':>13} {'kNN@10':>7} "
           f"{'trust@10':>9} {'load':>5}  method")
