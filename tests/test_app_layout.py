@@ -20,7 +20,12 @@ def open_window(qtbot, tmp_path, path, auto_umap):
 
 
 @pytest.mark.slow
-def test_umap_swapped_in_then_cached(qtbot, tmp_path):
+def test_umap_swapped_in_then_cached(qtbot, tmp_path, monkeypatch):
+    """Laid out as a large store is (a sample fitted, the rest placed: thresholds lowered to this
+    store's size), the window says so, and says it again when the map comes from the cache."""
+    import memviz.layout.sampled as sampled
+    monkeypatch.setattr(sampled, "SAMPLE_ABOVE", 14)
+    monkeypatch.setattr(sampled, "SAMPLE", 14)
     path = tmp_path / "mem.db"
     build_store(path).close()
     w = open_window(qtbot, tmp_path, path, auto_umap=False)
@@ -42,9 +47,12 @@ def test_umap_swapped_in_then_cached(qtbot, tmp_path):
     has = w.state.data.arrays.has_embedding
     assert np.isfinite(umap[has]).all() and not np.allclose(umap[has], pca[has])
     assert len(w.map.rows) == int(has.sum())
+    how = f"UMAP of a random 14 of {int(has.sum())} memories; the other {int(has.sum()) - 14} placed by neighbours"
+    assert w.map.method.startswith(how + " (") and how in w.map.method_label.text()
+    assert sampled.method_detail() in w.map.method_label.toolTip()
     w.close()
     w2 = open_window(qtbot, tmp_path, path, auto_umap=True)
-    assert w2.map.method == "UMAP (cached)"
+    assert w2.map.method == how + " (cached)" and how in w2.map.method_label.text()
     np.testing.assert_allclose(w2.map.coords[has], umap[has], rtol=1e-5)
     assert not w2.workers.running("umap")
 

@@ -39,6 +39,26 @@ def test_round_trip_survives_reopening(store, store_path):
         assert s2.conn.execute("SELECT count(*) FROM memviz_layouts").fetchone()[0] == 1
 
 
+def test_the_note_of_how_a_layout_was_made_survives_reopening_and_new_memories(store, store_path):
+    """A reopened store says how its map was made (the window shows it), also after new memories
+    were placed into it; a later layout stored without a note is not given the old one."""
+    vecs = clustered(140)[0]
+    insert(store, vecs[:120])
+    a = store.arrays()
+    note = "UMAP of a random 50 of 120 memories; the other 70 placed by neighbours"
+    LayoutCache(store).put("umap", a, {}, pca_2d(a.embedding), note=note)
+    store.close()
+    with ms.open(str(store_path)) as s2:
+        assert LayoutCache(s2).lookup("umap", s2.arrays(), {}).note == note
+        insert(s2, vecs[120:], start=120)
+        hit = LayoutCache(s2).lookup("umap", s2.arrays(), {})
+        assert hit.placed == 20 and hit.note == note          # placed, written back with its note
+        assert LayoutCache(s2).lookup("umap", s2.arrays(), {}).note == note
+        a2 = s2.arrays()
+        LayoutCache(s2).put("umap", a2, {}, pca_2d(a2.embedding))
+        assert LayoutCache(s2).lookup("umap", a2, {}).note is None
+
+
 def test_other_params_or_model_are_not_served_from_the_cache(store):
     insert(store, clustered(50)[0])
     a = store.arrays()

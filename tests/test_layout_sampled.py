@@ -24,6 +24,13 @@ def test_choose_sample_is_distinct_sorted_and_repeatable():
     assert needs_sample(1_000_000) and not needs_sample(10_000)
 
 
+def test_the_window_never_waits_for_the_nn_descent_compile():
+    """The window's job fits at most a sample on the exact graph: warming its worker for a large
+    store must not compile NN-descent (~40 s of a core), which the fit would queue behind."""
+    from memviz.layout.umap_worker import needs_nn_descent
+    assert not any(needs_nn_descent(n) for n in (100, 30_000, 100_000, 1_000_000))
+
+
 def test_every_memory_is_placed_inside_its_own_cluster():
     X, label = _clusters(4000)
     fitted = []
@@ -35,7 +42,7 @@ def test_every_memory_is_placed_inside_its_own_cluster():
     progress = []
     out = sampled_layout(X, fit, sample=400, anchors=200, k=5, task=Task("map", lambda f, t: progress.append(f)))
     assert fitted == [400] and np.isfinite(out.coords).all() and out.coords.shape == (4000, 2)
-    assert "400 of 4,000" in out.method and "5 nearest" in out.method
+    assert out.method == "UMAP of a random 400 of 4,000 memories; the other 3,600 placed by neighbours"
     # each placed point is nearest (in 2-D) to the centre of its own cluster's sampled points
     s = out.sample
     centres = np.array([out.coords[s][label[s] == c].mean(axis=0) for c in range(4)])

@@ -218,7 +218,7 @@ def test_a_large_store_is_laid_out_from_a_sample(store, worker, monkeypatch):
     assert coords.shape == (900, 2) and np.isfinite(coords).all()
     row_labels = np.array([labels[int(i[1:])] for i in a.ids])
     assert agreement(coords, row_labels) > 0.9       # placed memories land in their own cluster
-    assert "sample of 300 of 900" in job.method_text
+    assert job.method_text == "UMAP of a random 300 of 900 memories; the other 600 placed by neighbours"
     assert any(t.startswith("UMAP: placing 600 of 600") for t in seen)
     whole = UmapJob(a, {"n_epochs": 60}, worker=worker, whole=True)
-    assert len(whole._X) == 900 and "all 900" in whole.method_text
+    assert len(whole._X) == 900 and whole.method_text == "UMAP of all 900 memories"

@@ -6,6 +6,8 @@ different memory sets never share a key. When memories were added since, the sto
 are kept and only the new memories are placed from their neighbours (place.py); memories
 gone from the store are dropped; the refreshed layout is written back (one short
 transaction) so the next open is exact. A read-only store keeps layouts in memory only.
+A layout may carry a note, how it was made in words ("UMAP of a random 30,000 of 100,000
+memories; ..."), kept in memviz_meta with the layout's key and time so a reopen can say it too.
 Call it from the thread that owns the store (an apsw connection is not shared across
 threads at once).
 """
@@ -31,6 +33,7 @@ class CachedLayout:
     reused: int          # rows whose coords came from the cache
     placed: int          # rows new since, placed from their neighbours now
     dropped: int         # cached ids no longer in the arrays
+    note: str | None = None  # how the layout was made, in words (None: not recorded)
 
 
 @dataclass
@@ -39,6 +42,7 @@ class _Entry:
     created_at: float
     ids: np.ndarray      # object array of ids, row order of coords
     coords: np.ndarray   # (m, 2) float32
+    note: str | None = None
 
 
 def params_json(params: dict | None) -> str:
@@ -51,6 +55,10 @@ def id_set_hash(ids) -> str:
         h.update(i.encode("utf-8", "surrogatepass"))
         h.update(b"\0")
     return h.hexdigest()
+
+
+def note_meta_key(method: str, model: str | None, params_json_text: str) -> str:
+    return f"layout_note:{method}:{model or ''}:{params_json_text}"
 
 
 def layout_key(method: str, model: str | None, params: dict | None, ids) -> str:
@@ -82,7 +90,7 @@ class LayoutCache:
         want = arrays.ids[laid]
         if len(want) == len(entry.ids) and np.array_equal(want, entry.ids):
             coords[laid] = entry.coords       # nothing changed: the common reopen
-            return CachedLayout(coords, entry.key, entry.created_at, len(want), 0, 0)
+            return CachedLayout(coords, entry.key, entry.created_at, len(want), 0, 0, entry.note)
         pos = {m: i for i, m in enumerate(entry.ids)}
         rows = np.flatnonzero(laid)
         src = np.fromiter((pos.get(m, -1) for m in want), dtype=np.int64, count=len(want))
@@ -91,8 +99,8 @@ class LayoutCache:
         if len(new):
             coords[new] = place_by_neighbours(arrays.embedding[old], coords[old], arrays.embedding[new])
         dropped = len(entry.ids) - len(old)
-        hit = CachedLayout(coords, entry.key, entry.created_at, len(old), len(new), dropped)
-        hit.key = self.put(method, arrays, params, coords)
+        hit = CachedLayout(coords, entry.key, entry.created_at, len(old), len(new), dropped, entry.note)
+        hit.key = self.put(method, arrays, params, coords, note=entry.note)
         return hit
 
     def _load(self, method, model, params) -> _Entry | None:
@@ -107,12 +115,19 @@ class LayoutCache:
             return None  # a damaged cache row is recomputed, not trusted
         if len(ids) != len(coords):
             return None
-        return _Entry(key, float(created), ids, coords)
+        try:
+            note = self.store.meta(note_meta_key(method, model, params))
+        except StoreError:
+            note = None  # unreadable: the layout is shown without its note
+        mine = isinstance(note, dict) and note.get("key") == key and note.get("created") == float(created)
+        note = note.get("text") if mine else None  # the note of an earlier layout is not this one's
+        return _Entry(key, float(created), ids, coords, note if isinstance(note, str) else None)
 
     # ---------------------------------------------------------------- writing
-    def put(self, method: str, arrays, params: dict | None, coords: np.ndarray) -> str:
-        """Remember `coords` (aligned to `arrays` rows) for this method/model/params; returns the
-        key. Persists in the store when it is writable, else in memory only."""
+    def put(self, method: str, arrays, params: dict | None, coords: np.ndarray, note: str | None = None) -> str:
+        """Remember `coords` (aligned to `arrays` rows) for this method/model/params, with `note`
+        (how they were made, in words); returns the key. Persists in the store when it is
+        writable, else in memory only."""
         coords = np.asarray(coords, dtype=np.float32)
         if coords.shape != (len(arrays), 2):
             raise ValueError(f"coords have shape {coords.shape}, expected ({len(arrays)}, 2)")
@@ -120,7 +135,7 @@ class LayoutCache:
         ids = arrays.ids[keep]
         model, pj = arrays.embedding_model, params_json(params)
         key = layout_key(method, model, params, ids)
-        entry = _Entry(key, time.time(), ids, np.ascontiguousarray(coords[keep]))
+        entry = _Entry(key, time.time(), ids, np.ascontiguousarray(coords[keep]), note)
         self._memory[(method, model, pj)] = entry
         self.last_write_error = None
         if self.store.read_only:
@@ -129,6 +144,9 @@ class LayoutCache:
         try:
             self.store.put_layout(key, method, model, pj, entry.created_at, json.dumps(list(ids), ensure_ascii=False),
                                   entry.coords.astype("<f4").tobytes())
+            if note is not None:  # tied to this row: a later layout without a note is shown without one
+                self.store.set_meta(note_meta_key(method, model, pj), {"key": key, "created": entry.created_at,
+                                                                       "text": note})
         except StoreError as e:  # busy: the layout stays in memory and is written next time
             self.last_write_error = str(e)
         return key

@@ -21,19 +21,25 @@ from .place import place_by_neighbours
 
 # stores up to this many distinct vectors are laid out whole: it is umap_worker.EXACT_KNN_MAX, past
 # which UMAP needs NN-descent (its compile in every new worker, and a slower graph); at 100k the
-# whole layout took 184 s and the sampled one 56 s (bench/scale.py)
+# whole layout took 184 s and the sampled one 56 s (bench/scale.py, before SAMPLE and EPOCHS below)
 SAMPLE_ABOVE = 30_000
-SAMPLE = 30_000          # the fitted sample (knn.py's exact neighbour graph, no NN-descent)
+# The fitted sample (knn.nearest_self's exact graph, no NN-descent) and its optimisation epochs
+# (umap's default is 200 past 10k points). At 100k, 20,000 points and 100 epochs keep the map's
+# neighbourhoods as 30,000 and 200 did (kNN@10 0.129 against 0.131, trustworthiness 0.9918
+# against 0.9923) for a third of the fit's CPU (bench/umap_job.py)
+SAMPLE = 20_000
+EPOCHS = 100
 ANCHORS = 8_192          # sampled points each other memory is compared with
 K = 10
 _PLACE_CHUNK = 32_768
+PLACED = "placed by neighbours"   # in method_text of a sampled layout
 
 
 @dataclass
 class SampledLayout:
     coords: np.ndarray      # (n, 2) float32, aligned with the input rows
     sample: np.ndarray      # row indices that were fitted
-    method: str             # the method in words, for the window to show
+    method: str             # the method in a line, for the window to show (method_text)
 
 
 def needs_sample(n_points: int) -> bool:
@@ -47,12 +53,18 @@ def choose_sample(n_points: int, size: int = SAMPLE, seed: int = 42) -> np.ndarr
     return np.sort(np.random.default_rng(seed).choice(n_points, size=size, replace=False))
 
 
-def method_text(n_points: int, sample: int, anchors: int, k: int = K) -> str:
+def method_text(n_points: int, sample: int, unit: str = "memories") -> str:
+    """The method in a line the map's toolbar can show (`unit`: "distinct vectors" when copies
+    were fitted as one)."""
     if sample >= n_points:
-        return f"UMAP of all {n_points:,} memories"
-    return (f"UMAP of a random sample of {sample:,} of {n_points:,} memories; the other "
-            f"{n_points - sample:,} placed at the similarity-weighted mean of their {k} nearest "
-            f"among {anchors:,} sampled memories")
+        return f"UMAP of all {n_points:,} {unit}"
+    return f"UMAP of a random {sample:,} of {n_points:,} {unit}; the other {n_points - sample:,} {PLACED}"
+
+
+def method_detail(anchors: int = ANCHORS, k: int = K) -> str:
+    """How "placed by neighbours" is done, for a tooltip beside method_text."""
+    return (f"UMAP was fitted on a random sample; every other memory sits at the similarity-weighted mean "
+            f"of its {k} nearest among {anchors:,} sampled memories (cosine), inside the cluster it belongs to")
 
 
 def sampled_layout(X: np.ndarray, fit, *, sample: int = SAMPLE, anchors: int = ANCHORS, k: int = K,
@@ -84,4 +96,4 @@ def place_rest(X: np.ndarray, chosen: np.ndarray, fitted: np.ndarray, *, anchors
         done = min(start + _PLACE_CHUNK, len(rest))
         place.progress(done / max(len(rest), 1), f"placing {done:,} of {len(rest):,} memories")
     return SampledLayout(coords=coords, sample=chosen,
-                         method=method_text(n, len(chosen), min(anchors, len(chosen)), k))
+                         method=method_text(n, len(chosen)))

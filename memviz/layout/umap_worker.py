@@ -5,10 +5,11 @@ compiles the numba kernels once for the life of the worker; every later `UmapJob
 The worker sets NUMBA_CACHE_DIR to a user cache folder and switches on numba's disk cache for
 umap's and pynndescent's kernels (umap itself declares almost none cacheable), so a new
 worker (the next run of the app, or after a cancel) loads compiled code instead of compiling.
-Up to EXACT_KNN_MAX points the neighbour graph is exact and computed with numpy (knn.py):
-pynndescent's NN-descent cannot be cached (numba refuses: dynamic globals) and costs ~40 s
-of compiling in every new process, more than the exact graph costs to compute. Larger stores
-use NN-descent; `warm_up(n_points)` compiles it in advance when they will need it.
+Up to EXACT_KNN_MAX points the neighbour graph is exact and computed with numpy
+(knn.nearest_self): pynndescent's NN-descent cannot be cached (numba refuses: dynamic globals)
+and costs ~40 s of compiling in every new process, more than the exact graph costs to compute.
+Only a `whole` job past that size uses NN-descent (the window's job fits at most
+sampled.SAMPLE points); `warm_up(n_points)` compiles it in advance only when a job will need it.
 
 A job reports its stages through a `memviz.tasks.Task` (`STAGE_TEXT`): "preparing" while
 the worker imports umap and compiles (or loads the compiled code), then "nearest neighbours",
@@ -125,7 +126,7 @@ def _fit(X, params, sink=None):
     exact and computed here (see knn.py); above that umap's NN-descent does it."""
     import umap
 
-    from .knn import nearest
+    from .knn import nearest_self
 
     n = X.shape[0]
     k = int(min(params["n_neighbors"], max(2, n - 1)))
@@ -135,7 +136,7 @@ def _fit(X, params, sink=None):
         kw["n_epochs"] = int(params["n_epochs"])
     if n <= int(params.get("exact_knn_max", EXACT_KNN_MAX)) and params["metric"] in ("cosine", "euclidean"):
         on_block = (lambda d, t: sink.send("neighbours", d / t)) if sink is not None else None
-        idx, sim = nearest(X, X, k, on_block)
+        idx, sim = nearest_self(X, k, on_block)
         dist = np.clip(1.0 - sim, 0.0, None) if params["metric"] == "cosine" else np.sqrt(np.clip(2 - 2 * sim, 0, None))
         dist[idx == np.arange(n)[:, None]] = 0.0
         kw["precomputed_knn"] = (idx, dist.astype(np.float32), None)
@@ -376,8 +377,15 @@ def shared_worker() -> UmapWorker:
 
 def warm_up(n_points: int = 0) -> UmapWorker:
     """Start (if needed) the shared worker and let it compile in the background; returns at once.
-    Pass the store's size: above EXACT_KNN_MAX the NN-descent path is compiled as well."""
-    return shared_worker().start(warm=True, large=n_points > EXACT_KNN_MAX)
+    Pass the store's size: when the job will fit more than EXACT_KNN_MAX points the NN-descent
+    path is compiled as well. The window's job fits at most sampled.SAMPLE of them, so it never
+    is: that compile (~40 s of a core) would only hold up the fit queued behind it."""
+    return shared_worker().start(warm=True, large=needs_nn_descent(n_points))
+
+
+def needs_nn_descent(n_points: int) -> bool:
+    """Whether the window's job for a store of `n_points` vectors builds its graph by NN-descent."""
+    return min(n_points, sampled.SAMPLE) > EXACT_KNN_MAX
 
 
 _job_ids = itertools.count(1)
@@ -411,10 +419,13 @@ class UmapJob:
         # a large store: UMAP of a sample, the other vectors placed from their neighbours (sampled.py)
         # (`whole`: every vector all the same); `method_text` says which, for the window
         self._all, self._sample = None, None
-        if sampled.needs_sample(len(self._X)) and not whole:
-            self._all, self._sample = self._X, sampled.choose_sample(len(self._X), sampled.SAMPLE)
+        n_distinct = len(self._X)
+        if sampled.needs_sample(n_distinct) and not whole:
+            self._all, self._sample = self._X, sampled.choose_sample(n_distinct, sampled.SAMPLE)
             self._X = np.ascontiguousarray(self._all[self._sample])
-        self.method_text = sampled.method_text(len(self._X), len(self._X), len(self._X))   # set when placed
+            self.params.setdefault("n_epochs", sampled.EPOCHS)
+        unit = "memories" if n_distinct == len(laid) else "distinct vectors"
+        self.method_text = sampled.method_text(n_distinct, len(self._X), unit)
         self.worker = worker
         self.task = task if task is not None else Task("umap")
         self.on_done = on_done
@@ -533,7 +544,6 @@ class UmapJob:
             out = sampled.place_rest(self._all, self._sample, fitted, task=placing)
         except Cancelled:
             return None
-        self.method_text = out.method
         return out.coords
 
 

@@ -72,8 +72,11 @@ class MapPanel(ScatterPanel):
         self.umap_button = QToolButton(text="UMAP")
         self.umap_button.setToolTip("Compute a UMAP layout in the background")
         self.umap_button.clicked.connect(self.start_umap)
-        self.method_label = QLabel()
+        # how the map shown was made, on a line of its own under the map (the toolbar is full at the
+        # panel's usual width: there a sampled layout's sentence was cut to "UMA")
+        self.method_label = QLabel(wordWrap=True)
         self.method_label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.method_label.setStyleSheet("color: #444;")
         self.toolbar.addWidget(QLabel("colour by"))
         self.toolbar.addWidget(self.color_by)
         for b in bar:
@@ -84,7 +87,8 @@ class MapPanel(ScatterPanel):
         self.labels_button.toggled.connect(self._labels_toggled)
         self.vb.sigRangeChanged.connect(self._declutter)  # a zoom changes which labels fit
         self.toolbar.addWidget(self.labels_button)
-        self.toolbar.addWidget(self.method_label, 1)
+        self.toolbar.addStretch(1)
+        self.layout().addWidget(self.method_label)
         self.region_labels: list = []            # memviz.layout.labels.RegionLabel of the map shown
         self.label_items: list[pg.TextItem] = []
         self.copies: np.ndarray | None = None    # per row: memories sharing its vector (1 = unique)
@@ -113,6 +117,7 @@ class MapPanel(ScatterPanel):
         self._place_next = 0.0   # monotonic time before which new points wait to be placed (PLACE_GAP_S)
         self._place_again = False  # rows arrived while a placing job ran
         self.method = ""
+        self._cache_error = ""  # why the UMAP shown was not cached, if it was not
         self.placed = 0  # points placed by their neighbours since the layout was computed (rows added since)
         self.auto_umap = True
         self.color_by.currentIndexChanged.connect(lambda: self.redraw())
@@ -265,7 +270,11 @@ class MapPanel(ScatterPanel):
         past RECOMPUTE_SHARE the UMAP button offers a recompute."""
         n = 0 if self.coords is None else int(np.isfinite(self.coords[:, 0]).sum())
         note = f" · {self.placed:,} of {n:,} placed by neighbours" if self.placed else ""
-        self.method_label.setText(f"  {self.method}{note}")
+        self.method_label.setText(f"{self.method}{note}")
+        # the label may be cut short: the tooltip says it whole, and how "placed by neighbours" works
+        from memviz.layout.sampled import PLACED, method_detail  # (numpy only)
+        how = method_detail() if PLACED in self.method else ""  # a sampled layout
+        self.method_label.setToolTip("\n".join(t for t in (self.method + note, how, self._cache_error) if t))
         many = n and self.placed > RECOMPUTE_SHARE * n
         self.umap_button.setText("Recompute UMAP" if many else "UMAP")
 
@@ -365,29 +374,30 @@ class MapPanel(ScatterPanel):
             job = api.UmapJob(arrays, None, task=task).start()
             job.wait()
             task.check()
-            return job.result(), job.elapsed or 0.0, job.cache_params()
+            return job.result(), job.elapsed or 0.0, job.cache_params(), job.method_text
 
         def done(result):
-            coords, secs, params = result
+            coords, secs, params, how = result
             now = self.state.data
             if now is None or now.store.path != data.store.path:
                 return  # another store since
-            try:  # the cache is written here, on the thread that owns the store
+            self._cache_error = ""
+            try:  # the cache is written here, on the thread that owns the store; `how` is said again on reopen
                 if not data.store.read_only:
-                    api.LayoutCache(data.store).put("umap", arrays, params, coords)
+                    api.LayoutCache(data.store).put("umap", arrays, params, coords, note=how)
             except Exception as e:  # noqa: BLE001 - an unwritable cache only costs a recompute next time
-                self.method_label.setToolTip(f"UMAP not cached: {e}")
+                self._cache_error = f"UMAP not cached: {e}"
             # laid out on the rows it started with; rows written since are placed by their neighbours
             # (a new layout is a new coordinate space: the view is fitted to it)
             self.umap_button.setEnabled(True)
-            self._set_coords(self._by_id(arrays, np.asarray(coords, np.float32)), f"UMAP ({secs:.1f} s)")
+            self._set_coords(self._by_id(arrays, np.asarray(coords, np.float32)), f"{how} ({secs:.0f} s)")
             self._place_missing()
         self.umap_button.setEnabled(False)
         self.workers.submit("umap", run, on_done=done, on_error=self._umap_failed)
 
     def _umap_failed(self, err: Exception) -> None:
         self.umap_button.setEnabled(True)
-        self.method_label.setText(f"  {self.method} — UMAP failed: {err}")
+        self.method_label.setText(f"{self.method} — UMAP failed: {err}")
 
     # ------------------------------------------------------------ drawing
     def shown_rows(self) -> np.ndarray:
