@@ -93,12 +93,11 @@ def test_the_in_sqlite_scan_equals_the_row_by_row_scan(store):
     assert a.embedding_model == "big" and a.has_embedding.sum() == 6
 
 
-def test_the_vectors_read_beside_the_decoding_equal_the_row_by_row_scan(store, monkeypatch):
-    # from _PREFETCH_ROWS rows the vectors of the most common size are read in a thread while
-    # the columns are decoded; rows of that size but another model must come out as zeros
+def test_the_vectors_read_beside_the_decoding_equal_the_row_by_row_scan(store):
+    # the vectors of the most common size are read in a thread while the columns are decoded;
+    # rows of that size but another model must come out as zeros
     from memviz.store import arrays as A
 
-    monkeypatch.setattr(A, "_PREFETCH_ROWS", 0)
     store.insert_memories(_recs(6, "big", 8, scale=2.0) + _recs(3, "other", 8, start=100)
                           + _recs(2, "small", 4, start=200))
     a = A.load_arrays(store.conn)

@@ -7,9 +7,11 @@ from dataclasses import dataclass, field
 
 import apsw
 import numpy as np
+import orjson
 
 from ..background import in_thread
 from .records import MS_ABOVE, NUMBER_DEFAULTS, ODD_TYPES_SQL, TIME_COLUMNS, decode_text, read_values
+from .vec_chunks import read_from_index
 
 _SQL = """
 SELECT rowid, CAST(id AS BLOB), CAST(kind AS BLOB), CAST(agent AS BLOB),
@@ -252,22 +254,29 @@ _SQL_AGG = _SQL_AGG.replace("{odd_types}", ODD_TYPES_SQL)
 
 
 def _scan_in_sqlite(conn, preview: int) -> dict | None:
+    def texts(col):
+        out = np.empty(len(col), dtype=object)
+        out[:] = col
+        out[np.equal(out, None)] = ""  # NULL reads as "", as in _scan_by_row
+        return out
+
     text = "replace(replace(replace(substr(content, 1, {0}), char(10), ' '), char(13), ' '), char(9), ' ')"
     early = None
     try:
         row = conn.execute(_SQL_AGG.replace("{preview}", text.format(int(preview)) if preview > 0 else "NULL")
                            ).fetchone()
-        rowid = np.array(json.loads(row[0]), dtype=np.int64)
+        rowid = np.array(_loads(row[0]), dtype=np.int64)
         if len(rowid) > 1 and not (np.diff(rowid) > 0).all():
             return None  # the aggregate did not see the rows in rowid order: read them one by one
-        size = np.nan_to_num(np.array(json.loads(row[15]), dtype=np.float64), nan=-1).astype(np.int64)
+        size = np.nan_to_num(np.array(_loads(row[15]), dtype=np.float64), nan=-1).astype(np.int64)
         n = len(rowid)
         guess = _common_size(size)
-        if n >= _PREFETCH_ROWS and guess:
+        ids = texts(_loads(row[1]))
+        if guess:
             # the vectors of the most common size are read (SQLite, no GIL) while the columns are decoded
-            early = in_thread(lambda: _read_vectors(conn, rowid, size, size == guess, guess), "memviz-vectors")
-        cols = [None if i in (0, 15) else json.loads(x) for i, x in enumerate(row[:17])]
-        odd_types = json.loads(row[18])
+            early = in_thread(lambda: _read_vectors(conn, rowid, size, size == guess, guess, ids), "memviz-vectors")
+        cols = [None if i in (0, 1, 15) else _loads(x) for i, x in enumerate(row[:17])]
+        odd_types = _loads(row[18])
     except (apsw.Error, UnicodeError, ValueError, TypeError):
         if early is not None:
             early.exception()   # let it finish before the scan falls back (one reader at a time)
@@ -280,21 +289,22 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
             return out
         if early is not None:
             early.exception()
-        return _read_vectors(conn, rowid, size_, has, nbytes)
+        return _read_vectors(conn, rowid, size_, has, nbytes, ids)
 
-    def texts(col):
-        out = np.empty(n, dtype=object)
-        out[:] = col
-        out[np.equal(out, None)] = ""  # NULL reads as "", as in _scan_by_row
-        return out
-    return {"rowid": rowid, "ids": texts(cols[1]), "kind": texts(cols[2]), "agent": texts(cols[3]),
+    return {"rowid": rowid, "ids": ids, "kind": texts(cols[2]), "agent": texts(cols[3]),
             "bad_text": np.zeros(n, bool), **dict(zip(_NUMERIC, cols[4:13])), "json_ok": cols[13],
             "model": cols[14], "size": size,  # str here (valid UTF-8): encoded once per distinct name
             "odd_types": odd_types, "preview": texts(cols[16]) if preview > 0 else None, "vectors": vectors,
             "settle": (lambda: early.exception()) if early is not None else None}
 
 
-_PREFETCH_ROWS = 50_000   # from this many rows the vectors are read beside the decoding of the columns
+def _loads(text):
+    """JSON of SQLite's aggregates: orjson (several times faster on a million numbers), Python's
+    json for what orjson refuses (SQLite writes infinity as 9.0e+999)."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
 
 
 def _common_size(size: np.ndarray) -> int:
@@ -310,16 +320,26 @@ _BLOB_ROWS = 2048          # vectors this size or larger (a page of 4 KB holds o
 _CHUNK_BYTES = 64 << 20   # otherwise concatenated by SQLite in rowid ranges of this many bytes
 
 
-def _read_vectors(conn, rowid: np.ndarray, size: np.ndarray, has: np.ndarray, nbytes: int) -> np.ndarray:
+def _read_vectors(conn, rowid: np.ndarray, size: np.ndarray, has: np.ndarray, nbytes: int,
+                  ids: np.ndarray | None = None) -> np.ndarray:
     """The (n, nbytes/4) float32 matrix of the rows in `has` (zero rows elsewhere), read straight
-    into one preallocated array. Large vectors spill to overflow pages, where concatenating them
-    inside SQLite costs more than reading them (3 s against 1 s at 100k x 1536): each is read
-    with incremental blob I/O into its row. Small ones come from group_concat over rowid ranges
-    (one blob of every row's vector would pass SQLite's 1 GB limit at 1M x 256)."""
+    into one preallocated array. With the memories' `ids`, from the vector index's chunks where
+    it mirrors the rows (vec_chunks.py: a thousand blobs for a million vectors). Otherwise large
+    vectors spill to overflow pages, where concatenating them inside SQLite costs more than
+    reading them (3 s against 1 s at 100k x 1536): each is read with incremental blob I/O into
+    its row. Small ones come from group_concat over rowid ranges (one blob of every row's vector
+    would pass SQLite's 1 GB limit at 1M x 256)."""
     n = len(rowid)
     out = np.zeros((n, nbytes // 4), dtype="<f4")
     if n == 0 or not has.any():
         return out
+    if ids is not None:
+        try:
+            if read_from_index(conn, ids, rowid, has, nbytes, out):
+                return out
+        except apsw.Error:
+            pass   # the index could not be read as expected: the rows are
+        out[:] = 0
     flat = memoryview(out).cast("B")
     step = max(1, _CHUNK_BYTES // nbytes)
     for lo in range(0, n, step):
