@@ -116,7 +116,7 @@ def _load(conn, model, dim, preview, in_sqlite, rowids=None) -> MemoryArrays:
     n = len(c["rowid"])
 
     def num(col, dtype=np.float64):
-        return np.array(col, dtype=dtype) if n else np.zeros(0, dtype)
+        return np.asarray(col, dtype=dtype) if n else np.zeros(0, dtype)
 
     # which (model, size) fills the matrix: model names as bytes (NULL = b""), blob sizes (-1 = no blob)
     names: dict = {}
@@ -275,7 +275,14 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
         if guess:
             # the vectors of the most common size are read (SQLite, no GIL) while the columns are decoded
             early = in_thread(lambda: _read_vectors(conn, rowid, size, size == guess, guess, ids), "memviz-vectors")
-        cols = [None if i in (0, 1, 15) else _loads(x) for i, x in enumerate(row[:17])]
+        # one column at a time, its JSON text dropped once read and numbers made an array at once:
+        # at a million rows the texts and the lists of floats together would be half a gigabyte
+        row, cols = list(row), [None] * 17
+        for i in (2, 3, 14, 16, *range(4, 14)):
+            value = _loads(row[i])
+            row[i] = None
+            cols[i] = np.array(value, dtype=np.float64) if 4 <= i <= 13 else texts(value) if i in (2, 3, 16) else value
+            del value
         odd_types = _loads(row[18])
     except (apsw.Error, UnicodeError, ValueError, TypeError):
         if early is not None:
@@ -291,10 +298,10 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
             early.exception()
         return _read_vectors(conn, rowid, size_, has, nbytes, ids)
 
-    return {"rowid": rowid, "ids": ids, "kind": texts(cols[2]), "agent": texts(cols[3]),
+    return {"rowid": rowid, "ids": ids, "kind": cols[2], "agent": cols[3],
             "bad_text": np.zeros(n, bool), **dict(zip(_NUMERIC, cols[4:13])), "json_ok": cols[13],
             "model": cols[14], "size": size,  # str here (valid UTF-8): encoded once per distinct name
-            "odd_types": odd_types, "preview": texts(cols[16]) if preview > 0 else None, "vectors": vectors,
+            "odd_types": odd_types, "preview": cols[16] if preview > 0 else None, "vectors": vectors,
             "settle": (lambda: early.exception()) if early is not None else None}
 
 
