@@ -229,28 +229,26 @@ def _scan_by_row(conn, preview: int, rowids: list[int] | None = None) -> dict:
 # Every column aggregated inside SQLite into one JSON array (numbers round-trip exactly): no Python
 # object per cell, and SQLite works with the GIL released, so at launch the scan runs beside the
 # imports of Qt. The vectors follow in a second pass (_read_vectors). Text that is not valid UTF-8
-# (or a value JSON cannot hold) makes it fail, and _scan_by_row reads the store instead.
+# (or a value JSON cannot hold: a blob where a number belongs) makes it fail, and _scan_by_row
+# reads the store instead. Times and numbers come as stored, so the JSON says which are not
+# numbers (a quoted string, a null where a value belongs: _ODD_CHECKED) without a typeof() per
+# cell, a quarter of the scan.
 _SQL_AGG = """
 SELECT json_group_array(rowid), json_group_array(id), json_group_array(kind), json_group_array(agent),
-       json_group_array(CAST(importance AS REAL)), json_group_array(CAST(event_time AS REAL)),
-       json_group_array(CAST(created_at AS REAL)), json_group_array(CAST(last_accessed AS REAL)),
-       json_group_array(CAST(valid_until AS REAL)), json_group_array(CAST(confidence AS REAL)),
-       json_group_array(CAST(decay_rate AS REAL)), json_group_array(CAST(access_count AS INTEGER)),
-       json_group_array(CAST(protected AS INTEGER)),
+       json_group_array(importance), json_group_array(event_time), json_group_array(created_at),
+       json_group_array(last_accessed), json_group_array(valid_until), json_group_array(confidence),
+       json_group_array(decay_rate), json_group_array(access_count), json_group_array(CAST(protected AS INTEGER)),
        json_group_array(CASE WHEN source_ids = '[]' THEN 1 ELSE json_valid(source_ids) END
                         AND CASE WHEN entity_ids = '[]' THEN 1 ELSE json_valid(entity_ids) END
                         AND CASE WHEN tags = '[]' THEN 1 ELSE json_valid(tags) END
                         AND CASE WHEN attributes = '{}' THEN 1 ELSE json_valid(attributes) END),
        json_group_array(coalesce(embedding_model, '')),
        json_group_array(CASE WHEN typeof(embedding) = 'blob' THEN length(embedding) END),
-       json_group_array({preview}),
-       NULL,
-       json_group_array(rowid) FILTER (WHERE {odd_types})
+       json_group_array({preview})
 FROM memories  -- a full scan of a rowid table goes in rowid order (checked on the result)
 """
-
-
-_SQL_AGG = _SQL_AGG.replace("{odd_types}", ODD_TYPES_SQL)
+# column of the aggregate -> whether NULL is a value there (else it is an odd one, as a string is)
+_ODD_CHECKED = {4: False, 5: False, 6: False, 7: True, 8: True, 9: False, 10: False, 11: False}
 
 
 def _scan_in_sqlite(conn, preview: int) -> dict | None:
@@ -277,13 +275,20 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
             early = in_thread(lambda: _read_vectors(conn, rowid, size, size == guess, guess, ids), "memviz-vectors")
         # one column at a time, its JSON text dropped once read and numbers made an array at once:
         # at a million rows the texts and the lists of floats together would be half a gigabyte
-        row, cols = list(row), [None] * 17
+        row, cols, odd = list(row), [None] * 17, set()
         for i in (2, 3, 14, 16, *range(4, 14)):
             value = _loads(row[i])
+            if i in _ODD_CHECKED and '"' in row[i]:   # text in a number column (ISO times, 'very high')
+                strings = [j for j, v in enumerate(value) if type(v) is str]
+                odd.update(strings)
+                for j in strings:
+                    value[j] = None
             row[i] = None
             cols[i] = np.array(value, dtype=np.float64) if 4 <= i <= 13 else texts(value) if i in (2, 3, 16) else value
+            if i in _ODD_CHECKED and not _ODD_CHECKED[i]:
+                odd.update(np.flatnonzero(np.isnan(cols[i])).tolist())   # NULL where a value belongs
             del value
-        odd_types = _loads(row[18])
+        odd_types = rowid[sorted(odd)].tolist()
     except (apsw.Error, UnicodeError, ValueError, TypeError):
         if early is not None:
             early.exception()   # let it finish before the scan falls back (one reader at a time)
