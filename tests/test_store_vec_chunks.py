@@ -28,7 +28,7 @@ def _by_index(store, nbytes=4 * DIM):
     ids = ids.astype(object)
     want = size == nbytes
     out = np.zeros((len(rowid), nbytes // 4), np.float32)
-    with A._one_read(conn):
+    with A.one_read(conn):
         ok = vec_chunks.read_from_index(conn, ids, rowid, want, nbytes, out)
         rows = A._read_vectors(conn, rowid, size, want, nbytes)  # no ids: memories.embedding, row by row
     return ok, out, rows
@@ -80,14 +80,14 @@ def test_other_models_other_dimensions_and_rows_without_vectors(store):
 def test_vectors_written_before_their_table_are_read_from_their_rows(store):
     # an agent's plain SQL wrote 16-d vectors; memviz made the vec0 table later (without them)
     vecs = unit_vectors(50, 16, 5)
+    insert = ("INSERT INTO memories(id, kind, content, event_time, created_at, embedding, embedding_model) "
+              "VALUES (?, 'fact', 'x', 1, 1, ?, 'w')")
     with store.transaction() as c:
         for i in range(50):
-            c.execute("INSERT INTO memories(id, kind, content, event_time, created_at, embedding, embedding_model) VALUES (?, 'fact', 'x', 1, 1, ?, 'w')",
-                      (f"w-{i}", vecs[i].astype("<f4").tobytes()))
+            c.execute(insert, (f"w-{i}", vecs[i].astype("<f4").tobytes()))
         for sql in vec_ddl(16):
             c.execute(sql)
-        c.execute("INSERT INTO memories(id, kind, content, event_time, created_at, embedding, embedding_model) VALUES ('w-new', 'fact', 'x', 1, 1, ?, 'w')",
-                  (vecs[0].astype("<f4").tobytes(),))
+        c.execute(insert, ("w-new", vecs[0].astype("<f4").tobytes()))
     assert store.conn.execute(f"SELECT count(*) FROM {vec_table(16)}").fetchone()[0] == 1
     ok, out, rows = _by_index(store, 64)
     assert ok and out.tobytes() == rows.tobytes()

@@ -81,13 +81,14 @@ def load_arrays(conn, model: str | None = None, dim: int | None = None, preview:
     reads the first `preview` characters of each content (newlines and tabs made spaces).
     `in_sqlite` False skips the fast scan and reads row by row (what it falls back to).
     `rowids`: only these rows (a live refresh reads what changed; pass `model` and `dim`)."""
-    with _one_read(conn):  # the columns and the vectors, read by separate statements, from one state
+    with one_read(conn):  # the columns and the vectors, read by separate statements, from one state
         return _load(conn, model, dim, preview, in_sqlite, rowids)
 
 
 @contextmanager
-def _one_read(conn):
-    """A savepoint around the scan: every statement inside sees the same committed state."""
+def one_read(conn):
+    """A savepoint around reads that must agree (the scan; a change token): every statement inside
+    sees the same committed state."""
     try:
         conn.execute("SAVEPOINT memviz_scan")
     except apsw.Error:
