@@ -12,7 +12,7 @@ dimension is present with memviz's own SQL (an agent that dropped one leaves `me
 findings, and the rows are read as before), vec0's own tables agree with each other for every
 slot used, and a sample of rows spread over the store is compared byte for byte with
 `memories.embedding`. Memories missing from the index (vectors written before their dimension had
-a table) are read from their rows. Anything else unexpected means None: the caller reads the rows.
+a table) are read from their rows. Anything else unexpected answers False: the caller reads the rows.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def read_from_index(conn, ids: np.ndarray, rowid: np.ndarray, want: np.ndarray, 
     if nbytes % 4 or not want.any():
         return False
     table = vec_table(nbytes // 4)
-    layout = _chunk_layout(conn, table, nbytes)
+    layout = _chunk_layout(conn, table)
     if layout is None or not _native_triggers(conn, nbytes // 4):
         return False
     size, blob_rowid, valid, slot_rowid = layout
@@ -52,9 +52,9 @@ def read_from_index(conn, ids: np.ndarray, rowid: np.ndarray, want: np.ndarray, 
     return _sample_agrees(conn, rowid, rows, nbytes, out)
 
 
-def _chunk_layout(conn, table: str, nbytes: int):
-    """(slots per chunk, each chunk's vector blob rowid, validity (chunks, size) bool, vec0 rowid per slot (chunks, size))
-    of a vec0 table stored as this reader knows it, else None."""
+def _chunk_layout(conn, table: str):
+    """(slots per chunk, each chunk's vector blob rowid, validity (chunks, size) bool, vec0 rowid
+    of each slot (chunks, size)) of a vec0 table stored as this reader knows it, else None."""
     want = {f"{table}_chunks": ["chunk_id", "size", "validity", "rowids"],
             f"{table}_rowids": ["rowid", "id", "chunk_id", "chunk_offset"],
             f"{table}_vector_chunks00": ["rowid", "vectors"]}
