@@ -783,6 +783,9 @@ def _checked_in_thread(conn_path: str, path: str):
     """_quick_check on its own read-only connection, in a thread: a Future of its answer."""
     def check() -> list[str]:
         conn = connect(conn_path, readonly=True)
+        # every page read once, through SQLite's small page cache: a second memory map of the file
+        # would count up to MMAP_BYTES more of it in the process's resident memory (1 GB at 1M)
+        conn.execute("PRAGMA mmap_size=0")
         try:
             return _quick_check(conn, path)
         finally:
