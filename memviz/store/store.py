@@ -660,11 +660,10 @@ def open_and_read(path: str, read: Callable[[Store], T] | None, *, read_only: bo
     no write can happen before the check has answered (nothing is written here; a store that
     needs migrating is checked before it is migrated).
     `check_later` (the window; files of CHECK_LATER_BYTES and more): the check starts once the
-    read is done and returns unanswered,
-    so on two cores it does not compete with the read (1.8 s of CPU at a million memories); the
-    store refuses edits (`read_only_reason` CHECKING) until it has passed, `store.checked()`
-    waits for its answer, and damage stays as the read-only reason. A read that fails waits for
-    the check, which explains damage better."""
+    read is done and this returns before it answers, so on two cores it does not compete with
+    the read (1.8 s of CPU at a million memories); the store refuses edits (`read_only_reason`
+    CHECKING) until it has passed, `store.checked()` waits for its answer, and damage stays as
+    the read-only reason. A read that fails waits for the check, which explains damage better."""
     path = os.fspath(path)
     if not os.path.exists(path):
         raise StoreError(f"No such file: {path} (memviz does not create a store on open; use `memviz create`).")
@@ -736,7 +735,7 @@ def _open_and_read(path: str, read, read_only: bool, check_later: bool = False):
     except BaseException as e:  # noqa: BLE001 - reported after the check, which explains damage better
         failure = e
     if check_later and read is not None and report.version >= schema.SCHEMA_VERSION:
-        check = _checked_in_thread(conn_path, path)
+        check = _checked_in_thread(conn_path, path, mapped=failure is not None)
         if failure is None:
             store._check, store.check_deferred = check, True
             return store, result
@@ -779,13 +778,15 @@ def _recover(path: str, allowed: bool) -> apsw.Connection:
     return connect(path, readonly=True)
 
 
-def _checked_in_thread(conn_path: str, path: str):
-    """_quick_check on its own read-only connection, in a thread: a Future of its answer."""
+def _checked_in_thread(conn_path: str, path: str, mapped: bool = True):
+    """_quick_check on its own read-only connection, in a thread: a Future of its answer.
+    `mapped` False (a check running after the window is up): every page is read through SQLite's
+    small page cache, at half the speed, instead of a second memory map of the file, which would
+    count up to MMAP_BYTES more of it in the process's resident memory (1 GB at 1M)."""
     def check() -> list[str]:
         conn = connect(conn_path, readonly=True)
-        # every page read once, through SQLite's small page cache: a second memory map of the file
-        # would count up to MMAP_BYTES more of it in the process's resident memory (1 GB at 1M)
-        conn.execute("PRAGMA mmap_size=0")
+        if not mapped:
+            conn.execute("PRAGMA mmap_size=0")
         try:
             return _quick_check(conn, path)
         finally:
