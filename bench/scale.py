@@ -250,16 +250,21 @@ def pgvector_row(path: str, arrays, Q, truth, k, nq, pg_max: int) -> dict:
 # --------------------------------------------------------------------------- open / load
 def open_probe(path: str) -> None:
     """Run in a fresh process: the window's read of a store, time and peak memory, as JSON."""
+    import resource
+
     import memviz.store as ms
     from memviz.layout import first_map
     from memviz.session.state import open_store_data
 
+    cpu = resource.getrusage(resource.RUSAGE_SELF)
     t = time.perf_counter()
     try:   # as the window opens it: SQLite's quick check of a large store after the read
         store, data = ms.open_and_read(path, open_store_data, read_only=True, check_later=True)
     except TypeError:   # --compare-with a memviz from before check_later: it checks beside the read
         store, data = ms.open_and_read(path, open_store_data, read_only=True)
     s = time.perf_counter() - t
+    now = resource.getrusage(resource.RUSAGE_SELF)
+    cpu_s = now.ru_utime + now.ru_stime - cpu.ru_utime - cpu.ru_stime   # every thread's: the work, whatever the load
     t = time.perf_counter()
     checked = getattr(store, "checked", None)
     if checked is not None:
@@ -279,7 +284,7 @@ def open_probe(path: str) -> None:
     for th in threading.enumerate():
         if th.name == "memviz-snapshot":
             th.join()   # let the snapshot be written for the next, unchanged, open
-    print(json.dumps({"open_s": s, "check_s": check_s, "arrays_s": arrays_s, "map_s": map_s, "rss_gb": rss,
+    print(json.dumps({"open_s": s, "cpu_s": cpu_s, "check_s": check_s, "arrays_s": arrays_s, "map_s": map_s, "rss_gb": rss,
                       "anon_gb": anon, "file_gb": file_, "n": len(data.arrays)}))
 
 
@@ -311,7 +316,8 @@ def bench_open(n: int, dim: int, compare_with: str | None = None, repeat: int = 
         times = [x["open_s"] * 1e3 for x in ok]
         rows.append(dict(method=f"open: {label}{tag}", med=statistics.median(times), lo=min(times), hi=max(times),
                          recall=None,
-                         note=f"{uptime()}; quick check answered {r['check_s']:.2f} s after it (edits wait); "
+                         note=f"{uptime()}; CPU {statistics.median(x['cpu_s'] for x in ok):.1f} s (all threads); "
+                              f"quick check answered {r['check_s']:.2f} s after it (edits wait); "
                               f"peak resident {r['rss_gb']:.2f} GB (after it: {r['anon_gb']:.2f} GB own memory + "
                               f"{r['file_gb']:.2f} GB of mapped file pages); of which (measured again after it): "
                               f"arrays {r['arrays_s']:.2f} s, first map (PCA) {r['map_s']:.2f} s"))
