@@ -1,18 +1,20 @@
 """The real launch: `memviz DB` as a new process, from exec to the store painted in the window.
 
-`python bench/launch.py [--n 100000] [--repeat 5]`. Runs the installed entry point offscreen
+`python bench/launch.py [--n 100000] [--repeat 5] [--db PATH]`. Runs the installed entry point offscreen
 with MEMVIZ_STARTUP_REPORT (memviz/app/main.py prints the time to the first painted store and
 quits) and fresh settings in a temporary config folder: the first open of a store (an empty
 cache folder, so no array snapshot) and opens of it unchanged since (its snapshot), with the
 map from a cached UMAP and from PCA. For scale it also times a process that only imports the
 window's modules, the floor any launch pays. Uses the stores bench/app.py builds (the main
-one is made here if missing). Prints a table of medians.
+one is made here if missing), or the store at --db (e.g. bench/scale.py's 1M x 256 one,
+bench/out/retrieval_1000000_256.db). Prints a table of medians.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -47,8 +49,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--db", help="time this store instead of bench/app.py's")
     args = ap.parse_args(argv)
-    path = os.path.join(tempfile.gettempdir(), "memviz-bench", f"app-{args.n}.db")
+    path = os.path.abspath(args.db) if args.db else os.path.join(tempfile.gettempdir(), "memviz-bench", f"app-{args.n}.db")
     if not os.path.exists(path):
         sys.path.insert(0, HERE)
         import app as app_bench  # bench/app.py builds the store
@@ -57,17 +60,20 @@ def main(argv=None) -> int:
         os.replace(path + ".part", path)
     # as a user's Python runs: bytecode cached (this machine's environment turns that off)
     base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    base.update(QT_QPA_PLATFORM="offscreen", XDG_CONFIG_HOME=tempfile.mkdtemp(), XDG_DATA_HOME=tempfile.mkdtemp())
+    scratch = tempfile.mkdtemp(prefix="memviz-launch-")   # settings and cache folders (a 1M snapshot is 1 GB): removed at the end
+    base.update(QT_QPA_PLATFORM="offscreen", XDG_CONFIG_HOME=tempfile.mkdtemp(dir=scratch),
+                XDG_DATA_HOME=tempfile.mkdtemp(dir=scratch))
     subprocess.run([sys.executable, "-c", "import memviz.app.window, memviz.cli"], env=base, check=True)
     rows = []
     pca_path = path.replace(".db", "-nolayout.db")  # bench/app.py makes it: the same store, no cached layout
-    for label, db in (("cached UMAP map", path), ("PCA map", pca_path)):
+    stores = [("its map", path)] if args.db else [("cached UMAP map", path), ("PCA map", pca_path)]
+    for label, db in stores:
         if not os.path.exists(db):
             continue
         # first open: an empty cache folder each time (no snapshot of the arrays yet)
-        first = [timed([sys.executable, "-m", "memviz.cli", db], {**base, "MEMVIZ_CACHE_DIR": tempfile.mkdtemp()})
+        first = [timed([sys.executable, "-m", "memviz.cli", db], {**base, "MEMVIZ_CACHE_DIR": tempfile.mkdtemp(dir=scratch)})
                  for _ in range(args.repeat)]
-        kept = {**base, "MEMVIZ_CACHE_DIR": tempfile.mkdtemp()}
+        kept = {**base, "MEMVIZ_CACHE_DIR": tempfile.mkdtemp(dir=scratch)}
         make_snapshot(db, kept["MEMVIZ_CACHE_DIR"])  # as the app leaves it a few seconds after an open
         again = [timed([sys.executable, "-m", "memviz.cli", db], kept) for _ in range(args.repeat)]
         rows.append((f"memviz DB → store painted, first open, {label} ({timed.detail})", first))
@@ -78,6 +84,7 @@ def main(argv=None) -> int:
         subprocess.run([sys.executable, "-c", "import memviz.app.window"], env=base, check=True)
         imports.append(time.time() - t)
     rows.append(("python -c 'import memviz.app.window' (the floor)", imports))
+    shutil.rmtree(scratch, ignore_errors=True)
     width = max(len(r[0]) for r in rows)
     print(f"{'measure':<{width}}  {'median ms':>9}  runs (ms)")
     for name, xs in rows:

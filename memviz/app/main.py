@@ -53,7 +53,7 @@ def prefetch(path: str, read_only: bool) -> Future:
     def read():
         from memviz.frameworks import open_and_read
         from memviz.session.state import open_store_data
-        return open_and_read(os.path.abspath(path), open_store_data, read_only=read_only)
+        return open_and_read(os.path.abspath(path), open_store_data, read_only=read_only, check_later=True)
     return in_thread(read, "memviz-prefetch")
 
 

@@ -445,7 +445,7 @@ class MainWindow(QMainWindow):
             while True:  # a store in exclusive use: say so and wait (Cancel stops), up to OPEN_WAIT_S
                 try:
                     store, data = early.result() if early is not None else \
-                        frameworks.open_and_read(path, open_store_data, read_only=read_only, task=task)
+                        frameworks.open_and_read(path, open_store_data, read_only=read_only, task=task, check_later=True)
                     break
                 except ms.BusyError:
                     early = None
@@ -472,7 +472,11 @@ class MainWindow(QMainWindow):
             self._add_recent(data.store.path)  # a DSN without its password
             what = data.store.describe() if hasattr(data.store, "describe") else data.store.path  # another system's store says which
             msg = f"Opened {what} in {time.perf_counter() - t0:.2f} s"
-            if data.store.read_only:
+            if getattr(data.store, "check_deferred", False):
+                self._follow_check(data.store)
+            if getattr(data.store, "checking", False):
+                msg += " — checking the file; edits wait for it"
+            elif data.store.read_only:
                 msg += f" — read-only: {data.store.read_only_reason}"
             self.statusBar().showMessage(msg, 8000)
             self.opened.emit(path)
@@ -486,6 +490,25 @@ class MainWindow(QMainWindow):
             self.open_failed.emit(ms.redact(path), text)
 
         self.workers.submit("open", job, on_done=done, on_error=failed)
+
+    def _follow_check(self, store) -> None:
+        """SQLite's quick check of a large store runs after the window shows it (store.open_and_read
+        check_later); when it answers, the read-only label follows, and damage is said."""
+        def job(task):
+            task.progress(-1, "checking the file (SQLite's quick check)")
+            while store.checking:
+                task.wait(0.1)
+            return store.checked()
+
+        def done(damage: list[str]) -> None:
+            if self.state.data is None or self.state.data.store is not store:
+                return
+            self._update_status()
+            if damage:
+                self.show_error("Store damaged", f"SQLite's quick check found damage in {store.path}; memviz "
+                                                 f"keeps it read-only.\n\n{store.read_only_reason}")
+
+        self.workers.submit("check file", job, on_done=done)
 
     def choose_database(self) -> OpenDatabaseDialog:
         """File ▸ Open database…: a store on a PostgreSQL server."""

@@ -62,14 +62,14 @@ def what_memviz_reads() -> str:
 
 
 def open_and_read(target: str, read: Callable | None, *, read_only: bool = False,
-                  task: Task | None = None) -> tuple[object, T | None]:
+                  task: Task | None = None, check_later: bool = False) -> tuple[object, T | None]:
     """(store, read(store)) for whatever `target` is: a framework's store through its mirror,
-    else memviz's own store (memviz.store.open_and_read). A target that is neither raises a
-    NotAStoreError saying what it looked like and what memviz reads."""
+    else memviz's own store (memviz.store.open_and_read; `check_later` is its option). A target
+    that is neither raises a NotAStoreError saying what it looked like and what memviz reads."""
     source = recognise(target)
     if source is None:
         try:
-            return open_and_read_native(target, read, read_only=read_only)
+            return open_and_read_native(target, read, read_only=read_only, check_later=check_later)
         except NotAStoreError as e:
             probe = Probe(target)
             said = f"{probe.describe_unknown()}." if probe.is_file and not probe.is_sqlite() else str(e)

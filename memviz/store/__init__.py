@@ -40,8 +40,9 @@ def open_store(target, *, read_only: bool = False):
     return _open_sqlite(target, read_only=read_only)
 
 
-def open_and_read(target, read, *, read_only: bool = False):
-    """open_store, then `read(store)`; (store, result). See store.open_and_read for SQLite."""
+def open_and_read(target, read, *, read_only: bool = False, check_later: bool = False):
+    """open_store, then `read(store)`; (store, result). See store.open_and_read for SQLite
+    (`check_later`: a PostgreSQL server checks its own pages, so it means nothing there)."""
     if is_dsn(target):
         store = open_store(target, read_only=read_only)
         try:
@@ -49,7 +50,7 @@ def open_and_read(target, read, *, read_only: bool = False):
         except BaseException:
             store.close()
             raise
-    return _open_and_read_sqlite(target, read, read_only=read_only)
+    return _open_and_read_sqlite(target, read, read_only=read_only, check_later=check_later)
 
 
 open = open_store  # noqa: A001 - `memviz.store.open(path)` reads best

@@ -7,9 +7,11 @@ from dataclasses import dataclass, field
 
 import apsw
 import numpy as np
+import orjson
 
 from ..background import in_thread
 from .records import MS_ABOVE, NUMBER_DEFAULTS, ODD_TYPES_SQL, TIME_COLUMNS, decode_text, read_values
+from .vec_chunks import read_from_index
 
 _SQL = """
 SELECT rowid, CAST(id AS BLOB), CAST(kind AS BLOB), CAST(agent AS BLOB),
@@ -79,13 +81,14 @@ def load_arrays(conn, model: str | None = None, dim: int | None = None, preview:
     reads the first `preview` characters of each content (newlines and tabs made spaces).
     `in_sqlite` False skips the fast scan and reads row by row (what it falls back to).
     `rowids`: only these rows (a live refresh reads what changed; pass `model` and `dim`)."""
-    with _one_read(conn):  # the columns and the vectors, read by separate statements, from one state
+    with one_read(conn):  # the columns and the vectors, read by separate statements, from one state
         return _load(conn, model, dim, preview, in_sqlite, rowids)
 
 
 @contextmanager
-def _one_read(conn):
-    """A savepoint around the scan: every statement inside sees the same committed state."""
+def one_read(conn):
+    """A savepoint around reads that must agree (the scan; a change token): every statement inside
+    sees the same committed state."""
     try:
         conn.execute("SAVEPOINT memviz_scan")
     except apsw.Error:
@@ -114,7 +117,7 @@ def _load(conn, model, dim, preview, in_sqlite, rowids=None) -> MemoryArrays:
     n = len(c["rowid"])
 
     def num(col, dtype=np.float64):
-        return np.array(col, dtype=dtype) if n else np.zeros(0, dtype)
+        return np.asarray(col, dtype=dtype) if n else np.zeros(0, dtype)
 
     # which (model, size) fills the matrix: model names as bytes (NULL = b""), blob sizes (-1 = no blob)
     names: dict = {}
@@ -227,47 +230,66 @@ def _scan_by_row(conn, preview: int, rowids: list[int] | None = None) -> dict:
 # Every column aggregated inside SQLite into one JSON array (numbers round-trip exactly): no Python
 # object per cell, and SQLite works with the GIL released, so at launch the scan runs beside the
 # imports of Qt. The vectors follow in a second pass (_read_vectors). Text that is not valid UTF-8
-# (or a value JSON cannot hold) makes it fail, and _scan_by_row reads the store instead.
+# (or a value JSON cannot hold: a blob where a number belongs) makes it fail, and _scan_by_row
+# reads the store instead. Times and numbers come as stored, so the JSON says which are not
+# numbers (a quoted string, a null where a value belongs: _ODD_CHECKED) without a typeof() per
+# cell, a quarter of the scan.
 _SQL_AGG = """
 SELECT json_group_array(rowid), json_group_array(id), json_group_array(kind), json_group_array(agent),
-       json_group_array(CAST(importance AS REAL)), json_group_array(CAST(event_time AS REAL)),
-       json_group_array(CAST(created_at AS REAL)), json_group_array(CAST(last_accessed AS REAL)),
-       json_group_array(CAST(valid_until AS REAL)), json_group_array(CAST(confidence AS REAL)),
-       json_group_array(CAST(decay_rate AS REAL)), json_group_array(CAST(access_count AS INTEGER)),
-       json_group_array(CAST(protected AS INTEGER)),
+       json_group_array(importance), json_group_array(event_time), json_group_array(created_at),
+       json_group_array(last_accessed), json_group_array(valid_until), json_group_array(confidence),
+       json_group_array(decay_rate), json_group_array(access_count), json_group_array(CAST(protected AS INTEGER)),
        json_group_array(CASE WHEN source_ids = '[]' THEN 1 ELSE json_valid(source_ids) END
                         AND CASE WHEN entity_ids = '[]' THEN 1 ELSE json_valid(entity_ids) END
                         AND CASE WHEN tags = '[]' THEN 1 ELSE json_valid(tags) END
                         AND CASE WHEN attributes = '{}' THEN 1 ELSE json_valid(attributes) END),
        json_group_array(coalesce(embedding_model, '')),
        json_group_array(CASE WHEN typeof(embedding) = 'blob' THEN length(embedding) END),
-       json_group_array({preview}),
-       NULL,
-       json_group_array(rowid) FILTER (WHERE {odd_types})
+       json_group_array({preview})
 FROM memories  -- a full scan of a rowid table goes in rowid order (checked on the result)
 """
-
-
-_SQL_AGG = _SQL_AGG.replace("{odd_types}", ODD_TYPES_SQL)
+# column of the aggregate -> whether NULL is a value there (else it is an odd one, as a string is)
+_ODD_CHECKED = {4: False, 5: False, 6: False, 7: True, 8: True, 9: False, 10: False, 11: False}
 
 
 def _scan_in_sqlite(conn, preview: int) -> dict | None:
+    def texts(col):
+        out = np.empty(len(col), dtype=object)
+        out[:] = col
+        out[np.equal(out, None)] = ""  # NULL reads as "", as in _scan_by_row
+        return out
+
     text = "replace(replace(replace(substr(content, 1, {0}), char(10), ' '), char(13), ' '), char(9), ' ')"
     early = None
     try:
         row = conn.execute(_SQL_AGG.replace("{preview}", text.format(int(preview)) if preview > 0 else "NULL")
                            ).fetchone()
-        rowid = np.array(json.loads(row[0]), dtype=np.int64)
+        rowid = np.array(_loads(row[0]), dtype=np.int64)
         if len(rowid) > 1 and not (np.diff(rowid) > 0).all():
             return None  # the aggregate did not see the rows in rowid order: read them one by one
-        size = np.nan_to_num(np.array(json.loads(row[15]), dtype=np.float64), nan=-1).astype(np.int64)
+        size = np.nan_to_num(np.array(_loads(row[15]), dtype=np.float64), nan=-1).astype(np.int64)
         n = len(rowid)
         guess = _common_size(size)
-        if n >= _PREFETCH_ROWS and guess:
+        ids = texts(_loads(row[1]))
+        if guess:
             # the vectors of the most common size are read (SQLite, no GIL) while the columns are decoded
-            early = in_thread(lambda: _read_vectors(conn, rowid, size, size == guess, guess), "memviz-vectors")
-        cols = [None if i in (0, 15) else json.loads(x) for i, x in enumerate(row[:17])]
-        odd_types = json.loads(row[18])
+            early = in_thread(lambda: _read_vectors(conn, rowid, size, size == guess, guess, ids), "memviz-vectors")
+        # one column at a time, its JSON text dropped once read and numbers made an array at once:
+        # at a million rows the texts and the lists of floats together would be half a gigabyte
+        row, cols, odd = list(row), [None] * 17, set()
+        for i in (2, 3, 14, 16, *range(4, 14)):
+            value = _loads(row[i])
+            if i in _ODD_CHECKED and '"' in row[i]:   # text in a number column (ISO times, 'very high')
+                strings = [j for j, v in enumerate(value) if type(v) is str]
+                odd.update(strings)
+                for j in strings:
+                    value[j] = None
+            row[i] = None
+            cols[i] = np.array(value, dtype=np.float64) if 4 <= i <= 13 else texts(value) if i in (2, 3, 16) else value
+            if i in _ODD_CHECKED and not _ODD_CHECKED[i]:
+                odd.update(np.flatnonzero(np.isnan(cols[i])).tolist())   # NULL where a value belongs
+            del value
+        odd_types = rowid[sorted(odd)].tolist()
     except (apsw.Error, UnicodeError, ValueError, TypeError):
         if early is not None:
             early.exception()   # let it finish before the scan falls back (one reader at a time)
@@ -280,21 +302,22 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
             return out
         if early is not None:
             early.exception()
-        return _read_vectors(conn, rowid, size_, has, nbytes)
+        return _read_vectors(conn, rowid, size_, has, nbytes, ids)
 
-    def texts(col):
-        out = np.empty(n, dtype=object)
-        out[:] = col
-        out[np.equal(out, None)] = ""  # NULL reads as "", as in _scan_by_row
-        return out
-    return {"rowid": rowid, "ids": texts(cols[1]), "kind": texts(cols[2]), "agent": texts(cols[3]),
+    return {"rowid": rowid, "ids": ids, "kind": cols[2], "agent": cols[3],
             "bad_text": np.zeros(n, bool), **dict(zip(_NUMERIC, cols[4:13])), "json_ok": cols[13],
             "model": cols[14], "size": size,  # str here (valid UTF-8): encoded once per distinct name
-            "odd_types": odd_types, "preview": texts(cols[16]) if preview > 0 else None, "vectors": vectors,
+            "odd_types": odd_types, "preview": cols[16] if preview > 0 else None, "vectors": vectors,
             "settle": (lambda: early.exception()) if early is not None else None}
 
 
-_PREFETCH_ROWS = 50_000   # from this many rows the vectors are read beside the decoding of the columns
+def _loads(text):
+    """JSON of SQLite's aggregates: orjson (several times faster on a million numbers), Python's
+    json for what orjson refuses (SQLite writes infinity as 9.0e+999)."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
 
 
 def _common_size(size: np.ndarray) -> int:
@@ -310,16 +333,26 @@ _BLOB_ROWS = 2048          # vectors this size or larger (a page of 4 KB holds o
 _CHUNK_BYTES = 64 << 20   # otherwise concatenated by SQLite in rowid ranges of this many bytes
 
 
-def _read_vectors(conn, rowid: np.ndarray, size: np.ndarray, has: np.ndarray, nbytes: int) -> np.ndarray:
+def _read_vectors(conn, rowid: np.ndarray, size: np.ndarray, has: np.ndarray, nbytes: int,
+                  ids: np.ndarray | None = None) -> np.ndarray:
     """The (n, nbytes/4) float32 matrix of the rows in `has` (zero rows elsewhere), read straight
-    into one preallocated array. Large vectors spill to overflow pages, where concatenating them
-    inside SQLite costs more than reading them (3 s against 1 s at 100k x 1536): each is read
-    with incremental blob I/O into its row. Small ones come from group_concat over rowid ranges
-    (one blob of every row's vector would pass SQLite's 1 GB limit at 1M x 256)."""
+    into one preallocated array. With the memories' `ids`, from the vector index's chunks where
+    it mirrors the rows (vec_chunks.py: a thousand blobs for a million vectors). Otherwise large
+    vectors spill to overflow pages, where concatenating them inside SQLite costs more than
+    reading them (3 s against 1 s at 100k x 1536): each is read with incremental blob I/O into
+    its row. Small ones come from group_concat over rowid ranges (one blob of every row's vector
+    would pass SQLite's 1 GB limit at 1M x 256)."""
     n = len(rowid)
     out = np.zeros((n, nbytes // 4), dtype="<f4")
     if n == 0 or not has.any():
         return out
+    if ids is not None:
+        try:
+            if read_from_index(conn, ids, rowid, has, nbytes, out):
+                return out
+        except apsw.Error:
+            pass   # the index could not be read as expected: the rows are
+        out[:] = 0
     flat = memoryview(out).cast("B")
     step = max(1, _CHUNK_BYTES // nbytes)
     for lo in range(0, n, step):

@@ -1,0 +1,193 @@
+"""The embedding matrix read from sqlite-vec's own storage instead of one blob per memory.
+
+vec0 keeps a dimension's vectors in chunk blobs of `size` vectors each (`<table>_vector_chunks00`,
+one row per chunk; `<table>_chunks` holds each chunk's validity bitmap and the vec0 rowid of each
+slot, `<table>_rowids` each vec0 row's memory id, chunk and offset). A million 256-d vectors are
+then a thousand 1 MB blob reads rather than a million row reads, copied straight into the matrix
+in runs of consecutive slots.
+
+The index is a copy of `memories.embedding` kept by memviz's triggers (vectors.py), so it is used
+only where that holds: the table layout is the one this reader knows, every trigger of the
+dimension is present with memviz's own SQL (an agent that dropped one leaves `memviz check`
+findings, and the rows are read as before), vec0's own tables agree with each other for every
+slot used, and a sample of rows spread over the store is compared byte for byte with
+`memories.embedding`. Memories missing from the index (vectors written before their dimension had
+a table) are read from their rows. Anything else unexpected answers False: the caller reads the rows.
+"""
+from __future__ import annotations
+
+import apsw
+import numpy as np
+import orjson
+
+from .vectors import native_vec_triggers, vec_table
+
+SAMPLE = 256   # rows compared with memories.embedding on every read (evenly spread, plus the newest)
+
+
+def read_from_index(conn, ids: np.ndarray, rowid: np.ndarray, want: np.ndarray, nbytes: int,
+                    out: np.ndarray) -> bool:
+    """Fill the rows `want` of `out` ((n, nbytes/4) float32, zeros elsewhere) with the vectors of
+    memories `ids` (rowids `rowid`, store order) from the vec0 table of that dimension; rows the
+    index lacks are read from `memories`. False (nothing trustworthy written) when the index cannot
+    be used: the caller reads every row instead. Runs on the caller's connection and read state."""
+    if nbytes % 4 or not want.any():
+        return False
+    table = vec_table(nbytes // 4)
+    layout = _chunk_layout(conn, table)
+    if layout is None or not _native_triggers(conn, nbytes // 4):
+        return False
+    size, blob_rowid, valid, slot_rowid = layout
+    place = _places(conn, table, ids, want, size, valid, slot_rowid)
+    if place is None:
+        return False
+    rows = np.flatnonzero(want)
+    slot = place[rows]
+    found = slot >= 0
+    try:
+        _copy_runs(conn, table, rows[found], slot[found], size, blob_rowid, nbytes, out)
+        _copy_rows(conn, rowid, rows[~found], nbytes, out)
+    except (apsw.Error, ValueError):
+        return False   # a chunk or a row changed shape under us: read the rows instead
+    return _sample_agrees(conn, rowid, rows, nbytes, out)
+
+
+def _chunk_layout(conn, table: str):
+    """(slots per chunk, each chunk's vector blob rowid, validity (chunks, size) bool, vec0 rowid
+    of each slot (chunks, size)) of a vec0 table stored as this reader knows it, else None."""
+    want = {f"{table}_chunks": ["chunk_id", "size", "validity", "rowids"],
+            f"{table}_rowids": ["rowid", "id", "chunk_id", "chunk_offset"],
+            f"{table}_vector_chunks00": ["rowid", "vectors"]}
+    for name, cols in want.items():
+        have = [r[1] for r in conn.execute("SELECT * FROM pragma_table_info(?)", (name,))]
+        if have != cols:
+            return None
+    rows = conn.execute(f'SELECT chunk_id, size, validity, rowids FROM "{table}_chunks" ORDER BY chunk_id').fetchall()
+    if not rows:
+        return None
+    size = rows[0][1]
+    if not isinstance(size, int) or size <= 0 or size % 8:
+        return None
+    for _cid, s, validity, rowids in rows:
+        if s != size or not isinstance(validity, bytes) or len(validity) != size // 8 \
+                or not isinstance(rowids, bytes) or len(rowids) != 8 * size:
+            return None
+    chunk_ids = np.array([r[0] for r in rows], np.int64)
+    # the blob of a chunk, by the table's own rowid (its column named "rowid" holds the chunk id)
+    real = dict(conn.execute(f'SELECT rowid, _rowid_ FROM "{table}_vector_chunks00"'))
+    if any(c not in real for c in chunk_ids.tolist()):
+        return None
+    blob_rowid = np.array([real[c] for c in chunk_ids.tolist()], np.int64)
+    valid = np.unpackbits(np.frombuffer(b"".join(r[2] for r in rows), np.uint8), bitorder="little").astype(bool)
+    slot_rowid = np.frombuffer(b"".join(r[3] for r in rows), "<i8")
+    return size, blob_rowid, valid.reshape(len(rows), size), slot_rowid.reshape(len(rows), size)
+
+
+def _native_triggers(conn, dim: int) -> bool:
+    """Every trigger keeping the dimension's vec0 table is memviz's, unchanged: each write to
+    memories.embedding since the table was made has reached the index."""
+    want = native_vec_triggers(dim)
+    have = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'memories' "
+                             "AND name IN (SELECT value FROM json_each(?))", (orjson.dumps(list(want)).decode(),)))
+    return have == want
+
+
+def _places(conn, table, ids, want, size, valid, slot_rowid) -> np.ndarray | None:
+    """Per memory row, its slot in the chunks (chunk position * size + offset), -1 if the index
+    has no vector for it. A slot belongs to the vec0 row its chunk names there (what vec0's own
+    search reports), so only (id, rowid) of vec0's rowid table are read. None if vec0's tables
+    disagree with each other."""
+    raw = conn.execute(f'SELECT json_group_array(id), json_group_array(rowid) FROM "{table}_rowids"').fetchone()
+    try:
+        vec_ids = np.array(orjson.loads(raw[0]), dtype=object)
+        vec_rowid = np.array(orjson.loads(raw[1]), dtype=np.int64)
+    except (orjson.JSONDecodeError, TypeError, ValueError):
+        return None
+    used = np.flatnonzero(valid.ravel())          # the slots holding a vector, in chunk order
+    at = slot_rowid.ravel()[used]                 # and the vec0 rowid of each
+    if len(at) != len(vec_rowid):
+        return None
+    if np.array_equal(at, vec_rowid):
+        vec_slot = used   # the usual index: vectors appended in rowid order
+    else:
+        order = np.argsort(at, kind="stable")
+        k = np.searchsorted(at[order], vec_rowid)
+        if (np.diff(at[order]) <= 0).any() or (k >= len(at)).any() or not np.array_equal(at[order][k], vec_rowid):
+            return None   # a rowid with no slot, or in two
+        vec_slot = used[order[k]]
+    place = np.full(len(ids), -1, np.int64)
+    rows = np.flatnonzero(want)
+    mine = ids[rows]
+    if len(vec_ids) == len(rows) and (vec_ids == mine).all():
+        place[rows] = vec_slot   # the index was filled in the order the memories were
+        return place
+    where = dict(zip(vec_ids.tolist(), vec_slot.tolist()))
+    place[rows] = np.fromiter((where.get(m, -1) for m in mine.tolist()), np.int64, count=len(rows))
+    return place
+
+
+def _copy_runs(conn, table, rows, slots, size, blob_rowid, nbytes, out) -> None:
+    """out[rows] = the vectors at `slots`, read from the chunk blobs in runs of consecutive slots
+    that land on consecutive rows (a store's vectors are mostly one run per chunk)."""
+    if len(rows) == 0:
+        return
+    order = np.argsort(slots, kind="stable")
+    rows, slots = rows[order], slots[order]
+    chunk = slots // size
+    brk = np.flatnonzero((np.diff(slots) != 1) | (np.diff(rows) != 1) | (np.diff(chunk) != 0)) + 1
+    starts = np.concatenate(([0], brk))
+    ends = np.concatenate((brk, [len(rows)]))
+    flat = memoryview(out).cast("B")
+    blob, open_chunk = None, -1
+    try:
+        for s, e in zip(starts.tolist(), ends.tolist()):
+            c = int(chunk[s])
+            if c != open_chunk:
+                cid = int(blob_rowid[c])
+                if blob is None:
+                    blob = conn.blob_open("main", f"{table}_vector_chunks00", "vectors", cid, False)
+                else:
+                    blob.reopen(cid)
+                if blob.length() != size * nbytes:
+                    raise ValueError("a vector chunk of another size")
+                open_chunk = c
+            blob.seek(int(slots[s] - c * size) * nbytes)
+            blob.read_into(flat, int(rows[s]) * nbytes, (e - s) * nbytes)
+    finally:
+        if blob is not None:
+            blob.close()
+
+
+def _copy_rows(conn, rowid, rows, nbytes, out) -> None:
+    """out[rows] read from memories.embedding one blob each (the few the index lacks)."""
+    if len(rows) == 0:
+        return
+    flat = memoryview(out).cast("B")
+    blob = None
+    try:
+        for i in rows.tolist():
+            if blob is None:
+                blob = conn.blob_open("main", "memories", "embedding", int(rowid[i]), False)
+            else:
+                blob.reopen(int(rowid[i]))
+            if blob.length() != nbytes:
+                raise ValueError("an embedding changed size")
+            blob.read_into(flat, i * nbytes, nbytes)
+    finally:
+        if blob is not None:
+            blob.close()
+
+
+def _sample_agrees(conn, rowid, rows, nbytes, out) -> bool:
+    """The vectors read equal memories.embedding, byte for byte, on SAMPLE rows spread over the
+    store and on its newest rows (where an agent's latest writes are)."""
+    pick = np.unique(np.concatenate((rows[np.linspace(0, len(rows) - 1, min(SAMPLE, len(rows))).astype(np.int64)],
+                                     rows[-min(SAMPLE // 4, len(rows)):])))
+    at = dict(zip(rowid[pick].tolist(), pick.tolist()))
+    seen = 0
+    for rid, blob in conn.execute("SELECT rowid, embedding FROM memories WHERE rowid IN (SELECT value FROM json_each(?))",
+                                  (orjson.dumps(list(at)).decode(),)):
+        if not isinstance(blob, bytes) or blob != out[at[rid]].tobytes():
+            return False
+        seen += 1
+    return seen == len(at)
