@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...background import in_thread
 from ..arrays import MemoryArrays, _normalize_rows, _pick_model
 from ..errors import StoreError
 from .schema import vec_column
@@ -70,7 +71,7 @@ def load_arrays(conn, dims: list[int], model: str | None = None, preview: int = 
     early = None
     guess = dim if dim is not None else dims[0] if len(dims) == 1 else None
     if side is not None and guess:
-        early = _in_thread(lambda: _read_vectors(side, guess, None, rowids))
+        early = in_thread(lambda: _read_vectors(side, guess, None, rowids), "memviz-pg-vectors")
     try:
         nums = ["rowid::float8"] + [f"coalesce({c}::float8, 'NaN')" for c in _NUMERIC] + [
             f"CASE WHEN {_JSON_OK} THEN 1 ELSE 0 END::float8", f"coalesce({dim_expr(dims)}, -1)::float8"]
@@ -82,7 +83,7 @@ def load_arrays(conn, dims: list[int], model: str | None = None, preview: int = 
                     () if rowids is None else (rowids,))
         row = cur.fetchone()
     finally:
-        vectors = early() if early else None  # joined whatever happened: the side connection is free again
+        vectors = early.result() if early else None  # waited for whatever happened: the side connection is free again
     rowid = _float8s(row[0]).astype(np.int64)
     order = np.argsort(rowid, kind="stable")
     rowid = rowid[order]
@@ -122,27 +123,6 @@ def load_arrays(conn, dims: list[int], model: str | None = None, preview: int = 
         bad_value=np.zeros(n, bool),  # typed columns: a server holds no unreadable time or number
         preview=_one_line(texts(row[first + 4])) if preview > 0 else None,
     )
-
-
-def _in_thread(fn):
-    """Run fn() in a thread; returns a function that waits for its result (or raises its error)."""
-    import threading
-    out: dict = {}
-
-    def run():
-        try:
-            out["value"] = fn()
-        except BaseException as e:  # noqa: BLE001 - handed to the waiting caller
-            out["error"] = e
-    t = threading.Thread(target=run, name="memviz-pg-vectors", daemon=True)
-    t.start()
-
-    def wait():
-        t.join()
-        if "error" in out:
-            raise out["error"]
-        return out["value"]
-    return wait
 
 
 _COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
