@@ -14,7 +14,7 @@ step (busy agent, conflict); after any change of the History the stack is rebuil
 when the two differ, so they never drift apart.
 
 Edits are guarded by the row as the window showed it (the loaded arrays): a row the agent
-changed since raises the conflict dialog. A ChangeWatcher polled every 500 ms refreshes the
+changed since raises the conflict dialog. A ChangeWatcher polled every 250 ms refreshes the
 panels when another process commits, keeping the selection. A read-only store disables
 every edit action, with the reason in the tooltip and the status bar.
 
@@ -53,7 +53,8 @@ from memviz.embed import LOCAL_MODEL, EmbedderUnavailable, default_embedder, emb
 from memviz.session.state import AppState
 from memviz.store.errors import ConflictError, ReadOnlyError, StoreError, translate
 
-POLL_MS = 500          # external-change check; panels refresh within a second of the agent's write
+POLL_MS = 250          # external-change check (a pragma, or draining LISTEN's socket: no query); the wait
+                       # for it was half of the worst commit-to-visible (bench/postgres.py), which must stay <= 1 s
 STORE_IN_USE_MS = 100  # a background job (reload) holds the connection: try the write again this much later
 EMBED_JOB = "embedding"  # one worker job per correction being embedded: see embed_job()
 

@@ -49,6 +49,10 @@ def vector_bytes(sent) -> bytes | None:
     return np.frombuffer(sent, dtype=">f4", count=dim, offset=4).astype("<f4").tobytes()
 
 
+class _NoSide(Exception):
+    """No second connection in the snapshot could be had (PgStore._side_in)."""
+
+
 class PgStore(StoreCommon, PgQueries, PgChangeLog):
     """Use `memviz.store.open("postgresql://…")` or `memviz.store.create(...)` rather than this."""
 
@@ -234,44 +238,45 @@ class PgStore(StoreCommon, PgQueries, PgChangeLog):
         """Every memory as columns, read in bulk inside one read-only snapshot (`snapshot` is a
         SQLite file cache and means nothing here)."""
         def read(conn):
-            with conn.transaction():
-                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                self._dims = schema.vector_dims(conn)
-                with self._side_in(conn) as side:
-                    return pg_arrays.load_arrays(conn, self._dims, model, preview=preview, side=side)
+            for beside in (True, False):
+                try:
+                    with conn.transaction():
+                        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                        with self._side_in(conn) if beside else nullcontext() as side:
+                            self._dims = schema.vector_dims(conn)
+                            return pg_arrays.load_arrays(conn, self._dims, model, preview=preview, side=side)
+                except _NoSide:
+                    continue  # read again on `conn` alone
         return self._read(read)
 
     @contextmanager
     def _side_in(self, conn):
-        """A second connection in the snapshot of `conn`'s open transaction (exported, as
-        pg_dump's workers do), for reading the vectors beside the columns; None when it cannot
-        be had (too many connections, a server that cannot export snapshots): then the read
-        is done on `conn` alone, only slower."""
+        """A second connection in the snapshot of `conn`'s transaction (exported, as pg_dump's
+        workers do), for reading the vectors beside the columns. _NoSide when it cannot be had
+        (too many connections, a server that exports no snapshots): the caller then reads on
+        `conn` alone, only slower. Must come first in `conn`'s transaction."""
         import psycopg
         from psycopg import sql
-        side = None
         try:
             if self._side is None or self._side.closed or self._side.broken:
                 self._side = connect(self.dsn, need_vector=self.need_vector)
                 if self.on_connect:
                     self.on_connect(self._side)
-            with conn.transaction():  # a savepoint: a refusal here leaves the read going
-                snapshot = conn.execute("SELECT pg_export_snapshot()").fetchone()[0]
+            snapshot = conn.execute("SELECT pg_export_snapshot()").fetchone()[0]
             self._side.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             self._side.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(snapshot)))
-            side = self._side
         except (psycopg.Error, StoreError):
-            if self._side is not None and not self._side.closed:
+            if self._side is not None:
                 self._side.close()
-            self._side = None
+                self._side = None
+            raise _NoSide() from None
         try:
-            yield side
+            yield self._side
         finally:
-            if side is not None and not side.closed:
-                try:
-                    side.execute("ROLLBACK")
-                except psycopg.Error:
-                    side.close()
+            try:
+                self._side.execute("ROLLBACK")
+            except psycopg.Error:
+                self._side.close()
 
     def arrays_of(self, rowids, model: str | None, dim: int, preview: int = 0) -> MemoryArrays:
         """The rows of `rowids` only, vectors of (`model`, `dim`): what a live refresh reads."""
