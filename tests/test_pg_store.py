@@ -125,6 +125,36 @@ def test_a_role_that_may_only_read_opens_read_only(store, pg, pg_db):  # noqa: F
             c.execute("DROP ROLE memviz_reader")
 
 
+def test_vectors_read_beside_the_columns_match_a_read_on_one_connection(store, pg, pg_db):  # noqa: F811
+    """The vectors come by binary COPY on a second connection in the same snapshot; a role
+    that may hold only one connection reads everything on it: the same arrays either way,
+    with rows of another model in the same column and rows without a vector left out."""
+    from conftest import assert_same_arrays
+    store.insert_memories(_records(6) + [{**r, "id": "o" + r["id"], "embedding_model": "other"} for r in _records(3, seed=2)]
+                          + [{**r, "id": "n" + r["id"], "embedding": None, "embedding_model": None} for r in _records(2)])
+    store.update_fields("m1", {"importance": 2})  # a row version elsewhere in the table: the COPY's order is not rowid's
+    db = db_name(pg_db)
+    with pg.admin(db) as c:
+        c.execute("DROP ROLE IF EXISTS memviz_single")
+        c.execute("CREATE ROLE memviz_single LOGIN CONNECTION LIMIT 1")
+        c.execute("GRANT SELECT ON ALL TABLES IN SCHEMA public TO memviz_single")
+    try:
+        with ms.open(pg.dsn(db, "memviz_single")) as single:
+            for model in (None, "other"):
+                beside, alone = store.arrays(model=model, preview=10), single.arrays(model=model, preview=10)
+                assert store._side is not None and single._side is None  # the role's one connection is in use
+                assert_same_arrays(beside, alone)
+                want = {None: "m", "other": "other"}[model]
+                assert beside.embedding_model == want and beside.has_embedding.sum() == (6 if want == "m" else 3)
+                assert not beside.embedding[~beside.has_embedding].any()
+            fresh = single.arrays_of([int(r) for r in beside.rowid[:4]], "other", 8)
+            assert list(fresh.ids) == list(beside.ids[:4])
+    finally:
+        with pg.admin(db) as c:
+            c.execute("DROP OWNED BY memviz_single")
+            c.execute("DROP ROLE memviz_single")
+
+
 def test_wrong_password_is_said_without_the_password(pg, pg_db, capsys):  # noqa: F811
     if not pg.managed:
         pytest.skip("needs the server the tests start (its pg_hba asks this role for a password)")
