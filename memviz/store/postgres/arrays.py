@@ -101,8 +101,10 @@ def load_arrays(conn, dims: list[int], model: str | None = None, preview: int = 
         return out[order]
     first = len(nums)
     ids, kind, agent, models = (texts(row[first + i]) for i in range(4))
-    names: dict[bytes, int] = {}
-    model_code = np.fromiter((names.setdefault(m.encode("utf-8"), len(names)) for m in models), np.int64, count=n)
+    listed = models.tolist()
+    seen = {m: i for i, m in enumerate(dict.fromkeys(listed))}  # C passes, as session.state.factorize
+    names = {m.encode("utf-8"): i for m, i in seen.items()}
+    model_code = np.fromiter(map(seen.__getitem__, listed), np.int64, count=n)
     size = np.where(dim_of >= 0, dim_of * 4, -1)
     key, dim = _pick_model(list(names), model_code, size, None if model is None else model.encode("utf-8"), dim)
     has = (model_code == names.get(key, -1)) & (size == 4 * dim) & (size > 0)
@@ -188,29 +190,40 @@ def _read_vectors(conn, dim: int, model: str | None, rowids: list[int] | None) -
             if size >= _DECODE_BYTES:
                 decode(False)
     decode(True)
-    return np.concatenate(ids), (np.concatenate(parts) if len(parts) > 1 else parts[0])
+    return np.concatenate(ids), parts
 
 
 _DECODE_BYTES = 8 << 20  # the stream is turned into arrays this many bytes at a time
 
 
 def _place(vectors, rowid: np.ndarray, has: np.ndarray, emb: np.ndarray) -> np.ndarray:
-    """The matrix aligned with the sorted `rowid`: `vectors` (rowids, rows) put in the rows
-    marked by `has`; rows it holds for others (another model in the same column) are left out.
-    `emb` is the zero matrix to fill, or empty when every row has a vector (then the read
-    rows, in rowid order, are the matrix)."""
-    got, rows = vectors
+    """The matrix aligned with the sorted `rowid`: `vectors` (rowids, list of row blocks) put
+    in the rows marked by `has`; rows it holds for others (another model in the same column)
+    are left out. `emb` is the zero matrix to fill, or empty when every row has a vector.
+    The scan's order is rowid order in runs (a synchronized scan starts where another one is;
+    an edit moves a row), so runs are copied as blocks, not row by row."""
+    got, parts = vectors
     at = np.minimum(np.searchsorted(rowid, got), max(len(rowid) - 1, 0))
     keep = (rowid[at] == got) & has[at] if len(rowid) else np.zeros(len(got), bool)
     if int(keep.sum()) != int(has.sum()):
         raise StoreError("the store changed while its vectors were read; open it again")
-    if not len(emb):  # every row: the read rows are the matrix once in rowid order
-        if keep.all() and (np.diff(at) > 0).all():
-            return rows
-        out = np.empty((len(rowid), rows.shape[1]), dtype=np.float32)
-        out[at] = rows  # the scan's order: rows an edit moved to another page come later
-        return out
-    emb[at[keep]] = rows[keep]
+    dim = parts[0].shape[1]
+    bounds = np.cumsum([0] + [len(p) for p in parts])
+    if not len(emb):  # every row has a vector
+        if len(parts) == 1 and (np.diff(at) > 0).all():
+            return parts[0]
+        emb = np.empty((len(rowid), dim), dtype=np.float32)
+    runs = np.union1d(np.flatnonzero((np.diff(at) != 1) | ~keep[1:] | ~keep[:-1]) + 1, bounds[1:-1])
+    if len(runs) > max(64, len(at) // 64):  # scattered: row by row, a block at a time
+        for p, block in enumerate(parts):
+            sel = keep[bounds[p]:bounds[p + 1]]
+            emb[at[bounds[p]:bounds[p + 1]][sel]] = block[sel]
+        return emb
+    starts, ends = np.concatenate([[0], runs]).astype(np.int64), np.concatenate([runs, [len(at)]]).astype(np.int64)
+    for s, e in zip(starts.tolist(), ends.tolist()):
+        if e > s and keep[s]:
+            p = int(np.searchsorted(bounds, s, side="right")) - 1
+            emb[at[s]:at[s] + e - s] = parts[p][s - bounds[p]:e - bounds[p]]
     return emb
 
 
