@@ -294,3 +294,21 @@ def test_labels_and_passwords_for_connection_strings():
     import keyring
     if "fail" in type(keyring.get_keyring()).__module__:  # no OS keyring here: not used, no error
         assert stored_password(dsn) is None and remember_password(dsn, "x") is False
+
+
+def test_vectors_in_any_scan_order_land_on_their_rows():
+    """The COPY's rows come in the heap's order: rowid order in runs (a synchronized scan
+    starts mid-table, an edit moves a row) or any order; each vector lands on its row, those
+    of rows read for another model are left out, in one block or many."""
+    from memviz.store.postgres.arrays import _place
+    rng = np.random.default_rng(0)
+    n, d = 3000, 4
+    rowid = np.arange(1, n + 1) * 3
+    rows = rng.random((n, d)).astype(np.float32)
+    for perm in (np.arange(n), np.roll(np.arange(n), n // 3), rng.permutation(n)):
+        for block in (n, 777):
+            parts = [rows[perm][i:i + block] for i in range(0, n, block)]
+            for has in (np.ones(n, bool), np.arange(n) % 5 != 0):
+                want = np.where(has[:, None], rows, 0)
+                got = _place((rowid[perm], parts), rowid, has, np.zeros((0 if has.all() else n, d), np.float32))
+                assert np.array_equal(got, want)
