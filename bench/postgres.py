@@ -65,6 +65,17 @@ def timed(fn, repeat: int = 1):
     return statistics.median(runs), out
 
 
+def backend_cpu(conn) -> float:
+    """CPU seconds the server process of `conn` has used (a local server: /proc), NaN if unseen.
+    Beside the wall times on a shared machine: what the work costs whatever the load."""
+    try:
+        with open(f"/proc/{conn.info.backend_pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+
+
 def server():
     if os.environ.get("MEMVIZ_BENCH_PG"):
         return os.environ["MEMVIZ_BENCH_PG"], lambda: None
@@ -239,8 +250,11 @@ def measure(admin: str, spec: str, args) -> dict:
         def open_window():
             s = ms.open(dsn)
             return s, load_store_data(s)
+        cpu = time.process_time()
         t, (store, data) = timed(open_window)
         col["open: connect, arrays, counts, map"] = f"{t:.2f} s"
+        col["  CPU: client / server processes"] = f"{time.process_time() - cpu:.2f} / " + " + ".join(
+            f"{backend_cpu(c):.2f}" for c in (store.conn, store._side) if c is not None) + " s"
         t, a = timed(lambda: store.arrays(preview=80), args.repeat)
         col["  of which arrays in bulk"] = f"{t:.2f} s"
         ids = list(a.ids[:60])
