@@ -277,3 +277,13 @@ def test_a_copy_has_the_change_log_and_starts_it_empty(pg, tmp_path):  # noqa: F
             assert got.full is None and len(got.changed) == 1 and got.added == []
     finally:
         pg.drop_db(name)
+
+
+def test_the_index_build_asks_memory_enough_for_its_graph():
+    """A graph that outgrows maintenance_work_mem is built on disk, many times slower: the
+    build asks for what the rows need (at least 1 GB, at most MAX_BUILD_MEMORY_MB)."""
+    from memviz.store.postgres import schema
+    assert schema.build_settings(256, 1000)["maintenance_work_mem"] == "1024MB"
+    fleet = int(schema.build_settings(256, 1_000_000)["maintenance_work_mem"].removesuffix("MB"))
+    assert fleet * 2**20 > 1_000_000 * (4 * 256 + schema.GRAPH_BYTES_PER_ROW)
+    assert schema.build_settings(1536, 50_000_000)["maintenance_work_mem"] == f"{schema.MAX_BUILD_MEMORY_MB}MB"

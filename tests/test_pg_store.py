@@ -39,7 +39,10 @@ def test_create_makes_the_native_schema_with_an_index_per_dimension(store, pg, p
     with pg.admin(db_name(pg_db)) as c:
         tables = {r[0] for r in c.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
         assert {"memories", "entities", "memviz_audit", "memviz_layouts", "memviz_meta", "memviz_migrations"} <= tables
-        assert c.execute("SELECT version FROM memviz_migrations ORDER BY 1").fetchall() == [(1,), (2,)]
+        assert c.execute("SELECT version FROM memviz_migrations ORDER BY 1").fetchall() == [(1,), (2,), (3,)]
+        # room on each page for an edit's new row version (a HOT update: the HNSW index is not touched)
+        assert c.execute("SELECT reloptions FROM pg_class WHERE relname = 'memories'").fetchone()[0] == \
+            ["fillfactor=80"]
         idx = {r[0] for r in c.execute("SELECT indexdef FROM pg_indexes WHERE tablename = 'memories'")}
         assert any("hnsw (embedding_8 vector_cosine_ops)" in i for i in idx)
         assert not any("embedding_2048" in i for i in idx)  # pgvector indexes at most 2000 dims: exact search
@@ -122,6 +125,36 @@ def test_a_role_that_may_only_read_opens_read_only(store, pg, pg_db):  # noqa: F
             c.execute("DROP ROLE memviz_reader")
 
 
+def test_vectors_read_beside_the_columns_match_a_read_on_one_connection(store, pg, pg_db):  # noqa: F811
+    """The vectors come by binary COPY on a second connection in the same snapshot; a role
+    that may hold only one connection reads everything on it: the same arrays either way,
+    with rows of another model in the same column and rows without a vector left out."""
+    from conftest import assert_same_arrays
+    store.insert_memories(_records(6) + [{**r, "id": "o" + r["id"], "embedding_model": "other"} for r in _records(3, seed=2)]
+                          + [{**r, "id": "n" + r["id"], "embedding": None, "embedding_model": None} for r in _records(2)])
+    store.update_fields("m1", {"importance": 2})  # a row version elsewhere in the table: the COPY's order is not rowid's
+    db = db_name(pg_db)
+    with pg.admin(db) as c:
+        c.execute("DROP ROLE IF EXISTS memviz_single")
+        c.execute("CREATE ROLE memviz_single LOGIN CONNECTION LIMIT 1")
+        c.execute("GRANT SELECT ON ALL TABLES IN SCHEMA public TO memviz_single")
+    try:
+        with ms.open(pg.dsn(db, "memviz_single")) as single:
+            for model in (None, "other"):
+                beside, alone = store.arrays(model=model, preview=10), single.arrays(model=model, preview=10)
+                assert store._side is not None and single._side is None  # the role's one connection is in use
+                assert_same_arrays(beside, alone)
+                want = {None: "m", "other": "other"}[model]
+                assert beside.embedding_model == want and beside.has_embedding.sum() == (6 if want == "m" else 3)
+                assert not beside.embedding[~beside.has_embedding].any()
+            fresh = single.arrays_of([int(r) for r in beside.rowid[:4]], "other", 8)
+            assert list(fresh.ids) == list(beside.ids[:4])
+    finally:
+        with pg.admin(db) as c:
+            c.execute("DROP OWNED BY memviz_single")
+            c.execute("DROP ROLE memviz_single")
+
+
 def test_wrong_password_is_said_without_the_password(pg, pg_db, capsys):  # noqa: F811
     if not pg.managed:
         pytest.skip("needs the server the tests start (its pg_hba asks this role for a password)")
@@ -194,7 +227,7 @@ def test_layout_cache_and_change_watcher_work_on_postgres(store, pg_db):  # noqa
     assert watcher.poll() is None
     with ms.open(pg_db) as agent:  # another process writes
         agent.insert_memories([{"id": "new1", "kind": "fact", "content": "written by the agent"}])
-    for _ in range(200):  # the server delivers the commit's NOTIFY a moment after it (the window polls every 500 ms)
+    for _ in range(200):  # the server delivers the commit's NOTIFY a moment after it (the window polls every 250 ms)
         change = watcher.poll()
         if change is not None:
             break
@@ -261,3 +294,21 @@ def test_labels_and_passwords_for_connection_strings():
     import keyring
     if "fail" in type(keyring.get_keyring()).__module__:  # no OS keyring here: not used, no error
         assert stored_password(dsn) is None and remember_password(dsn, "x") is False
+
+
+def test_vectors_in_any_scan_order_land_on_their_rows():
+    """The COPY's rows come in the heap's order: rowid order in runs (a synchronized scan
+    starts mid-table, an edit moves a row) or any order; each vector lands on its row, those
+    of rows read for another model are left out, in one block or many."""
+    from memviz.store.postgres.arrays import _place
+    rng = np.random.default_rng(0)
+    n, d = 3000, 4
+    rowid = np.arange(1, n + 1) * 3
+    rows = rng.random((n, d)).astype(np.float32)
+    for perm in (np.arange(n), np.roll(np.arange(n), n // 3), rng.permutation(n)):
+        for block in (n, 777):
+            parts = [rows[perm][i:i + block] for i in range(0, n, block)]
+            for has in (np.ones(n, bool), np.arange(n) % 5 != 0):
+                want = np.where(has[:, None], rows, 0)
+                got = _place((rowid[perm], parts), rowid, has, np.zeros((0 if has.all() else n, d), np.float32))
+                assert np.array_equal(got, want)

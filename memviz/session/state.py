@@ -22,10 +22,12 @@ PREVIEW_CHARS = 240
 
 
 def factorize(values) -> tuple[list[str], np.ndarray]:
-    """Distinct values (in order of first appearance) and each row's index into them: one dict
-    pass, several times faster than np.unique's sort of 100k strings."""
-    index: dict = {}
-    codes = np.fromiter((index.setdefault(v, len(index)) for v in values), np.int64, count=len(values))
+    """Distinct values (in order of first appearance) and each row's index into them: dict
+    passes in C (dict.fromkeys, then map over the dict's own lookup: no Python frame per row),
+    several times faster than np.unique's sort of 100k strings."""
+    values = values.tolist() if isinstance(values, np.ndarray) else values  # a list iterates faster
+    index = {v: i for i, v in enumerate(dict.fromkeys(values))}
+    codes = np.fromiter(map(index.__getitem__, values), np.int64, count=len(values))
     return [str(v) for v in index], codes
 
 

@@ -57,7 +57,9 @@ from memviz.embed import LOCAL_MODEL, EmbedderUnavailable, default_embedder, emb
 from memviz.session.state import AppState
 from memviz.store.errors import ConflictError, ReadOnlyError, StoreError, translate
 
-POLL_MS = 250          # external-change check, off the GUI thread (the "live" lane)
+POLL_MS = 250          # external-change check, off the GUI thread (the "live" lane): a pragma, or draining
+                       # LISTEN's socket (PostgreSQL: no query); the wait for it was half of the worst
+                       # commit-to-visible (bench/postgres.py), which must stay <= 1 s
 REFRESH_GAP_S = 0.75   # at most one agent-driven refresh this often: a refresh's cost is mostly per refresh
                        # (the map's placing, repaints), so steady writes cost ~1/gap refreshes a second,
                        # while a write waits at most gap + one refresh before it is on screen (p95 < 1 s)

@@ -16,7 +16,7 @@ whole store (session/refresh.py: it does not fit the arrays). A store without th
 read-only before its migration, or a table memviz did not make) keeps the coarse token:
 anything moved, read it all again.
 
-`data_version()` (what the window's ChangeWatcher polls every 500 ms on the GUI thread) runs no
+`data_version()` (what the window's ChangeWatcher polls every POLL_MS on the GUI thread) runs no
 query when the log is there: a second connection LISTENs on `memviz_changes`, and a poll only
 drains the notifications already on its socket.
 """

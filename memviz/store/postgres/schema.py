@@ -129,8 +129,16 @@ _V2 = [
     "CREATE TRIGGER memviz_changes_at AFTER TRUNCATE ON memories FOR EACH STATEMENT EXECUTE FUNCTION memviz_log_changes()",
 ]
 
+# Room on each heap page for an edited row's new version: an edit that fits on its page is a
+# HOT update, which leaves every index alone. Without it (pages packed full by COPY) each edit
+# also inserted the row into the HNSW index: 476 buffers and ~4 ms per edit at 100k x 256,
+# against 5 buffers and 0.15 ms (EXPLAIN ANALYZE). 20% holds one more version of a 256-d row
+# (~1.3 kB; wider vectors are TOASTed, their rows are small). Pages written from now on.
+_V3 = ["ALTER TABLE memories SET (fillfactor = 80)"]
+
 MIGRATIONS = [(1, "native schema: memories (rowid, tsvector), entities, meta, audit, layouts", _V1),
-              (2, "change log: memviz_changes kept by triggers, NOTIFY memviz_changes (live refresh by delta)", _V2)]
+              (2, "change log: memviz_changes kept by triggers, NOTIFY memviz_changes (live refresh by delta)", _V2),
+              (3, "memories fillfactor 80: edits are HOT updates (no HNSW insert)", _V3)]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 NATIVE_TABLES = ("memories", "entities", "memviz_meta", "memviz_audit", "memviz_layouts", "memviz_migrations")
 CHANGE_LOG = "memviz_changes"  # migration 2: not in NATIVE_TABLES, a store from before it is still native
@@ -149,10 +157,25 @@ def vec_ddl(dim: int) -> list[str]:
     return out
 
 
-#: the HNSW build: memory enough for the graph (pgvector slows down a lot once it spills) and
-#: parallel workers (pgvector >= 0.6); measured on 100k x 256 on 2 loaded cores: 80 s with
-#: none, 46 s with 2 (bench/postgres.py)
+#: the HNSW build: parallel workers (pgvector >= 0.6; measured on 100k x 256 on 2 loaded
+#: cores: 80 s with none, 46 s with 2) and memory enough for the whole graph (build_settings):
+#: once the graph outgrows maintenance_work_mem pgvector goes on inserting on disk, many times
+#: slower (a 1M x 256 fleet with 1 GB: 76% after 35 min)
 INDEX_BUILD_SETTINGS = {"maintenance_work_mem": "1GB", "max_parallel_maintenance_workers": "4"}
+GRAPH_BYTES_PER_ROW = 1024  # besides the vector: the element and its neighbour lists at m = 16 (with a margin)
+MAX_BUILD_MEMORY_MB = 16 * 1024  # never asked beyond this much of the server
+
+
+def build_settings(dim: int, rows: int) -> dict[str, str]:
+    """INDEX_BUILD_SETTINGS with maintenance_work_mem raised to hold the graph of `rows` vectors
+    of `dim` (pgvector takes only what the graph needs, so a large setting costs nothing more)."""
+    need_mb = rows * (4 * dim + 8 + GRAPH_BYTES_PER_ROW) * 5 // 4 >> 20
+    return {**INDEX_BUILD_SETTINGS, "maintenance_work_mem": f"{min(max(1024, need_mb), MAX_BUILD_MEMORY_MB)}MB"}
+
+
+def vector_rows(conn, dim: int) -> int:
+    """How many rows have a `dim` vector (what its index holds)."""
+    return int(conn.execute(f"SELECT count(*) FROM memories WHERE {vec_column(dim)} IS NOT NULL").fetchone()[0])
 
 
 def index_name(dim: int) -> str:
@@ -168,20 +191,22 @@ def missing_vector_indexes(conn) -> list[int]:
     return [d for d in vector_dims(conn) if d <= HNSW_MAX_DIM and index_name(d) not in valid]
 
 
-def build_vector_index(conn, dim: int, *, concurrently: bool = False) -> None:
+def build_vector_index(conn, dim: int, *, concurrently: bool = False, rows: int | None = None) -> None:
     """The HNSW index of `dim` (one that `missing_vector_indexes` lists). Plainly: in one
     transaction, present when it commits, absent if interrupted. `concurrently` (a store that
     agents may be writing to): without blocking their writes; an interrupted build leaves an
-    invalid index, which the next call drops first. Either way, calling again is safe."""
+    invalid index, which the next call drops first. Either way, calling again is safe.
+    `rows`: vector_rows(conn, dim), if already counted (it sizes the build's memory)."""
     name, col = index_name(dim), vec_column(dim)
+    settings = build_settings(dim, vector_rows(conn, dim) if rows is None else rows)
     if not concurrently:
         with conn.transaction():
-            for key, value in INDEX_BUILD_SETTINGS.items():
+            for key, value in settings.items():
                 conn.execute("SELECT set_config(%s, %s, true)", (key, value))
             conn.execute(f"DROP INDEX IF EXISTS {name}")  # an invalid leftover
             conn.execute(f"CREATE INDEX {name} ON memories USING hnsw ({col} vector_cosine_ops)")
         return
-    for key, value in INDEX_BUILD_SETTINGS.items():  # for this session (CONCURRENTLY needs autocommit)
+    for key, value in settings.items():  # for this session (CONCURRENTLY needs autocommit)
         conn.execute("SELECT set_config(%s, %s, false)", (key, value))
     conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
     conn.execute(f"CREATE INDEX CONCURRENTLY {name} ON memories USING hnsw ({col} vector_cosine_ops)")
@@ -214,12 +239,18 @@ def migrate(conn) -> list[int]:
     return done
 
 
+VECTOR_COLUMNS_SQL = ("SELECT attname FROM pg_attribute WHERE attrelid = to_regclass('memories') AND attnum > 0 "
+                      "AND NOT attisdropped AND attname ~ '^embedding_[0-9]+$'")
+
+
 def vector_dims(conn) -> list[int]:
     """The dimensions that have a vector column, ascending (of whatever `memories` names: the
     table, or the session's stand-in view of a foreign one, see foreign.py)."""
-    rows = conn.execute(
-        "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass('memories') AND attnum > 0 "
-        "AND NOT attisdropped AND attname ~ '^embedding_[0-9]+$'").fetchall()
+    return dims_of(conn.execute(VECTOR_COLUMNS_SQL).fetchall())
+
+
+def dims_of(rows) -> list[int]:
+    """vector_dims from the rows of VECTOR_COLUMNS_SQL (a statement sent in a pipeline)."""
     return sorted(int(VEC_COLUMN.match(r[0]).group(1)) for r in rows)
 
 

@@ -17,7 +17,7 @@ import re
 import struct
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 import numpy as np
 
@@ -49,6 +49,10 @@ def vector_bytes(sent) -> bytes | None:
     return np.frombuffer(sent, dtype=">f4", count=dim, offset=4).astype("<f4").tobytes()
 
 
+class _NoSide(Exception):
+    """No second connection in the snapshot could be had (PgStore._side_in)."""
+
+
 class PgStore(StoreCommon, PgQueries, PgChangeLog):
     """Use `memviz.store.open("postgresql://…")` or `memviz.store.create(...)` rather than this."""
 
@@ -66,11 +70,14 @@ class PgStore(StoreCommon, PgQueries, PgChangeLog):
         self._lock = threading.RLock()
         self._listen_lock = threading.Lock()  # the LISTEN connection (changes.py), polled on the GUI thread
         self._has_log = None
+        self._side = None  # a second connection, for reading vectors beside the columns (_side_in)
         self._dims = schema.vector_dims(conn)
 
     # ----------------------------------------------------------------- basics
     def close(self) -> None:
         self.close_listener()
+        if self._side is not None:
+            self._side.close()
         self.conn.close()
 
     def reopen(self) -> PgStore:
@@ -139,11 +146,18 @@ class PgStore(StoreCommon, PgQueries, PgChangeLog):
             c.execute("INSERT INTO memviz_meta(key, value) VALUES (%s, %s) "
                       "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, json.dumps(value)))
 
-    @contextmanager
     def transaction(self):
         """One short transaction; yields the connection (its SQL is PostgreSQL's, `%s` params).
         If the connection drops, the write is whole (the commit reached the server: returns as
         written) or absent (ConnectionLostError, written=False; the next use reconnects)."""
+        return self._transaction(pipeline=False)
+
+    @contextmanager
+    def _transaction(self, *, pipeline: bool):
+        """transaction(); `pipeline`: psycopg's pipeline mode, statements are sent without waiting for each
+        answer and a round trip happens only where the body fetches a result (and at the
+        commit); errors of unfetched statements are raised there. An edit is then two round
+        trips instead of seven: each one costs milliseconds on a loaded server."""
         if self.read_only:
             raise ReadOnlyError(f"{self.path} is open read-only: {self.read_only_reason}")
         import psycopg
@@ -152,9 +166,13 @@ class PgStore(StoreCommon, PgQueries, PgChangeLog):
                 self._reconnect()
             xid, body_done = None, False
             try:
-                with self.conn.transaction():
-                    xid = self.conn.execute("SELECT pg_current_xact_id()::text").fetchone()[0]
+                with self.conn.pipeline() if pipeline else nullcontext(), self.conn.transaction():
+                    asked = self.conn.execute("SELECT pg_current_xact_id()::text")
+                    if not pipeline:
+                        xid = asked.fetchone()[0]
                     yield self.conn
+                    if pipeline:  # came with the body's first fetch (else one round trip before the commit)
+                        xid = asked.fetchone()[0]
                     body_done = True
             except psycopg.Error as e:
                 if not self._lost(e):
@@ -184,9 +202,13 @@ class PgStore(StoreCommon, PgQueries, PgChangeLog):
         """SQL: the row's vector in pgvector's binary form (NULL when it has none). `conn`: the
         connection of an open transaction (never reconnected under it)."""
         self._dims = schema.vector_dims(conn) if conn is not None else self._vector_dims()
-        if not self._dims:
+        return self._vec_expr(self._dims)
+
+    @staticmethod
+    def _vec_expr(dims: list[int]) -> str:
+        if not dims:
             return "NULL::bytea"
-        return "coalesce(" + ", ".join(f"vector_send({schema.vec_column(d)})" for d in self._dims) + ")"
+        return "coalesce(" + ", ".join(f"vector_send({schema.vec_column(d)})" for d in dims) + ")"
 
     def embedding_models(self) -> list[tuple[str, int, int]]:
         self._dims = self._vector_dims()
@@ -216,11 +238,45 @@ class PgStore(StoreCommon, PgQueries, PgChangeLog):
         """Every memory as columns, read in bulk inside one read-only snapshot (`snapshot` is a
         SQLite file cache and means nothing here)."""
         def read(conn):
-            with conn.transaction():
-                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                self._dims = schema.vector_dims(conn)
-                return pg_arrays.load_arrays(conn, self._dims, model, preview=preview)
+            for beside in (True, False):
+                try:
+                    with conn.transaction():
+                        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                        with self._side_in(conn) if beside else nullcontext() as side:
+                            self._dims = schema.vector_dims(conn)
+                            return pg_arrays.load_arrays(conn, self._dims, model, preview=preview, side=side)
+                except _NoSide:
+                    continue  # read again on `conn` alone
         return self._read(read)
+
+    @contextmanager
+    def _side_in(self, conn):
+        """A second connection in the snapshot of `conn`'s transaction (exported, as pg_dump's
+        workers do), for reading the vectors beside the columns. _NoSide when it cannot be had
+        (too many connections, a server that exports no snapshots): the caller then reads on
+        `conn` alone, only slower. Must come first in `conn`'s transaction."""
+        import psycopg
+        from psycopg import sql
+        try:
+            if self._side is None or self._side.closed or self._side.broken:
+                self._side = connect(self.dsn, need_vector=self.need_vector)
+                if self.on_connect:
+                    self.on_connect(self._side)
+            snapshot = conn.execute("SELECT pg_export_snapshot()").fetchone()[0]
+            self._side.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            self._side.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(snapshot)))
+        except (psycopg.Error, StoreError):
+            if self._side is not None:
+                self._side.close()
+                self._side = None
+            raise _NoSide() from None
+        try:
+            yield self._side
+        finally:
+            try:
+                self._side.execute("ROLLBACK")
+            except psycopg.Error:
+                self._side.close()
 
     def arrays_of(self, rowids, model: str | None, dim: int, preview: int = 0) -> MemoryArrays:
         """The rows of `rowids` only, vectors of (`model`, `dim`): what a live refresh reads."""
@@ -374,8 +430,18 @@ class PgStore(StoreCommon, PgQueries, PgChangeLog):
         return [r["id"] for r in rows]
 
     def _current(self, c, memory_id: str) -> dict:
-        row = c.execute(f"SELECT {', '.join(_SCALARS)}, {self._vec_select(c)} FROM memories WHERE id = %s FOR UPDATE",
-                        (memory_id,)).fetchone()
+        """The row, locked for this transaction. Read with the vector columns last seen and,
+        in the same round trip (a pipeline), the columns there are now: read again only if
+        another session added one meanwhile."""
+        def locked(dims):
+            return c.execute(f"SELECT {', '.join(_SCALARS)}, {self._vec_expr(dims)} FROM memories WHERE id = %s "
+                             "FOR UPDATE", (memory_id,))
+        columns, asked = c.execute(schema.VECTOR_COLUMNS_SQL), locked(self._dims)
+        row = asked.fetchone()
+        dims = schema.dims_of(columns.fetchall())
+        if dims != self._dims:
+            self._dims = dims
+            row = locked(dims).fetchone()
         if row is None:
             raise StoreError(f"No memory with id {memory_id!r} in this store.")
         return self._row(row)
@@ -390,7 +456,7 @@ class PgStore(StoreCommon, PgQueries, PgChangeLog):
             cleaned[memory_id] = Store._clean_changes(self, ch)
         expected = expected or {}
         done = {}
-        with self.transaction() as c:
+        with self._transaction(pipeline=True) as c:
             for memory_id, clean in cleaned.items():
                 cur = self._current(c, memory_id)
                 Store._check_expected(memory_id, cur, expected.get(memory_id))
@@ -421,7 +487,7 @@ class PgStore(StoreCommon, PgQueries, PgChangeLog):
         when = to_epoch(when) if when is not None else int(time.time())
         nid = new_id_ or new_id()
         dim = self.model_dim(embedding_model) if embedding is not None else None
-        with self.transaction() as c:
+        with self._transaction(pipeline=True) as c:
             cur = self._current(c, memory_id)
             Store._check_expected(memory_id, cur, expected)
             row = self._superseding_row(cur, memory_id, new_content, nid, when, embedding, embedding_model, dim)
