@@ -24,6 +24,9 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
+GUI_SWITCH_INTERVAL_S = 0.0005
+
+
 def make_app(argv=()):
     """The QApplication with the names QSettings and QStandardPaths use."""
     from PySide6.QtWidgets import QApplication
@@ -31,6 +34,10 @@ def make_app(argv=()):
     app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "memviz", *argv])
     app.setApplicationName("memviz")
     app.setOrganizationName("memviz")
+    # A worker's pure-Python job (labels, token counts) may keep the GIL for the whole switch
+    # interval each time a paint hands it back; a frame crosses into Python hundreds of times, so at
+    # the default 5 ms a 1M-point pan took 270 ms while jobs ran (bench/draw.py). 0.5 ms: ~45 ms.
+    sys.setswitchinterval(GUI_SWITCH_INTERVAL_S)
     return app
 
 
