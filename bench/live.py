@@ -160,11 +160,11 @@ def writer(db: str, rate: float, seconds: float, log: str, recall_only: bool = F
 def fresh_rss(db: str) -> int:
     """Open `db` in a new window, settle, print the RSS (MB)."""
     from PySide6.QtCore import QSettings
-    from PySide6.QtWidgets import QApplication
 
+    from memviz.app.main import make_app
     from memviz.app.window import MainWindow
 
-    app = QApplication.instance() or QApplication([])
+    app = make_app()
     win = MainWindow(QSettings(os.path.join(tempfile.mkdtemp(), "s.ini"), QSettings.IniFormat))
     win.map.auto_umap = False
     win.resize(1500, 950)
@@ -346,9 +346,9 @@ if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--fresh-rss":
         sys.exit(fresh_rss(sys.argv[2]))
     if len(sys.argv) > 1 and sys.argv[1] == "--case":
-        from PySide6.QtWidgets import QApplication
+        from memviz.app.main import make_app
 
-        _app = QApplication([])
+        _app = make_app()   # the window's process as `memviz` runs it (GIL switch interval included)
         n_, rate_, secs_, umap_, recall_, query_ = sys.argv[2:8]
         print(json.dumps(run_case(_app, template_for(int(n_)), int(n_), float(rate_), float(secs_), umap_ == "1",
                                   recall_ == "1", query_ == "1")))

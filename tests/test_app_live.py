@@ -320,3 +320,15 @@ def test_new_rows_enter_the_sorted_table_where_a_full_sort_puts_them(qtbot, live
     assert len(live_order) == len(out["inserted"])
     real()
     np.testing.assert_array_equal(live_order, t.model.order)
+
+
+def test_the_table_count_follows_new_rows_that_no_filter_lets_through(qtbot, live):
+    """'N of M': M is every memory now, even when none of the agent's new rows passes the search."""
+    win, path = live
+    win.table.search.setText("m001")  # ids m0010..m0019 only: the agent's ids start "agent-"
+    win.table.refilter()
+    assert win.table.count.text() == "10 of 300"
+    out = finished(qtbot, agent(path, "--rate", "20", "--seconds", "1"))
+    caught_up(qtbot, win, path)
+    assert out["inserted"] and win.refreshes["full"] == 0
+    assert win.table.count.text() == f"10 of {300 + len(out['inserted']):,}"

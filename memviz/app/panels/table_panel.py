@@ -355,6 +355,7 @@ class TablePanel(QWidget):
         rows = delta.added
         if not len(rows):
             return True
+        self._show_count()
         a = data.arrays
         keep = np.ones(len(rows), bool)
         if not self.state.show_retired:
@@ -436,15 +437,20 @@ class TablePanel(QWidget):
         self.model.set_preparing(None)
         self.count.setText(f"search failed: {error}")
 
+    def _show_count(self) -> None:
+        """'shown of memories': the second figure moves with every live refresh, even when no new
+        row passes the filters."""
+        data, view = self.state.data, self.state.as_of_view
+        of = data.n if view is None else int(view.visible.sum())  # as of T: of the memories there then
+        self.count.setText(f"{len(self.model.order):,} of {of:,}")
+
     def _after_order(self, keep_top: str | None) -> None:
         """The count, the selection and the scroll position for a new order."""
-        data, order, view = self.state.data, self.model.order, self.state.as_of_view
-        of = data.n if view is None else int(view.visible.sum())  # as of T: of the memories there then
-        self.count.setText(f"{len(order):,} of {of:,}")
+        self._show_count()
         self._on_selection(self.state.selection, self.state.current, None, scroll=keep_top is None)
         if keep_top is not None:
-            r = data.arrays.index_of(keep_top)
-            at = np.flatnonzero(order == r) if r is not None else []
+            r = self.state.data.arrays.index_of(keep_top)
+            at = np.flatnonzero(self.model.order == r) if r is not None else []
             if len(at):
                 self.view.scrollTo(self.model.index(int(at[0]), 0), QAbstractItemView.PositionAtTop)
 
