@@ -418,10 +418,7 @@ class GraphPanel(ScatterPanel):
             if not area.contains(rect) or any(rect.intersects(p) for p in placed):
                 continue
             placed.append(rect)
-            t.setAnchor((0, 0))
-            t.setPos(self.vb.mapSceneToView(rect.topLeft()))
-            t.show()
-            t.updateTransform(force=True)
+            self._show_label(t, rect)
             k += 1
 
     def fit_view(self) -> None:
@@ -541,10 +538,7 @@ class GraphPanel(ScatterPanel):
             if spot is None:
                 continue
             placed.append(spot)
-            t.setAnchor((0, 0))
-            t.setPos(self.vb.mapSceneToView(spot.topLeft()))
-            t.show()
-            t.updateTransform(force=True)
+            self._show_label(t, spot)
             k += 1
             if k >= MAX_LABELS:
                 break
@@ -557,6 +551,13 @@ class GraphPanel(ScatterPanel):
                 t.updateTransform(force=True)
                 out.append(t.mapRectToScene(t.boundingRect()))
         return out
+
+    def _show_label(self, t: pg.TextItem, spot: QRectF) -> None:
+        """Label `t` shown with its top-left at `spot` (scene coordinates, where it was placed)."""
+        t.setAnchor((0, 0))
+        t.setPos(self.vb.mapSceneToView(spot.topLeft()))
+        t.show()
+        t.updateTransform(force=True)
 
     def _label(self, k: int) -> pg.TextItem:
         while len(self.labels) <= k:
