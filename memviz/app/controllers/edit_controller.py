@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import time
+import traceback
 
 import apsw
 import numpy as np
@@ -240,9 +241,13 @@ class EditController(QObject):
                 return
             self._pending_change = True
             self._refresh_if_due()
-        # an error (in use by an edit, locked, closed with the window) is retried at the next tick
-        self.workers.submit(WATCH_JOB, lambda task: watcher.poll(), on_done=seen, on_error=lambda e: None,
-                            lane="live")
+        def failed(error: Exception) -> None:
+            # a store's error (in use by an edit, locked, closed with the window) is retried at the
+            # next tick; anything else is a bug in memviz, and is not hidden
+            if not isinstance(error, (StoreError, apsw.Error)):
+                traceback.print_exception(error)
+
+        self.workers.submit(WATCH_JOB, lambda task: watcher.poll(), on_done=seen, on_error=failed, lane="live")
 
     def _refresh_if_due(self) -> None:
         wait = self._last_refresh + REFRESH_GAP_S - time.monotonic()
