@@ -395,3 +395,19 @@ def test_reset_layout_leaves_no_stale_tab_bars_and_restores_the_docks(qtbot, mak
     on_screen = [b for b in win.findChildren(QTabBar) if b.isVisible() and b.count()
                  and win.rect().intersects(b.geometry()) and "Memories" in [b.tabText(i) for i in range(b.count())]]
     assert len(on_screen) == 1, [b.geometry() for b in on_screen]
+
+
+def test_a_long_job_text_is_cut_to_fit_the_progress_bar_and_whole_in_its_tooltip(qtbot, make_window, store_file):
+    # seen in a 1500 px window: "UMAP: initial layout 28%" wrapped over a squeezed bar
+    win = make_window(store_file)
+    win.resize(1100, 700)
+    text = "UMAP: initial layout of a random 20,000 of 1,000,000 memories"
+    win.workers.activity.emit("umap", 0.28, text)
+    bar = win.progress
+    assert bar.isVisible() and bar.width() == bar.minimumWidth() == bar.maximumWidth()
+    shown = bar.text()
+    assert shown.endswith("28%") and shown.startswith("UMAP: initial") and "…" in shown
+    assert bar.fontMetrics().horizontalAdvance(shown) < bar.width()
+    assert bar.toolTip() == text
+    win.workers.activity.emit("umap", -1.0, "UMAP: neighbour graph")
+    assert bar.format() == bar.toolTip() == "UMAP: neighbour graph"  # a busy bar: no %

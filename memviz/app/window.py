@@ -55,6 +55,7 @@ from memviz.words import count
 
 MAX_RECENT = 10
 OPEN_WAIT_S = 60.0  # how long an open waits for a store another process holds exclusively
+PROGRESS_WIDTH = 220  # px of the status bar's progress bar; its text is cut to fit, whole in the tooltip
 SETTINGS_VERSION = 2  # bump when the dock layout changes incompatibly (restoreState then falls back)
 
 
@@ -291,7 +292,8 @@ class MainWindow(QMainWindow):
         self.status_model.setTextFormat(Qt.PlainText)
         self.status_ro = QLabel()
         self.status_ro.setTextFormat(Qt.PlainText)
-        self.progress = QProgressBar(maximumWidth=180, maximum=1000)
+        # a fixed width: in a crowded status bar Qt squeezed it until its text wrapped over the bar
+        self.progress = QProgressBar(minimumWidth=PROGRESS_WIDTH, maximumWidth=PROGRESS_WIDTH, maximum=1000)
         self.progress.setTextVisible(True)
         self.cancel_button = QPushButton("Cancel")
         self.progress.hide()
@@ -385,7 +387,13 @@ class MainWindow(QMainWindow):
         self.progress.setRange(0, 0 if fraction < 0 else 1000)
         if fraction >= 0:
             self.progress.setValue(int(fraction * 1000))
-        self.progress.setFormat(f"{text or name} %p%" if fraction >= 0 else (text or name))
+        full = text or name
+        percent = " %p%" if fraction >= 0 else ""
+        metrics = self.progress.fontMetrics()
+        room = PROGRESS_WIDTH - 16 - (metrics.horizontalAdvance(" 100%") if percent else 0)
+        shown = metrics.elidedText(full, Qt.ElideRight, room)
+        self.progress.setFormat(shown + percent)
+        self.progress.setToolTip(full)  # the whole text where the bar shows it cut
         self.progress.show()
         self.cancel_button.setVisible(True)  # cancelling an open keeps the store shown now
 
