@@ -27,6 +27,8 @@ def main(argv=None) -> int:
     ap.add_argument("--umap-wait", type=float, default=90.0, help="seconds to wait for UMAP")
     ap.add_argument("--name", default="window", help="file name of the window shots (default: window)")
     ap.add_argument("--no-panels", dest="panels", action="store_false", help="no panel-*.png")
+    ap.add_argument("--writable", action="store_true",
+                    help="open a native store writable, as a user would (it is written to: the map's layout is cached)")
     args = ap.parse_args(argv)
     sizes = [tuple(int(v) for v in s.lower().split("x")) for s in (args.size or ["1500x950"])]
     os.makedirs(args.outdir, exist_ok=True)
@@ -47,7 +49,7 @@ def main(argv=None) -> int:
     win.opened.connect(opened.append)
     win.open_failed.connect(lambda p, m: opened.append(None))
     from memviz import frameworks
-    win.open_path(args.db, read_only=frameworks.recognise(args.db) is None)
+    win.open_path(args.db, read_only=not args.writable and frameworks.recognise(args.db) is None)
     if not wait(lambda: opened, 120) or opened[0] is None:
         print("could not open", args.db, file=sys.stderr)
         return 2

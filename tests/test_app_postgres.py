@@ -8,6 +8,7 @@ from conftest import unit_vectors
 from pg_server import PASSWORD, PASSWORD_ROLE, pg, pg_db  # noqa: F401 - fixtures
 
 import memviz.store as ms
+from memviz.store.postgres.dsn import label
 
 
 def _fill(store, n=4):
@@ -75,6 +76,7 @@ def test_copy_store_to_a_database_and_to_a_file(pg, pg_db, make_window, qtbot, t
     with qtbot.waitSignal(win.opened, timeout=20000):
         win.open_path(pg_db)
     assert "@ local" in win.windowTitle()
+    assert win.statusBar().currentMessage().startswith(f"Opened {label(pg_db)} in ")  # not the socket's path
     back = tmp_path / "back.db"
     dlg = win.choose_copy_target()
     dlg.file_edit.setText(str(back))

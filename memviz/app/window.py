@@ -478,7 +478,10 @@ class MainWindow(QMainWindow):
             if old is not None and old.store is not data.store:
                 old.store.close()
             self._add_recent(data.store.path)  # a DSN without its password
-            what = data.store.describe() if hasattr(data.store, "describe") else data.store.path  # another system's store says which
+            # another system's store says which; a server's is named as the title names it (a DSN's
+            # query string, e.g. a socket folder, pushed the rest of the message out of sight)
+            what = (data.store.describe() if hasattr(data.store, "describe")
+                    else label(data.store.path) if ms.is_dsn(data.store.path) else data.store.path)
             msg = f"Opened {what} in {time.perf_counter() - t0:.2f} s"
             if getattr(data.store, "check_deferred", False):
                 self._follow_check(data.store)
