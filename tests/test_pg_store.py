@@ -171,6 +171,11 @@ def test_wrong_password_is_said_without_the_password(pg, pg_db, capsys):  # noqa
 def test_unreachable_server_and_not_a_store(pg, pg_db, tmp_path):  # noqa: F811
     with pytest.raises(ms.StoreError, match="Cannot reach the PostgreSQL server"):
         ms.open(f"postgresql://someone:secret@/db?host={tmp_path}")
+    with pytest.raises(ms.StoreError) as e:  # a TCP port nothing listens on
+        ms.open("postgresql://someone:secret@127.0.0.1:1/db")
+    # one sentence with libpq's reason, not its tab-indented hint ("...connections?. Is it running")
+    assert str(e.value) == ("Cannot reach the PostgreSQL server at postgresql://someone@127.0.0.1:1/db "
+                            "(Connection refused). Is it running, and are the host and port right?")
     with pytest.raises(ms.NotAStoreError, match="no `memories` table.*memviz create"):
         ms.open(pg_db)
     with pytest.raises(ms.StoreError, match="no such database"):
@@ -312,3 +317,10 @@ def test_vectors_in_any_scan_order_land_on_their_rows():
                 want = np.where(has[:, None], rows, 0)
                 got = _place((rowid[perm], parts), rowid, has, np.zeros((0 if has.all() else n, d), np.float32))
                 assert np.array_equal(got, want)
+
+
+def test_stats_names_the_schema_version_of_a_server_store(pg_db, capsys):  # noqa: F811
+    from memviz.store.postgres import schema
+    ms.create(pg_db).close()
+    assert main(["stats", pg_db]) == 0
+    assert f"(schema v{schema.SCHEMA_VERSION})" in capsys.readouterr().out  # it said "schema vNone"

@@ -81,7 +81,10 @@ def no_vector_message(where: str) -> str:
 
 
 def _connect_message(msg: str, where: str) -> str:
-    first = msg.strip().splitlines()[-1] if msg.strip() else msg
+    # libpq's first line ends in the reason ("... port 5432 failed: Connection refused"); its
+    # later lines are hints ("\tIs the server running on that host ...?") that the message below gives better
+    lines = [line.strip() for line in msg.strip().splitlines() if line.strip()]
+    first = lines[0].rsplit("failed: ", 1)[-1].removeprefix("FATAL:").strip().rstrip(".") if lines else msg
     low = msg.lower()
     if "password authentication failed" in low or "no password supplied" in low:
         return (f"The server at {where} refused the login: wrong or missing password. Set PGPASSWORD or add the "
@@ -89,8 +92,9 @@ def _connect_message(msg: str, where: str) -> str:
     if "does not exist" in low and "database" in low:
         return f"The server at {where} has no such database ({first}). Create it first (createdb), then `memviz create`."
     if any(s in low for s in ("connection refused", "no such file or directory", "could not translate host",
-                              "timeout expired", "could not connect", "network is unreachable", "connection failed")):
-        return f"Cannot reach the PostgreSQL server at {where}: {first}. Is it running, and is the host/port right?"
+                              "failed to resolve host", "timeout expired", "could not connect",
+                              "network is unreachable", "connection failed")):
+        return f"Cannot reach the PostgreSQL server at {where} ({first}). Is it running, and are the host and port right?"
     return f"Cannot connect to {where}: {first}"
 
 
