@@ -625,9 +625,10 @@ class LangGraphPostgres(LangGraphStore):
     transaction that stamped updated_at before the last look but committed after it is found
     (its id is at or after that snapshot's xmin, since it was running), whatever the stamps say,
     and so is a put's TTL refresh (an UPDATE of expires_at alone, by `get`/`search`). Rows of
-    transactions that ended between that xmin and the snapshot come again; `_window` remembers
-    the row versions already given, so they are not mapped twice (a transaction left open for
-    long would otherwise bring every row written since it began at each look)."""
+    transactions that ended between that xmin and the snapshot come again: the look remembers
+    the row versions it saw at or after its xmin, and one seen before is not mapped twice (a
+    transaction left open for long would otherwise bring every row written since it began at
+    each look). updated_at is not used: its precision and its transaction-start stamp do not matter."""
 
     backend = "PostgreSQL"
 
