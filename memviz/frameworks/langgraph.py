@@ -614,8 +614,9 @@ _PG_ROW = "prefix, key, value, created_at, updated_at, expires_at, ttl_minutes"
 _WRITTEN_SINCE = ("xmin::text::bigint >= 3 AND "
                   "mod(xmin::text::bigint - %s + 4294967296, 4294967296) < 2147483648")
 #: the oldest transaction still running when this transaction's snapshot was taken, as a 32-bit id: every
-#: transaction before it had ended (committed or not) by then
-_SNAPSHOT_XMIN = "SELECT mod(pg_snapshot_xmin(pg_current_snapshot())::text::bigint, 4294967296)"
+#: transaction before it had ended (committed or not) by then. The txid_ spelling of pg_current_snapshot(), which
+#: PostgreSQL 12 and older (where LangGraph also runs) lack.
+_SNAPSHOT_XMIN = "SELECT mod(txid_snapshot_xmin(txid_current_snapshot()), 4294967296)"
 
 
 class LangGraphPostgres(LangGraphStore):
@@ -683,7 +684,7 @@ class LangGraphPostgres(LangGraphStore):
 
     def _snapshot(self, fn):
         """fn(connection) inside one read-only REPEATABLE READ transaction: every statement sees
-        the same snapshot, the one pg_current_snapshot() describes."""
+        the same snapshot, the one txid_current_snapshot() describes."""
         def run(conn):
             with conn.transaction():
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
