@@ -4,6 +4,7 @@ transactions that commit out of the order of their stamps — arrives as records
 whole read's, and only the items that changed are read."""
 from __future__ import annotations
 
+import datetime as dt
 import time
 
 import numpy as np
@@ -137,10 +138,11 @@ def test_an_expiry_and_the_sweep_arrive_as_changes(lg_pg):
     """An item whose TTL runs out after memviz read it comes back retired; LangGraph's sweep
     then deletes it, and the count tells memviz it is gone."""
     dsn, store, src = lg_pg
-    run_ops(store, [put(("notes",), "soon", "short-lived", ttl=0.05)])  # 3 s
+    run_ops(store, [put(("notes",), "soon", "short-lived", ttl=0.1)])  # 6 s
     shown = Shown(src)
     assert shown.items["soon@notes"]["valid_until"] is None
-    time.sleep(3.5)
+    expires = dt.datetime.fromisoformat(shown.items["soon@notes"]["attributes"]["langgraph"]["expires_at"])
+    time.sleep(max(0.0, expires.timestamp() - time.time()) + 0.5)
     assert shown.follow() == {"soon@notes"}
     assert shown.items["soon@notes"]["valid_until"] is not None
     shown.assert_whole_read(dsn)
