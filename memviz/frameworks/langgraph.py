@@ -39,6 +39,7 @@ import datetime as dt
 import json
 import os
 import re
+import threading
 import time
 from collections import Counter, defaultdict
 from typing import Any, ClassVar
@@ -84,6 +85,15 @@ def namespace_roles(prefixes) -> dict[str, tuple[str, str]]:
         for s in spaces:
             out[".".join(s)] = (".".join(s[:k] + s[k + 1:]), s[k])
     return out
+
+
+def _roles_kept(before: frozenset[str], after: frozenset[str]) -> bool:
+    """The namespaces of `before` still in `after` keep their agent and kind (a namespace that
+    appeared or went may change the others': then every item is read again)."""
+    if before == after:
+        return True
+    roles, was = namespace_roles(after), namespace_roles(before)
+    return all(roles.get(p) == was[p] for p in before & after)
 
 
 def text_at(value: Any, path: str) -> str | None:
@@ -488,10 +498,8 @@ class LangGraphSqlite(LangGraphStore):
         if self._since is None:
             return None
         prefixes = frozenset(r[0] for r in self._q("SELECT DISTINCT prefix FROM store"))
-        if prefixes != self._prefixes:
-            roles, before = namespace_roles(prefixes), namespace_roles(self._prefixes)
-            if any(roles.get(p) != before[p] for p in self._prefixes & prefixes):
-                return None  # the items of other namespaces got another agent or kind: all is read again
+        if not _roles_kept(self._prefixes, prefixes):
+            return None  # the items of other namespaces got another agent or kind: all is read again
         cols = self._columns()
         exp = "expires_at" if "expires_at" in cols else "NULL"
         ttl = "ttl_minutes" if "ttl_minutes" in cols else "NULL"
@@ -599,13 +607,43 @@ class LangGraphSqlite(LangGraphStore):
 
 
 # ====================================================================== PostgresStore
+_PG_ROW = "prefix, key, value, created_at, updated_at, expires_at, ttl_minutes"
+#: the row versions written by a transaction at or after the one in the parameter (its 32-bit id). A row's xmin
+#: is the id of the transaction that wrote it (insert or update); ids are 32 bits and wrap around, so x is at or
+#: after y when (x - y) mod 2^32 < 2^31. 0-2 (invalid, bootstrap, frozen) are older than any.
+_WRITTEN_SINCE = ("xmin::text::bigint >= 3 AND "
+                  "mod(xmin::text::bigint - %s + 4294967296, 4294967296) < 2147483648")
+#: the oldest transaction still running when this transaction's snapshot was taken, as a 32-bit id: every
+#: transaction before it had ended (committed or not) by then. The txid_ spelling of pg_current_snapshot(), which
+#: PostgreSQL 12 and older (where LangGraph also runs) lack.
+_SNAPSHOT_XMIN = "SELECT mod(txid_snapshot_xmin(txid_current_snapshot()), 4294967296)"
+
+
 class LangGraphPostgres(LangGraphStore):
+    """changed_since reads the rows written since the last look by their row version: each look
+    (a whole read, a delta) is one REPEATABLE READ snapshot and notes its xmin, the oldest
+    transaction then running; the next look reads every row whose xmin is at or after it. A
+    transaction that stamped updated_at before the last look but committed after it is found
+    (its id is at or after that snapshot's xmin, since it was running), whatever the stamps say,
+    and so is a put's TTL refresh (an UPDATE of expires_at alone, by `get`/`search`). Rows of
+    transactions that ended between that xmin and the snapshot come again: the look remembers
+    the row versions it saw at or after its xmin, and one seen before is not mapped twice (a
+    transaction left open for long would otherwise bring every row written since it began at
+    each look). updated_at is not used: its precision and its transaction-start stamp do not matter."""
+
     backend = "PostgreSQL"
 
     def __init__(self, target: str, label: str | None = None):
         from ..store import redact
         super().__init__(target, label or redact(target))
         self._pg = None
+        # one user of the connection at a time: a poll's token must not run inside a look's or a write's transaction
+        self._lock = threading.RLock()
+        # where the last look stood: its snapshot's xmin (None: no whole read yet), when expiries were last
+        # looked at, the row versions seen at or after that xmin, and the namespaces then
+        self._at: tuple[int, dt.datetime, dict, frozenset[str]] | None = None
+        self._read_at: tuple | None = None   # a whole read's, until it is mapped (_read)
+        self._undo: tuple | None = None      # (the token of the last delta, where it started): see changed_since
 
     @classmethod
     def recognise(cls, probe):
@@ -624,43 +662,126 @@ class LangGraphPostgres(LangGraphStore):
             self._pg.close()
             self._pg = None
 
-    def _q(self, sql, params=(), *, binary=False):
+    def _run(self, fn):
+        """fn(connection), once more on a new connection if the connection dropped; psycopg's
+        errors become StoreErrors."""
         from ..store.postgres.connect import _psycopg, translate
         psycopg = _psycopg()
         for attempt in (0, 1):
-            conn = self._connect()
             try:
-                with conn.cursor(binary=binary) as cur:
-                    cur.execute(sql, params)
-                    return cur.fetchall()
+                with self._lock:
+                    return fn(self._connect())
             except psycopg.OperationalError as e:
                 self.close()  # a dropped connection: one fresh try
                 if attempt:
                     raise translate(e, self.target, write=False) from None
             except psycopg.Error as e:
                 raise translate(e, self.target, write=False) from None
-        return []
+        return None
+
+    def _q(self, sql, params=(), *, binary=False):
+        return self._run(lambda conn: _fetch(conn, sql, params, binary))
+
+    def _snapshot(self, fn):
+        """fn(connection) inside one read-only REPEATABLE READ transaction: every statement sees
+        the same snapshot, the one txid_current_snapshot() describes."""
+        def run(conn):
+            with conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                return fn(conn)
+        return self._run(run)
 
     def _tables(self) -> set[str]:
         return {r[0] for r in self._q("SELECT table_name FROM information_schema.tables "
                                       "WHERE table_schema = ANY (current_schemas(false))")}
 
     def token(self):
-        row = self._q("SELECT count(*), max(updated_at), count(*) FILTER (WHERE expires_at <= now()) FROM store")[0]
-        return [row[0], _iso(row[1]), row[2]]
+        return self._run(_token)
 
+    # ---------------------------------------------------------------- changes without a whole read
     def _rows(self):
-        return self._q("SELECT prefix, key, value, created_at, updated_at, expires_at, ttl_minutes FROM store", binary=True)
+        looked = dt.datetime.now(dt.UTC)  # before the read: an expiry after it is looked at next time
+
+        def read(conn):
+            rows = _fetch(conn, f"SELECT {_PG_ROW} FROM store", (), True)
+            xid = conn.execute(_SNAPSHOT_XMIN).fetchone()[0]
+            return rows, xid, _versions(conn, xid)
+        rows, xid, window = self._snapshot(read)
+        self._read_at = (xid, looked, window)
+        return rows
+
+    def _read(self, rows) -> None:
+        if self._read_at is not None:
+            self._at = (*self._read_at, frozenset(r[0] for r in rows))
+            self._read_at, self._undo = None, None
+
+    def in_step(self, token) -> None:
+        """The mirror holds the store as of `token` (a reopen): note where it stands, if the
+        store is still there, and name the model as a whole read would (the most common vector
+        size; the first items' texts)."""
+        looked = dt.datetime.now(dt.UTC)
+
+        def look(conn):
+            if _token(conn) != token:
+                return None
+            xid = conn.execute(_SNAPSHOT_XMIN).fetchone()[0]
+            return xid, _versions(conn, xid), frozenset(r[0] for r in conn.execute("SELECT DISTINCT prefix FROM store"))
+        got = self._snapshot(look)
+        if got is None:
+            return
+        xid, window, prefixes = got
+        if self.dim is None and "store_vectors" in self._tables():
+            common = self._q("SELECT vector_dims(embedding::vector), count(*) FROM store_vectors WHERE embedding IS NOT NULL "
+                             "GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 1")
+            if common:
+                first = self._q(f"SELECT {_PG_ROW} FROM store LIMIT 200", binary=True)
+                self._name_model(first, self._run(lambda conn: _vectors_of(conn, first)), int(common[0][0]))
+        self._at, self._undo = (xid, looked, window, prefixes), None
+
+    def changed_since(self, token, known, task: Task | None = None):
+        """The items put, updated or TTL-refreshed since the last look (their row versions, see
+        the class docstring), with their vectors; those whose expiry has passed since; and every
+        id (read only when the count says some item was deleted: LangGraph deletes rows). All in
+        one snapshot. None (a whole read) before a first read, or when a namespace that appeared
+        or went moves the agent or kind of the others."""
+        if self._undo is not None and self._undo[0] == token:
+            self._at = self._undo[1]  # the mirror did not take the last delta (its token did not move): again
+        if self._at is None:
+            return None
+        xid0, looked0, window0, prefixes0 = self._at
+        vectored = "store_vectors" in self._tables()
+        now = dt.datetime.now(dt.UTC)
+
+        def read(conn):
+            xid = conn.execute(_SNAPSHOT_XMIN).fetchone()[0]
+            got = _fetch(conn, f"SELECT {_PG_ROW}, xmin::text::bigint, expires_at > %s AND expires_at <= %s FROM store "
+                               f"WHERE ({_WRITTEN_SINCE}) OR (expires_at > %s AND expires_at <= %s)",
+                         (looked0, now, xid0, looked0, now), True)
+            # a row version given before comes again only if the mirror lacks its item
+            rows = [r[:7] for r in got if r[8] or window0.get((r[0], r[1])) != r[7] or memory_id(r[0], r[1]) not in known]
+            vectors = _vectors_of(conn, rows) if vectored and rows else {}
+            window = {(r[0], r[1]): r[7] for r in got if _after(r[7], xid)}
+            new = sum(1 for r in rows if memory_id(r[0], r[1]) not in known)
+            count = conn.execute("SELECT count(*) FROM store").fetchone()[0]
+            # as many items as the mirror's and the new ones: none was deleted
+            every = conn.execute("SELECT prefix, key FROM store").fetchall() if count != len(known) + new else None
+            return xid, rows, vectors, window, every
+        xid, rows, vectors, window, every = self._snapshot(read)
+        if every is None:
+            prefixes = prefixes0 | {r[0] for r in rows}
+            present = [*known, *(memory_id(r[0], r[1]) for r in rows)]
+        else:
+            prefixes = frozenset(p for p, _k in every)
+            present = [memory_id(p, k) for p, k in every]
+        self._undo, self._at = (token, self._at), (xid, now, window, prefixes)
+        if not _roles_kept(prefixes0, prefixes):
+            return None  # the items of other namespaces got another agent or kind: all is read again
+        return list(self._mapped(rows, vectors, task, prefixes)), present
 
     def _vectors(self):
-        out: dict = defaultdict(dict)
-        if "store_vectors" in self._tables():
-            for prefix, key, field, sent in self._q(
-                    "SELECT prefix, key, field_name, vector_send(embedding::vector) FROM store_vectors "
-                    "WHERE embedding IS NOT NULL", binary=True):
-                dim = int.from_bytes(sent[:2], "big")
-                out[(prefix, key)][field] = np.frombuffer(sent, dtype=">f4", count=dim, offset=4).astype("<f4").tobytes()
-        return out
+        if "store_vectors" not in self._tables():
+            return defaultdict(dict)
+        return self._run(lambda conn: _vectors_of(conn, None))
 
     def _counts(self):
         n, spaces = self._q("SELECT count(*), count(DISTINCT prefix) FROM store")[0]
@@ -690,9 +811,8 @@ class LangGraphPostgres(LangGraphStore):
         from ..store.postgres.connect import _psycopg, translate
         psycopg = _psycopg()
         vtype = self._vector_type() if any(p["vectors"] for p in plans) else "vector"
-        conn = self._connect()
         try:
-            with conn.transaction(), conn.cursor() as cur:
+            with self._lock, self._connect().transaction() as tx, tx.connection.cursor() as cur:
                 for p in plans:
                     cur.execute("SELECT value, updated_at FROM store WHERE prefix = %s AND key = %s FOR UPDATE",
                                 (p["prefix"], p["key"]))
@@ -714,6 +834,47 @@ class LangGraphPostgres(LangGraphStore):
                     p["updated_at"], p["expires_at"] = _iso(updated), _iso(expires)
         except psycopg.Error as e:
             raise translate(e, self.target) from None
+
+
+def _fetch(conn, sql, params, binary: bool) -> list[tuple]:
+    with conn.cursor(binary=binary) as cur:
+        cur.execute(sql, params)
+        return cur.fetchall()
+
+
+def _token(conn) -> list:
+    """Moves with every put, update, TTL refresh or delete (the sum of the rows' xmin: a new row
+    version has a newer transaction's id, whatever order transactions committed in; a delete
+    lowers the count) and with every expiry, by memviz's clock (the one the mapping retires by)."""
+    n, versions, expired = conn.execute("SELECT count(*), sum(xmin::text::bigint), "
+                                        "count(*) FILTER (WHERE expires_at <= %s) FROM store",
+                                        (dt.datetime.now(dt.UTC),)).fetchone()
+    return [n, None if versions is None else int(versions), expired]
+
+
+def _after(x: int, xid: int) -> bool:
+    """Transaction x is at or after xid (32-bit ids, as _WRITTEN_SINCE)."""
+    return x >= 3 and (x - xid) % 2**32 < 2**31
+
+
+def _versions(conn, xid: int) -> dict[tuple[str, str], int]:
+    """(prefix, key) -> xmin of the rows written at or after transaction `xid`."""
+    return {(p, k): x for p, k, x in conn.execute(f"SELECT prefix, key, xmin::text::bigint FROM store WHERE {_WRITTEN_SINCE}",
+                                                  (xid,))}
+
+
+def _vectors_of(conn, rows) -> dict:
+    """(prefix, key) -> field_name -> float32 little-endian bytes of the items of `rows` (None: every item)."""
+    out: dict = defaultdict(dict)
+    sql = "SELECT v.prefix, v.key, v.field_name, vector_send(v.embedding::vector) FROM store_vectors v"
+    params: tuple = ()
+    if rows is not None:
+        sql += " JOIN unnest(%s::text[], %s::text[]) AS w(prefix, key) ON v.prefix = w.prefix AND v.key = w.key"
+        params = ([r[0] for r in rows], [r[1] for r in rows])
+    for prefix, key, field, sent in _fetch(conn, sql + " WHERE v.embedding IS NOT NULL", params, True):
+        dim = int.from_bytes(sent[:2], "big")
+        out[(prefix, key)][field] = np.frombuffer(sent, dtype=">f4", count=dim, offset=4).astype("<f4").tobytes()
+    return out
 
 
 SOURCES = [LangGraphSqlite, LangGraphPostgres]
