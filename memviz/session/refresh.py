@@ -5,9 +5,14 @@
 reads the whole store instead (a StoreData). `install(data, fresh)` runs on the GUI thread
 (AppState.apply_refresh calls it): appended rows go at the end of every column (each column,
 the embedding matrix too, grows inside a buffer with spare rows, so an insert does not copy
-100 MB; when a buffer runs out, read_refresh makes the larger one, half as large again, off the
-GUI thread), changed rows are patched, and the answer is a RowsDelta naming the rows for the
+100 MB), changed rows are patched, and the answer is a RowsDelta naming the rows for the
 panels. The arrays object is replaced: a job still reading the old one sees its own rows.
+
+Room for new rows is made before it is needed: a whole read puts the matrix in a buffer with
+spare rows (memviz.store.arrays.rows_with_room), the first refresh copies the small columns into
+such buffers, and when a column's spare rows fall below AHEAD, a background job (`_Growth`)
+copies it into a buffer half as large again, which a later install takes (adding the few rows
+written since), so no refresh waits for a copy of the matrix (at 100k x 1536 it took 0.4-1 s).
 """
 from __future__ import annotations
 
@@ -15,13 +20,16 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
+from memviz.background import in_thread
 from memviz.retrieval import quantized
-from memviz.store.arrays import MemoryArrays
+from memviz.store.arrays import ROOM, MemoryArrays, rows_with_room
 from memviz.store.changes import Changes, changes_since
 
-GROW = 1 / 2  # spare rows a column's buffer gets when it is copied, as a share of the store (at least
+GROW = ROOM   # spare rows a column's buffer gets when it is copied, as a share of the store (at least
               # 256): geometric, so at 100 writes/s a 100k store copies its 100 MB matrix every ~8 min
               # (untouched spare rows are address space, not resident memory)
+AHEAD = 1 / 4  # a column whose spare rows fall below this share of what a copy gives (GROW of its rows)
+               # is copied by a background job: at 100k rows and 50 writes/s, 250 s before it is full
 
 
 @dataclass
@@ -33,7 +41,7 @@ class FreshRows:
     links: list                 # (id, source ids, superseded ids) of the added rows that have links
     data: object = None         # the StoreData it was read for
     room: dict | None = None  # columns copied into buffers with spare rows (off the GUI thread) when
-                              # the ones in use have too little room left: name -> the copy
+                              # the ones in use cannot take the new rows: name -> the copy
 
 
 @dataclass
@@ -70,19 +78,64 @@ def read_refresh(data, max_share: float | None = None):
     # links of new rows (a reflection's sources, a correction's supersedes); a link an agent
     # rewrites on an existing row is seen at the next whole read
     links = store.links_of(changes.added) if changes.added else []
-    return FreshRows(changes, rows, links, data, _rooms(a, 4 * len(changes.added)))
+    return FreshRows(changes, rows, links, data, _rooms(data, a, 4 * len(changes.added)))
 
 
-def _rooms(a: MemoryArrays, k: int) -> dict:
-    """Copies, with spare rows, of the columns of `a` that cannot take `k` more rows in place
-    (or cannot be patched: read-only, not in a buffer). Off the GUI thread: at 1M rows a copy of
-    every column is hundreds of MB."""
-    out = {}
+def _columns(a: MemoryArrays):
+    """(name, column) of the columns of `a` that grow with its rows."""
     for f in fields(MemoryArrays):
         col = getattr(a, f.name)
-        if f.name not in ("embedding_model", "_index") and isinstance(col, np.ndarray) and _spare(col) < k:
-            out[f.name] = _with_room(col, k)
+        if f.name not in ("embedding_model", "_index") and isinstance(col, np.ndarray):
+            yield f.name, col
+
+
+def _rooms(data, a: MemoryArrays, k: int) -> dict:
+    """Off the GUI thread: copies, with spare rows, of the columns of `a` that cannot take `k`
+    more rows in place (or cannot be patched: read-only, not in a buffer) and that no background
+    copy is making (one that is, is waited for: never two copies of a column at once). Columns
+    whose spare rows run low get a background copy (`_Growth`), taken by a later install."""
+    growth = getattr(data, "_growth", None)
+    need = {name for name, col in _columns(a) if _spare(col) < k}
+    if growth is not None and need & growth.names:
+        growth.job.exception()  # made ahead, but not ready in time: wait for it rather than copy again
+    out = {name: _with_room(col, k) for name, col in _columns(a)
+           if name in need and (growth is None or name not in growth.names)}
+    low = {name for name, col in _columns(a)
+           if name not in out and _spare(col) - k < AHEAD * max(256, int(len(col) * GROW))}
+    if low and growth is None:
+        data._growth = _Growth(a, low)
     return out
+
+
+class _Growth:
+    """Columns being copied into larger buffers by a background thread, ahead of need. The copy
+    holds the rows the columns had when it started; `finish` (install, on the GUI thread) adds
+    the rows appended since and the rows patched since (recorded in `patched`), a few rows."""
+
+    def __init__(self, a: MemoryArrays, names: set):
+        self.names, self.n = frozenset(names), len(a)
+        self.patched: list[np.ndarray] = []
+        cols = {name: getattr(a, name) for name in names}
+        self.job = in_thread(lambda: {name: _with_room(col) for name, col in cols.items()}, "memviz-grow")
+
+    def finish(self, a: MemoryArrays, k: int) -> dict:
+        """The copies brought up to `a` (name -> a view of a.n rows with room for `k` more);
+        a column whose copy does not fit (another shape, too little room) is left out."""
+        if self.job.exception() is not None:
+            return {}  # (out of memory) the columns grow when they must, as before
+        out = {}
+        rows = np.unique(np.concatenate(self.patched)) if self.patched else np.zeros(0, np.int64)
+        rows = rows[rows < self.n]
+        for name, copy in self.job.result().items():
+            col = getattr(a, name)
+            buf = _buffer(copy)
+            if col is None or buf is None or len(col) < self.n or col.shape[1:] != copy.shape[1:] \
+                    or col.dtype != copy.dtype or buf.shape[0] < len(col) + k:
+                continue
+            buf[self.n:len(col)] = col[self.n:]
+            buf[rows] = col[rows]
+            out[name] = buf[:len(col)]
+        return out
 
 
 @dataclass
@@ -168,10 +221,9 @@ def _spare(col: np.ndarray) -> int:
 
 def _with_room(col: np.ndarray, k: int = 0) -> np.ndarray:
     """A copy of `col` as the first rows of a buffer with spare rows (GROW of its length, at least 256 + k)."""
-    n = col.shape[0]
-    buf = np.empty((n + k + max(256, int(n * GROW)),) + col.shape[1:], dtype=col.dtype)
-    buf[:n] = col
-    return buf[:n]
+    out = rows_with_room(col.shape[0], col.shape[1:], col.dtype, k)
+    out[:] = col
+    return out
 
 
 def grow(col: np.ndarray, add: np.ndarray, patch: bool = False) -> np.ndarray:
@@ -194,9 +246,17 @@ def install(data, fresh: FreshRows) -> RowsDelta | None:
     from memviz.session.state import counts_shifted
 
     a = data.arrays
-    got = apply_rows(a, fresh.rows, fresh.room)
+    room = dict(fresh.room or {})
+    growth = getattr(data, "_growth", None)
+    if growth is not None and growth.job.done():  # a background copy is ready: bring it up to date, use it
+        data._growth = None
+        k = int((fresh.rows.rowid > a.rowid[-1]).sum()) if len(a) else len(fresh.rows)
+        room.update({name: col for name, col in growth.finish(a, k).items() if name not in room})
+    got = apply_rows(a, fresh.rows, room)
     if got is None:
         return None
+    if getattr(data, "_growth", None) is not None:
+        data._growth.patched.append(got.changed)  # a copy under way may have read these rows before
     new, added, changed = got.arrays, got.added, got.changed
     before, after = got.was_live, np.isnan(new.valid_until[changed])
     touched = np.concatenate([changed, added])

@@ -13,6 +13,17 @@ from ..background import in_thread
 from .records import MS_ABOVE, NUMBER_DEFAULTS, ODD_TYPES_SQL, TIME_COLUMNS, decode_text, read_values
 from .vec_chunks import read_from_index
 
+ROOM = 1 / 2  # spare rows below a matrix read whole, as a share of its rows (at least 256): a live refresh
+              # (session/refresh.py) appends new rows there without copying the matrix; untouched, they
+              # are address space, not memory
+
+
+def rows_with_room(n: int, tail: tuple = (), dtype=np.float32, extra: int = 0) -> np.ndarray:
+    """n zero rows (each of shape `tail`) that are the first rows of a buffer with ROOM spare rows
+    (at least 256 + `extra`)."""
+    return np.zeros((n + extra + max(256, int(n * ROOM)),) + tuple(tail), dtype=dtype)[:n]
+
+
 _SQL = """
 SELECT rowid, CAST(id AS BLOB), CAST(kind AS BLOB), CAST(agent AS BLOB),
        CAST(importance AS REAL), CAST(event_time AS REAL), CAST(created_at AS REAL),
@@ -343,7 +354,7 @@ def _read_vectors(conn, rowid: np.ndarray, size: np.ndarray, has: np.ndarray, nb
     its row. Small ones come from group_concat over rowid ranges (one blob of every row's vector
     would pass SQLite's 1 GB limit at 1M x 256)."""
     n = len(rowid)
-    out = np.zeros((n, nbytes // 4), dtype="<f4")
+    out = rows_with_room(n, (nbytes // 4,), "<f4")  # a whole read: a live refresh appends below it
     if n == 0 or not has.any():
         return out
     if ids is not None:

@@ -7,13 +7,16 @@ failed or cancelled copy leaves it as it was (an SQLite target is built in a tem
 beside it and renamed into place at the end; a PostgreSQL target's schema is made inside
 the same transaction as the rows, so an empty database stays empty).
 
-A PostgreSQL target's HNSW indexes are built after that commit, CONCURRENTLY, with the
-server's progress reported (`postgres.index`): building them takes most of a copy (100k x 256
-on 2 cores: the data commits in ~3 s, the graph takes ~45 s more), and inside the copy's
+A PostgreSQL target's HNSW indexes are built after that commit, with the server's progress
+reported (`postgres.index`): building them takes most of a copy (100k x 256 on 2 cores: the
+data commits in ~3 s, the graph takes ~40 CPU-seconds more), and inside the copy's
 transaction nothing could be used until the graph was done. The store is complete and
-answers exactly without them (memviz ranks in memory; pgvector's own search is then exact),
-and agents and edits may write to it meanwhile; a build that is cancelled or cut off leaves
-the index absent, and `memviz index DST` (or the window, on a writable open) builds it.
+answers exactly without them (memviz ranks in memory; pgvector's own search is then exact).
+The build is a plain CREATE INDEX, not CONCURRENTLY: the target is new, no agent writes to it
+yet (reads go on; a write waits for the build), and CONCURRENTLY's validation scan and its
+wait for every older transaction on the server buy nothing here (bench/pg_index.py). A build
+that is cancelled or cut off leaves the index absent, and `memviz index DST` (or the window,
+CONCURRENTLY, on a writable open) builds it.
 """
 from __future__ import annotations
 
@@ -59,7 +62,7 @@ def copy_store(src: str, dst: str, task: Task | None = None, opener=None) -> int
     if is_dsn(dst):
         from .postgres.index import build_missing_indexes  # noqa: PLC0415
         try:
-            build_missing_indexes(dst, task.part(0.4, 1.0), concurrently=True)
+            build_missing_indexes(dst, task.part(0.4, 1.0))
         except Cancelled:
             raise Cancelled(f"Cancelled while building the vector index: the {total} memories are copied to "
                             f"{redact(dst)} and usable (pgvector's own search is exact until the index is there); "

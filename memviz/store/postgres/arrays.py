@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...background import in_thread
-from ..arrays import MemoryArrays, _normalize_rows, _pick_model
+from ..arrays import MemoryArrays, _normalize_rows, _pick_model, rows_with_room
 from ..errors import StoreError
 from .schema import vec_column
 
@@ -108,11 +108,13 @@ def load_arrays(conn, dims: list[int], model: str | None = None, preview: int = 
     size = np.where(dim_of >= 0, dim_of * 4, -1)
     key, dim = _pick_model(list(names), model_code, size, None if model is None else model.encode("utf-8"), dim)
     has = (model_code == names.get(key, -1)) & (size == 4 * dim) & (size > 0)
-    emb = np.zeros((0 if has.all() else n, dim), dtype=np.float32)
+    whole = rowids is None  # the matrix of a whole read gets spare rows: a live refresh appends below it
+    emb = np.zeros((0, dim), np.float32) if has.all() else rows_with_room(n, (dim,)) if whole \
+        else np.zeros((n, dim), np.float32)
     if dim and has.any():
         if vectors is None or guess != dim:  # the column was not known beforehand: read it now
             vectors = _read_vectors(conn, dim, None if key is None else key.decode("utf-8"), rowids)
-        emb = _place(vectors, rowid, has, emb)
+        emb = _place(vectors, rowid, has, emb, room=whole)
         emb = _normalize_rows(emb, has)
     elif not len(emb):
         emb = np.zeros((n, dim), dtype=np.float32)
@@ -196,10 +198,11 @@ def _read_vectors(conn, dim: int, model: str | None, rowids: list[int] | None) -
 _DECODE_BYTES = 8 << 20  # the stream is turned into arrays this many bytes at a time
 
 
-def _place(vectors, rowid: np.ndarray, has: np.ndarray, emb: np.ndarray) -> np.ndarray:
+def _place(vectors, rowid: np.ndarray, has: np.ndarray, emb: np.ndarray, room: bool = False) -> np.ndarray:
     """The matrix aligned with the sorted `rowid`: `vectors` (rowids, list of row blocks) put
     in the rows marked by `has`; rows it holds for others (another model in the same column)
-    are left out. `emb` is the zero matrix to fill, or empty when every row has a vector.
+    are left out. `emb` is the zero matrix to fill, or empty when every row has a vector (then
+    `room`: the one made has spare rows, memviz.store.arrays.rows_with_room).
     The scan's order is rowid order in runs (a synchronized scan starts where another one is;
     an edit moves a row), so runs are copied as blocks, not row by row."""
     got, parts = vectors
@@ -212,7 +215,7 @@ def _place(vectors, rowid: np.ndarray, has: np.ndarray, emb: np.ndarray) -> np.n
     if not len(emb):  # every row has a vector
         if len(parts) == 1 and (np.diff(at) > 0).all():
             return parts[0]
-        emb = np.empty((len(rowid), dim), dtype=np.float32)
+        emb = rows_with_room(len(rowid), (dim,)) if room else np.empty((len(rowid), dim), dtype=np.float32)
     runs = np.union1d(np.flatnonzero((np.diff(at) != 1) | ~keep[1:] | ~keep[:-1]) + 1, bounds[1:-1])
     if len(runs) > max(64, len(at) // 64):  # scattered: row by row, a block at a time
         for p, block in enumerate(parts):

@@ -22,8 +22,8 @@ PROGRESS_S = 0.5
 def build_missing_indexes(dsn: str, task: Task | None = None, *, concurrently: bool = False) -> list[int]:
     """Build the HNSW index of each dimension that lacks one; returns those dimensions.
     `concurrently`: without blocking other sessions' writes (a store in use: the window
-    completes an interrupted build this way when it opens a writable store, and a copy builds
-    its target's this way once the data is committed)."""
+    completes an interrupted build this way when it opens a writable store; a copy's new
+    target is built plainly, see store/copy.py)."""
     psycopg = _psycopg()
     task = task or Task("index")
     conn = connect(dsn)

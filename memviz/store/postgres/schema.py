@@ -158,8 +158,12 @@ def vec_ddl(dim: int) -> list[str]:
 
 
 #: the HNSW build: parallel workers (pgvector >= 0.6; measured on 100k x 256 on 2 loaded
-#: cores: 80 s with none, 46 s with 2) and memory enough for the whole graph (build_settings):
-#: once the graph outgrows maintenance_work_mem pgvector goes on inserting on disk, many times
+#: cores: 80 s with none, 46 s with 2) and memory enough for the whole graph (build_settings).
+#: bench/pg_index.py: the build is CPU-bound (~38 server CPU-s on clustered vectors, ~78 on
+#: random ones, whatever the workers); four workers on 2 cores wait for each other's locks in
+#: 4-6% of samples against 2% with one, and the leader runs alone ~3 s against ~1.5 s, but on a
+#: shared machine more processes get more of it (38 s against 52 s at load 8): kept at four.
+#: Once the graph outgrows maintenance_work_mem pgvector goes on inserting on disk, many times
 #: slower (a 1M x 256 fleet with 1 GB: 76% after 35 min)
 INDEX_BUILD_SETTINGS = {"maintenance_work_mem": "1GB", "max_parallel_maintenance_workers": "4"}
 GRAPH_BYTES_PER_ROW = 1024  # besides the vector: the element and its neighbour lists at m = 16 (with a margin)
@@ -191,14 +195,16 @@ def missing_vector_indexes(conn) -> list[int]:
     return [d for d in vector_dims(conn) if d <= HNSW_MAX_DIM and index_name(d) not in valid]
 
 
-def build_vector_index(conn, dim: int, *, concurrently: bool = False, rows: int | None = None) -> None:
+def build_vector_index(conn, dim: int, *, concurrently: bool = False, rows: int | None = None,
+                       settings: dict[str, str] | None = None) -> None:
     """The HNSW index of `dim` (one that `missing_vector_indexes` lists). Plainly: in one
     transaction, present when it commits, absent if interrupted. `concurrently` (a store that
     agents may be writing to): without blocking their writes; an interrupted build leaves an
     invalid index, which the next call drops first. Either way, calling again is safe.
-    `rows`: vector_rows(conn, dim), if already counted (it sizes the build's memory)."""
+    `rows`: vector_rows(conn, dim), if already counted (it sizes the build's memory); `settings`:
+    server settings to use instead of build_settings' (bench/pg_index.py compares them)."""
     name, col = index_name(dim), vec_column(dim)
-    settings = build_settings(dim, vector_rows(conn, dim) if rows is None else rows)
+    settings = {**build_settings(dim, vector_rows(conn, dim) if rows is None else rows), **(settings or {})}
     if not concurrently:
         with conn.transaction():
             for key, value in settings.items():
