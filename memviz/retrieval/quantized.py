@@ -44,7 +44,9 @@ from . import fastpass
 MIN_ROWS = 20_000     # below this the float32 product takes a few milliseconds: no index
 _CHUNK = 32_768       # rows quantised at a time (bounds the float64 temporaries)
 _U64 = 2.0 ** -53
-GROW = 1 / 16         # spare rows kept in the code and scale buffers, as a share of the rows (at least 256)
+GROW = 1 / 2          # spare rows kept in the code and scale buffers, as a share of the rows (at least 256): as
+                      # the matrix's (store.arrays.ROOM); running out copies them on the GUI thread (150 MB at
+                      # 100k x 1536), which 1/16 made happen every 6,250 new rows; np.empty: spare rows cost no memory
 
 _build_lock = threading.Lock()
 _extend_lock = threading.Lock()
