@@ -2,10 +2,44 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
-from .errors import ConflictError
+from .errors import ConflictError, ValidationError
 from .records import decode_json, normalize, normalize_many, read_values
+from .schema import JSON_COLUMNS, MEMORY_COLUMNS
 from .times import to_epoch
+
+#: the columns get_many(fields=...) and rewrite_rows read and write by name (the vector has its own methods)
+SCALAR_COLUMNS = tuple(c for c in MEMORY_COLUMNS if c != "embedding")
+
+
+def pick_fields(fields) -> tuple[str, ...]:
+    """`fields` checked against the memory columns (they are put into SQL by name)."""
+    fields = tuple(dict.fromkeys(f for f in fields if f != "id"))
+    bad = [f for f in fields if f not in SCALAR_COLUMNS]
+    if bad:
+        raise ValidationError(f"not a memory column that can be read or written by name: {', '.join(bad)}")
+    return fields
+
+
+def json_column(column: str) -> str:
+    """`column` if it is one of the JSON columns (it is put into SQL by name)."""
+    if column not in JSON_COLUMNS:
+        raise ValidationError(f"{column!r} is not a JSON column")
+    return column
+
+
+@dataclass
+class RowWrite:
+    """One row's change in `rewrite_rows`: the columns set, and the audit entry written with it
+    (`before`/`after` may say more than the columns, e.g. consolidation's `decayed_to`)."""
+
+    id: str
+    set: dict
+    action: str
+    before: dict | None
+    after: dict | None
+    note: str | None = None
 
 
 class StoreCommon:

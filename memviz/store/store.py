@@ -25,7 +25,7 @@ from ..background import in_thread
 from . import schema
 from . import snapshot as snapshots
 from .arrays import MemoryArrays, load_arrays
-from .common import StoreCommon
+from .common import StoreCommon, pick_fields
 from .connection import connect
 from .errors import (
     UNKNOWN,
@@ -281,29 +281,35 @@ class Store(StoreCommon, SqliteQueries):
         row = self.conn.execute(_SELECT_ROW + " WHERE id = ?", (memory_id,)).fetchone()
         return None if row is None else self._decode_row(row)
 
-    def get_many(self, ids) -> list[dict]:
+    def get_many(self, ids, fields=None) -> list[dict]:
+        cols = MEMORY_COLUMNS if fields is None else ("id", *pick_fields(fields))
+        select = "SELECT " + ", ".join(f"CAST({c} AS BLOB)" if c in _TEXT_COLUMNS else c for c in cols) + " FROM memories"
         ids = list(ids)
         out = []
         for i in range(0, len(ids), 500):
             chunk = ids[i:i + 500]
-            q = _SELECT_ROW + f" WHERE id IN ({','.join('?' * len(chunk))})"
-            out.extend(self._decode_row(r) for r in self.conn.execute(q, chunk))
+            q = select + f" WHERE id IN ({','.join('?' * len(chunk))})"
+            out.extend(self._decode_row(r, cols) for r in self.conn.execute(q, chunk))
         return out
 
     @staticmethod
-    def _decode_row(row) -> dict:
-        d = dict(zip(MEMORY_COLUMNS, row))
+    def _decode_row(row, cols=MEMORY_COLUMNS) -> dict:
+        """A row of `cols` as get() gives it (text decoded, JSON parsed, times and numbers read)."""
+        d = dict(zip(cols, row))
         problems = []
         for col in _TEXT_COLUMNS:
-            d[col], bad = decode_text(d[col])
-            if bad:
-                problems.append(f"`{col}` is not valid UTF-8 (shown with replacement characters)")
+            if col in d:
+                d[col], bad = decode_text(d[col])
+                if bad:
+                    problems.append(f"`{col}` is not valid UTF-8 (shown with replacement characters)")
         for col in JSON_COLUMNS:
-            d[col], ok = decode_json(d[col], col)
-            if not ok:
-                problems.append(f"`{col}` holds malformed JSON (shown as empty)")
+            if col in d:
+                d[col], ok = decode_json(d[col], col)
+                if not ok:
+                    problems.append(f"`{col}` holds malformed JSON (shown as empty)")
         problems += read_values(d)
-        d["protected"] = bool(d["protected"])
+        if "protected" in d:
+            d["protected"] = bool(d["protected"])
         d["problems"] = problems
         return d
 
