@@ -37,7 +37,7 @@ def collect(store, integrity: bool = True) -> dict:
     span = read("time span", store.time_span) or (None, None)
     info = {
         "path": store.path,
-        "schema_version": store.report.version if store.report else None,
+        "schema_version": store.schema_version(),
         "read_only": store.read_only_reason,
         "notes": read("vector index notes", store.vector_index_notes) or [],
         "counts": read("counts", store.counts),

@@ -209,6 +209,11 @@ class SqliteQueries:
                 self.audit(c, w.action, w.id, w.before, w.after, actor, w.note)
         return writes
 
+    # stats
+    def schema_version(self) -> int | None:
+        """The migration memviz last applied to this store (None: not a store memviz made)."""
+        return self.report.version if self.report else None
+
     # memviz check
     def malformed_json(self, column: str) -> list[str]:
         """Ids of the memories whose JSON `column` holds no JSON list (object for `attributes`)."""

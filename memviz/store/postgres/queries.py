@@ -7,6 +7,7 @@ import numpy as np
 
 from ..common import json_column, pick_fields
 from ..records import decode_json
+from . import schema
 
 
 class PgQueries:
@@ -132,6 +133,9 @@ class PgQueries:
                        "ORDER BY memory_id, id DESC")
         out.update((m, float(t)) for m, t in rows if t is not None)
         return out
+
+    def schema_version(self) -> int | None:
+        return self._read(schema.applied_version) or None
 
     def malformed_json(self, column: str) -> list[str]:
         col = json_column(column)
