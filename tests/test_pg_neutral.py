@@ -206,3 +206,20 @@ def test_every_command_that_takes_a_db_works_on_postgresql(both, fake_openai, ca
     assert "copied" in run("copy", dsn, home)
     with ms.open(home, read_only=True) as h:
         assert list(h.arrays().ids) == list(back) and problems(h) == []
+
+
+def test_import_into_an_empty_database_and_never_over_a_store(pg_db, tmp_path, capsys):  # noqa: F811
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"id": "j1", "content": "Ann likes green tea.", "kind": "fact", "agent": "ann"}\n'
+                   '{"id": "j2", "content": "Bob runs.", "kind": "fact", "agent": "bob"}\n')
+    assert main(["import", "jsonl", str(src), "-o", pg_db]) == 0
+    assert "imported 2 of 2 memories" in capsys.readouterr().out
+    with ms.open(pg_db, read_only=True) as p:
+        assert [r["content"] for r in p.get_many(["j1", "j2"])] == ["Ann likes green tea.", "Bob runs."]
+        assert p.embedding_models()[0][2] == 2 and p.meta("import")["format"] == "jsonl"
+    for extra in ([], ["--force"]):
+        assert main(["import", "jsonl", str(src), "-o", pg_db, *extra]) == 2
+        err = capsys.readouterr().err
+        assert ("already has a `memories` table" if not extra else "drops no tables") in err and "Traceback" not in err
+    with ms.open(pg_db, read_only=True) as p:
+        assert p.counts()["total"] == 2
