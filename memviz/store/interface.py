@@ -11,7 +11,8 @@ caller runs inside is backend-specific, so only the store's own modules (memviz/
 that. Everything else asks a method here; a read-decide-write in one transaction is
 `rewrite_rows`. What only one backend has is asked for by `backend` and said where it is
 used: the SQLite file's own checks and repairs (`store/check.py`, `stats`, the vec0 tables in
-`edits/verify.py`), a sample's or an import's VACUUM and checkpoint (they write SQLite files).
+`edits/verify.py`); the samples and imports build SQLite files (their entity rows, checkpoint
+and VACUUM), an import into a database is then copied there (`store/copy.py`).
 """
 from __future__ import annotations
 

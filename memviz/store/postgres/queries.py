@@ -1,12 +1,15 @@
 """The PostgreSQL side of the interface methods in ../sqlite_queries.py (same names, same answers)."""
 from __future__ import annotations
 
+import itertools
 import re
+import time
 
 import numpy as np
 
 from ..common import json_column, pick_fields
 from ..records import decode_json
+from ..store import _audit_dump
 from . import schema
 
 
@@ -155,12 +158,16 @@ class PgQueries:
             rows = c.execute(f"SELECT id, {', '.join(fields)} FROM memories WHERE id = ANY(%s) ORDER BY rowid "
                              "FOR UPDATE", (list(dict.fromkeys(ids)),)).fetchall()
             writes = decide({r[0]: dict(zip(fields, r[1:])) for r in rows})
-            for w in writes:
-                cols = pick_fields(w.set)
-                if cols:
-                    c.execute(f"UPDATE memories SET {', '.join(f'{k} = %s' for k in cols)} WHERE id = %s",
-                              (*(w.set[k] for k in cols), w.id))
-                self.audit(c, w.action, w.id, w.before, w.after, actor, w.note)
+            with c.cursor() as cur:  # executemany per run of writes to the same columns: one round trip each
+                for cols, run in itertools.groupby(writes, key=lambda w: pick_fields(w.set)):
+                    if cols:
+                        cur.executemany(f"UPDATE memories SET {', '.join(f'{k} = %s' for k in cols)} WHERE id = %s",
+                                        [(*(w.set[k] for k in cols), w.id) for w in run])
+                now = time.time()
+                cur.executemany("INSERT INTO memviz_audit(at, action, memory_id, before, after, actor, note) "
+                                "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                                [(now, w.action, w.id, _audit_dump(w.before), _audit_dump(w.after), actor, w.note)
+                                 for w in writes])
         return writes
 
 
