@@ -1,6 +1,8 @@
 """What both store backends (the SQLite `Store`, `postgres.PgStore`) do the same way, written once."""
 from __future__ import annotations
 
+import base64
+import json
 import time
 from dataclasses import dataclass
 
@@ -27,6 +29,16 @@ def json_column(column: str) -> str:
     if column not in JSON_COLUMNS:
         raise ValidationError(f"{column!r} is not a JSON column")
     return column
+
+
+def audit_dump(d) -> str | None:
+    """An audit entry's `before`/`after` as JSON text (bytes, a vector, as {"$b64": …})."""
+    if d is None:
+        return None
+    out = {}
+    for k, v in d.items():
+        out[k] = {"$b64": base64.b64encode(v).decode()} if isinstance(v, (bytes, bytearray)) else v
+    return json.dumps(out, ensure_ascii=False)
 
 
 @dataclass

@@ -7,11 +7,12 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import time
 
 import numpy as np
 
 from .bm25 import Bm25Index
-from .common import RowWrite, json_column, pick_fields
+from .common import RowWrite, audit_dump, json_column, pick_fields
 from .records import decode_json, decode_text, read_time
 
 _OBJ = "json_valid(attributes) AND json_type(attributes) = 'object'"
@@ -201,12 +202,14 @@ class SqliteQueries:
                                      f"({','.join('?' * len(chunk))})", chunk):
                     current[row[0]] = dict(zip(fields, row[1:]))
             writes = decide(current)
-            for w in writes:
-                cols = pick_fields(w.set)
+            for cols, run in itertools.groupby(writes, key=lambda w: tuple(w.set)):  # one statement per run
+                cols = pick_fields(cols)
                 if cols:
-                    c.execute(f"UPDATE memories SET {', '.join(f'{k} = ?' for k in cols)} WHERE id = ?",
-                              (*(w.set[k] for k in cols), w.id))
-                self.audit(c, w.action, w.id, w.before, w.after, actor, w.note)
+                    c.executemany(f"UPDATE memories SET {', '.join(f'{k} = ?' for k in cols)} WHERE id = ?",
+                                  [(*(w.set[k] for k in cols), w.id) for w in run])
+            c.executemany("INSERT INTO memviz_audit(at, action, memory_id, before, after, actor, note) "
+                          "VALUES (?,?,?,?,?,?,?)", [(time.time(), w.action, w.id, audit_dump(w.before),
+                                                      audit_dump(w.after), actor, w.note) for w in writes])
         return writes
 
     # stats

@@ -7,9 +7,8 @@ import time
 
 import numpy as np
 
-from ..common import json_column, pick_fields
+from ..common import audit_dump, json_column, pick_fields
 from ..records import decode_json
-from ..store import _audit_dump
 from . import schema
 
 
@@ -159,14 +158,15 @@ class PgQueries:
                              "FOR UPDATE", (list(dict.fromkeys(ids)),)).fetchall()
             writes = decide({r[0]: dict(zip(fields, r[1:])) for r in rows})
             with c.cursor() as cur:  # executemany per run of writes to the same columns: one round trip each
-                for cols, run in itertools.groupby(writes, key=lambda w: pick_fields(w.set)):
+                for cols, run in itertools.groupby(writes, key=lambda w: tuple(w.set)):
+                    cols = pick_fields(cols)
                     if cols:
                         cur.executemany(f"UPDATE memories SET {', '.join(f'{k} = %s' for k in cols)} WHERE id = %s",
                                         [(*(w.set[k] for k in cols), w.id) for w in run])
                 now = time.time()
                 cur.executemany("INSERT INTO memviz_audit(at, action, memory_id, before, after, actor, note) "
                                 "VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                                [(now, w.action, w.id, _audit_dump(w.before), _audit_dump(w.after), actor, w.note)
+                                [(now, w.action, w.id, audit_dump(w.before), audit_dump(w.after), actor, w.note)
                                  for w in writes])
         return writes
 
