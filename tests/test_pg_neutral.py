@@ -223,3 +223,27 @@ def test_import_into_an_empty_database_and_never_over_a_store(pg_db, tmp_path, c
         assert ("already has a `memories` table" if not extra else "drops no tables") in err and "Traceback" not in err
     with ms.open(pg_db, read_only=True) as p:
         assert p.counts()["total"] == 2
+
+
+def test_rewrite_rows_writes_in_order_with_one_audit_entry_each(pgs, store):
+    from memviz.store.common import RowWrite
+    for s in (pgs, store):
+        s.insert_memories([dict(id="x", kind="fact", content="x"), dict(id="y", kind="fact", content="y")])
+        seen = {}
+
+        def decide(cur, seen=seen):
+            seen.update(cur)
+            return [RowWrite("x", {"confidence": 0.5}, "a", {"confidence": 1.0}, {"confidence": 0.5}),
+                    RowWrite("y", {"confidence": 0.25}, "b", None, {"confidence": 0.25}, "why"),
+                    RowWrite("x", {"confidence": 0.125}, "c", {"confidence": 0.5}, {"confidence": 0.125}),
+                    RowWrite("x", {"valid_until": 1_800_000_000, "tags": '["t"]'}, "d", None, None)]
+        s.rewrite_rows(["x", "y", "gone"], ("confidence", "protected"), decide, actor="tester")
+        assert seen == {"x": {"confidence": 1.0, "protected": 0}, "y": {"confidence": 1.0, "protected": 0}}
+        x = s.get("x")
+        assert (x["confidence"], x["valid_until"], x["tags"]) == (0.125, 1_800_000_000, ["t"])
+        assert s.get("y")["confidence"] == 0.25
+        assert [(h["action"], h["actor"]) for h in s.history("x")] == [("insert", "memviz"), ("a", "tester"),
+                                                                       ("c", "tester"), ("d", "tester")]
+        assert s.history("y")[-1]["note"] == "why"
+        with pytest.raises(ms.ValidationError):
+            s.rewrite_rows(["x"], ("embedding",), lambda cur: [])

@@ -1,7 +1,7 @@
 """The PostgreSQL side of the interface methods in ../sqlite_queries.py (same names, same answers)."""
 from __future__ import annotations
 
-import itertools
+import json
 import re
 import time
 
@@ -157,18 +157,35 @@ class PgQueries:
             rows = c.execute(f"SELECT id, {', '.join(fields)} FROM memories WHERE id = ANY(%s) ORDER BY rowid "
                              "FOR UPDATE", (list(dict.fromkeys(ids)),)).fetchall()
             writes = decide({r[0]: dict(zip(fields, r[1:])) for r in rows})
-            with c.cursor() as cur:  # executemany per run of writes to the same columns: one round trip each
-                for cols, run in itertools.groupby(writes, key=lambda w: tuple(w.set)):
-                    cols = pick_fields(cols)
-                    if cols:
-                        cur.executemany(f"UPDATE memories SET {', '.join(f'{k} = %s' for k in cols)} WHERE id = %s",
-                                        [(*(w.set[k] for k in cols), w.id) for w in run])
-                now = time.time()
-                cur.executemany("INSERT INTO memviz_audit(at, action, memory_id, before, after, actor, note) "
-                                "VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                                [(now, w.action, w.id, audit_dump(w.before), audit_dump(w.after), actor, w.note)
-                                 for w in writes])
+            # one statement per run of writes to the same columns: the change log's statement trigger
+            # then fires once, not per row (10k rows: a fifth of the server's CPU of one UPDATE each)
+            for cols, run in _runs(writes):
+                c.execute(f"UPDATE memories m SET {', '.join(f'{k} = v.{k}' for k in cols)} "
+                          "FROM json_populate_recordset(NULL::memories, %s) v WHERE m.id = v.id",
+                          (json.dumps([{"id": w.id, **{k: w.set[k] for k in cols}} for w in run]),))
+            now = time.time()
+            c.execute("INSERT INTO memviz_audit(at, action, memory_id, before, after, actor, note) "
+                      "SELECT at, action, memory_id, before, after, actor, note "
+                      "FROM json_populate_recordset(NULL::memviz_audit, %s) WITH ORDINALITY v ORDER BY v.ordinality",
+                      (json.dumps([{"at": now, "action": w.action, "memory_id": w.id, "before": audit_dump(w.before),
+                                    "after": audit_dump(w.after), "actor": actor, "note": w.note} for w in writes]),))
         return writes
+
+
+def _runs(writes):
+    """(columns, writes) of consecutive writes setting the same columns, each row once per run
+    (one UPDATE sets a row once)."""
+    cols, run, seen = None, [], set()
+    for w in writes:
+        wcols = pick_fields(w.set)
+        if wcols != cols or w.id in seen:
+            if run and cols:
+                yield cols, run
+            cols, run, seen = wcols, [], set()
+        run.append(w)
+        seen.add(w.id)
+    if run and cols:
+        yield cols, run
 
 
 def _json_field(column: str, key: str) -> str:
