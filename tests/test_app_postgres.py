@@ -115,3 +115,35 @@ def test_opening_a_copy_cut_off_before_its_index_completes_it(pg, pg_db, make_wi
     qtbot.waitUntil(lambda: not win.workers.running("index"), timeout=20000)
     win.state.data.store.close()
     win.state.set_data(None)
+
+
+def test_detail_names_entities_that_do_not_exist_on_a_database(pg_db, make_window, qtbot):  # noqa: F811
+    """Selecting a memory whose entity_ids name a missing entity: the detail panel lists it as
+    a broken link (it once ran SQLite's `?` placeholders on the PostgreSQL connection), and the
+    store check names it too."""
+    from PySide6.QtCore import QItemSelectionModel
+    with ms.create(pg_db) as s:
+        _fill(s)
+        with s.transaction() as c:
+            c.execute("INSERT INTO entities(id, canonical_name, type) VALUES ('e1', 'Tea', 'thing')")
+        s.update_fields("m2", {"entity_ids": ["e1", "no-such-entity"]})
+    win = make_window(pg_db)
+    model = win.table.model
+    pos = int((model.order == win.state.data.arrays.index_of("m2")).nonzero()[0][0])
+    win.table.view.selectionModel().select(model.index(pos, 0),
+                                           QItemSelectionModel.ClearAndSelect | QItemSelectionModel.Rows)
+    assert win.detail.shown_id == "m2"
+    assert "entities that do not exist: no-such-entity" in win.detail.problems.text()
+    win.detail.tabs.setCurrentIndex(1)
+    items = [win.detail.related.topLevelItem(i) for i in range(win.detail.related.topLevelItemCount())]
+    broken = [t for t in items if t.text(0).startswith("Entities not found")]
+    assert broken and [broken[0].child(i).text(0) for i in range(broken[0].childCount())] == ["no-such-entity"]
+    win.check_action.trigger()  # Tools ▸ Check store…: the checks that apply to a database, the rest said
+    dlg = win.check_dialog
+    qtbot.waitUntil(lambda: dlg.report is not None, timeout=30000)
+    assert [f.code for f in dlg.report.findings] == ["dangling_entities"]
+    assert "skipped: SQLite integrity, full-text and vector index checks" in dlg.text.toPlainText()
+    assert not dlg.repair_button.isEnabled() and "nothing here can be rebuilt" in dlg.repair_button.toolTip()
+    dlg.close()
+    win.state.data.store.close()
+    win.state.set_data(None)

@@ -15,7 +15,8 @@ def add_parser(sub):
                                     "openmemory (OpenMemory's export: the zip, memories.json or memories.jsonl.gz).")
     p.add_argument("format", choices=sorted(FORMATS), metavar="FORMAT", help=", ".join(sorted(FORMATS)))
     p.add_argument("source", metavar="SOURCE")
-    p.add_argument("-o", "--output", required=True, help="the store to write (must not exist unless --force)")
+    p.add_argument("-o", "--output", required=True,
+                   help="the store to write: a file (must not exist unless --force) or postgresql://… (an empty database)")
     p.add_argument("--force", action="store_true", help="replace the output if it exists")
     p.add_argument("--reembed", action="store_true",
                    help="ignore vectors in the source and embed everything with the local model")

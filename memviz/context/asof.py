@@ -85,8 +85,8 @@ class Timeline:
         self.arrays = arrays
         wanted = set(_COLUMNS) | set(_TEXT_FIELDS)
         acc: dict[str, tuple[list, list, list]] = {}
-        for at, mid, before in store.conn.execute(
-                "SELECT at, memory_id, before FROM memviz_audit WHERE before IS NOT NULL ORDER BY at, id"):
+        entries = sorted(store.audit_entries(with_before=True), key=lambda e: e[1])  # by time, then id (stable)
+        for _, at, _, mid, before, _ in entries:
             row = arrays.index_of(mid)
             if row is None:
                 continue

@@ -11,12 +11,10 @@ agents by memory text (two agents never share ids).
 """
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from ..store.records import decode_text
 from .asof import AsOfView, Timeline
 from .texts import parse_tags
 
@@ -62,37 +60,21 @@ def _sorted(changes: list[Change]) -> list[Change]:
 
 
 # ------------------------------------------------------------------ reading only the rows a change names
-def _by_ids(store, sql: str, ids) -> dict:
-    """id -> the other columns of `sql` (which selects id first and ends in `WHERE id IN`), in chunks."""
-    ids = list(dict.fromkeys(ids))
-    out = {}
-    for i in range(0, len(ids), 500):
-        chunk = ids[i:i + 500]
-        for row in store.conn.execute(f"{sql} ({','.join('?' * len(chunk))})", chunk):
-            out[row[0]] = row[1:]
-    return out
+def _fields(store, ids, field: str) -> dict:
+    """id -> one column of those memories (as get() reads it), without their vectors."""
+    return {r["id"]: r[field] for r in store.get_many(list(dict.fromkeys(ids)), fields=(field,))}
 
 
 def _texts(store, ids) -> dict[str, str]:
-    got = _by_ids(store, "SELECT id, CAST(content AS BLOB) FROM memories WHERE id IN", ids)
-    return {k: decode_text(v[0])[0] for k, v in got.items()}
+    return _fields(store, ids, "content")
 
 
 def _tags(store, ids) -> dict[str, list]:
-    return {k: parse_tags(v[0]) for k, v in _by_ids(store, "SELECT id, tags FROM memories WHERE id IN", ids).items()}
+    return {k: parse_tags(v) for k, v in _fields(store, ids, "tags").items()}
 
 
 def _sources(store, ids) -> dict[str, list]:
-    return {k: _id_list(v[0]) for k, v in _by_ids(store, "SELECT id, source_ids FROM memories WHERE id IN", ids).items()}
-
-
-def _id_list(text) -> list[str]:
-    """The ids of a stored JSON list (malformed or not a list: none)."""
-    try:
-        v = json.loads(text) if text else []
-    except (ValueError, TypeError):
-        return []
-    return [str(x) for x in v] if isinstance(v, list) else []
+    return {k: [str(x) for x in v] for k, v in _fields(store, ids, "source_ids").items()}
 
 
 def _snippets(side, rows: np.ndarray) -> list[str]:
@@ -103,8 +85,8 @@ def _snippets(side, rows: np.ndarray) -> list[str]:
         out = a.preview[rows].tolist()
     else:
         ids = a.ids[rows].tolist()
-        got = _by_ids(side.store, "SELECT id, CAST(substr(content, 1, 120) AS BLOB) FROM memories WHERE id IN", ids)
-        out = [decode_text(got.get(m, (b"",))[0])[0] for m in ids]
+        got = _texts(side.store, ids)
+        out = [got.get(m, "")[:120] for m in ids]
     if side.content:
         out = [side.content[r].replace("\n", " ") if r in side.content else t for r, t in zip(rows.tolist(), out)]
     return out

@@ -5,10 +5,6 @@ import json
 
 import numpy as np
 
-from ..store.records import decode_text
-
-_SQL = "SELECT rowid, CAST(content AS BLOB), tags FROM memories"
-
 
 def load_texts(store, arrays) -> tuple[np.ndarray, list]:
     """(content per row, tags per row as a list of str), in the arrays' row order. Rows written
@@ -17,11 +13,11 @@ def load_texts(store, arrays) -> tuple[np.ndarray, list]:
     index = {r: i for i, r in enumerate(arrays.rowid.tolist())}
     content = np.full(n, "", dtype=object)
     tags: list = [[] for _ in range(n)]
-    for rowid, raw, tag_text in store.conn.execute(_SQL):
+    for rowid, text, tag_text in store.texts_and_tags():
         i = index.get(rowid)
         if i is None:
             continue
-        content[i] = decode_text(raw)[0]
+        content[i] = text
         if tag_text and tag_text != "[]":
             tags[i] = parse_tags(tag_text)
     return content, tags

@@ -1,7 +1,9 @@
 """Checks that every edit is wholly there or wholly absent: row, FTS, vectors and audit agree.
 
 Used after a crash or a session with the agent writing (and by the tests that kill a writer
-mid-action). Read-only: it only runs queries, plus SQLite's own integrity checks.
+mid-action). Read-only: it only runs queries, plus the store's own integrity check. The audit
+checks ask the store interface (both backends); the vector check is SQLite's alone (vec0
+tables kept by triggers beside the rows): a PostgreSQL store holds each vector in its row.
 """
 from __future__ import annotations
 
@@ -21,7 +23,10 @@ def problems(store) -> list[str]:
 
 def vector_problems(store) -> list[str]:
     """Each embedding is in the vec0 table of its dimension with the same bytes, exactly once,
-    and the vec0 tables hold nothing else."""
+    and the vec0 tables hold nothing else. SQLite only: on PostgreSQL the vector is a column of
+    its row (no second copy to drift), so there is nothing to compare."""
+    if store.backend != "sqlite":
+        return []
     out = []
     rows = store.conn.execute("SELECT id, embedding FROM memories WHERE embedding IS NOT NULL").fetchall()
     want = {}
@@ -52,10 +57,10 @@ def vector_problems(store) -> list[str]:
 def audit_problems(store, fields=AUDITED_FIELDS) -> list[str]:
     """For each audited memory, replaying its audit entries gives the row's current fields."""
     out = []
-    select = f"SELECT {', '.join(fields)} FROM memories WHERE id = ?"
-    for (mid,) in store.conn.execute("SELECT DISTINCT memory_id FROM memviz_audit").fetchall():
-        row = store.conn.execute(select, (mid,)).fetchone()
-        row = None if row is None else dict(zip(fields, row))
+    audited = list(dict.fromkeys(e[3] for e in store.audit_entries()))
+    rows = {r["id"]: r for k in range(0, len(audited), 500) for r in store.get_many(audited[k:k + 500])}
+    for mid in audited:
+        row = rows.get(mid)
         if row is None:
             out.append(f"the audit log names {mid}, which is not in the store")
             continue
@@ -73,9 +78,8 @@ def correction_problems(store) -> list[str]:
     adjacent: `supersede` of the old row then `insert` of the new, and every undo/redo of the
     correction has its twin entry on the other row right beside it."""
     out = []
-    entries = {i: (a, m, after) for i, a, m, after in store.conn.execute(
-        "SELECT id, action, memory_id, after FROM memviz_audit "
-        "WHERE action IN ('supersede', 'insert', 'undo:correct', 'redo:correct')")}
+    entries = {i: (a, m, after) for i, _, a, m, _, after in store.audit_entries(
+        ("supersede", "insert", "undo:correct", "redo:correct"))}
     links = set()
     for i, (action, old, after) in entries.items():
         if action != "supersede":
@@ -103,6 +107,8 @@ def _norm(key, v):
             return v
     if key == "protected":
         return bool(v)
+    if key == "embedding_model":
+        return v or None  # rows are read as get() reads them: no model is ""
     if key in ("importance", "decay_rate") and v is not None:
         return float(v)
     if isinstance(v, (bytes, bytearray, memoryview)):

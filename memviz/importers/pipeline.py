@@ -5,11 +5,13 @@ cancel (a `memviz.tasks.Task`: progress counts texts embedded + records written,
 The store is built at a hidden temporary path beside the output and moved into place
 only once it is complete, so an interrupted or failed import leaves the output either
 complete (the old file, or the new one) or absent — never half-written. The source is
-only ever read.
+only ever read. Into a PostgreSQL database (`-o postgresql://…`, an empty one) the store is
+built as a temporary file the same way and then copied in (`store.copy`, one transaction).
 """
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 import uuid
 from collections import Counter
@@ -19,7 +21,9 @@ import memviz
 
 from ..store import create as create_store
 from ..store.bulk import bulk_load
+from ..store.copy import copy_store, database_refusal
 from ..store.errors import StoreError, ValidationError
+from ..store.postgres.dsn import is_dsn, redact
 from ..store.records import normalize
 from ..tasks import Cancelled, Steps, Task, quiet
 
@@ -314,11 +318,34 @@ def run(read, fmt: str, source, output, *, force: bool = False, task: Task | Non
     src = os.path.abspath(os.fspath(source))
     if not os.path.exists(src):
         raise ImportFailed(f"No such file or folder: {src}")
-    out = check_output(output, force, [src])
+    to_db = isinstance(output, str) and is_dsn(output)
+    out = check_database(output, force) if to_db else check_output(output, force, [src])
     report = ImportReport(format=fmt, source=src)
     task.check()
     prep = read(src, report, task, embedder=embedder, **options)
     report.read = len(prep.records) + len(report.skipped)
     report.agents = sorted({str(r.get("agent") or "") for r in prep.records})
-    write_store(prep, report, out, force=force, task=task, embedder=embedder)
+    if not to_db:
+        write_store(prep, report, out, force=force, task=task, embedder=embedder)
+        return report
+    # a database: the store is built as a file (bulk_load, one transaction), then copied in one transaction
+    with tempfile.TemporaryDirectory(prefix="memviz-import-") as folder:
+        write_store(prep, report, os.path.join(folder, "import.db"), force=False, task=task.part(0.0, 0.8),
+                    embedder=embedder)
+        try:
+            copy_store(report.output, out, task.part(0.8, 1.0))
+        except StoreError as e:
+            raise ImportFailed(f"Writing {redact(out)} failed: {e}") from None
+    report.output = redact(out)
     return report
+
+
+def check_database(dsn: str, force: bool) -> str:
+    """`dsn` if its database can receive the import (it holds no store), else ImportFailed."""
+    if force:
+        raise ImportFailed(f"--force does not replace a store in a database ({redact(dsn)}): memviz drops no "
+                           "tables on a server; import into an empty database.")
+    why = database_refusal(dsn)
+    if why:
+        raise ImportFailed(why)
+    return dsn

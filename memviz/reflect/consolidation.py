@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..store.clock import store_clock
-from ..store.records import decode_text
+from ..store.common import RowWrite
 from ..tasks import Task, quiet
 
 PRUNE_BELOW = 0.05
@@ -28,6 +28,8 @@ DECAY_KINDS = ("fact", "preference")  # the assistant memory (ADR 005): "decay()
 ACTOR = "memviz consolidate"
 _DAY = 86400.0
 _EPS = 1e-12
+#: what apply, undo and redo compare with the preview before writing a row
+_CHECKED = ("confidence", "valid_until", "protected")
 
 
 def ebbinghaus(confidence, decay_rate, days):
@@ -88,25 +90,6 @@ class ConsolidationResult:
     changes: list[tuple[str, str, dict, dict]] = field(default_factory=list)  # (id, action, before, after): for undo
 
 
-def _last_decay(store) -> dict[str, float]:
-    """memory id -> reference time of its last decay still in force (an undone decay restores
-    the one before it). SQLite takes the bare columns from the row holding max(id).
-    A memory whose producer already decayed it (the samples; attributes.decayed_as_of) counts
-    as decayed then, unless the audit log says otherwise: decaying it again from its creation
-    would compound."""
-    out = {}
-    for m, t in store.conn.execute(
-            "SELECT id, json_extract(attributes, '$.decayed_as_of') FROM memories "
-            "WHERE attributes LIKE '%decayed_as_of%' AND json_valid(attributes)"):
-        if isinstance(t, (int, float)):
-            out[m] = float(t)
-    rows = store.conn.execute(
-        "SELECT memory_id, CASE WHEN json_valid(after) THEN json_extract(after, '$.decayed_to') END, max(id) "
-        "FROM memviz_audit WHERE action IN ('decay', 'undo decay', 'redo decay') GROUP BY memory_id")
-    out.update((m, float(t)) for m, t, _ in rows if t is not None)
-    return out
-
-
 def plan_consolidation(store, *, agent: str | None = None, kinds=DECAY_KINDS, prune_below: float = PRUNE_BELOW,
                        now: float | None = None, arrays=None, task: Task | None = None) -> ConsolidationPlan:
     """What decay and prune would change, as of `now` (default: the store's clock); writes nothing.
@@ -130,7 +113,7 @@ def plan_consolidation(store, *, agent: str | None = None, kinds=DECAY_KINDS, pr
     decays &= ~a.protected & (a.decay_rate > 0)
     anchor = np.where(np.isnan(a.last_accessed), a.created_at, a.last_accessed)
     d_now = np.maximum(now - anchor, 0.0) / _DAY
-    last = _last_decay(store)
+    last = store.decay_references()  # an undone decay restores the one before it; a producer's own counts
     prev_t = np.array([last.get(i, np.nan) for i in a.ids], dtype=np.float64)
     d_prev = np.where(np.isnan(prev_t) | (prev_t <= anchor), 0.0, np.minimum(prev_t, now) - anchor) / _DAY
     rate = np.nan_to_num(a.decay_rate)
@@ -145,33 +128,10 @@ def plan_consolidation(store, *, agent: str | None = None, kinds=DECAY_KINDS, pr
     plan.protected_skipped = int(np.count_nonzero(would_decay_protected | (low & a.protected)))
     low &= ~a.protected
     idx = np.flatnonzero(low)
-    contents = _contents(store.conn, [a.ids[i] for i in idx])
+    contents = {r["id"]: r["content"] for r in store.get_many([a.ids[i] for i in idx], fields=("content",))}
     for i in idx:
         plan.prune.append(PruneItem(a.ids[i], a.kind[i], a.agent[i], float(after[i]), contents.get(a.ids[i], "")))
     return plan
-
-
-def _chunks(ids, n=500):
-    ids = list(ids)
-    for k in range(0, len(ids), n):
-        yield ids[k:k + n]
-
-
-def _contents(conn, ids) -> dict[str, str]:
-    out = {}
-    for chunk in _chunks(ids):
-        q = f"SELECT id, CAST(content AS BLOB) FROM memories WHERE id IN ({','.join('?' * len(chunk))})"
-        out.update((i, decode_text(c)[0]) for i, c in conn.execute(q, chunk))
-    return out
-
-
-def _current(c, ids) -> dict[str, tuple]:
-    out = {}
-    for chunk in _chunks(ids):
-        for row in c.execute("SELECT id, confidence, valid_until, protected FROM memories WHERE id IN (" +
-                             ",".join("?" * len(chunk)) + ")", chunk):
-            out[row[0]] = row[1:]
-    return out
 
 
 def apply_consolidation(store, plan: ConsolidationPlan, *, actor: str = ACTOR) -> ConsolidationResult:
@@ -179,43 +139,44 @@ def apply_consolidation(store, plan: ConsolidationPlan, *, actor: str = ACTOR) -
     res = ConsolidationResult()
     chosen = [p for p in plan.prune if p.selected]
     when = int(time.time())
-    with store.transaction() as c:
-        cur = _current(c, [d.id for d in plan.decay] + [p.id for p in chosen])
-        conf = {}
+
+    def decide(cur) -> list[RowWrite]:
+        writes, conf = [], {}
         for d in plan.decay:
-            row = cur.get(d.id)
-            why = _refuse(row, d.before)
+            why = _refuse(cur.get(d.id), d.before)
             if why:
                 res.skipped.append((d.id, why))
                 continue
             before = {"confidence": d.before, "decayed_to": d.decayed_from}
             after = {"confidence": d.after, "decayed_to": plan.now}
-            c.execute("UPDATE memories SET confidence = ? WHERE id = ?", (d.after, d.id))
-            store.audit(c, "decay", d.id, before, after, actor, f"Ebbinghaus decay, {d.days:.1f} days since last access")
+            writes.append(RowWrite(d.id, {"confidence": d.after}, "decay", before, after,
+                                   f"Ebbinghaus decay, {d.days:.1f} days since last access"))
             res.decayed.append(d.id)
             res.changes.append((d.id, "decay", before, after))
             conf[d.id] = d.after
         for p in chosen:
             row = cur.get(p.id)
             why = _refuse(row, None)
-            now_conf = conf.get(p.id, row[0] if row else None)
+            now_conf = conf.get(p.id, row["confidence"] if row else None)
             if not why and now_conf is not None and now_conf >= plan.prune_below:
                 why = f"its confidence is {now_conf:.3f} now, no longer below {plan.prune_below:g}"
             if why:
                 res.skipped.append((p.id, why))
                 continue
-            c.execute("UPDATE memories SET valid_until = ? WHERE id = ?", (when, p.id))
-            store.audit(c, "prune", p.id, {"valid_until": None}, {"valid_until": when},
-                         actor, f"confidence {now_conf:.3f} < {plan.prune_below:g}")
+            writes.append(RowWrite(p.id, {"valid_until": when}, "prune", {"valid_until": None}, {"valid_until": when},
+                                   f"confidence {now_conf:.3f} < {plan.prune_below:g}"))
             res.pruned.append(p.id)
             res.changes.append((p.id, "prune", {"valid_until": None}, {"valid_until": when}))
+        return writes
+
+    store.rewrite_rows([d.id for d in plan.decay] + [p.id for p in chosen], _CHECKED, decide, actor=actor)
     return res
 
 
 def _refuse(row, expected_conf) -> str | None:
     if row is None:
         return "it is no longer in the store"
-    confidence, valid_until, protected = row
+    confidence, valid_until, protected = (row[k] for k in _CHECKED)
     if protected:
         return "it is protected"
     if valid_until is not None:
@@ -238,18 +199,23 @@ def redo_consolidation(store, result: ConsolidationResult, *, actor: str = ACTOR
 
 def _swap(store, result, direction, actor):
     skipped = []
-    changes = reversed(result.changes) if direction == "undo" else result.changes
-    with store.transaction() as c:
+    changes = list(reversed(result.changes) if direction == "undo" else result.changes)
+
+    def decide(cur) -> list[RowWrite]:
+        writes = []
         for mid, action, before, after in changes:
             old, new = (after, before) if direction == "undo" else (before, after)
             col = "confidence" if action == "decay" else "valid_until"
-            row = c.execute(f"SELECT {col} FROM memories WHERE id = ?", (mid,)).fetchone()
-            if row is None or row[0] != old[col]:
+            row = cur.get(mid)
+            if row is None or row[col] != old[col]:
                 skipped.append((mid, "it was changed since"))
                 continue
-            c.execute(f"UPDATE memories SET {col} = ? WHERE id = ?", (new[col], mid))
-            # "undo decay" / "redo decay" keep _last_decay's reference time right
-            store.audit(c, f"{direction} {action}", mid, old, new, actor, f"{direction} consolidation")
+            row[col] = new[col]  # a later change of the same row compares with this one
+            # "undo decay" / "redo decay" keep decay_references' reference time right
+            writes.append(RowWrite(mid, {col: new[col]}, f"{direction} {action}", old, new, f"{direction} consolidation"))
+        return writes
+
+    store.rewrite_rows([c[0] for c in changes], _CHECKED, decide, actor=actor)
     return skipped
 
 

@@ -203,11 +203,8 @@ def find_duplicate(store, agent: str, text: str, vector, earlier) -> str | None:
             cos = float(np.dot(vector, vec))
             if cos >= DUPLICATE_COSINE:
                 return f"{label} (cosine {cos:.3f})"
-    # LIKE (case-blind for ASCII) with '%' between the words narrows the scan; same_text decides
-    pattern = "%".join(re.sub(r"([%_\\])", r"\\\1", w) for w in text.split())
-    for mid, other in store.conn.execute(
-            "SELECT id, content FROM memories WHERE valid_until IS NULL AND agent = ? AND content LIKE ? ESCAPE '\\'",
-            (agent, pattern)):
+    # the store narrows by the words in order (case-blind); same_text decides
+    for mid, other in store.live_texts_with_words(agent, text.split()):
         if same_text(text, other):
             return f"memory {mid} (identical text)"
     if vector is None:

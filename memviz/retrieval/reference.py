@@ -8,7 +8,6 @@ the definition the engine's exact pass uses.
 """
 from __future__ import annotations
 
-import json
 import math
 import operator
 
@@ -17,17 +16,8 @@ def load_nodes(store, arrays=None) -> list[dict]:
     """Every memory as a plain dict, in store order. `embedding` stays the arrays' float32 row
     (converted to a list inside the loop, as GA's cos_sim converts its lists)."""
     a = arrays if arrays is not None else store.arrays()
-    extra = {}
-    for mid, tags, attrs in store.conn.execute("SELECT id, tags, attributes FROM memories"):
-        try:
-            t = json.loads(tags)
-        except (TypeError, ValueError):
-            t = []
-        try:
-            at = json.loads(attrs)
-        except (TypeError, ValueError):
-            at = {}
-        extra[mid] = (t if isinstance(t, list) else [], at if isinstance(at, dict) else {})
+    # tags and attributes decoded by the store (malformed or of the wrong type: empty)
+    extra = {r["id"]: (r["tags"], r["attributes"]) for r in store.get_many(a.ids.tolist(), fields=("tags", "attributes"))}
 
     def opt(x):
         return None if x != x else float(x)

@@ -18,7 +18,7 @@ import apsw
 from ..tasks import Task, quiet
 from .connection import connect
 from .errors import ReadOnlyError, StoreError
-from .records import NUMBER_DEFAULTS, ODD_VALUES_SQL, TIME_COLUMNS, decode_json, decode_text, read_values
+from .records import NUMBER_DEFAULTS, ODD_VALUES_SQL, TIME_COLUMNS, decode_text, read_values
 from .schema import _V1, JSON_COLUMNS, NATIVE_TRIGGERS
 from .vectors import native_vec_triggers, vec_ddl, vec_table
 
@@ -52,6 +52,7 @@ class CheckReport:
     path: str
     findings: list[Finding] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # checks not run, with why
+    checked: str = "SQLite, full-text and vector indexes, links and values"  # what a clean report vouches for
 
     @property
     def clean(self) -> bool:
@@ -76,6 +77,14 @@ def check_store(store, task: Task | None = None) -> CheckReport:
     report = CheckReport(store.path)
     steps = [("SQLite integrity", sqlite_integrity), ("schema", schema_findings), ("full-text index", fts_findings),
              ("vector index", vec_findings), ("JSON columns", json_findings), ("values", value_findings), ("links", link_findings)]
+    if store.backend != "sqlite":  # the file's own checks and its derived indexes are SQLite's
+        steps = [("schema", native_schema_findings), ("JSON columns", json_findings), ("links", link_findings)]
+        report.checked = "the native schema, JSON columns and links"
+        report.skipped.append(f"SQLite integrity, full-text and vector index checks: {store.backend} keeps its "
+                              "pages and indexes itself (memviz makes none of them from the rows), so there is "
+                              "nothing for memviz to compare or rebuild")
+        report.skipped.append("unreadable values: the columns are typed on this server, so every time and number "
+                              "is readable")
     for i, (label, step) in enumerate(steps):
         task.check()
         task.progress(i / len(steps), label)
@@ -135,6 +144,12 @@ def sqlite_integrity(store):
     return [Finding("sqlite_integrity", "SQLite's integrity_check reports damage: " + "; ".join(bad[:3]),
                     "The file itself is damaged; memviz opens it read-only. Restore a backup, or copy out what "
                     "can be read (`sqlite3 DB .recover`).", len(bad))], []
+
+
+def native_schema_findings(store):
+    """What a non-SQLite store's own integrity() finds missing from memviz's schema."""
+    return [Finding("schema_problem", p, "memviz opens this store read-only until the schema is complete.")
+            for p in store.integrity()], []
 
 
 def schema_findings(store):
@@ -289,10 +304,7 @@ def vec_findings(store):
 def json_findings(store):
     out = []
     for col in JSON_COLUMNS:
-        bad = [_text(mid) for mid, text in store.conn.execute(
-            f"SELECT CAST(id AS BLOB), CAST({col} AS BLOB) FROM memories WHERE CASE WHEN typeof({col}) != 'text' "
-            f"OR NOT json_valid({col}) THEN 1 ELSE json_type({col}) != '{'object' if col == 'attributes' else 'array'}' END")
-            if not decode_json(None if text is None else _text(text), col)[1]]
+        bad = store.malformed_json(col)
         if bad:
             out.append(Finding(f"bad_json_{col}", f"`{col}` does not hold a JSON {'object' if col == 'attributes' else 'list'}",
                                "memviz shows it as empty; the agent that wrote it may misread it too. Fix the rows "
@@ -326,7 +338,8 @@ def link_findings(store):
         if rows:
             out.append(Finding(f"dangling_{kind}", title, "Shown as broken links; the memory they came from is gone "
                                "or was never imported.", len(rows), rows[:EXAMPLES]))
-    rows = dangling_entities(store.conn)
+    known = {e["id"] for e in store.entities()}
+    rows = [(mid, e) for mid, e in store.entity_links() if e not in known]
     if rows:
         out.append(Finding("dangling_entities", "`entity_ids` naming entities that do not exist",
                            "Shown as broken links; the entity graph lacks them.", len(rows),
@@ -338,18 +351,6 @@ def link_findings(store):
                            "and retire the rest by hand.", len(cycles),
                            [" -> ".join(c) for c in cycles[:EXAMPLES]]))
     return out, []
-
-
-def dangling_entities(conn) -> list[tuple[str, str]]:
-    """(memory id, entity id) for every entity id that names no entity."""
-    known = {_text(r[0]) for r in conn.execute("SELECT CAST(id AS BLOB) FROM entities")}
-    out = []
-    for mid, text in conn.execute(
-            "SELECT CAST(id AS BLOB), CAST(entity_ids AS BLOB) FROM memories WHERE entity_ids NOT IN ('[]', '')"):
-        mid = _text(mid)
-        ids, _ = decode_json(None if text is None else _text(text), "entity_ids")
-        out += [(mid, str(e)) for e in ids if str(e) not in known]
-    return out
 
 
 def supersede_cycles(links) -> list[list[str]]:

@@ -1,11 +1,57 @@
 """What both store backends (the SQLite `Store`, `postgres.PgStore`) do the same way, written once."""
 from __future__ import annotations
 
+import base64
+import json
 import time
+from dataclasses import dataclass
 
-from .errors import ConflictError
+from .errors import ConflictError, ValidationError
 from .records import decode_json, normalize, normalize_many, read_values
+from .schema import JSON_COLUMNS, MEMORY_COLUMNS
 from .times import to_epoch
+
+#: the columns get_many(fields=...) and rewrite_rows read and write by name (the vector has its own methods)
+SCALAR_COLUMNS = tuple(c for c in MEMORY_COLUMNS if c != "embedding")
+
+
+def pick_fields(fields) -> tuple[str, ...]:
+    """`fields` checked against the memory columns (they are put into SQL by name)."""
+    fields = tuple(dict.fromkeys(f for f in fields if f != "id"))
+    bad = [f for f in fields if f not in SCALAR_COLUMNS]
+    if bad:
+        raise ValidationError(f"not a memory column that can be read or written by name: {', '.join(bad)}")
+    return fields
+
+
+def json_column(column: str) -> str:
+    """`column` if it is one of the JSON columns (it is put into SQL by name)."""
+    if column not in JSON_COLUMNS:
+        raise ValidationError(f"{column!r} is not a JSON column")
+    return column
+
+
+def audit_dump(d) -> str | None:
+    """An audit entry's `before`/`after` as JSON text (bytes, a vector, as {"$b64": …})."""
+    if d is None:
+        return None
+    out = {}
+    for k, v in d.items():
+        out[k] = {"$b64": base64.b64encode(v).decode()} if isinstance(v, (bytes, bytearray)) else v
+    return json.dumps(out, ensure_ascii=False)
+
+
+@dataclass
+class RowWrite:
+    """One row's change in `rewrite_rows`: the columns set, and the audit entry written with it
+    (`before`/`after` may say more than the columns, e.g. consolidation's `decayed_to`)."""
+
+    id: str
+    set: dict
+    action: str
+    before: dict | None
+    after: dict | None
+    note: str | None = None
 
 
 class StoreCommon:

@@ -71,6 +71,22 @@ def copy_store(src: str, dst: str, task: Task | None = None, opener=None) -> int
     return total
 
 
+def database_refusal(dst: str) -> str | None:
+    """Why the database of `dst` cannot receive a copy (it holds a store already), asked before
+    a long job that ends in one (an import); None: it can. Unreachable: StoreError."""
+    import psycopg
+
+    from .postgres.connect import connect, translate
+    conn = connect(dst, need_vector=False)
+    try:
+        taken = conn.execute("SELECT to_regclass('memories')").fetchone()[0] is not None
+    except psycopg.Error as e:
+        raise translate(e, dst) from None
+    finally:
+        conn.close()
+    return f"{redact(dst)} already has a `memories` table; write into an empty database." if taken else None
+
+
 def _progress(task: Task, done: int, total: int) -> None:
     task.check()
     task.progress(0.95 * done / max(total, 1), f"{done}/{total} memories")

@@ -1,16 +1,19 @@
 """Interface methods of the SQLite Store that replace raw SQL once run by other modules
-(reflection, the layout cache, the change watcher, the retired list): the PostgreSQL store
+(reflection, consolidation, the layout cache, the change watcher, the retired list, the detail
+panel, context and the edits' consistency check): the PostgreSQL store
 implements the same names (postgres/queries.py), so those modules no longer see SQL."""
 from __future__ import annotations
 
 import itertools
 import json
 import re
+import time
 
 import numpy as np
 
 from .bm25 import Bm25Index
-from .records import read_time
+from .common import RowWrite, audit_dump, json_column, pick_fields
+from .records import decode_json, decode_text, read_time
 
 _OBJ = "json_valid(attributes) AND json_type(attributes) = 'object'"
 # One aggregate, one JSON array per column: no Python object per row and per cell (a million
@@ -136,3 +139,99 @@ class SqliteQueries:
                 c.execute("DELETE FROM memviz_layouts")
             else:
                 c.execute("DELETE FROM memviz_layouts WHERE method=?", (method,))
+
+    # the detail panel
+    def missing_entities(self, entity_ids) -> list[str]:
+        """Those of `entity_ids` that name no entity (a memory's broken links), in their order."""
+        return [str(e) for e in entity_ids
+                if self.conn.execute("SELECT 1 FROM entities WHERE id = ?", (str(e),)).fetchone() is None]
+
+    # context (texts for the prompt and diffs; the store as of a moment)
+    def texts_and_tags(self) -> list[tuple[int, str, str | None]]:
+        """(rowid, content, tags as stored JSON text) of every memory; invalid UTF-8 in the
+        content is shown with replacement characters."""
+        return [(rowid, decode_text(raw)[0], tags) for rowid, raw, tags in self.conn.execute(
+            "SELECT rowid, CAST(content AS BLOB), tags FROM memories")]
+
+    def audit_entries(self, actions=None, *, with_before: bool = False) -> list[tuple]:
+        """(id, at, action, memory_id, before, after) of the audit log in id order, `before` and
+        `after` as stored JSON text; only `actions` if given, only entries with a `before` if asked."""
+        where = [f"action IN ({','.join('?' * len(actions))})"] if actions else []
+        where += ["before IS NOT NULL"] if with_before else []
+        return self.conn.execute("SELECT id, at, action, memory_id, before, after FROM memviz_audit"
+                                 + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id",
+                                 tuple(actions or ())).fetchall()
+
+    # reflection
+    def live_texts_with_words(self, agent: str, words) -> list[tuple[str, str]]:
+        """(id, content) of the agent's live memories holding `words` in that order (LIKE with '%'
+        between them, case-blind for ASCII): a narrowing the caller's own comparison decides on."""
+        pattern = "%".join(re.sub(r"([%_\\])", r"\\\1", w) for w in words)
+        return self.conn.execute(
+            "SELECT id, content FROM memories WHERE valid_until IS NULL AND agent = ? AND content LIKE ? ESCAPE '\\'",
+            (agent, pattern)).fetchall()
+
+    # consolidation
+    def decay_references(self) -> dict[str, float]:
+        """memory id -> reference time of its last decay still in force: the audit log's latest
+        `decay`/`undo decay`/`redo decay` entry (`after.decayed_to`), else the producer's own
+        `attributes.decayed_as_of`. SQLite takes the bare columns from the row holding max(id)."""
+        out = {}
+        for m, t in self.conn.execute(
+                "SELECT id, json_extract(attributes, '$.decayed_as_of') FROM memories "
+                "WHERE attributes LIKE '%decayed_as_of%' AND json_valid(attributes)"):
+            if isinstance(t, (int, float)):
+                out[m] = float(t)
+        rows = self.conn.execute(
+            "SELECT memory_id, CASE WHEN json_valid(after) THEN json_extract(after, '$.decayed_to') END, max(id) "
+            "FROM memviz_audit WHERE action IN ('decay', 'undo decay', 'redo decay') GROUP BY memory_id")
+        out.update((m, float(t)) for m, t, _ in rows if t is not None)
+        return out
+
+    def rewrite_rows(self, ids, fields, decide, *, actor: str = "memviz") -> list[RowWrite]:
+        """Read, decide and write in ONE transaction: `decide(current)` gets id -> {field: value
+        as stored} for those of `ids` still in the store and returns the RowWrites to make; each
+        is written with its audit entry. Returns them."""
+        fields = pick_fields(fields)
+        ids = list(dict.fromkeys(ids))
+        with self.transaction() as c:
+            current = {}
+            for k in range(0, len(ids), 500):
+                chunk = ids[k:k + 500]
+                for row in c.execute(f"SELECT id, {', '.join(fields)} FROM memories WHERE id IN "
+                                     f"({','.join('?' * len(chunk))})", chunk):
+                    current[row[0]] = dict(zip(fields, row[1:]))
+            writes = decide(current)
+            for cols, run in itertools.groupby(writes, key=lambda w: tuple(w.set)):  # one statement per run
+                cols = pick_fields(cols)
+                if cols:
+                    c.executemany(f"UPDATE memories SET {', '.join(f'{k} = ?' for k in cols)} WHERE id = ?",
+                                  [(*(w.set[k] for k in cols), w.id) for w in run])
+            c.executemany("INSERT INTO memviz_audit(at, action, memory_id, before, after, actor, note) "
+                          "VALUES (?,?,?,?,?,?,?)", [(time.time(), w.action, w.id, audit_dump(w.before),
+                                                      audit_dump(w.after), actor, w.note) for w in writes])
+        return writes
+
+    # stats
+    def schema_version(self) -> int | None:
+        """The migration memviz last applied to this store (None: not a store memviz made)."""
+        return self.report.version if self.report else None
+
+    # memviz check
+    def malformed_json(self, column: str) -> list[str]:
+        """Ids of the memories whose JSON `column` holds no JSON list (object for `attributes`)."""
+        col = json_column(column)
+        want = "object" if col == "attributes" else "array"
+        return [decode_text(mid)[0] for mid, text in self.conn.execute(
+            f"SELECT CAST(id AS BLOB), CAST({col} AS BLOB) FROM memories WHERE CASE WHEN typeof({col}) != 'text' "
+            f"OR NOT json_valid({col}) THEN 1 ELSE json_type({col}) != '{want}' END")
+            if not decode_json(None if text is None else decode_text(text)[0], col)[1]]
+
+    def entity_links(self) -> list[tuple[str, str]]:
+        """(memory id, entity id) of every entity id a memory names, whether the entity exists or not."""
+        out = []
+        for mid, text in self.conn.execute(
+                "SELECT CAST(id AS BLOB), CAST(entity_ids AS BLOB) FROM memories WHERE entity_ids NOT IN ('[]', '')"):
+            ids, _ = decode_json(None if text is None else decode_text(text)[0], "entity_ids")
+            out += [(decode_text(mid)[0], str(e)) for e in ids]
+        return out

@@ -25,7 +25,8 @@ from ..background import in_thread
 from . import schema
 from . import snapshot as snapshots
 from .arrays import MemoryArrays, load_arrays
-from .common import StoreCommon
+from .common import StoreCommon, pick_fields
+from .common import audit_dump as _audit_dump
 from .connection import connect
 from .errors import (
     UNKNOWN,
@@ -42,7 +43,18 @@ from .errors import (
 )
 from .fileheader import check_header
 from .read_only_media import detour, needs_detour, release_copy, share_copy
-from .records import MS_ABOVE, decode_json, decode_text, embedding_blob, encode_json, new_id, read_time, read_values
+from .records import (
+    MS_ABOVE,
+    NUMBER_DEFAULTS,
+    TIME_COLUMNS,
+    decode_json,
+    decode_text,
+    embedding_blob,
+    encode_json,
+    new_id,
+    read_time,
+    read_values,
+)
 from .schema import JSON_COLUMNS, MEMORY_COLUMNS
 from .sqlite_queries import SqliteQueries
 from .times import to_epoch
@@ -284,29 +296,35 @@ class Store(StoreCommon, SqliteQueries):
         row = self.conn.execute(_SELECT_ROW + " WHERE id = ?", (memory_id,)).fetchone()
         return None if row is None else self._decode_row(row)
 
-    def get_many(self, ids) -> list[dict]:
+    def get_many(self, ids, fields=None) -> list[dict]:
+        cols = MEMORY_COLUMNS if fields is None else ("id", *pick_fields(fields))
+        select = "SELECT " + ", ".join(f"CAST({c} AS BLOB)" if c in _TEXT_COLUMNS else c for c in cols) + " FROM memories"
         ids = list(ids)
         out = []
         for i in range(0, len(ids), 500):
             chunk = ids[i:i + 500]
-            q = _SELECT_ROW + f" WHERE id IN ({','.join('?' * len(chunk))})"
-            out.extend(self._decode_row(r) for r in self.conn.execute(q, chunk))
+            q = select + f" WHERE id IN ({','.join('?' * len(chunk))})"
+            out.extend(self._decode_row(r, cols) for r in self.conn.execute(q, chunk))
         return out
 
     @staticmethod
-    def _decode_row(row) -> dict:
-        d = dict(zip(MEMORY_COLUMNS, row))
+    def _decode_row(row, cols=MEMORY_COLUMNS) -> dict:
+        """A row of `cols` as get() gives it (text decoded, JSON parsed, times and numbers read)."""
+        d = dict(zip(cols, row))
+        texts, jsons, values = _column_kinds(cols)
         problems = []
-        for col in _TEXT_COLUMNS:
+        for col in texts:
             d[col], bad = decode_text(d[col])
             if bad:
                 problems.append(f"`{col}` is not valid UTF-8 (shown with replacement characters)")
-        for col in JSON_COLUMNS:
+        for col in jsons:
             d[col], ok = decode_json(d[col], col)
             if not ok:
                 problems.append(f"`{col}` holds malformed JSON (shown as empty)")
-        problems += read_values(d)
-        d["protected"] = bool(d["protected"])
+        if values:
+            problems += read_values(d)
+        if "protected" in d:
+            d["protected"] = bool(d["protected"])
         d["problems"] = problems
         return d
 
@@ -588,21 +606,20 @@ for _name, _fn in list(vars(Store).items()):
         setattr(Store, _name, _at_boundary(_fn))
 
 
+@functools.cache
+def _column_kinds(cols: tuple) -> tuple[tuple, tuple, bool]:
+    """(text columns, JSON columns, any time or number column) of a row of `cols`: worked out once
+    per column set, not per row (get_many(fields=…) reads tens of thousands)."""
+    return (tuple(c for c in _TEXT_COLUMNS if c in cols), tuple(c for c in JSON_COLUMNS if c in cols),
+            any(c in cols for c in (*TIME_COLUMNS, *NUMBER_DEFAULTS)))
+
+
 def _comparable(v, key):
     if key in JSON_COLUMNS:
         return decode_json(v, key)[0] if isinstance(v, str) else v
     if key == "protected":
         return bool(v)
     return v
-
-
-def _audit_dump(d):
-    if d is None:
-        return None
-    out = {}
-    for k, v in d.items():
-        out[k] = {"$b64": base64.b64encode(v).decode()} if isinstance(v, (bytes, bytearray)) else v
-    return json.dumps(out, ensure_ascii=False)
 
 
 def _text(raw):

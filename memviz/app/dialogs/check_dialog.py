@@ -85,7 +85,7 @@ class CheckDialog(QDialog):
             lines += ["", "Repair will:"] + [f"  - {p}" for p in plan]
         self.text.setPlainText("\n".join(lines))
         if report.clean:
-            self.status.setText(f"{report.path}: clean — SQLite, full-text and vector indexes, links and values agree.")
+            self.status.setText(f"{report.path}: clean — {report.checked} agree.")
         else:
             self.status.setText(f"{report.path}: {count(len(report.findings), 'finding')}"
                                 + (f", {len(report.repairable)} repairable" if report.repairable else ""))

@@ -208,7 +208,7 @@ class DetailPanel(QWidget):
         more = f"   ({n_selected:,} selected)" if n_selected > 1 else ""
         self.title.setText(f"{rec['kind']} · {rec['agent'] or '(no agent)'} · importance {rec['importance']:g} · "
                            f"{status}{' · protected' if rec['protected'] else ''}{more}")
-        broken = self._missing_entities(rec["entity_ids"])
+        broken = self.state.data.store.missing_entities(rec["entity_ids"])  # shown as broken links
         problems = rec["problems"] + [f"entity_ids names entities that do not exist: {', '.join(broken)}"] * bool(broken)
         self.problems.setText("\n".join("⚠ " + p for p in problems))
         self.problems.setVisible(bool(problems))
@@ -257,12 +257,6 @@ class DetailPanel(QWidget):
         else:
             self.show_all.hide()
             self.show_all.setEnabled(True)
-
-    def _missing_entities(self, entity_ids) -> list[str]:
-        """The entity ids of a memory that name no entity (shown as broken links)."""
-        conn = self.state.data.store.conn
-        return [str(e) for e in entity_ids
-                if conn.execute("SELECT 1 FROM entities WHERE id = ?", (str(e),)).fetchone() is None]
 
     def _fill_related(self, mid: str, broken_entities=()) -> None:
         data, view = self.state.data, self.state.as_of_view

@@ -22,7 +22,7 @@ from contextlib import contextmanager, nullcontext
 import numpy as np
 
 from ..arrays import MemoryArrays
-from ..common import StoreCommon
+from ..common import StoreCommon, pick_fields
 from ..errors import UNKNOWN, ConnectionLostError, ReadOnlyError, StoreError, ValidationError, _written_text
 from ..records import decode_json, embedding_blob
 from ..schema import MEMORY_COLUMNS
@@ -314,7 +314,12 @@ class PgStore(StoreCommon, PgQueries, PgChangeLog):
         rows = self._select_rows("WHERE id = %s", (memory_id,))
         return Store._decode_row(tuple(rows[0].values())) if rows else None
 
-    def get_many(self, ids) -> list[dict]:
+    def get_many(self, ids, fields=None) -> list[dict]:
+        if fields is not None:  # only these columns (no vector): as the SQLite store's
+            cols = ("id", *pick_fields(fields))
+            rows = self._q(f"SELECT {', '.join(cols)} FROM memories WHERE id = ANY(%s) ORDER BY rowid",
+                           (list(ids),)).fetchall()
+            return [Store._decode_row(r, cols) for r in rows]
         rows = self._select_rows("WHERE id = ANY(%s) ORDER BY rowid", (list(ids),))
         return [Store._decode_row(tuple(r.values())) for r in rows]
 
