@@ -318,9 +318,3 @@ def test_vectors_in_any_scan_order_land_on_their_rows():
                 got = _place((rowid[perm], parts), rowid, has, np.zeros((0 if has.all() else n, d), np.float32))
                 assert np.array_equal(got, want)
 
-
-def test_stats_names_the_schema_version_of_a_server_store(pg_db, capsys):  # noqa: F811
-    from memviz.store.postgres import schema
-    ms.create(pg_db).close()
-    assert main(["stats", pg_db]) == 0
-    assert f"(schema v{schema.SCHEMA_VERSION})" in capsys.readouterr().out  # it said "schema vNone"

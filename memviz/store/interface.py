@@ -43,8 +43,6 @@ class MemoryStore(Protocol):
     def data_version(self) -> Any:
         """A value that changes when anyone commits a change to the memories."""
     def meta(self, key: str, default=None): ...
-    def schema_version(self) -> int | None:
-        """The highest memviz migration applied (None: a store memviz has not migrated)."""
     def embedding_models(self) -> list[tuple[str, int, int]]:
         """(model, dim, count), most used first."""
     def main_model(self) -> tuple[str | None, int]: ...

@@ -178,9 +178,6 @@ class Store(StoreCommon, SqliteQueries):
         """Changes when another connection commits (PRAGMA data_version)."""
         return self.conn.execute("PRAGMA data_version").fetchone()[0]
 
-    def schema_version(self) -> int | None:
-        return self.report.version if self.report else None
-
     def meta(self, key: str, default=None):
         try:
             row = self.conn.execute("SELECT value FROM memviz_meta WHERE key=?", (key,)).fetchone()

@@ -137,9 +137,6 @@ class PgStore(StoreCommon, PgQueries, PgChangeLog):
         import psycopg
         return translate(e, self.dsn) if isinstance(e, psycopg.Error) else e
 
-    def schema_version(self) -> int | None:
-        return self._read(schema.applied_version) or None
-
     def meta(self, key: str, default=None):
         row = self._q("SELECT value FROM memviz_meta WHERE key = %s", (key,)).fetchone()
         return json.loads(row[0]) if row else default
