@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 
+import apsw
 import numpy as np
 import pytest
 
@@ -130,6 +131,8 @@ def test_a_store_closed_while_indexing_is_rebuilt_at_its_next_open(langgraph_fil
     held.clear()
     store, _ = fw.open_and_read(langgraph_file, None, check_later=True)
     assert store.indexing
+    store.reopen().close()   # another connection's close (the check dialog's) does not stop the step
+    assert store.indexing and not store._indexing.cancelled
     threading.Timer(0.3, held.set).start()
     store.close()   # interrupts the step; nothing of it is committed
     path = mirror_path(fw.recognise(langgraph_file))
@@ -144,6 +147,30 @@ def test_a_store_closed_while_indexing_is_rebuilt_at_its_next_open(langgraph_fil
         assert not again.indexing and again.meta("mirror.pending") is None
         d = derived(again)
         assert d["fts"] == N and len(d["vec"]) == N and len(d["fp"]) == N
+    finally:
+        again.close()
+
+
+def test_indexes_that_cannot_be_written_leave_the_store_read_only_and_say_why(langgraph_file, monkeypatch):  # noqa: F811 - the fixture
+    monkeypatch.setattr(mirror_mod, "INDEX_LATER_ROWS", 0)
+
+    def full(conn, upto):
+        raise apsw.FullError("database or disk is full")
+    monkeypatch.setattr(mirror_mod, "fill_indexes", full)
+    store, arrays = fw.open_and_read(langgraph_file, lambda s: s.arrays(), check_later=True)
+    try:
+        assert len(arrays) == N
+        with pytest.raises(ms.StoreError, match="disk is full"):
+            store.indexed()
+        assert not store.indexing and store.read_only and "indexes could not be built" in store.read_only_reason
+        with pytest.raises(ms.StoreError, match="disk is full"):
+            store.fts_search("fact 4321")   # an error, not an answer from the empty index
+    finally:
+        store.close()
+    monkeypatch.undo()
+    again = open_mirrored(fw.recognise(langgraph_file))   # rebuilt
+    try:
+        assert not again.read_only and len(derived(again)["fp"]) == N
     finally:
         again.close()
 

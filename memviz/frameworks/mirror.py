@@ -98,13 +98,29 @@ def _source_times(rec: dict) -> dict:
 
 class _Indexing:
     """The indexes and fingerprints of a first build still to be written (`MirroredStore.indexing`):
-    rows up to `upto`, the source's times of each row in rowid order. `future` once started."""
+    rows up to `upto`, the source's times of each row in rowid order. `future` once started;
+    `owner` the store that built the mirror (its close stops the step, a reopened one's does not)."""
 
-    def __init__(self, upto: int, times: list[dict]):
-        self.upto, self.times = upto, times
+    def __init__(self, owner, upto: int, times: list[dict]):
+        self.owner, self.upto, self.times = owner, upto, times
         self.future = None
         self.conn: apsw.Connection | None = None  # the writing connection, to interrupt on close
         self.cancelled = False
+        self.lock = threading.Lock()
+
+    def start(self):
+        """The step's Future, started in a thread now if it was not yet."""
+        with self.lock:
+            if self.future is None:
+                self.future = in_thread(lambda: self.owner._write_indexes(self), "memviz-mirror-indexes")
+            return self.future
+
+    def failure(self) -> str | None:
+        """Why the step failed, once it has (the mirror then lacks its indexes: read-only)."""
+        f = self.future
+        if f is None or not f.done() or f.exception() is None:
+            return None
+        return f"its full-text and vector indexes could not be built ({f.exception()}); it is rebuilt at its next open"
 
 
 class MirroredStore(Store):
@@ -135,7 +151,7 @@ class MirroredStore(Store):
     def close(self) -> None:
         self._fresh = None
         job = self._indexing
-        if job is not None and job.future is not None and not job.future.done():
+        if job is not None and job.owner is self and job.future is not None and not job.future.done():
             job.cancelled = True  # a mirror left half done: rebuilt at its next open
             if job.conn is not None:
                 job.conn.interrupt()
@@ -152,8 +168,10 @@ class MirroredStore(Store):
     @property
     def read_only_reason(self) -> str | None:
         fixed = Store.read_only_reason.fget(self)
-        if self.indexing:
-            return INDEXING if fixed is None else f"{fixed}; {INDEXING}"
+        job = self._indexing
+        extra = None if job is None else INDEXING if self.indexing else job.failure()
+        if extra:
+            return extra if fixed is None else f"{fixed}; {extra}"
         return fixed
 
     @read_only_reason.setter
@@ -169,20 +187,17 @@ class MirroredStore(Store):
 
     def index_later(self) -> None:
         """Start writing the first build's indexes in a thread, if any are still to be written."""
-        job = self._indexing
-        if job is not None and job.future is None:
-            job.future = in_thread(lambda: self._write_indexes(job), "memviz-mirror-indexes")
+        if self._indexing is not None:
+            self._indexing.start()
 
     def indexed(self) -> None:
         """Wait until the first build's indexes are written (started now if they were not yet);
-        a failure to write them is raised here, as the StoreError that says why."""
+        a failure to write them is raised here, as the StoreError that says why (and the store
+        stays read-only with it)."""
         job = self._indexing
         if job is None:
             return
-        if job.future is None:
-            self._write_indexes(job)
-        else:
-            job.future.result()
+        job.start().result()
         if self._indexing is job:
             self._indexing = None
 
@@ -369,7 +384,7 @@ class MirroredStore(Store):
             load.conn.execute("INSERT INTO memviz_meta(key, value) VALUES (?, ?)", (_PENDING, json.dumps(upto)))
         self._import_history()
         self.set_meta("mirror.token", token)
-        self._indexing = _Indexing(upto, times)
+        self._indexing = _Indexing(self, upto, times)
         if not (later and load.count >= INDEX_LATER_ROWS):
             if task:
                 task.progress(0.95, f"indexing {load.count:,} memories")
