@@ -20,6 +20,7 @@ import memviz.frameworks as fw
 import memviz.store as ms
 from memviz.frameworks import mirror as mirror_mod
 from memviz.frameworks.mirror import INDEXING, mirror_path, open_mirrored
+from memviz.store.changes import changes_since, token_now
 from memviz.store.check import check_store
 
 pytest.importorskip("langgraph.store.sqlite")
@@ -70,6 +71,7 @@ def test_indexes_after_the_first_read_equal_a_whole_build(langgraph_file, held, 
             store.supersede(rid, "corrected while indexing")
         other = store.reopen()  # a second connection (the check dialog's) waits too
         assert other.read_only
+        token = token_now(store)
         # the hybrid preset's full-text hits wait for the index instead of answering from an empty one
         got = {}
         asking = threading.Thread(target=lambda: got.update(hits=store.fts_hits("fact 4321")))
@@ -84,6 +86,7 @@ def test_indexes_after_the_first_read_equal_a_whole_build(langgraph_file, held, 
         assert any(i.startswith("item-4321@") for i in hit_ids)
         store.indexed()
         assert not store.indexing and not store.read_only and not other.read_only
+        assert changes_since(store, token).empty   # the window's live refresh reads nothing of the step
         later = derived(store)
         other.close()
     finally:

@@ -12,6 +12,7 @@ import importlib
 from collections.abc import Callable
 from typing import TypeVar
 
+from ..background import gc_paused
 from ..store import NotAStoreError, StoreError
 from ..store import open_and_read as open_and_read_native
 from ..tasks import Task
@@ -80,7 +81,8 @@ def open_and_read(target: str, read: Callable | None, *, read_only: bool = False
     if read_only and store._read_only_reason is None:  # not .read_only: true while its indexes are written
         store.read_only_reason = "opened with --read-only"
     try:
-        result = read(store) if read is not None else None
+        with gc_paused():  # the first read makes 100k-row columns at once (see gc_paused)
+            result = read(store) if read is not None else None
     except BaseException:
         store.close()
         raise
