@@ -167,7 +167,8 @@ def measure(target: str, add_one, repeat: int = 1) -> dict:
     return {"n": n, "read": read, "source": source_s, "first": first, "window": window, "cpu": cpu, "server": server,
             "ready": ready, "ready_cpu": ready_cpu,
             "reopen": reopen, "live": live, "delta": len(ch.added) if ch else None,
-            "windows": [round(r["window"], 2) for r in runs]}
+            "windows": [round(r["window"], 2) for r in runs], "cpus": [round(r["cpu"], 2) for r in runs],
+            "readies": [(round(r["ready"], 2), round(r["ready_cpu"], 2)) for r in runs]}
 
 
 # ---------------------------------------------------------------------------- mem0
