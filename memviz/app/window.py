@@ -483,10 +483,12 @@ class MainWindow(QMainWindow):
             what = (data.store.describe() if hasattr(data.store, "describe")
                     else label(data.store.path) if ms.is_dsn(data.store.path) else data.store.path)
             msg = f"Opened {what} in {time.perf_counter() - t0:.2f} s"
-            if getattr(data.store, "check_deferred", False):
+            if getattr(data.store, "check_deferred", False) or getattr(data.store, "indexing", False):
                 self._follow_check(data.store)
             if getattr(data.store, "checking", False):
                 msg += " — checking the file; edits wait for it"
+            elif getattr(data.store, "indexing", False):  # a framework mirror's first build (frameworks/mirror.py)
+                msg += " — building its search indexes; edits wait for them"
             elif data.store.read_only:
                 msg += f" — read-only: {data.store.read_only_reason}"
             self.statusBar().showMessage(msg, 8000)
@@ -504,10 +506,11 @@ class MainWindow(QMainWindow):
 
     def _follow_check(self, store) -> None:
         """SQLite's quick check of a large store runs after the window shows it (store.open_and_read
-        check_later); when it answers, the read-only label follows, and damage is said."""
+        check_later), or a framework mirror's indexes are built after it (`indexing`); when it
+        answers, the read-only label follows, and damage is said."""
         def job(task):
-            task.progress(-1, "checking the file (SQLite's quick check)")
-            while store.checking:
+            task.progress(-1, "checking the file (SQLite's quick check)" if store.checking else "building the search indexes")
+            while store.checking or getattr(store, "indexing", False):
                 task.wait(0.1)
             return store.checked()
 

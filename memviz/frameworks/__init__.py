@@ -12,6 +12,7 @@ import importlib
 from collections.abc import Callable
 from typing import TypeVar
 
+from ..background import gc_paused
 from ..store import NotAStoreError, StoreError
 from ..store import open_and_read as open_and_read_native
 from ..tasks import Task
@@ -65,7 +66,9 @@ def open_and_read(target: str, read: Callable | None, *, read_only: bool = False
                   task: Task | None = None, check_later: bool = False) -> tuple[object, T | None]:
     """(store, read(store)) for whatever `target` is: a framework's store through its mirror,
     else memviz's own store (memviz.store.open_and_read; `check_later` is its option). A target
-    that is neither raises a NotAStoreError saying what it looked like and what memviz reads."""
+    that is neither raises a NotAStoreError saying what it looked like and what memviz reads.
+    `check_later` (the window) on a large mirror's first build: its indexes are written after
+    `read` (mirror.py, MirroredStore.indexing)."""
     source = recognise(target)
     if source is None:
         try:
@@ -74,14 +77,17 @@ def open_and_read(target: str, read: Callable | None, *, read_only: bool = False
             probe = Probe(target)
             said = f"{probe.describe_unknown()}." if probe.is_file and not probe.is_sqlite() else str(e)
             raise NotAStoreError(f"{said} {what_memviz_reads()}") from e
-    store = open_mirrored(source, task)
-    if read_only and not store.read_only:
+    store = open_mirrored(source, task, later=check_later)
+    if read_only and store._read_only_reason is None:  # not .read_only: true while its indexes are written
         store.read_only_reason = "opened with --read-only"
     try:
-        return store, (read(store) if read is not None else None)
+        with gc_paused():  # the first read makes 100k-row columns at once (see gc_paused)
+            result = read(store) if read is not None else None
     except BaseException:
         store.close()
         raise
+    store.index_later()
+    return store, result
 
 
 def open_source(target: str, *, read_only: bool = False, task: Task | None = None):

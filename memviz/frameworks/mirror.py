@@ -9,7 +9,13 @@ change, rows the system deleted marked retired: nothing is physically removed). 
 is one bulk load into the new mirror (store/bulk.py), the source read in a thread meanwhile,
 committed without an fsync (a cache: a mirror damaged by a system crash fails its quick_check
 and is rebuilt); the columns written are kept for the first read (arrays.WrittenColumns), so
-the window's first look at a new mirror scans nothing. The live
+the window's first look at a new mirror scans nothing. What the first read does not need — the
+full-text and vector indexes and the fingerprints — is written in a second transaction; for the
+window (`later`) and a large source, in a thread once the window has read the store: until it
+has committed, edits and syncs wait (`indexing`, read_only_reason INDEXING) and the searches
+that read those indexes (the hybrid preset's full text, vec_search) wait for it. A mirror left
+with that step undone (`mirror.pending` in its meta: a crash, a cancel, a close) is rebuilt at
+its next open. The live
 window's change watcher asks `data_version()` and `changes_since()`, which sync first and then
 answer from the mirror's own change log, so a busy agent's writes arrive as deltas.
 
@@ -30,13 +36,14 @@ from collections.abc import Iterator
 import apsw
 import numpy as np
 
-from ..background import read_ahead
+from ..background import gc_paused, in_thread, read_ahead
 from ..store import ReadOnlyError, StoreError, ValidationError
 from ..store import create as create_store
 from ..store import open_store as open_native
 from ..store.arrays import MemoryArrays, load_arrays
-from ..store.bulk import bulk_load
+from ..store.bulk import bulk_load, fill_indexes
 from ..store.changes import sqlite_changes_since
+from ..store.connection import connect
 from ..store.errors import store_errors
 from ..store.records import normalize_many
 from ..store.schema import MEMORY_COLUMNS
@@ -49,6 +56,10 @@ from .source import Source
 MIRROR_VERSION = 4  # 2: one-pass fingerprints; 3: the embedding hashed apart; 4: of normalized rows
 _FP_TABLE = "memviz_mirror"
 _BATCH = 5000
+#: a first build for the window of this many memories or more writes its indexes after the first read
+INDEX_LATER_ROWS = 20_000
+INDEXING = "memviz is building the mirror's full-text and vector indexes; edits wait until they are built"
+_PENDING = "mirror.pending"  # meta: the rowid up to which the indexes and fingerprints are still to be written
 
 
 def mirror_path(source: Source) -> str:
@@ -80,6 +91,38 @@ def fingerprints(records: list[dict], rows: list[dict]) -> list[tuple[str, bytes
     return [(row["id"], fingerprint(rec, row)) for rec, row in zip(records, rows)]
 
 
+def _source_times(rec: dict) -> dict:
+    """What a fingerprint reads of the record beside its row (the source's own times)."""
+    return {"created_at": rec.get("created_at"), "event_time": rec.get("event_time")}
+
+
+class _Indexing:
+    """The indexes and fingerprints of a first build still to be written (`MirroredStore.indexing`):
+    rows up to `upto`, the source's times of each row in rowid order. `future` once started;
+    `owner` the store that built the mirror (its close stops the step, a reopened one's does not)."""
+
+    def __init__(self, owner, upto: int, times: list[dict]):
+        self.owner, self.upto, self.times = owner, upto, times
+        self.future = None
+        self.conn: apsw.Connection | None = None  # the writing connection, to interrupt on close
+        self.cancelled = False
+        self.lock = threading.Lock()
+
+    def start(self):
+        """The step's Future, started in a thread now if it was not yet."""
+        with self.lock:
+            if self.future is None:
+                self.future = in_thread(lambda: self.owner._write_indexes(self), "memviz-mirror-indexes")
+            return self.future
+
+    def failure(self) -> str | None:
+        """Why the step failed, once it has (the mirror then lacks its indexes: read-only)."""
+        f = self.future
+        if f is None or not f.done() or f.exception() is None:
+            return None
+        return f"its full-text and vector indexes could not be built ({f.exception()}); it is rebuilt at its next open"
+
+
 class MirroredStore(Store):
     """A `Store` on the mirror file whose `path` is the source's label (titles, recent files)."""
 
@@ -93,21 +136,116 @@ class MirroredStore(Store):
         # the first build's columns (arrays.WrittenColumns) and the write marks after it: the first
         # read is made from them, unless something was written since
         self._fresh: tuple | None = None
+        self._indexing: _Indexing | None = None  # the first build's second step, until it has committed
 
     # ------------------------------------------------------------ identity and reading
     def describe(self) -> str:
         return self.source.describe()
 
     def reopen(self) -> MirroredStore:
-        return MirroredStore(self.source, Store(self.path, open_native(self.conn_path).conn, report=self.report,
-                                                conn_path=self.conn_path))
+        other = MirroredStore(self.source, Store(self.path, open_native(self.conn_path).conn, report=self.report,
+                                                 conn_path=self.conn_path))
+        other._indexing = self._indexing  # its edits wait for the same step
+        return other
 
     def close(self) -> None:
         self._fresh = None
+        job = self._indexing
+        if job is not None and job.owner is self and job.future is not None and not job.future.done():
+            job.cancelled = True  # a mirror left half done: rebuilt at its next open
+            if job.conn is not None:
+                job.conn.interrupt()
+            try:
+                job.future.result()
+            except BaseException:  # noqa: BLE001 - interrupted on purpose
+                pass
         try:
             super().close()
         finally:
             self.source.close()
+
+    # ------------------------------------------------------------ the indexes written after the first read
+    @property
+    def read_only_reason(self) -> str | None:
+        fixed = Store.read_only_reason.fget(self)
+        job = self._indexing
+        extra = None if job is None else INDEXING if self.indexing else job.failure()
+        if extra:
+            return extra if fixed is None else f"{fixed}; {extra}"
+        return fixed
+
+    @read_only_reason.setter
+    def read_only_reason(self, reason: str | None) -> None:
+        Store.read_only_reason.fset(self, reason)
+
+    @property
+    def indexing(self) -> bool:
+        """The full-text and vector indexes and the fingerprints of the first build are still
+        being written (edits and syncs wait; searches of those indexes wait)."""
+        job = self._indexing
+        return job is not None and (job.future is None or not job.future.done())
+
+    def index_later(self) -> None:
+        """Start writing the first build's indexes in a thread, if any are still to be written."""
+        if self._indexing is not None:
+            self._indexing.start()
+
+    def indexed(self) -> None:
+        """Wait until the first build's indexes are written (started now if they were not yet);
+        a failure to write them is raised here, as the StoreError that says why (and the store
+        stays read-only with it)."""
+        job = self._indexing
+        if job is None:
+            return
+        job.start().result()
+        if self._indexing is job:
+            self._indexing = None
+
+    def _write_indexes(self, job: _Indexing) -> None:
+        """FTS5 and vec0 filled for the rows of the first build, and their fingerprints (rows read
+        back: the mirror holds them as normalize made them), in one transaction on a connection
+        of its own, so that the window's reads on this one go on meanwhile (WAL)."""
+        with store_errors(self.path, doing="building the mirror's indexes"):
+            conn = job.conn = connect(self.conn_path)
+            try:
+                _stop_if(job)
+                conn.execute("PRAGMA synchronous = OFF")  # a cache, as its first build (bulk_load durable=False)
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    fill_indexes(conn, job.upto)
+                    _stop_if(job)
+                    cur = conn.execute(f"SELECT {', '.join(MEMORY_COLUMNS)} FROM memories WHERE rowid <= ? ORDER BY rowid",
+                                       (job.upto,))
+                    fps = [(vals[0], fingerprint(times, dict(zip(MEMORY_COLUMNS, vals))))
+                           for times, vals in zip(job.times, cur)]
+                    conn.executemany(f"INSERT INTO {_FP_TABLE}(id, fp) VALUES (?, ?)", fps)
+                    conn.execute("DELETE FROM memviz_meta WHERE key = ?", (_PENDING,))
+                    _stop_if(job)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if not conn.getautocommit():
+                        conn.execute("ROLLBACK")
+                    raise
+            finally:
+                job.conn = None
+                conn.close()
+        job.times = []
+
+    def fts_hits(self, query: str):
+        self.indexed()
+        return super().fts_hits(query)
+
+    def fts_search(self, query: str, limit: int = 100):
+        self.indexed()
+        return super().fts_search(query, limit)
+
+    def vec_search(self, vector, k: int = 50):
+        self.indexed()
+        return super().vec_search(vector, k)
+
+    def integrity(self) -> list[str]:
+        self.indexed()
+        return super().integrity()
 
     def arrays(self, model: str | None = None, preview: int = 0, snapshot: bool = False) -> MemoryArrays:
         # the on-disk snapshot cache is keyed by a store file; the mirror's reopen is fast already
@@ -133,8 +271,9 @@ class MirroredStore(Store):
             return sqlite_changes_since(self.conn, token, max_share)
 
     # ------------------------------------------------------------ syncing
-    def sync(self, task: Task | None = None, *, first: bool = False) -> dict:
-        """Bring the mirror in step with the source; returns counts of what was written."""
+    def sync(self, task: Task | None = None, *, first: bool = False, later: bool = False) -> dict:
+        """Bring the mirror in step with the source; returns counts of what was written.
+        `later` (a first build): see _build."""
         with self._sync_lock:
             raw = self._source_call(self.source.token)
             token = _token_text(raw)
@@ -143,19 +282,21 @@ class MirroredStore(Store):
                     self._source_call(lambda: self.source.in_step(raw))
                     self._in_step = True
                 return {"added": 0, "changed": 0, "gone": 0}
+            self.indexed()  # nothing is written before the first build's indexes are
             # the mirror's own bookkeeping is written even when the source is read-only (Chroma)
-            reason, self.read_only_reason = self.read_only_reason, None
+            reason, self._read_only_reason = self._read_only_reason, None
             try:
-                done = self._sync(token, task, first)
+                with gc_paused():  # every record made at once (see gc_paused)
+                    done = self._sync(token, task, first, later)
             finally:
-                self.read_only_reason = reason
+                self._read_only_reason = reason
             self._synced_token = token
             self._in_step = True
             return done
 
-    def _sync(self, token: str, task: Task | None, first: bool) -> dict:
+    def _sync(self, token: str, task: Task | None, first: bool, later: bool = False) -> dict:
         if first:
-            return self._build(token, task)
+            return self._build(token, task, later)
         part = task.part(0.0, 0.6) if task else None
         known = dict(self.conn.execute(f"SELECT id, fp FROM {_FP_TABLE}"))
         seen: set[str] = set()
@@ -209,12 +350,15 @@ class MirroredStore(Store):
         self.set_meta("mirror.token", token)
         return {"added": len(new), "changed": len(changed), "gone": len(gone)}
 
-    def _build(self, token: str, task: Task | None) -> dict:
-        """The first sync, into the new, empty mirror: one bulk load (store/bulk.py) with the
-        fingerprints in the same transaction. A thread reads the source and validates each batch
-        (Python) while this one writes the one before (SQLite, which lets go of the GIL)."""
+    def _build(self, token: str, task: Task | None, later: bool) -> dict:
+        """The first sync, into the new, empty mirror: one bulk load (store/bulk.py) of the rows
+        alone; a thread reads the source and validates each batch (Python) while this one writes
+        the one before (SQLite, which lets go of the GIL). The indexes and fingerprints follow in
+        a second transaction: now, or (`later`, a large source) once the window has read the
+        store (index_later)."""
         read = task.part(0.0, 0.95) if task else None
-        with bulk_load(self, durable=False, keep=True) as load:  # a cache: rebuilt if a system crash damages it
+        times: list[dict] = []
+        with bulk_load(self, durable=False, keep=True, indexes=False) as load:  # a cache: rebuilt if damaged
             def prepared():
                 seen: set[str] = set()
                 batch: list[dict] = []
@@ -224,23 +368,27 @@ class MirroredStore(Store):
                         seen.add(rid)
                         batch.append(rec)
                     if len(batch) == _BATCH:
-                        rows = load.prepare(batch)
-                        yield rows, fingerprints(batch, rows)
+                        yield load.prepare(batch), [_source_times(r) for r in batch]
                         batch = []
                 if batch:
-                    rows = load.prepare(batch)
-                    yield rows, fingerprints(batch, rows)
+                    yield load.prepare(batch), [_source_times(r) for r in batch]
 
-            for [(rows, fps)] in read_ahead(prepared, 1, "memviz-mirror-read"):
+            for [(rows, got)] in read_ahead(prepared, 1, "memviz-mirror-read"):
                 if task:
                     task.check()
                 load.write(rows)
-                load.conn.executemany(f"INSERT INTO {_FP_TABLE}(id, fp) VALUES (?, ?)", fps)
+                times.extend(got)
             if task:
                 task.check()
-                task.progress(0.95, f"indexing {load.count:,} memories")
+            upto = load.conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0]
+            load.conn.execute("INSERT INTO memviz_meta(key, value) VALUES (?, ?)", (_PENDING, json.dumps(upto)))
         self._import_history()
         self.set_meta("mirror.token", token)
+        self._indexing = _Indexing(self, upto, times)
+        if not (later and load.count >= INDEX_LATER_ROWS):
+            if task:
+                task.progress(0.95, f"indexing {load.count:,} memories")
+            self.indexed()
         self._fresh = (load.written, self._write_marks())
         return {"added": load.count, "changed": 0, "gone": 0}
 
@@ -336,6 +484,13 @@ class MirroredStore(Store):
         self.set_meta("mirror.token", self._synced_token)
 
 
+def _stop_if(job: _Indexing) -> None:
+    """The store was closed while its indexes were being written (close interrupts a statement
+    under way; this stops between them): nothing is committed, the next open rebuilds."""
+    if job.cancelled:
+        raise StoreError("the mirror was closed before its indexes were built; it is rebuilt at its next open")
+
+
 class _Cur(dict):
     """A row for Store._check_expected (it reads `.get`)."""
 
@@ -359,15 +514,17 @@ def _token_text(token) -> str:
     return json.dumps(token, sort_keys=True, default=str)
 
 
-def open_mirrored(source: Source, task: Task | None = None) -> MirroredStore:
-    """The source's mirror, synced (built the first time, with progress on `task`)."""
+def open_mirrored(source: Source, task: Task | None = None, *, later: bool = False) -> MirroredStore:
+    """The source's mirror, synced (built the first time, with progress on `task`). `later`
+    (the window): a large first build leaves its indexes to `index_later()`, called once the
+    window has read the store."""
     path = mirror_path(source)
     native = None
     if os.path.exists(path):
         try:
             native = open_native(path)
             ok = (native.meta("mirror.version") == MIRROR_VERSION and native.meta("mirror.of") == source.label
-                  and not native.read_only)
+                  and not native.read_only and native.meta(_PENDING) is None)  # pending: its indexes never built
         except StoreError:
             ok = False
         if not ok:  # memviz's own cache, stale or damaged: rebuilt from the source
@@ -389,7 +546,7 @@ def open_mirrored(source: Source, task: Task | None = None) -> MirroredStore:
         native.set_meta("mirror.system", source.system)
     store = MirroredStore(source, native)
     try:
-        store.sync(task, first=first)
+        store.sync(task, first=first, later=later)
     except BaseException:
         store.close()
         if first:
@@ -403,4 +560,4 @@ def open_mirrored(source: Source, task: Task | None = None) -> MirroredStore:
 
 
 __all__ = ["MirroredStore", "open_mirrored", "mirror_path", "fingerprint", "fingerprints", "MIRROR_VERSION",
-           "ValidationError"]
+           "INDEXING", "INDEX_LATER_ROWS", "ValidationError"]

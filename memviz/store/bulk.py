@@ -9,6 +9,9 @@ before COMMIT, so the store is the one the per-row path makes (schema.inspect ac
 `memviz check` is clean); a failure or a cancel rolls everything back, triggers included.
 Nothing is audited: these are the store's first contents, as with insert_memories(audit=False).
 The change log needs nothing (its triggers are on UPDATE and DELETE).
+`indexes=False` (a framework mirror's first build for the window) leaves both indexes empty, to
+be filled by `fill_indexes` in a later transaction: the store must not be written in between
+(an FTS5 'delete' of a row its index lacks would damage the index), which the caller ensures.
 """
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ from .arrays import WrittenColumns
 from .errors import StoreError, ValidationError
 from .records import normalize_many
 from .schema import MEMORY_COLUMNS
-from .vectors import VEC_PREFIX, vec_ddl, vec_table
+from .vectors import VEC_PREFIX, declared_dim, vec_ddl, vec_table
 
 _INSERT = (f"INSERT INTO memories ({', '.join(MEMORY_COLUMNS)}) "
            f"VALUES ({', '.join('?' * len(MEMORY_COLUMNS))})")
@@ -37,8 +40,9 @@ class BulkLoad:
     next batch is validated while SQLite writes this one. `conn` is the open transaction, for the
     caller's own tables (a mirror's fingerprints)."""
 
-    def __init__(self, conn: apsw.Connection, written: WrittenColumns | None = None):
+    def __init__(self, conn: apsw.Connection, written: WrittenColumns | None = None, indexes: bool = True):
         self.conn = conn
+        self.indexes = indexes  # False: vec0 and FTS5 are filled later (fill_indexes)
         self.written = written  # the columns written, kept for the store's first read (arrays.WrittenColumns)
         self.model_dims: dict[str, int] = {}  # a model's first vectors set its dimension for the rest
         self.dims: set[int] = set()           # vec0 tables written to
@@ -70,7 +74,7 @@ class BulkLoad:
                     self.new_tables.add(dim)
                 self.dims.add(dim)
             self.conn.executemany(_INSERT, map(_ROW, rows))
-            for dim in sorted(dims):
+            for dim in sorted(dims) if self.indexes else ():
                 self.conn.execute(f"INSERT INTO {vec_table(dim)}(memory_id, embedding) SELECT id, embedding FROM memories "
                                   f"WHERE rowid > ? AND embedding IS NOT NULL AND length(embedding) = {4 * int(dim)} "
                                   "ORDER BY rowid", (last,))
@@ -88,7 +92,7 @@ class BulkLoad:
 
 
 @contextmanager
-def bulk_load(store, *, durable: bool = True, keep: bool = False):
+def bulk_load(store, *, durable: bool = True, keep: bool = False, indexes: bool = True):
     """`with bulk_load(store) as load: load.add(batch) ...` into `store`, which must hold no
     memories yet; everything is one transaction, committed with the indexes built at the end.
     `durable` False (a cache memviz rebuilds when damaged: a framework's mirror) commits without
@@ -97,7 +101,8 @@ def bulk_load(store, *, durable: bool = True, keep: bool = False):
     written every page when COMMIT returns); only a crash of the system within the next seconds
     can damage it, and a damaged mirror fails its quick_check at the next open and is rebuilt.
     `keep`: `load.written` keeps the columns written (arrays.WrittenColumns), so that the store's
-    first read is made from them rather than a scan of what was just written."""
+    first read is made from them rather than a scan of what was just written.
+    `indexes` False: the full-text and vector indexes are left for `fill_indexes` (see above)."""
     cache = store.conn.execute("PRAGMA cache_size").fetchone()[0]
     sync = store.conn.execute("PRAGMA synchronous").fetchone()[0]
     # one large transaction: with SQLite's default 2 MB page cache its pages spill to the WAL and
@@ -112,7 +117,7 @@ def bulk_load(store, *, durable: bool = True, keep: bool = False):
     if not durable:
         store.conn.execute("PRAGMA synchronous = OFF")
     try:
-        with _loaded(store, WrittenColumns() if keep else None) as load:
+        with _loaded(store, WrittenColumns() if keep else None, indexes) as load:
             yield load
     finally:
         store.conn.execute(f"PRAGMA cache_size = {int(cache)}")
@@ -122,21 +127,36 @@ def bulk_load(store, *, durable: bool = True, keep: bool = False):
 
 
 @contextmanager
-def _loaded(store, written):
+def _loaded(store, written, indexes):
     with store.transaction() as c:
         if c.execute("SELECT 1 FROM memories LIMIT 1").fetchone() is not None:
             raise StoreError(f"{store.path} already holds memories; a bulk load fills only a new, empty store.")
         dropped = _insert_triggers(c)
         for name in dropped:
             c.execute(f'DROP TRIGGER "{name}"')
-        load = BulkLoad(c, written)
+        load = BulkLoad(c, written, indexes)
         yield load
-        c.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
+        if indexes:
+            c.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
         for sql in dropped.values():
             c.execute(sql)  # FTS5's and the existing vec0 tables' insert triggers, as they were
         for dim in load.new_tables:
             for sql in vec_ddl(dim)[1:]:
                 c.execute(sql)
+
+
+def fill_indexes(conn: apsw.Connection, upto: int) -> None:
+    """The full-text and vector indexes of the rows up to rowid `upto` that a bulk load with
+    indexes=False wrote (nothing written since): FTS5's 'rebuild' from the memories table, and
+    each vec0 table's vectors by one INSERT ... SELECT with its insert trigger's condition.
+    Inside the caller's transaction."""
+    conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
+    for name, sql in conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND sql LIKE '%vec0%'").fetchall():
+        dim = declared_dim(sql)
+        if dim and name == vec_table(dim):
+            conn.execute(f"INSERT INTO {vec_table(dim)}(memory_id, embedding) SELECT id, embedding FROM memories "
+                         f"WHERE rowid <= ? AND embedding IS NOT NULL AND length(embedding) = {4 * int(dim)} "
+                         "ORDER BY rowid", (upto,))
 
 
 def _insert_triggers(c) -> dict[str, str]:

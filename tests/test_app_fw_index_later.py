@@ -1,0 +1,26 @@
+"""The window shows a large framework mirror once its rows are read; its full-text and vector
+indexes are written after (frameworks/mirror.py `indexing`): the status says edits wait, then
+follows to writable; closing the window's store meanwhile stops the step cleanly."""
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+pytest.importorskip("langgraph.store.sqlite")
+sys.path.insert(0, os.path.dirname(__file__))
+from test_fw_mirror_build import N, langgraph_file  # noqa: E402,F401 - the fixture
+from test_fw_mirror_index_later import _cache, held  # noqa: E402,F401 - fixtures
+
+
+def test_the_status_follows_the_indexes_of_a_large_mirror(make_window, qtbot, langgraph_file, held):  # noqa: F811
+    held.clear()
+    win = make_window(langgraph_file)
+    store = win.state.data.store
+    assert len(win.state.data.arrays) == N and store.indexing
+    assert win.status_ro.text() == "READ-ONLY" and "indexes" in win.status_ro.toolTip()
+    held.set()
+    qtbot.waitUntil(lambda: win.status_ro.text() == "writable", timeout=20000)
+    assert not store.indexing and store.meta("mirror.pending") is None
+    assert any(i.startswith("item-4321@") for i, _ in store.fts_search("fact 4321"))

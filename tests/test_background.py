@@ -1,0 +1,46 @@
+"""background.gc_paused: the cycle collector is off inside any pause, of any thread, and back
+on after the last one ends — unless it was off before the first began."""
+from __future__ import annotations
+
+import gc
+import threading
+
+from memviz.background import gc_paused
+
+
+def test_the_collector_comes_back_after_the_last_pause_of_any_thread():
+    assert gc.isenabled()
+    inside, leave = threading.Event(), threading.Event()
+
+    def other():
+        with gc_paused():
+            inside.set()
+            leave.wait(10)
+    t = threading.Thread(target=other)
+    with gc_paused():
+        assert not gc.isenabled()
+        t.start()
+        assert inside.wait(10)
+    assert not gc.isenabled()       # the other thread's pause still runs
+    leave.set()
+    t.join(10)
+    assert gc.isenabled()
+
+
+def test_a_collector_switched_off_before_stays_off():
+    gc.disable()
+    try:
+        with gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_an_error_inside_ends_the_pause():
+    try:
+        with gc_paused():
+            raise ValueError("boom")
+    except ValueError:
+        pass
+    assert gc.isenabled()
