@@ -11,6 +11,7 @@ from pg_server import pg, pg_db  # noqa: F401 - fixtures
 
 import memviz.store as ms
 from memviz.store.errors import StoreError
+from memviz.store.postgres import arrays as pg_arrays
 from memviz.store.postgres.store import vector_bytes
 from memviz.store.postgres.vector_copy import VectorCopy
 
@@ -58,7 +59,13 @@ def _expected(a, want, model, dim):
             assert not a.has_embedding[i] and not a.embedding[i].any(), mid
 
 
-def test_every_model_and_dimension_reads_bit_exact(store):
+@pytest.fixture(params=["scan order", "rowid index order"])
+def order(request, monkeypatch):
+    """Both ways the vectors come: narrow ones in the scan's order, wide ones in the index's."""
+    monkeypatch.setattr(pg_arrays, "_INDEX_ORDER_DIM", 10**6 if request.param == "scan order" else 1)
+
+
+def test_every_model_and_dimension_reads_bit_exact(store, order):
     want = _mixed(store)
     for model, dim in (("m", 7), ("s", 3), ("other", 7)):
         a = store.arrays(model=model)
@@ -71,7 +78,7 @@ def test_every_model_and_dimension_reads_bit_exact(store):
         assert part.embedding.tobytes() == a.embedding[::4].tobytes()
 
 
-def test_rows_moved_by_edits_still_land_on_their_rows(store):
+def test_rows_moved_by_edits_still_land_on_their_rows(store, order):
     want = _mixed(store)
     for mid in ("a7-3", "a7-30", "b3-1"):  # new row versions: the heap's order is not rowid's
         store.update_fields(mid, {"content": "edited " * 200})

@@ -3,9 +3,10 @@
 One statement returns every column as an array in one row (numbers sent in binary and read
 by numpy from the wire format, texts as text[] read by psycopg in C). The vectors of the
 chosen (model, dim) come by binary COPY: every row has the same width (rowid, then the vector
-in pgvector's binary form), so numpy reads the stream as one structured array. Nothing is
-sorted on the server (a sort of every row spills to disk beyond work_mem): each statement
-also sends the rowids, and numpy puts everything in rowid order.
+in pgvector's binary form), so numpy reads the stream a batch of rows at a time, straight
+into the matrix (vector_copy.py). Nothing is sorted on the server (a sort of every row spills
+to disk beyond work_mem): each statement also sends the rowids, and numpy puts everything in
+rowid order; the vectors come in that order already where the rowid index gives it.
 
 With `side` (a second connection in the same snapshot, store.arrays) the vectors are read on
 it while the columns are read on the first: two server processes and the client's decoding
@@ -147,13 +148,13 @@ def _result(early):
 def _read_vectors(conn, dim: int, model: str | None, rowids: list[int] | None) -> tuple[np.ndarray, list[np.ndarray]]:
     """(rowids, float32 blocks of rows) of the rows with a `dim` vector (of `model` when given,
     else of any model: the caller keeps the rows it wants), by binary COPY (vector_copy.VectorCopy;
-    its matrix sized by the planner's estimate of the rows). In rowid order when the rowid index
-    gives it (no sort on the server): the matrix is then the one the arrays keep, with no copy
-    to put it in order. A sequential scan's order is not (a synchronized scan starts where another
-    is; an edit moves its row) and read beside the columns' scan it was a rotation: the placing
-    copied the whole matrix again (1.3 s of 2.7 at 100k x 1536 on a loaded machine).
-    An index scan costs the server nothing more there (fetching the TOASTed vectors dominates),
-    and 0.5 s more at 1M x 256. Must run inside a transaction (SET LOCAL)."""
+    its matrix sized by the planner's estimate of the rows). In rowid order, the matrix is the one
+    the arrays keep; out of it, _place copies it into order (at 100k x 1536, 1.3 s of 2.7 on a
+    loaded machine). So the scan starts at the table's first page, not where the columns' scan
+    is (a synchronized scan's rows came as a rotation): rowid order unless edits moved rows.
+    Wide vectors (TOASTed: fetching them dominates) come in the rowid index's order, which costs
+    the server nothing more there and keeps edited rows in order too; at 256-d it cost 35% more
+    (1.95 s instead of 1.45 at 1M rows). Must run inside a transaction (SET LOCAL)."""
     from psycopg import sql
     col = sql.Identifier(vec_column(dim))
     where = [sql.SQL("{} IS NOT NULL").format(col)]
@@ -164,17 +165,22 @@ def _read_vectors(conn, dim: int, model: str | None, rowids: list[int] | None) -
     if rowids is not None:
         where.append(sql.SQL("rowid = ANY({}::bigint[])").format(sql.Literal("{" + ",".join(map(str, map(int, rowids))) + "}")))
     select = sql.SQL("SELECT rowid::int8, {} FROM memories WHERE {}").format(col, sql.SQL(" AND ").join(where))
-    ordered = sql.SQL("{} ORDER BY rowid").format(select)
+    query = sql.SQL("{} ORDER BY rowid").format(select)
+    conn.execute("SET LOCAL synchronize_seqscans = off")
     conn.execute("SET LOCAL enable_sort = off")  # an index's order, or none (a sort spills to disk)
-    plan = _plan(conn, ordered)
-    if _sorts(plan):  # no index on rowid (a stand-in view): the scan's order, put in order by _place
-        plan, ordered = _plan(conn, select), select
+    plan = _plan(conn, query) if dim >= _INDEX_ORDER_DIM else None
+    if plan is None or _sorts(plan):  # the scan's order (a stand-in view has no index on rowid)
+        plan, query = _plan(conn, select), select
     expected = len(rowids) if rowids is not None else max(0, int(plan["Plan Rows"]))
     stream = VectorCopy(dim, expected + expected // 20 + 64)  # a margin: rows written since the last ANALYZE
-    with conn.cursor().copy(sql.SQL("COPY ({}) TO STDOUT (FORMAT BINARY)").format(ordered)) as cp:
+    with conn.cursor().copy(sql.SQL("COPY ({}) TO STDOUT (FORMAT BINARY)").format(query)) as cp:
         got = stream.read(cp)
     conn.execute("RESET enable_sort")
+    conn.execute("RESET synchronize_seqscans")
     return got
+
+
+_INDEX_ORDER_DIM = 512  # about where a vector (4 * dim bytes) is TOASTed: stored apart from its row
 
 
 def _plan(conn, query) -> dict:
