@@ -13,6 +13,10 @@ an existing server whose role may create databases) and prints one table, a colu
 - `fleet:NxD`: N memories from 100 agents written straight to the server (binary COPY, kept);
   open, slider recombine and a new query on the memviz engine over the arrays read from it.
 Both: pgvector's own HNSW (when indexed) and exact top-10 beside the engine's.
+
+`--open-only`: only the open, `--repeat` times (medians of wall, client CPU and the server
+processes' CPU, and of its parts: arrays, first map). An `NxD` database is then copied once
+without its HNSW index (the open does not use it) and kept, like the fleet's.
 """
 from __future__ import annotations
 
@@ -225,6 +229,83 @@ def fleet(dsn: str, n: int, dim: int) -> None:
     store.close()
 
 
+# ---------------------------------------------------------------- the open
+def open_times(dsn: str, repeat: int, parts: bool = False):
+    """The window's open (connect, arrays, counts, first map: load_store_data) `repeat` times, each
+    on new connections: rows of medians (wall, client CPU, both server processes' CPU) and the
+    last open's (store, data). `parts`: also the arrays and the first map alone."""
+    from memviz.layout import first_map
+    from memviz.session.state import PREVIEW_CHARS, load_store_data
+    walls, client, server, store, data = [], [], [], None, None
+    for _ in range(repeat):
+        if store is not None:
+            store.close()
+        cpu, t = time.process_time(), time.perf_counter()
+        store = ms.open(dsn)
+        data = load_store_data(store)
+        walls.append(time.perf_counter() - t)
+        client.append(time.process_time() - cpu)
+        server.append(sum(backend_cpu(c) for c in (store.conn, store._side) if c is not None))
+    med = statistics.median
+    col = {"open: connect, arrays, counts, map": f"{med(walls):.2f} s",
+           "  CPU: client / server processes": f"{med(client):.2f} / {med(server):.2f} s"}
+    if parts:
+        def cpu_timed(fn):
+            runs = []
+            for _ in range(repeat):
+                cpu, t = time.process_time(), time.perf_counter()
+                fn()
+                runs.append((time.perf_counter() - t, time.process_time() - cpu))
+            return med(r[0] for r in runs), med(r[1] for r in runs)
+        t, c = cpu_timed(lambda: store.arrays(preview=PREVIEW_CHARS))
+        col["  of which arrays in bulk (client CPU)"] = f"{t:.2f} s ({c:.2f} s)"
+        t, c = cpu_timed(lambda: first_map(store, data.arrays))
+        col["  of which first map (client CPU)"] = f"{t:.2f} s ({c:.2f} s)"
+    return col, store, data
+
+
+def open_only(admin: str, spec: str, args) -> dict:
+    """--open-only: the open alone; an NxD database copied once, without its HNSW index, and kept."""
+    from memviz.tasks import Cancelled, Task
+    n, dim = (int(x) for x in spec.split(":")[-1].split("x"))
+    col: dict[str, str] = {}
+    if spec.startswith("fleet:"):
+        name, key = f"bench_fleet_{n}x{dim}", "bench_fleet"
+    else:
+        name, key = f"bench_open_{args.data}_{n}x{dim}", "bench_open"
+    dsn = database(admin, name, fresh=False)
+    if not _ready(dsn, key, n):
+        database(admin, name, fresh=True)
+        if spec.startswith("fleet:"):
+            t, _ = timed(lambda: fleet(dsn, n, dim))
+        else:
+            path = sqlite_source(n, dim, args.data)
+            task = Task("copy", lambda _f, text: text.startswith("building the HNSW index") and task.cancel())
+            t = time.perf_counter()
+            try:
+                copy_store(path, dsn, task)
+            except Cancelled:
+                pass  # the data is committed before the index is built
+            t = time.perf_counter() - t
+            with ms.open(dsn) as s:
+                s.set_meta(key, n)
+        col["generated"] = f"{t:.0f} s (once)"
+    print(f"  {spec}: open x {args.repeat}", file=sys.stderr, flush=True)
+    got, store, _ = open_times(dsn, args.repeat, parts=True)
+    store.close()
+    return col | got
+
+
+def sqlite_source(n: int, dim: int, data: str = "random") -> str:
+    """The SQLite store of N unit vectors (`data`: see build) copied to the server (built once)."""
+    path = os.path.join(FOLDER, f"pg-{n}x{dim}.db" if data == "random" else f"pg-{data}-{n}x{dim}.db")
+    if not os.path.exists(path):
+        t = time.perf_counter()
+        build(path, n, dim, data=data)
+        print(f"built {path} in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+    return path
+
+
 # ---------------------------------------------------------------- one size
 def measure(admin: str, spec: str, args) -> dict:
     from memviz.session.state import load_store_data
@@ -236,7 +317,7 @@ def measure(admin: str, spec: str, args) -> dict:
     if is_fleet:
         name = f"bench_fleet_{n}x{dim}"
         dsn = database(admin, name, fresh=False)
-        if not _fleet_ready(dsn, n):
+        if not _ready(dsn, "bench_fleet", n):
             database(admin, name, fresh=True)
             t, _ = timed(lambda: fleet(dsn, n, dim))
             col["generated"] = f"{t:.0f} s (once)"
@@ -246,11 +327,7 @@ def measure(admin: str, spec: str, args) -> dict:
             if built:
                 col["HNSW index build"] = f"{t:.0f} s (once)"
     else:
-        path = os.path.join(FOLDER, f"pg-{n}x{dim}.db" if args.data == "random" else f"pg-{args.data}-{n}x{dim}.db")
-        if not os.path.exists(path):
-            t = time.perf_counter()
-            build(path, n, dim, data=args.data)
-            print(f"built {path} in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+        path = sqlite_source(n, dim, args.data)
         name = "bench_" + uuid.uuid4().hex[:8]
         dsn = database(admin, name, fresh=True)
         start, marks = time.perf_counter(), {}
@@ -270,15 +347,8 @@ def measure(admin: str, spec: str, args) -> dict:
         col["  vectors copied"] = args.data
     try:
         print(f"  {spec}: open", file=sys.stderr, flush=True)
-
-        def open_window():
-            s = ms.open(dsn)
-            return s, load_store_data(s)
-        cpu = time.process_time()
-        t, (store, data) = timed(open_window)
-        col["open: connect, arrays, counts, map"] = f"{t:.2f} s"
-        col["  CPU: client / server processes"] = f"{time.process_time() - cpu:.2f} / " + " + ".join(
-            f"{backend_cpu(c):.2f}" for c in (store.conn, store._side) if c is not None) + " s"
+        got, store, data = open_times(dsn, args.repeat)
+        col.update(got)
         t, a = timed(lambda: store.arrays(preview=80), args.repeat)
         col["  of which arrays in bulk"] = f"{t:.2f} s"
         if "edit" not in args.skip:
@@ -361,10 +431,11 @@ def search(store, a, dim: int, col: dict, args) -> None:
     col["engine: slider recombine"] = f"{t * 1000:.2f} ms"
 
 
-def _fleet_ready(dsn: str, n: int) -> bool:
+def _ready(dsn: str, key: str, n: int) -> bool:
+    """The kept database holds its N memories (`key` set once they were all written)."""
     try:
         with ms.open(dsn, read_only=True) as s:
-            return s.meta("bench_fleet") == n
+            return s.meta(key) == n
     except ms.StoreError:
         return False
 
@@ -391,6 +462,8 @@ def main(argv=None) -> int:
     ap.add_argument("--skip", default="", type=lambda v: set(filter(None, v.split(","))),
                     help="comma-separated parts to leave out: index (a copy's HNSW build), edit, search")
     ap.add_argument("--fleet-hnsw", action="store_true", help="build the fleet's HNSW index (once; long on 2 cores)")
+    ap.add_argument("--open-only", action="store_true",
+                    help="time only the open, --repeat times (an NxD database is copied once without HNSW and kept)")
     args = ap.parse_args(argv)
     os.makedirs(FOLDER, exist_ok=True)
     admin, stop = server()
@@ -399,7 +472,7 @@ def main(argv=None) -> int:
     try:
         for spec in specs:
             print(f"{spec} ...", file=sys.stderr, flush=True)
-            cols[spec] = measure(admin, spec, args)
+            cols[spec] = (open_only if args.open_only else measure)(admin, spec, args)
             print(json.dumps({spec: cols[spec]}), file=sys.stderr, flush=True)
     finally:
         stop()

@@ -37,7 +37,6 @@ def _pca_2d(embedding: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray
     m = fit.shape[0]
     if m == 0 or x.ndim != 2 or x.shape[1] == 0:
         return out
-    mean = fit.mean(axis=0, dtype=np.float64)
     # a large store's axes from every k-th row (about 50 M numbers: 200k rows at 256-d, 33k at
     # 1536-d): that many fix two axes of a first map as well as all rows would
     rows = max(2_000, _FIT_CELLS // x.shape[1])
@@ -48,13 +47,16 @@ def _pca_2d(embedding: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray
         comps = np.pad(comps, ((0, 0), (0, 2 - comps.shape[1])))
     signs = np.sign(comps[np.abs(comps).argmax(axis=0), [0, 1]])
     comps *= np.where(signs == 0, 1.0, signs)
-    comps32 = comps.astype(np.float32)
-    out[mask] = fit @ comps32 - (mean @ comps).astype(np.float32)
+    # centred after the projection: the mean of the projected rows is the projection of the mean
+    # (a pass over two columns, not over the whole matrix: 0.08 s at 100k x 1536)
+    proj = fit @ comps.astype(np.float32)
+    out[mask] = proj - proj.mean(axis=0, dtype=np.float64).astype(np.float32)
     return out
 
 
 _FIT_CELLS = 51_200_000
 _ITERATE_DIM = 768   # from here the d x d covariance (100k x 1536: 2.4e11 multiply-adds) costs seconds
+_SLICE_BYTES = 384 << 10  # rows of the subspace iteration's products that stay in a core's cache
 
 
 def _exact_axes(fit: np.ndarray, mean: np.ndarray) -> np.ndarray:
@@ -66,11 +68,17 @@ def _exact_axes(fit: np.ndarray, mean: np.ndarray) -> np.ndarray:
 
 def _top_axes(fit: np.ndarray, mean: np.ndarray, block: int = 8, rounds: int = 8) -> np.ndarray:
     """The two leading eigenvectors of the covariance by subspace iteration on a block of 8
-    (fixed start: deterministic), two thin products per round instead of the d x d matrix."""
+    (fixed start: deterministic), two thin products per round instead of the d x d matrix.
+    Both products of a round are taken a slice of rows at a time, so the second reads the slice
+    from the CPU's cache, not from memory (0.05 s a round instead of 0.08 at 33k x 1536)."""
     m, d = fit.shape
+    rows = max(8, _SLICE_BYTES // (4 * d))
 
     def cov_times(v):
-        return (fit.T @ (fit @ v.astype(np.float32))).astype(np.float64) / m - np.outer(mean, mean @ v)
+        v32, acc = v.astype(np.float32), np.zeros((d, v.shape[1]))
+        for s in range(0, m, rows):
+            acc += fit[s:s + rows].T @ (fit[s:s + rows] @ v32)
+        return acc / m - np.outer(mean, mean @ v)
     v = np.linalg.qr(np.random.default_rng(0).standard_normal((d, block)))[0]
     for _ in range(rounds):
         v = np.linalg.qr(cov_times(v))[0]
