@@ -57,7 +57,7 @@ def test_open_waits_visibly_for_a_store_in_exclusive_use_and_opens_when_it_is_fr
     holder = LockHolder(db, "exclusive-mode")
     try:
         win.open_path(str(db))
-        qtbot.waitUntil(lambda: "in exclusive use by another process" in win.progress.format(), timeout=30000)
+        qtbot.waitUntil(lambda: "in exclusive use by another process" in win.progress.toolTip(), timeout=30000)
         assert win.cancel_button.isVisible() and win.error_box is None  # waiting, stoppable, no error yet
     finally:
         holder.close()
@@ -74,7 +74,7 @@ def test_cancel_stops_the_wait_and_keeps_the_store_shown(qtbot, tmp_path, monkey
         win.open_path(str(first))
     with LockHolder(second, "exclusive-mode"):
         win.open_path(str(second))
-        qtbot.waitUntil(lambda: "in exclusive use" in win.progress.format(), timeout=30000)
+        qtbot.waitUntil(lambda: "in exclusive use" in win.progress.toolTip(), timeout=30000)
         win.cancel_button.click()
         qtbot.waitUntil(lambda: not win.workers.running("open"), timeout=30000)
     assert win.state.data.store.path == str(first) and win.error_box is None
