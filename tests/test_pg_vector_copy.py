@@ -144,3 +144,19 @@ def test_a_whole_read_keeps_room_for_a_live_refresh_and_a_read_of_rows_does_not(
     assert _spare(a.embedding) >= int(n * ROOM)
     some = store.arrays_of([int(r) for r in a.rowid[:7]], "m", 5)
     assert some.embedding.tobytes() == v[:7].tobytes() and _spare(some.embedding) <= 64
+
+
+def test_prefault_leaves_what_is_written_alone_even_while_it_is_written():
+    import sys
+    import threading
+
+    from memviz.store.postgres.vector_copy import prefault
+    block = np.empty((20_000, 1536), np.float32)  # 123 MB, fresh pages
+    block[:5] = 7.0
+    writer = threading.Thread(target=lambda: block[5:10_000].fill(3.0))  # the decoder, meanwhile
+    writer.start()
+    done = prefault(block)
+    writer.join()
+    assert done == sys.platform.startswith("linux")  # elsewhere a no-op that says so
+    assert (block[:5] == 7.0).all() and (block[5:10_000] == 3.0).all()
+    assert prefault(block[:0]) is False  # nothing to fault in
