@@ -36,7 +36,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from postgres import database, drop, server  # noqa: E402  (bench/postgres.py, beside this file)
+from postgres import database, drop, print_table, server  # noqa: E402  (bench/postgres.py, beside this file)
 
 import memviz.store as ms  # noqa: E402
 from memviz.store.copy import copy_store  # noqa: E402
@@ -208,13 +208,9 @@ def main() -> int:
     table = [head] + [[r["variant"], f"{r['wall']:.1f}", r["runs"], f"{r['cpu']:.1f}", f"{r['lead']:.1f}",
                        str(r["workers"]), f"{r['alone']:.1f}", f"{r['locks'] * 100:.0f} %", f"{r['recall']:.3f}"]
                       + [f"{r['phases'].get(p, 0.0):.1f}" for p in phase_names] for r in rows]
-    widths = [max(len(row[i]) for row in table) for i in range(len(head))]
     print(f"\nHNSW build of {args.n:,} x {args.dim} ({args.data}), m 16, ef_construction 64; {os.cpu_count()} cores, "
           f"load average at the end {os.getloadavg()[0]:.1f}; phases: seconds as pg_stat_progress_create_index said")
-    for k, row in enumerate(table):
-        print("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |")
-        if k == 0:
-            print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    print_table(table)
     return 0
 
 

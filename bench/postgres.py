@@ -483,14 +483,19 @@ def main(argv=None) -> int:
               "engine: slider recombine": TARGETS["recombine"], "engine: new query (dual-memory)": TARGETS["query"]}
     head = ["measure", "target"] + [label(s) for s in cols]
     table = [head] + [[r, target.get(r, "")] + [cols[s].get(r, "") for s in cols] for r in rows]
-    widths = [max(len(row[i]) for row in table) for i in range(len(head))]
     print(f"\nPostgreSQL backend (pgvector), {os.cpu_count()} cores; load average at the end "
           f"{os.getloadavg()[0]:.1f}; agent {args.rate:g}/s for {args.live_seconds:g} s, poll {POLL_MS} ms")
+    print_table(table)
+    return 0
+
+
+def print_table(table: list[list[str]]) -> None:
+    """Rows of cells (the first the heading) as a Markdown table, columns padded."""
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     for k, row in enumerate(table):
         print("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |")
         if k == 0:
             print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    return 0
 
 
 if __name__ == "__main__":
