@@ -41,9 +41,9 @@ def held(monkeypatch):
     gate.set()
     real = mirror_mod.fill_indexes
 
-    def fill(conn, upto):
+    def fill(conn, upto, dims):
         assert gate.wait(30)
-        return real(conn, upto)
+        return real(conn, upto, dims)
     monkeypatch.setattr(mirror_mod, "fill_indexes", fill)
     return gate
 
@@ -157,7 +157,7 @@ def test_a_store_closed_while_indexing_is_rebuilt_at_its_next_open(langgraph_fil
 def test_indexes_that_cannot_be_written_leave_the_store_read_only_and_say_why(langgraph_file, monkeypatch):  # noqa: F811 - the fixture
     monkeypatch.setattr(mirror_mod, "INDEX_LATER_ROWS", 0)
 
-    def full(conn, upto):
+    def full(conn, upto, dims):
         raise apsw.FullError("database or disk is full")
     monkeypatch.setattr(mirror_mod, "fill_indexes", full)
     store, arrays = fw.open_and_read(langgraph_file, lambda s: s.arrays(), check_later=True)

@@ -7,8 +7,9 @@ from dataclasses import replace
 import numpy as np
 from conftest import assert_same_arrays, unit_vectors
 
-from memviz.session.refresh import AHEAD, GROW, _Growth, _spare, grow, read_refresh
+from memviz.session.refresh import AHEAD, _Growth, _spare, grow, read_refresh
 from memviz.session.state import AppState, load_store_data
+from memviz.store.arrays import spare_rows
 from memviz.store.connection import connect
 
 MODEL = "test-model"
@@ -50,8 +51,8 @@ def test_buffers_grow_ahead_and_no_refresh_copies_the_matrix(store, store_path):
     assert 1 <= len(switches) <= 3
     for n, spare_before, spare_after in switches:
         # taken ahead of need, not before it ran low (read_refresh keeps 4 rows per added row in hand)
-        assert 0 < spare_before and spare_before - 4 < AHEAD * max(256, int(n * GROW))
-        assert spare_after > 2 * AHEAD * max(256, int(n * GROW))        # half as large again, not low at once
+        assert 0 < spare_before and spare_before - 4 < AHEAD * spare_rows(n)
+        assert spare_after > 2 * AHEAD * spare_rows(n)        # half as large again, not low at once
     assert_same_arrays(state.data.arrays, load_store_data(store).arrays)
 
 

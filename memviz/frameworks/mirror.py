@@ -101,8 +101,8 @@ class _Indexing:
     rows up to `upto`, the source's times of each row in rowid order. `future` once started;
     `owner` the store that built the mirror (its close stops the step, a reopened one's does not)."""
 
-    def __init__(self, owner, upto: int, times: list[dict]):
-        self.owner, self.upto, self.times = owner, upto, times
+    def __init__(self, owner, upto: int, times: list[dict], dims: frozenset[int]):
+        self.owner, self.upto, self.times, self.dims = owner, upto, times, dims  # dims: the vec0 tables written
         self.future = None
         self.conn: apsw.Connection | None = None  # the writing connection, to interrupt on close
         self.cancelled = False
@@ -212,7 +212,7 @@ class MirroredStore(Store):
                 conn.execute("PRAGMA synchronous = OFF")  # a cache, as its first build (bulk_load durable=False)
                 conn.execute("BEGIN IMMEDIATE")
                 try:
-                    fill_indexes(conn, job.upto)
+                    fill_indexes(conn, job.upto, job.dims)
                     _stop_if(job)
                     cur = conn.execute(f"SELECT {', '.join(MEMORY_COLUMNS)} FROM memories WHERE rowid <= ? ORDER BY rowid",
                                        (job.upto,))
@@ -384,7 +384,7 @@ class MirroredStore(Store):
             load.conn.execute("INSERT INTO memviz_meta(key, value) VALUES (?, ?)", (_PENDING, json.dumps(upto)))
         self._import_history()
         self.set_meta("mirror.token", token)
-        self._indexing = _Indexing(self, upto, times)
+        self._indexing = _Indexing(self, upto, times, frozenset(load.dims))
         if not (later and load.count >= INDEX_LATER_ROWS):
             if task:
                 task.progress(0.95, f"indexing {load.count:,} memories")

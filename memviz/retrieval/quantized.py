@@ -39,15 +39,12 @@ import weakref
 
 import numpy as np
 
+from ..store.arrays import spare_rows
 from . import fastpass
 
 MIN_ROWS = 20_000     # below this the float32 product takes a few milliseconds: no index
 _CHUNK = 32_768       # rows quantised at a time (bounds the float64 temporaries)
 _U64 = 2.0 ** -53
-GROW = 1 / 2          # spare rows kept in the code and scale buffers, as a share of the rows (at least 256): as
-                      # the matrix's (store.arrays.ROOM); running out copies them on the GUI thread (150 MB at
-                      # 100k x 1536), which 1/16 made happen every 6,250 new rows; np.empty: spare rows cost no memory
-
 _build_lock = threading.Lock()
 _extend_lock = threading.Lock()
 
@@ -57,10 +54,6 @@ def _dot_kernel():
     or None when numba cannot be used (the float32 product serves instead)."""
     K = fastpass.load()
     return K.int8_cosines if K is not None else None
-
-
-def _room(n: int) -> int:
-    return max(256, int(n * GROW))
 
 
 def _quantise(x: np.ndarray):
@@ -85,13 +78,15 @@ class Int8Index:
 
     `extended` makes the index of a grown matrix (a live refresh appended rows, re-embedded some)
     without quantising it all again: codes and scales sit in buffers with spare rows, shared
-    between the two indexes like the matrix's rows are (memviz.session.refresh)."""
+    between the two indexes like the matrix's rows are (memviz.session.refresh), as many spare as
+    the matrix has (store.arrays.spare_rows): running out copies them on the GUI thread (150 MB at
+    100k x 1536; at 1/16 of the rows that happened every 6,250 new rows)."""
 
     def __init__(self, embedding: np.ndarray, kernel=None):
         n, d = embedding.shape
         self.dim = d
-        codes = np.empty((n + _room(n), d), np.int8)
-        scale = np.empty(n + _room(n), np.float64)
+        codes = np.empty((n + spare_rows(n), d), np.int8)
+        scale = np.empty(n + spare_rows(n), np.float64)
         self.codes, self.scale = codes[:n], scale[:n]
         self._bound = [0.0, 0.0]  # R, N (shared by the indexes sharing these buffers): see extended
         self._claim = [n]         # rows of the buffers some index holds (shared): spare rows are beyond
@@ -138,8 +133,8 @@ class Int8Index:
         if codes is None or len(codes) < m or self._claim[0] != n:
             # no room left, or another index was extended from this one: a larger buffer (the old
             # one stays with the indexes holding it)
-            codes = np.empty((m + _room(m), self.dim), np.int8)
-            scale = np.empty(m + _room(m), np.float64)
+            codes = np.empty((m + spare_rows(m), self.dim), np.int8)
+            scale = np.empty(m + spare_rows(m), np.float64)
             codes[:n], scale[:n] = self.codes, self.scale
             new._claim = [m]
         new._claim[0] = m

@@ -22,13 +22,13 @@ import numpy as np
 
 from memviz.background import in_thread
 from memviz.retrieval import quantized
-from memviz.store.arrays import ROOM, MemoryArrays, rows_with_room
+from memviz.store.arrays import MemoryArrays, rows_with_room, spare_rows
 from memviz.store.changes import Changes, changes_since
 
-GROW = ROOM   # spare rows a column's buffer gets when it is copied, as a share of the store (at least
-              # 256): geometric, so at 100 writes/s a 100k store copies its 100 MB matrix every ~8 min
-              # (untouched spare rows are address space, not resident memory)
-AHEAD = 1 / 4  # a column whose spare rows fall below this share of what a copy gives (GROW of its rows)
+# A column's copy gets store.arrays.spare_rows of its rows (half as many again): geometric, so at
+# 100 writes/s a 100k store copies its 100 MB matrix every ~8 min (untouched spare rows are
+# address space, not resident memory).
+AHEAD = 1 / 4  # a column whose spare rows fall below this share of what a copy gives (spare_rows)
                # is copied by a background job: at 100k rows and 50 writes/s, 250 s before it is full
 
 
@@ -101,7 +101,7 @@ def _rooms(data, a: MemoryArrays, k: int) -> dict:
     out = {name: _with_room(col, k) for name, col in _columns(a)
            if name in need and (growth is None or name not in growth.names)}
     low = {name for name, col in _columns(a)
-           if name not in out and _spare(col) - k < AHEAD * max(256, int(len(col) * GROW))}
+           if name not in out and _spare(col) - k < AHEAD * spare_rows(len(col))}
     if low and growth is None:
         data._growth = _Growth(a, low)
     return out
@@ -220,7 +220,7 @@ def _spare(col: np.ndarray) -> int:
 
 
 def _with_room(col: np.ndarray, k: int = 0) -> np.ndarray:
-    """A copy of `col` as the first rows of a buffer with spare rows (GROW of its length, at least 256 + k)."""
+    """A copy of `col` as the first rows of a buffer with spare rows (spare_rows of its length, + k)."""
     out = rows_with_room(col.shape[0], col.shape[1:], col.dtype, k)
     out[:] = col
     return out

@@ -18,10 +18,16 @@ ROOM = 1 / 2  # spare rows below a matrix read whole, as a share of its rows (at
               # are address space, not memory
 
 
+def spare_rows(n: int) -> int:
+    """The spare rows a buffer of `n` rows gets: ROOM of them, at least 256 (the matrix and every
+    column of a live store, the int8 query index)."""
+    return max(256, int(n * ROOM))
+
+
 def rows_with_room(n: int, tail: tuple = (), dtype=np.float32, extra: int = 0) -> np.ndarray:
-    """n zero rows (each of shape `tail`) that are the first rows of a buffer with ROOM spare rows
-    (at least 256 + `extra`)."""
-    return np.zeros((n + extra + max(256, int(n * ROOM)),) + tuple(tail), dtype=dtype)[:n]
+    """n zero rows (each of shape `tail`) that are the first rows of a buffer with spare_rows(n)
+    (+ `extra`) spare rows."""
+    return np.zeros((n + extra + spare_rows(n),) + tuple(tail), dtype=dtype)[:n]
 
 
 _SQL = """

@@ -24,7 +24,7 @@ from .arrays import WrittenColumns
 from .errors import StoreError, ValidationError
 from .records import normalize_many
 from .schema import MEMORY_COLUMNS
-from .vectors import VEC_PREFIX, declared_dim, vec_ddl, vec_table
+from .vectors import VEC_PREFIX, vec_ddl, vec_table
 
 _INSERT = (f"INSERT INTO memories ({', '.join(MEMORY_COLUMNS)}) "
            f"VALUES ({', '.join('?' * len(MEMORY_COLUMNS))})")
@@ -75,9 +75,7 @@ class BulkLoad:
                 self.dims.add(dim)
             self.conn.executemany(_INSERT, map(_ROW, rows))
             for dim in sorted(dims) if self.indexes else ():
-                self.conn.execute(f"INSERT INTO {vec_table(dim)}(memory_id, embedding) SELECT id, embedding FROM memories "
-                                  f"WHERE rowid > ? AND embedding IS NOT NULL AND length(embedding) = {4 * int(dim)} "
-                                  "ORDER BY rowid", (last,))
+                _vectors_into_vec0(self.conn, dim, "rowid > ?", last)
         except BaseException as e:
             self.conn.execute("ROLLBACK TO memviz_bulk_batch")
             self.conn.execute("RELEASE memviz_bulk_batch")
@@ -145,18 +143,22 @@ def _loaded(store, written, indexes):
                 c.execute(sql)
 
 
-def fill_indexes(conn: apsw.Connection, upto: int) -> None:
+def fill_indexes(conn: apsw.Connection, upto: int, dims) -> None:
     """The full-text and vector indexes of the rows up to rowid `upto` that a bulk load with
-    indexes=False wrote (nothing written since): FTS5's 'rebuild' from the memories table, and
-    each vec0 table's vectors by one INSERT ... SELECT with its insert trigger's condition.
+    indexes=False wrote (nothing written since; `dims`: the vec0 tables it wrote to, its
+    `load.dims`): FTS5's 'rebuild' from the memories table, and each vec0 table's vectors.
     Inside the caller's transaction."""
     conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
-    for name, sql in conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND sql LIKE '%vec0%'").fetchall():
-        dim = declared_dim(sql)
-        if dim and name == vec_table(dim):
-            conn.execute(f"INSERT INTO {vec_table(dim)}(memory_id, embedding) SELECT id, embedding FROM memories "
-                         f"WHERE rowid <= ? AND embedding IS NOT NULL AND length(embedding) = {4 * int(dim)} "
-                         "ORDER BY rowid", (upto,))
+    for dim in sorted(dims):
+        _vectors_into_vec0(conn, dim, "rowid <= ?", upto)
+
+
+def _vectors_into_vec0(conn: apsw.Connection, dim: int, rows: str, bound: int) -> None:
+    """The vectors of `dim` of the memories whose rowid passes `rows` ("rowid > ?" …, with
+    `bound`) into its vec0 table, by one INSERT ... SELECT with its insert trigger's condition."""
+    conn.execute(f"INSERT INTO {vec_table(dim)}(memory_id, embedding) SELECT id, embedding FROM memories "
+                 f"WHERE {rows} AND embedding IS NOT NULL AND length(embedding) = {4 * int(dim)} ORDER BY rowid",
+                 (bound,))
 
 
 def _insert_triggers(c) -> dict[str, str]:

@@ -23,7 +23,7 @@ import json
 import numpy as np
 
 from ...background import in_thread
-from ..arrays import ROOM, MemoryArrays, _normalize_rows, _pick_model, rows_with_room
+from ..arrays import MemoryArrays, _normalize_rows, _pick_model, rows_with_room, spare_rows
 from ..errors import StoreError
 from .schema import vec_column
 from .vector_copy import VectorCopy
@@ -176,7 +176,7 @@ def _read_vectors(conn, dim: int, model: str | None, rowids: list[int] | None) -
     expected = len(rowids) if rowids is not None else max(0, int(plan["Plan Rows"]))
     hint = expected + expected // 20 + 64  # a margin: rows written since the last ANALYZE
     # a whole read's matrix is the one the arrays keep: it gets the spare rows rows_with_room gives
-    stream = VectorCopy(dim, hint, spare=max(256, int(hint * ROOM)) if rowids is None else 0)
+    stream = VectorCopy(dim, hint, spare=spare_rows(hint) if rowids is None else 0)
     with conn.cursor().copy(sql.SQL("COPY ({}) TO STDOUT (FORMAT BINARY)").format(query)) as cp:
         got = stream.read(cp)
     conn.execute("RESET enable_sort")
