@@ -51,6 +51,7 @@ from ..store import ConflictError, ReadOnlyError, ValidationError
 from ..store.connection import connect as connect_sqlite
 from ..store.errors import store_errors
 from ..tasks import Task
+from .pgvectors import vector_of
 from .source import Source, identify_model, scoped_id
 
 STORE_COLUMNS = {"prefix", "key", "value", "created_at", "updated_at"}
@@ -872,8 +873,7 @@ def _vectors_of(conn, rows) -> dict:
         sql += " JOIN unnest(%s::text[], %s::text[]) AS w(prefix, key) ON v.prefix = w.prefix AND v.key = w.key"
         params = ([r[0] for r in rows], [r[1] for r in rows])
     for prefix, key, field, sent in _fetch(conn, sql + " WHERE v.embedding IS NOT NULL", params, True):
-        dim = int.from_bytes(sent[:2], "big")
-        out[(prefix, key)][field] = np.frombuffer(sent, dtype=">f4", count=dim, offset=4).astype("<f4").tobytes()
+        out[(prefix, key)][field] = vector_of(sent).astype("<f4", copy=False).tobytes()
     return out
 
 
