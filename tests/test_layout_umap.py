@@ -222,3 +222,19 @@ def test_a_large_store_is_laid_out_from_a_sample(store, worker, monkeypatch):
     assert any(t.startswith("UMAP: placing 600 of 600") for t in seen)
     whole = UmapJob(a, {"n_epochs": 60}, worker=worker, whole=True)
     assert len(whole._X) == 900 and whole.method_text == "UMAP of all 900 memories"
+
+
+def test_wait_returns_once_on_done_has_run(store, worker):
+    # the job's finish and its on_done run on the listener thread; wait() answered between the two,
+    # so a caller that waited could miss what on_done did (seen once in CI)
+    import time
+    vecs, _ = clustered(120, seed=9)
+    insert(store, vecs)
+    seen = []
+
+    def slow_callback(job):
+        time.sleep(0.3)
+        seen.append(job.state)
+    job = UmapJob(store.arrays(), {"n_epochs": 30}, worker=worker, on_done=slow_callback).start()
+    assert job.wait(WAIT), "the UMAP job did not finish"
+    assert seen == ["done"]

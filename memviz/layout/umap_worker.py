@@ -437,7 +437,8 @@ class UmapJob:
         self._coords = None
         self._cached = False
         self._t0 = None
-        self._done = threading.Event()
+        self._done = threading.Event()       # finished: the state and coordinates are final
+        self._delivered = threading.Event()  # and on_done has run: what wait() waits for
 
     @property
     def finished(self) -> bool:
@@ -474,7 +475,9 @@ class UmapJob:
             self.worker.terminate(restart=True)
 
     def wait(self, timeout: float | None = None) -> bool:
-        return self._done.wait(timeout)
+        """True once the job has finished and its `on_done` has run (a caller that waits and also
+        gave a callback sees what the callback did: it ran on the listener thread after the finish)."""
+        return self._delivered.wait(timeout)
 
     def result(self) -> np.ndarray:
         """(n, 2) float32 aligned to the input rows. Stores into the cache (once) if one was given."""
@@ -530,9 +533,12 @@ class UmapJob:
         self.state, self.error = state, error
         self.elapsed = time.perf_counter() - (self._t0 or time.perf_counter())
         self._done.set()
-        if state == "done":
-            self._progress("done", 1.0)
-        _call(self.on_done, self)
+        try:
+            if state == "done":
+                self._progress("done", 1.0)
+            _call(self.on_done, self)
+        finally:
+            self._delivered.set()
 
 
     def _place_rest(self, fitted):
