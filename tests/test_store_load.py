@@ -133,6 +133,7 @@ def test_text_in_any_time_or_number_column_is_found_by_the_in_sqlite_scan(store)
 def _fast_scan(conn, preview):
     """The in-SQLite scan alone, its early vector read let finish: that thread uses the same
     connection, and a next read beside it raised apsw's ThreadingViolationError (seen once in CI)."""
+    from memviz.store import arrays as A
     c = A._scan_in_sqlite(conn, preview)
     if c is not None and c.get("settle"):
         c["settle"]()
