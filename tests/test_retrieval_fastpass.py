@@ -2,6 +2,8 @@
 the numpy expressions' values bit for bit, so the error bounds of quantized.py and engine.py hold
 unchanged; the block-maxima shortcuts find what a full pass finds, ties and NaN included; and an
 engine large enough to take them ranks exactly like the plain per-memory loop on a store of ties."""
+import threading
+
 import numpy as np
 import pytest
 from conftest import unit_vectors
@@ -62,6 +64,69 @@ def test_the_int8_kernel_equals_the_numpy_product_bit_for_bit(K, dim):
     np.testing.assert_array_equal(got.view(np.int64), (dots.astype(np.int32) * (scale * sq)).view(np.int64))
 
 
+@pytest.fixture
+def split_small(monkeypatch):
+    """Every pass of more than two blocks split between the caller and the helper thread."""
+    monkeypatch.setattr(fastpass, "SHARE", 2 * fastpass.BLOCK)
+    monkeypatch.setattr(fastpass, "SPLIT_ROWS", 0)
+
+
+@pytest.mark.parametrize("m", [5 * 2048 + 1, 300_001])
+def test_a_pass_split_between_two_threads_equals_one_call_bit_for_bit(K, split_small, m):
+    rng = np.random.default_rng(m)
+    terms = [(rng.normal(size=m), w) for w in (0.5, 0.3, 0.2)]
+    terms[1][0][rng.integers(0, m)] = np.nan
+    for f in (None, rng.random(m)):
+        s, maxima = fastpass.weighted_sum(terms, f)
+        plain, _ = fastpass.weighted_sum(terms, f, kernel=False)
+        np.testing.assert_array_equal(s.view(np.int64), plain.view(np.int64))
+        np.testing.assert_array_equal(maxima, fastpass.block_maxima(plain))
+    # the int8 first pass: the kernel is handed views of the index's own codes (C-contiguous,
+    # no copy per query, whatever spare rows the buffer has) and covers every row once
+    V = unit_vectors(m, 32, 5)
+    calls = []
+
+    def kernel(codes, q, scale, sq, out):
+        calls.append((codes.flags.c_contiguous, np.shares_memory(codes, index.codes), len(codes)))
+        K.int8_cosines(codes, q, scale, sq, out)
+    index = quantized.Int8Index(V, kernel=kernel)
+    assert len(index.codes.base) > m and index.codes.flags.c_contiguous   # spare rows beyond the view
+    got, _ = index.cosines(V[3])
+    assert all(c and shared for c, shared, _ in calls) and sum(r for _, _, r in calls) == m
+    (cq,), (sq,), _, _ = quantized._quantise(V[3][None, :])
+    want = np.empty(m)
+    K.int8_cosines(index.codes, cq, index.scale, sq, want)
+    np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
+
+
+def test_a_busy_helper_thread_does_not_hold_up_the_caller(K, split_small):
+    """The helper is busy (another query's pass, say): the caller takes every share itself."""
+    fastpass.in_two(lambda lo, hi: None, 4 * fastpass.SHARE)   # the helper exists
+    release = threading.Event()
+    blocked = fastpass._helper.submit(release.wait, 60)
+    try:
+        seen = []
+        t = threading.Thread(target=fastpass.in_two, args=(lambda lo, hi: seen.append((lo, hi, threading.get_ident())),
+                                                           10 * fastpass.SHARE + 5))
+        t.start()
+        t.join(30)
+        assert not t.is_alive(), "the caller waited for a helper that never came"
+        assert sorted((lo, hi) for lo, hi, _ in seen) == [(lo, min(lo + fastpass.SHARE, 10 * fastpass.SHARE + 5))
+                                                          for lo in range(0, 10 * fastpass.SHARE + 5, fastpass.SHARE)]
+        assert {who for _, _, who in seen} == {t.ident}
+    finally:
+        release.set()
+        blocked.result(30)
+
+
+def test_an_error_in_either_thread_reaches_the_caller(K, split_small):
+    def call(lo, hi):
+        if lo == 3 * fastpass.SHARE:
+            raise ValueError("share 3")
+    with pytest.raises(ValueError, match="share 3"):
+        fastpass.in_two(call, 8 * fastpass.SHARE)
+
+
 def test_kth_largest_and_at_least_by_block_maxima_equal_full_passes(K):
     rng = np.random.default_rng(1)
     for trial in range(150):
@@ -102,9 +167,13 @@ def _tied_store(store, n, seed):
     return V, base
 
 
-def test_a_large_engine_ranks_exactly_like_the_loop_on_ties(K, store):
+@pytest.mark.parametrize("split", [False, True])
+def test_a_large_engine_ranks_exactly_like_the_loop_on_ties(K, store, split, request):
     """24k candidates: the sum, the k-th value and the region come from the kernel and the block
-    maxima (k up to 5 takes the block path); the top k equal the plain loop's, ties in order."""
+    maxima (k up to 5 takes the block path); the top k equal the plain loop's, ties in order;
+    also with the passes split between two threads."""
+    if split:
+        request.getfixturevalue("split_small")
     V, base = _tied_store(store, 24_000, 3)
     arrays = store.arrays()
     assert quantized.index_for(arrays, wait=True, min_rows=0) is not None

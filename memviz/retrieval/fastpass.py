@@ -12,10 +12,17 @@ the same values come from numpy.
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 BLOCK = 1024  # = kernels.BLOCK (not imported from there: that would load numba)
+#: rows per share of a pass split between two threads (in_two; a multiple of BLOCK): small, so
+#: the caller waits little for the helper's last share; 61 shares at 1M rows
+SHARE = 16_384
+#: passes over fewer rows stay on the calling thread (a few milliseconds: waking a helper on a
+#: busy machine can cost more than it saves)
+SPLIT_ROWS = 8 * SHARE
 
 _kernels = None
 _lock = threading.Lock()
@@ -43,6 +50,52 @@ def load():
         return _kernels or None
 
 
+_helper: ThreadPoolExecutor | None = None
+_helper_lock = threading.Lock()   # not _lock: load() holds that while numba compiles
+
+
+def in_two(call, n: int) -> None:
+    """call(lo, hi) over rows [0, n) in shares of SHARE rows, taken in turn by the calling
+    thread and one helper thread (the kernels release the GIL). The caller never waits for a
+    share it could take itself: on two cores the pass takes about half the time, and when the
+    other core is busy (the window, the UMAP worker, the agent, or another query's helper) the
+    caller does nearly all of it and waits at most for the one share the helper holds. Each row
+    is computed by the same code whichever thread takes it, so the values are those of one call."""
+    global _helper
+    share = SHARE
+    starts = range(0, n, share)
+    if n < SPLIT_ROWS or len(starts) < 2:
+        call(0, n)
+        return
+    lock, done, errors = threading.Lock(), threading.Event(), []
+    state = {"next": 0, "left": len(starts)}
+
+    def work():
+        while True:
+            with lock:
+                i = state["next"]
+                if i >= len(starts):
+                    return
+                state["next"] = i + 1
+            try:
+                call(starts[i], min(n, starts[i] + share))
+            except BaseException as e:  # noqa: BLE001 - re-raised on the calling thread
+                errors.append(e)
+            with lock:
+                state["left"] -= 1
+                if state["left"] == 0:
+                    done.set()
+
+    with _helper_lock:
+        if _helper is None:
+            _helper = ThreadPoolExecutor(1, thread_name_prefix="memviz-pass")
+    _helper.submit(work)
+    work()
+    done.wait()
+    if errors:
+        raise errors[0]
+
+
 def ready():
     """The kernels if already loaded, else None (never compiles on the caller's thread)."""
     return _kernels or None
@@ -58,7 +111,11 @@ def weighted_sum(terms, f=None, *, kernel=True):
         s = np.empty(len(p0))
         maxima = np.empty(-(-len(s) // BLOCK))
         ff = np.zeros(0) if f is None else np.ascontiguousarray(f, np.float64)
-        K.weighted_sum3(p0, w0, p1, w1, p2, w2, ff, s, maxima)
+
+        def part(lo, hi):   # lo is a multiple of BLOCK: its blocks are whole blocks of s
+            K.weighted_sum3(p0[lo:hi], w0, p1[lo:hi], w1, p2[lo:hi], w2, ff[lo:hi] if len(ff) else ff, s[lo:hi],
+                            maxima[lo // BLOCK:-(-hi // BLOCK)])
+        in_two(part, len(s))
         return s, maxima
     s, t = None, None
     for p, w in terms:

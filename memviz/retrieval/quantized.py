@@ -1,7 +1,8 @@
 """An int8 copy of the embedding matrix for the first pass of a query, with a proven error bound.
 
 Reading a 1M x 256 float32 matrix costs ~100 ms of memory bandwidth on this machine; its int8
-codes are a quarter of that and an integer kernel (numba, one thread) reads them at full speed.
+codes are a quarter of that, read by an integer kernel (numba; a large store's rows shared with a
+second thread, fastpass.in_two).
 The first pass only *selects*: every memory it cannot rule out is rescored from the float32
 vectors (engine.py), so the top k are those of exact scoring. Why nothing is lost:
 
@@ -155,8 +156,9 @@ class Int8Index:
         """(first-pass cosine of every row as float64, err): |value - exact dot| <= err for every row."""
         q = np.asarray(query, dtype=np.float32)
         (cq,), (sq,), (rq,), (nq,) = _quantise(q[None, :])
-        approx = np.empty(len(self.codes))
-        self._kernel(self.codes, cq, self.scale, sq, approx)   # = int32 dots * (self.scale * sq)
+        codes, scale, approx = self.codes, self.scale, np.empty(len(self.codes))
+        kernel = self._kernel   # = int32 dots * (scale * sq); half the rows on a second core
+        fastpass.in_two(lambda lo, hi: kernel(codes[lo:hi], cq, scale[lo:hi], sq, approx[lo:hi]), len(codes))
         nqt = float(np.linalg.norm(cq.astype(np.float64) * sq))
         big = self.norm_max + self.resid_max
         err = self.resid_max * nq + big * rq + 2 * _U64 * big * nqt + 1e-12
