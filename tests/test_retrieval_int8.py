@@ -105,6 +105,50 @@ def test_int8_path_ranks_exactly_like_the_reference(store, dim, seed):
             np.testing.assert_allclose(got.score, [s for _, s in want], rtol=0, atol=1e-12)
 
 
+def test_many_personas_get_their_exact_extremes_and_rank_like_the_reference(store):
+    """Generative Agents over 30 personas through the int8 pass: each persona's min and max
+    (found for all personas in a few passes) equal the exact ones, with near-ties and exact
+    duplicates at the extremes of some personas, and the top k equal the plain loop's."""
+    dim, n, agents = 256, 900, 30
+    rng = np.random.default_rng(6)
+    q = unit_vectors(1, dim, 21)[0]
+    other = _unit(rng.normal(size=dim))
+    V = unit_vectors(n, dim, 22)
+    for j in range(0, 300, agents):   # persona 0: rows at the top within float32 ulps, one duplicated
+        V[j] = _unit(0.9 * q + 0.43 * other + rng.normal(size=dim) * 3e-8)
+    for j in range(1, 300, agents):   # persona 1: its lowest rows as near-ties
+        V[j] = _unit(-0.9 * q + 0.43 * other + rng.normal(size=dim) * 3e-8)
+    V[2 * agents] = V[0]
+    V[-1] = 0.0                       # a memory without a vector
+    rng_store = np.random.default_rng(6)
+    store.insert_memories([dict(
+        id=f"m{i:04d}", agent=f"agent{i % agents:02d}", kind="episode", content=f"note {i % 7}",
+        importance=float(rng_store.integers(3, 7)), embedding=V[i] if V[i].any() else None, embedding_model="test/256",
+        event_time=T0 - 3600 * int(rng_store.integers(0, 3)), created_at=T0 - 3600 * int(rng_store.integers(0, 3)),
+        last_accessed=T0 - 60 * int(rng_store.integers(0, 4)),
+        attributes={"ga_type": ("event", "thought")[i % 2], "node_count": i + 1, "embedding_key": "k"})
+        for i in range(n)], audit=False)
+    arrays = store.arrays()
+    assert quantized.index_for(arrays, wait=True, min_rows=0) is not None
+    e = Engine(store, arrays, now=T0)
+    nodes = reference.load_nodes(store, arrays)
+    for query in (q, V[5], unit_vectors(1, dim, 23)[0]):
+        e.set_query(vector=query)
+        p = preset_params("generative-agents", k=25)
+        got = e.score(p)
+        assert e._rel_err > 100 * e._delta   # the int8 pass is the one in use
+        want = reference.retrieve(nodes, e.query_vector.tolist(), p, now=T0)
+        assert got.ids == [i for i, _ in want]
+        np.testing.assert_allclose(got.score, [s for _, s in want], rtol=0, atol=1e-12)
+        _, cs = e._candidates(p)
+        st = e._static_linear(p, cs, e.ref_time(p))
+        assert len(st["groups"]) == agents
+        los, his = e._exact_extremes_by_persona(cs.idx, e._relevance()[cs.idx], st)
+        for g, pos in enumerate(st["groups"]):
+            exact = C.exact_relevance(arrays.embedding, cs.idx[pos], e.query_vector)
+            assert (los[g], his[g]) == (exact.min(), exact.max()), g
+
+
 def test_near_ties_at_the_kth_place_are_decided_exactly(store):
     """Forty memories whose cosines to the query differ by about one float32 ulp (their int8
     codes are equal), ranked by relevance alone: the int8 pass cannot order them, the exact pass

@@ -195,6 +195,38 @@ class Engine:
         e = self._exact_rel(near)
         return float(e.min() if lowest else e.max())
 
+    def _exact_extremes_by_persona(self, idx, fast, st) -> tuple[np.ndarray, np.ndarray]:
+        """Every persona's exact minimum and maximum cosine (_exact_extreme per group) with a few
+        passes over all candidates instead of a dozen numpy calls per persona (100 agents: 200
+        small passes and ~1,000 exact cosines a query). Which rows are rescored differs from
+        _exact_extreme's (the float32 filter is applied to every persona's near rows), not the
+        values: each filter keeps the rows that can hold the exact extreme, and those are exact."""
+        persona, n_groups = st["persona"], len(st["groups"])
+        if "persona order" not in st:   # candidate positions grouped by persona, and where each group starts
+            order = np.concatenate(st["groups"])
+            st["persona order"] = (order, np.concatenate(([0], np.cumsum([len(g) for g in st["groups"]])[:-1])))
+        order, starts = st["persona order"]
+        by_group = fast[order]
+        out = []
+        for lowest, extreme, at in ((True, np.minimum, np.inf), (False, np.maximum, -np.inf)):
+            ext = extreme.reduceat(by_group, starts)   # NaN in a group -> NaN: no near rows, as in _exact_extreme
+            pos = np.flatnonzero(fast <= (ext + 2 * self._rel_err)[persona] if lowest
+                                 else fast >= (ext - 2 * self._rel_err)[persona])
+            g = persona[pos]
+            if self._rel_err > self._delta:   # float32 cosines of those rows: only near-ties go to the exact pass
+                v = self._rel_rows32(idx[pos])
+                v_ext = np.full(n_groups, at)
+                extreme.at(v_ext, g, v)
+                keep = v <= (v_ext + 2 * self._delta)[g] if lowest else v >= (v_ext - 2 * self._delta)[g]
+                pos, g = pos[keep], g[keep]
+            e_ext = np.full(n_groups, at)
+            extreme.at(e_ext, g, self._exact_rel(idx[pos]))
+            empty = np.setdiff1d(np.arange(n_groups), g)
+            for k in empty.tolist():   # a group without near rows (NaN): _exact_extreme says what it does
+                e_ext[k] = self._exact_extreme(idx[st["groups"][k]], fast[st["groups"][k]], lowest=lowest)
+            out.append(e_ext)
+        return out[0], out[1]
+
     def _exact_rel(self, rows: np.ndarray) -> np.ndarray:
         cache = self._exact
         missing = [r for r in rows.tolist() if r not in cache]
@@ -406,11 +438,11 @@ class Engine:
         q = {"lo": None, "hi": None, "scale": 1.0}
         if params.preset == "generative-agents":
             groups = st["groups"]
-            los, his = np.empty(len(groups)), np.empty(len(groups))
-            for g, pos in enumerate(groups):  # each persona's exact min and max (one group: the whole list)
-                rows, fast = (cs.idx, rel_c) if len(groups) == 1 else (cs.idx[pos], rel_c[pos])
-                los[g] = self._exact_extreme(rows, fast, lowest=True)
-                his[g] = self._exact_extreme(rows, fast, lowest=False)
+            if len(groups) == 1:
+                los = np.array([self._exact_extreme(cs.idx, rel_c, lowest=True)])
+                his = np.array([self._exact_extreme(cs.idx, rel_c, lowest=False)])
+            else:   # each persona's exact min and max
+                los, his = self._exact_extremes_by_persona(cs.idx, rel_c, st)
             spans = his - los
             if len(groups) == 1:
                 lo, hi = float(los[0]), float(his[0])
