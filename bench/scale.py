@@ -5,6 +5,7 @@ vectors, at 100k and 1M memories (256-d) and 100k at 1536-d, plus hybrid, open/l
                                        [--k 10] [--no-umap] [--whole-umap] [--no-open] [--no-table]
                                        [--pg-max 100000] [--only-open] [--compare-with ROOT]
                                        [--open-repeat N]
+    PYTHONPATH=. python bench/scale.py --first-pass [--sets 100000x256,1000000x256] [--rounds 9]
 
 Stores are bench/retrieval.py's (random unit vectors, inserted through the store; cached under
 bench/out/, git-ignored; 1M x 256 is 2.5 GB on disk). For each set, one table row per method:
@@ -411,6 +412,59 @@ def bench_map(n: int, dim: int, whole: bool) -> list[dict]:
     return rows
 
 
+# --------------------------------------------------------------------------- the first pass alone
+def bench_first_pass(sizes: list[int], dim: int, rounds: int) -> None:
+    """The first pass of a new query on synthetic unit vectors (no store): the float32 product it
+    replaces, the int8 kernel on one thread from memory and from cache, the pass as queries run it
+    (quantized.Int8Index.cosines: shared with a helper thread), and one numpy read of the same
+    bytes (what memory gives one thread now). Methods alternate within each round; wall and CPU
+    (process) medians. On a shared machine the CPU column is the work; the wall column adds the
+    time other processes hold the cores."""
+    from memviz.blas import one_blas_thread
+    from memviz.retrieval import fastpass, quantized
+
+    K = fastpass.load()
+    rng = np.random.default_rng(3)
+    print(f"\nfirst pass, {dim} dims, {rounds} rounds; {uptime()}\n")
+    print("| rows | method | wall median ms | cpu median ms | codes GB/s (cpu) | cpu / float32 product |")
+    print("|---|---|---|---|---|---|")
+    for n in sizes:
+        E = rng.standard_normal((n, dim), dtype=np.float32)
+        E /= np.linalg.norm(E, axis=1, keepdims=True)
+        index = quantized.Int8Index(E)
+        q = E[n // 2].copy()
+        (cq,), (sq,), _, _ = quantized._quantise(q[None, :])
+        out = np.empty(n)
+        hot = min(n, 16_384)   # 4 MB of codes at 256 dims: read from cache after the first time
+        words = index.codes.view(np.int64).reshape(-1)
+
+        def f32():
+            with one_blas_thread():
+                E @ q
+        methods = {
+            "float32 product (BLAS, 1 thread)": f32,
+            "int8 kernel, 1 thread": lambda: K.int8_cosines(index.codes, cq, index.scale, sq, out),
+            "int8 kernel, 1 thread, codes in cache (x rows/16k)":
+                lambda: [K.int8_cosines(index.codes[:hot], cq, index.scale[:hot], sq, out[:hot])
+                         for _ in range(n // hot)],
+            "int8 first pass as queried (Int8Index.cosines)": lambda: index.cosines(q),
+            "numpy read of the codes (OR of int64 words)": lambda: np.bitwise_or.reduce(words),
+        }
+        wall = {m: [] for m in methods}
+        cpu = {m: [] for m in methods}
+        for _ in range(rounds):
+            for name, fn in methods.items():
+                t, c = time.perf_counter(), time.process_time()
+                fn()
+                wall[name].append((time.perf_counter() - t) * 1e3)
+                cpu[name].append((time.process_time() - c) * 1e3)
+        base = statistics.median(cpu["float32 product (BLAS, 1 thread)"])
+        for name in methods:
+            c = statistics.median(cpu[name])
+            print(f"| {n:,} | {name} | {statistics.median(wall[name]):.1f} | {c:.1f} | "
+                  f"{index.codes.nbytes / c / 1e6:.1f} | {c / base:.2f} |")
+
+
 # --------------------------------------------------------------------------- the table printed
 def fmt_ms(v):
     if v is None:
@@ -433,9 +487,17 @@ def main(argv=None) -> int:
                     help="open rows also for the memviz checkout at ROOT (e.g. the main branch), run alternately")
     ap.add_argument("--open-repeat", type=int, default=1, help="probes per open row (median shown)")
     ap.add_argument("--open-probe")
+    ap.add_argument("--first-pass", action="store_true",
+                    help="only the first pass on synthetic vectors of the --sets sizes (no store; see bench_first_pass)")
+    ap.add_argument("--rounds", type=int, default=9, help="rounds of --first-pass")
     args = ap.parse_args(argv)
     if args.open_probe:
         open_probe(args.open_probe)
+        return 0
+    if args.first_pass:
+        specs = [tuple(int(x) for x in spec.split("x")) for spec in args.sets.split(",")]
+        for dim in sorted({d for _, d in specs}):
+            bench_first_pass([n for n, d in specs if d == dim], dim, args.rounds)
         return 0
     os.makedirs(OUT, exist_ok=True)
     table = []
