@@ -17,8 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 BLOCK = 1024  # = kernels.BLOCK (not imported from there: that would load numba)
-#: rows per share of a pass split between two threads (in_two; a multiple of BLOCK): small, so
-#: the caller waits little for the helper's last share; 61 shares at 1M rows
+#: rows per share of a pass split between two threads (in_two): small, so the caller waits
+#: little for the helper's last share; 61 shares at 1M rows
 SHARE = 16_384
 #: passes over fewer rows stay on the calling thread (a few milliseconds: waking a helper on a
 #: busy machine can cost more than it saves)
@@ -111,11 +111,9 @@ def weighted_sum(terms, f=None, *, kernel=True):
         s = np.empty(len(p0))
         maxima = np.empty(-(-len(s) // BLOCK))
         ff = np.zeros(0) if f is None else np.ascontiguousarray(f, np.float64)
-
-        def part(lo, hi):   # lo is a multiple of BLOCK: its blocks are whole blocks of s
-            K.weighted_sum3(p0[lo:hi], w0, p1[lo:hi], w1, p2[lo:hi], w2, ff[lo:hi] if len(ff) else ff, s[lo:hi],
-                            maxima[lo // BLOCK:-(-hi // BLOCK)])
-        in_two(part, len(s))
+        # one thread: a slider move's whole budget is a few ms, and on a busy machine waiting for a
+        # helper's share (bench/rerank.py at load 10: 2.6 -> 18 ms) costs more than the pass
+        K.weighted_sum3(p0, w0, p1, w1, p2, w2, ff, s, maxima)
         return s, maxima
     s, t = None, None
     for p, w in terms:

@@ -1,9 +1,9 @@
 """The numba kernels of the passes over every row (imported only through fastpass.load, which
 falls back to numpy when numba cannot load). `cache=True` compiles them once per install.
 
-Each call runs on one thread over the rows it is given; fastpass.in_two hands the rows of a large
-store to the caller and one helper thread in small shares (nogil), so a second core halves a pass
-when it is free and costs at most one share's wait when it is busy.
+Each call runs on one thread over the rows it is given; fastpass.in_two hands the first pass over
+a large store to the caller and one helper thread in small shares (nogil), so a second core
+halves it when free and costs at most one share's wait when busy.
 No fastmath: every value is the same IEEE operations, in the same order, as the numpy code it
 replaces (bit-identical, tests/test_retrieval_fastpass.py), so the error bounds of quantized.py
 and engine.py hold unchanged.
