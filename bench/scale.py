@@ -22,7 +22,9 @@ after the read; edits wait for it). `--only-open --compare-with /work/main` puts
 checkout's open rows beside these, probes alternating. Table rows: the table model's sort and search machinery (session/table_order.py).
 Map rows: the window's UMAP job (a sample fitted and the rest placed past 30k vectors), and with
 --whole-umap UMAP of every vector. Figures are from whatever else the machine is doing: run it
-on a quiet machine for targets, and read the spread.
+on a quiet machine for targets, and read the spread. `--first-pass` times only a new query's
+first pass, on synthetic vectors (no store), beside the float32 product, the same kernel on
+codes in cache and a plain read of the codes, with CPU time (bench_first_pass).
 """
 from __future__ import annotations
 
