@@ -51,7 +51,7 @@ from ..store import ConflictError, ReadOnlyError, ValidationError
 from ..store.connection import connect as connect_sqlite
 from ..store.errors import store_errors
 from ..tasks import Task
-from .pgvectors import vector_of
+from .pgvectors import vectors_as_bytes
 from .source import Source, identify_model, scoped_id
 
 STORE_COLUMNS = {"prefix", "key", "value", "created_at", "updated_at"}
@@ -295,8 +295,8 @@ class LangGraphStore(Source):
                     **({"value": rest} if rest else {})}},
             }
             if vec is not None:
-                rec["embedding"] = np.frombuffer(vec, dtype="<f4")
-                d = len(rec["embedding"])
+                rec["embedding"] = vec  # float32 bytes, written to the mirror as they are (normalize_many)
+                d = len(vec) // 4
                 if d == self.dim:
                     rec["embedding_model"] = self.model
                 else:
@@ -872,8 +872,9 @@ def _vectors_of(conn, rows) -> dict:
     if rows is not None:
         sql += " JOIN unnest(%s::text[], %s::text[]) AS w(prefix, key) ON v.prefix = w.prefix AND v.key = w.key"
         params = ([r[0] for r in rows], [r[1] for r in rows])
-    for prefix, key, field, sent in _fetch(conn, sql + " WHERE v.embedding IS NOT NULL", params, True):
-        out[(prefix, key)][field] = vector_of(sent).astype("<f4", copy=False).tobytes()
+    fetched = _fetch(conn, sql + " WHERE v.embedding IS NOT NULL", params, True)
+    for (prefix, key, field, _sent), vec in zip(fetched, vectors_as_bytes([r[3] for r in fetched])):
+        out[(prefix, key)][field] = vec
     return out
 
 
