@@ -36,6 +36,7 @@ import json
 import os
 import pickletools
 from collections import defaultdict
+from functools import lru_cache
 
 import numpy as np
 
@@ -155,6 +156,7 @@ def _queue_vector(blob, encoding) -> bytes | None:
     return None
 
 
+@lru_cache(maxsize=4096)  # Chroma stamps a batch's rows with one time (seconds): each text parsed once
 def _epoch(text) -> int | None:
     if text is None:
         return None

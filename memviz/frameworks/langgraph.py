@@ -42,6 +42,7 @@ import re
 import threading
 import time
 from collections import Counter, defaultdict
+from functools import lru_cache
 from typing import Any, ClassVar
 
 import numpy as np
@@ -157,6 +158,7 @@ def with_text(value: dict, path: str, text: str) -> dict:
     return out
 
 
+@lru_cache(maxsize=4096)  # the rows of a batch of puts share their times (SQLite's are seconds): each parsed once
 def epoch(v) -> float | None:
     """A stored time as epoch seconds: SQLite's text ('YYYY-MM-DD HH:MM:SS[.ffffff][+00:00]',
     UTC) or PostgreSQL's datetime."""

@@ -1,6 +1,7 @@
-"""PostgreSQL access shared by the systems that keep their memories there (mem0, HTM): one
-connection per source, reused between the live window's polls, and pgvector columns read in
-binary (parsing 100k vectors as text would take seconds)."""
+"""PostgreSQL access shared by the systems that keep their memories there (mem0, HTM, Letta,
+LangGraph): one connection per source, reused between the live window's polls; pgvector columns
+read in binary (parsing 100k vectors as text would take seconds) and converted a batch at a time
+to the float32 bytes the mirror writes; a large read fetched a batch ahead of its mapping."""
 from __future__ import annotations
 
 import threading
