@@ -610,7 +610,7 @@ class LangGraphSqlite(LangGraphStore):
 
 
 # ====================================================================== PostgresStore
-_PG_ROW = "prefix, key, value, created_at, updated_at, expires_at, ttl_minutes"
+_PG_ROW = "prefix, key, value::text, created_at, updated_at, expires_at, ttl_minutes"  # value: see _pg_values
 #: the row versions written by a transaction at or after the one in the parameter (its 32-bit id). A row's xmin
 #: is the id of the transaction that wrote it (insert or update); ids are 32 bits and wrap around, so x is at or
 #: after y when (x - y) mod 2^32 < 2^31. 0-2 (invalid, bootstrap, frozen) are older than any.
@@ -706,7 +706,7 @@ class LangGraphPostgres(LangGraphStore):
         looked = dt.datetime.now(dt.UTC)  # before the read: an expiry after it is looked at next time
 
         def read(conn):
-            rows = _fetch(conn, f"SELECT {_PG_ROW} FROM store", (), True)
+            rows = _pg_values(_fetch(conn, f"SELECT {_PG_ROW} FROM store", (), True))
             xid = conn.execute(_SNAPSHOT_XMIN).fetchone()[0]
             return rows, xid, _versions(conn, xid)
         rows, xid, window = self._snapshot(read)
@@ -737,7 +737,7 @@ class LangGraphPostgres(LangGraphStore):
             common = self._q("SELECT vector_dims(embedding::vector), count(*) FROM store_vectors WHERE embedding IS NOT NULL "
                              "GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 1")
             if common:
-                first = self._q(f"SELECT {_PG_ROW} FROM store LIMIT 200", binary=True)
+                first = _pg_values(self._q(f"SELECT {_PG_ROW} FROM store LIMIT 200", binary=True))
                 self._name_model(first, self._run(lambda conn: _vectors_of(conn, first)), int(common[0][0]))
         self._at, self._undo = (xid, looked, window, prefixes), None
 
@@ -757,9 +757,9 @@ class LangGraphPostgres(LangGraphStore):
 
         def read(conn):
             xid = conn.execute(_SNAPSHOT_XMIN).fetchone()[0]
-            got = _fetch(conn, f"SELECT {_PG_ROW}, xmin::text::bigint, expires_at > %s AND expires_at <= %s FROM store "
-                               f"WHERE ({_WRITTEN_SINCE}) OR (expires_at > %s AND expires_at <= %s)",
-                         (looked0, now, xid0, looked0, now), True)
+            got = _pg_values(_fetch(conn, f"SELECT {_PG_ROW}, xmin::text::bigint, expires_at > %s AND expires_at <= %s "
+                                          f"FROM store WHERE ({_WRITTEN_SINCE}) OR (expires_at > %s AND expires_at <= %s)",
+                                    (looked0, now, xid0, looked0, now), True))
             # a row version given before comes again only if the mirror lacks its item
             rows = [r[:7] for r in got if r[8] or window0.get((r[0], r[1])) != r[7] or memory_id(r[0], r[1]) not in known]
             vectors = _vectors_of(conn, rows) if vectored and rows else {}
@@ -837,6 +837,31 @@ class LangGraphPostgres(LangGraphStore):
                     p["updated_at"], p["expires_at"] = _iso(updated), _iso(expires)
         except psycopg.Error as e:
             raise translate(e, self.target) from None
+
+
+_LONG_NUMBER = re.compile(r"\d{19}")
+
+
+def _pg_values(rows) -> list[tuple]:
+    """Rows of _PG_ROW with their value (jsonb as text) parsed as psycopg's loader (json.loads)
+    parsed it, by orjson where that is the same: not a number of 19 digits or more, which orjson
+    reads as a float (or refuses) where json.loads keeps the integer, nor text orjson refuses."""
+    out = []
+    for r in rows:
+        text = r[2]
+        value = None
+        if text is None:
+            out.append(r)
+            continue
+        if _LONG_NUMBER.search(text) is None:
+            try:
+                value = _loads(text)
+            except ValueError:
+                pass
+        if value is None:  # also jsonb's null: json.loads gives None too
+            value = json.loads(text)
+        out.append((r[0], r[1], value, *r[3:]))
+    return out
 
 
 def _fetch(conn, sql, params, binary: bool) -> list[tuple]:
