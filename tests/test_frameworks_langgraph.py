@@ -362,3 +362,15 @@ def test_window_opens_a_langgraph_store(lg_file, make_window, qtbot):
     qtbot.waitUntil(lambda: len(win.state.data.arrays) == 6, timeout=20000)
     assert win.state.data.store.get("k2@memories.alice")["content"] == "Alice moved to Lisbon in March"
     assert sqlite_agent(lg_file, [get(("memories", "alice"), "k2")])[0]["value"] == {"content": "Alice moved to Lisbon in March"}
+
+
+@pytest.mark.parametrize("text", ['{"content": "tea", "n": 1}', '{"id": 12345678901234567890123}', '{"x": 9223372036854775807}',
+                                  '{"f": 1.5e300, "g": 0.1, "h": -0.0, "s": "é\\u0000😀"}', '{"big": 1e400}', '"a string"',
+                                  "5", "null", "[1, 2.0, -0]", '{"a": {"b": [true, false, null]}}'])
+def test_postgres_values_are_what_json_loads_makes_of_them(text):
+    """A PostgresStore value (jsonb read as text) is what psycopg's loader, json.loads, made of it:
+    orjson where it agrees, json.loads for the long integers and infinities it would change."""
+    from memviz.frameworks.langgraph import _pg_values
+    got = _pg_values([("p", "k", text, None, None, None, None)])[0]
+    want = json.loads(text)
+    assert got[:2] == ("p", "k") and type(got[2]) is type(want) and json.dumps(got[2]) == json.dumps(want)

@@ -33,7 +33,7 @@ FILL = [put(("memories", "alice"), f"a{i}", f"Alice fact {i} about tea") for i i
 
 def _plain(rec: dict) -> dict:
     out = dict(rec)
-    if out.get("embedding") is not None:
+    if out.get("embedding") is not None and not isinstance(out["embedding"], bytes):  # the records' float32 bytes
         out["embedding"] = np.asarray(out["embedding"], dtype="<f4").tobytes()
     return out
 

@@ -89,3 +89,25 @@ def test_vectors_are_checked_together_and_a_model_keeps_its_dimension():
     assert [np.frombuffer(r["embedding"], "<f4").tolist() for r in rows] == [[i] * 4 for i in range(3)]
     with pytest.raises(ValidationError, match="memory m9: embedding has 3 dimensions, but this store's model uses 4"):
         normalize_many([{**recs[0], "id": "m9", "embedding": [1.0, 2.0, 3.0]}], model_dims=dims, now=NOW)
+
+
+def test_vectors_as_float32_bytes_are_kept_and_checked_like_arrays():
+    """A source may hand its vectors over as float32 bytes: the rows hold the bytes given, equal to
+    what the same vectors as arrays become, and a NaN, a wrong dimension or a ragged length is
+    refused as for an array."""
+    vecs = np.random.default_rng(0).normal(size=(3, 4)).astype(np.float32)
+    recs = [{"id": f"m{i}", "kind": "fact", "content": "tea", "embedding_model": "e"} for i in range(3)]
+    as_arrays = normalize_many([{**r, "embedding": v} for r, v in zip(recs, vecs)], model_dims={}, now=NOW)
+    blobs = [v.tobytes() for v in vecs]
+    dims: dict = {}
+    as_bytes = normalize_many([{**r, "embedding": b} for r, b in zip(recs, blobs)], model_dims=dims, now=NOW)
+    assert as_bytes == as_arrays and dims == {"e": 4}
+    assert all(row["embedding"] is b for row, b in zip(as_bytes, blobs))  # not copied
+    bad = vecs.copy()
+    bad[1, 2] = np.nan
+    with pytest.raises(ValidationError, match="memory m1: embedding contains NaN"):
+        normalize_many([{**r, "embedding": v.tobytes()} for r, v in zip(recs, bad)], model_dims={}, now=NOW)
+    with pytest.raises(ValidationError, match="memory m1: embedding has 3 dimensions, but this store's model uses 4"):
+        normalize_many([{**recs[0], "embedding": blobs[0]}, {**recs[1], "embedding": blobs[1][:12]}], model_dims={}, now=NOW)
+    with pytest.raises(ValidationError, match="memory m0: embedding has 7 bytes"):
+        normalize_many([{**recs[0], "embedding": blobs[0][:7]}], model_dims={}, now=NOW)

@@ -36,6 +36,7 @@ import json
 import os
 import pickletools
 from collections import defaultdict
+from functools import lru_cache
 
 import numpy as np
 
@@ -111,8 +112,8 @@ def read_plain_pickle(data: bytes):
     raise ValueError("a pickle without its end")
 
 
-def read_hnsw(folder: str, labels=None) -> dict[int, np.ndarray]:
-    """label -> vector of the live elements of an hnswlib index saved by Chroma (split files);
+def read_hnsw(folder: str, labels=None) -> dict[int, bytes]:
+    """label -> vector (float32 bytes) of the live elements of an hnswlib index saved by Chroma (split files);
     `labels`: only those (the file is mapped, and only their elements copied)."""
     with open(os.path.join(folder, "header.bin"), "rb") as f:
         head = f.read(100)
@@ -138,21 +139,24 @@ def read_hnsw(folder: str, labels=None) -> dict[int, np.ndarray]:
     live = (rows[:, 2] & _DELETED) == 0
     keep = live if labels is None else live & np.isin(all_labels, np.fromiter(labels, np.uint64))
     at = np.flatnonzero(keep)
-    vecs = np.ascontiguousarray(rows[at, data_off:label_off]).view("<f4")
-    return {int(lab): vecs[i] for i, lab in enumerate(all_labels[at].tolist())}
+    # one copy of every vector, cut into each one's bytes: the mirror writes them as they are
+    flat, step = np.ascontiguousarray(rows[at, data_off:label_off]).tobytes(), int(label_off - data_off)
+    return {int(lab): flat[i * step:(i + 1) * step] for i, lab in enumerate(all_labels[at].tolist())}
 
 
-def _queue_vector(blob, encoding) -> np.ndarray | None:
+def _queue_vector(blob, encoding) -> bytes | None:
+    """A queue entry's vector as float32 bytes."""
     if blob is None:
         return None
     enc = (encoding or "FLOAT32").upper()
     if enc == "FLOAT32" and len(blob) % 4 == 0:
-        return np.frombuffer(blob, dtype="<f4").copy()
+        return bytes(blob)
     if enc == "INT32" and len(blob) % 4 == 0:
-        return np.frombuffer(blob, dtype="<i4").astype(np.float32)
+        return np.frombuffer(blob, dtype="<i4").astype("<f4").tobytes()
     return None
 
 
+@lru_cache(maxsize=4096)  # Chroma stamps a batch's rows with one time (seconds): each text parsed once
 def _epoch(text) -> int | None:
     if text is None:
         return None
@@ -329,7 +333,7 @@ class ChromaFolder(Source):
             vec = vectors.get((coll, eid))
             if vec is not None:
                 rec["embedding"] = vec
-                key = (coll, len(vec))
+                key = (coll, len(vec) // 4)
                 if key not in self._models:  # memviz's local model when it reproduces a few of the collection's
                     self._models[key] = identify_model(f"chroma-{ef or 'embeddings'}", key[1], samples.get(coll, []))
                 rec["embedding_model"] = self._models[key]
@@ -344,7 +348,7 @@ class ChromaFolder(Source):
                 continue
             doc, vec = meta.get(rid, {}).get(DOCUMENT_KEY), vectors.get((coll, eid))
             if vec is not None and isinstance(doc, str) and doc.strip():
-                out[coll].append((doc, vec))
+                out[coll].append((doc, np.frombuffer(vec, dtype="<f4")))
         return out
 
     def _labels(self, folder: str, coll_name: str) -> tuple[dict[int, str], int | None]:
@@ -371,10 +375,10 @@ class ChromaFolder(Source):
         self._names[folder] = (mark, names, seq)
         return names, seq
 
-    def _vectors(self, collections, task, wanted=None) -> dict[tuple[str, str], np.ndarray]:
-        """(collection id, record id) -> vector: the HNSW index, then the queue's newer entries;
+    def _vectors(self, collections, task, wanted=None) -> dict[tuple[str, str], bytes]:
+        """(collection id, record id) -> vector (float32 bytes): the HNSW index, then the queue's newer entries;
         `wanted`: only those (collection id, record id)."""
-        out: dict[tuple[str, str], np.ndarray] = {}
+        out: dict[tuple[str, str], bytes] = {}
         seqs = dict(self._q("SELECT segment_id, seq_id FROM max_seq_id")) \
             if self._q("SELECT 1 FROM sqlite_master WHERE name = 'max_seq_id'") else {}
         after = {}

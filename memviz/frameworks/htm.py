@@ -22,7 +22,7 @@ import os
 from ..store import ConflictError, ReadOnlyError
 from ..store.times import iso, to_epoch
 from ..tasks import Task
-from .pgvectors import PgSourceConnection, vector_cursor, vector_of
+from .pgvectors import PgSourceConnection, fetch_ahead, vectors_as_bytes
 from .source import Source
 
 WORKING_MEMORY_TAG = "working-memory"
@@ -126,23 +126,23 @@ class HtmSource(Source):
         emb = "embedding"
         if "embedding_dimension" in self.cols and conn.execute(
                 "SELECT to_regprocedure('subvector(vector,integer,integer)') IS NOT NULL").fetchone()[0]:
-            emb = ("CASE WHEN embedding_dimension BETWEEN 1 AND vector_dims(embedding) "
-                   "THEN subvector(embedding, 1, embedding_dimension) ELSE embedding END")
-        cur = vector_cursor(conn)
-        cur.execute("SELECT key, value, robot_id::text, importance::float8, in_working_memory, "
-                    f"extract(epoch FROM created_at)::float8, {emb}"
-                    + "".join(f", {c}" for c in opt) + "".join(f", extract(epoch FROM {c})::float8" for c in times)
-                    + ", xmin::text::bigint FROM nodes" + where, params)
+            # subvector stops at the vector's end: no vector_dims, which would read the vector a second time
+            emb = "CASE WHEN embedding_dimension >= 1 THEN subvector(embedding, 1, embedding_dimension) ELSE embedding END"
+        sql = ("SELECT key, value, robot_id::text, importance::float8, in_working_memory, "
+               f"extract(epoch FROM created_at)::float8, {emb}"
+               + "".join(f", {c}" for c in opt) + "".join(f", extract(epoch FROM {c})::float8" for c in times)
+               + ", xmin::text::bigint FROM nodes" + where)
         done = 0
-        while rows := cur.fetchmany(5000):
+        at_dim = 7 + opt.index("embedding_dimension") if "embedding_dimension" in opt else None
+        for rows in fetch_ahead(conn, sql, params):
             if task:
                 task.check()
                 task.progress(done / max(total, 1), f"{done:,} of {total:,} HTM nodes")
-            for row in rows:
-                key, value, robot, importance, in_wm, created, raw = row[:7]
+            vectors = vectors_as_bytes([r[6] for r in rows], None if at_dim is None else [r[at_dim] or None for r in rows])
+            for row, vec in zip(rows, vectors):
+                key, value, robot, importance, in_wm, created, _raw = row[:7]
                 extra = dict(zip(opt, row[7:7 + len(opt)]))
                 when = dict(zip(times, row[7 + len(opt):-1]))
-                vec = vector_of(raw, extra.get("embedding_dimension") or None)
                 node_tags = list(tags.get(extra.get("id"), []))
                 if in_wm:
                     node_tags.append(WORKING_MEMORY_TAG)
@@ -155,7 +155,7 @@ class HtmSource(Source):
                     "content": value if isinstance(value, str) else str(value),
                     "importance": importance, "created_at": created_s, "event_time": created_s,
                     "last_accessed": None if when.get("last_accessed") is None else int(when["last_accessed"]),
-                    "embedding": vec, "embedding_model": model_name(len(vec)) if vec is not None and len(vec) else None,
+                    "embedding": vec, "embedding_model": model_name(len(vec) // 4) if vec else None,
                     "tags": node_tags, "attributes": {"htm": own},
                 }, row[-1]
             done += len(rows)

@@ -42,6 +42,7 @@ import re
 import threading
 import time
 from collections import Counter, defaultdict
+from functools import lru_cache
 from typing import Any, ClassVar
 
 import numpy as np
@@ -51,7 +52,7 @@ from ..store import ConflictError, ReadOnlyError, ValidationError
 from ..store.connection import connect as connect_sqlite
 from ..store.errors import store_errors
 from ..tasks import Task
-from .pgvectors import vector_of
+from .pgvectors import vectors_as_bytes
 from .source import Source, identify_model, scoped_id
 
 STORE_COLUMNS = {"prefix", "key", "value", "created_at", "updated_at"}
@@ -157,6 +158,7 @@ def with_text(value: dict, path: str, text: str) -> dict:
     return out
 
 
+@lru_cache(maxsize=4096)  # the rows of a batch of puts share their times (SQLite's are seconds): each parsed once
 def epoch(v) -> float | None:
     """A stored time as epoch seconds: SQLite's text ('YYYY-MM-DD HH:MM:SS[.ffffff][+00:00]',
     UTC) or PostgreSQL's datetime."""
@@ -295,8 +297,8 @@ class LangGraphStore(Source):
                     **({"value": rest} if rest else {})}},
             }
             if vec is not None:
-                rec["embedding"] = np.frombuffer(vec, dtype="<f4")
-                d = len(rec["embedding"])
+                rec["embedding"] = vec  # float32 bytes, written to the mirror as they are (normalize_many)
+                d = len(vec) // 4
                 if d == self.dim:
                     rec["embedding_model"] = self.model
                 else:
@@ -608,7 +610,7 @@ class LangGraphSqlite(LangGraphStore):
 
 
 # ====================================================================== PostgresStore
-_PG_ROW = "prefix, key, value, created_at, updated_at, expires_at, ttl_minutes"
+_PG_ROW = "prefix, key, value::text, created_at, updated_at, expires_at, ttl_minutes"  # value: see _pg_values
 #: the row versions written by a transaction at or after the one in the parameter (its 32-bit id). A row's xmin
 #: is the id of the transaction that wrote it (insert or update); ids are 32 bits and wrap around, so x is at or
 #: after y when (x - y) mod 2^32 < 2^31. 0-2 (invalid, bootstrap, frozen) are older than any.
@@ -704,7 +706,7 @@ class LangGraphPostgres(LangGraphStore):
         looked = dt.datetime.now(dt.UTC)  # before the read: an expiry after it is looked at next time
 
         def read(conn):
-            rows = _fetch(conn, f"SELECT {_PG_ROW} FROM store", (), True)
+            rows = _pg_values(_fetch(conn, f"SELECT {_PG_ROW} FROM store", (), True))
             xid = conn.execute(_SNAPSHOT_XMIN).fetchone()[0]
             return rows, xid, _versions(conn, xid)
         rows, xid, window = self._snapshot(read)
@@ -735,7 +737,7 @@ class LangGraphPostgres(LangGraphStore):
             common = self._q("SELECT vector_dims(embedding::vector), count(*) FROM store_vectors WHERE embedding IS NOT NULL "
                              "GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 1")
             if common:
-                first = self._q(f"SELECT {_PG_ROW} FROM store LIMIT 200", binary=True)
+                first = _pg_values(self._q(f"SELECT {_PG_ROW} FROM store LIMIT 200", binary=True))
                 self._name_model(first, self._run(lambda conn: _vectors_of(conn, first)), int(common[0][0]))
         self._at, self._undo = (xid, looked, window, prefixes), None
 
@@ -755,9 +757,9 @@ class LangGraphPostgres(LangGraphStore):
 
         def read(conn):
             xid = conn.execute(_SNAPSHOT_XMIN).fetchone()[0]
-            got = _fetch(conn, f"SELECT {_PG_ROW}, xmin::text::bigint, expires_at > %s AND expires_at <= %s FROM store "
-                               f"WHERE ({_WRITTEN_SINCE}) OR (expires_at > %s AND expires_at <= %s)",
-                         (looked0, now, xid0, looked0, now), True)
+            got = _pg_values(_fetch(conn, f"SELECT {_PG_ROW}, xmin::text::bigint, expires_at > %s AND expires_at <= %s "
+                                          f"FROM store WHERE ({_WRITTEN_SINCE}) OR (expires_at > %s AND expires_at <= %s)",
+                                    (looked0, now, xid0, looked0, now), True))
             # a row version given before comes again only if the mirror lacks its item
             rows = [r[:7] for r in got if r[8] or window0.get((r[0], r[1])) != r[7] or memory_id(r[0], r[1]) not in known]
             vectors = _vectors_of(conn, rows) if vectored and rows else {}
@@ -837,6 +839,31 @@ class LangGraphPostgres(LangGraphStore):
             raise translate(e, self.target) from None
 
 
+_LONG_NUMBER = re.compile(r"\d{19}")
+
+
+def _pg_values(rows) -> list[tuple]:
+    """Rows of _PG_ROW with their value (jsonb as text) parsed as psycopg's loader (json.loads)
+    parsed it, by orjson where that is the same: not a number of 19 digits or more, which orjson
+    reads as a float (or refuses) where json.loads keeps the integer, nor text orjson refuses."""
+    out = []
+    for r in rows:
+        text = r[2]
+        value = None
+        if text is None:
+            out.append(r)
+            continue
+        if _LONG_NUMBER.search(text) is None:
+            try:
+                value = _loads(text)
+            except ValueError:
+                pass
+        if value is None:  # also jsonb's null: json.loads gives None too
+            value = json.loads(text)
+        out.append((r[0], r[1], value, *r[3:]))
+    return out
+
+
 def _fetch(conn, sql, params, binary: bool) -> list[tuple]:
     with conn.cursor(binary=binary) as cur:
         cur.execute(sql, params)
@@ -872,8 +899,9 @@ def _vectors_of(conn, rows) -> dict:
     if rows is not None:
         sql += " JOIN unnest(%s::text[], %s::text[]) AS w(prefix, key) ON v.prefix = w.prefix AND v.key = w.key"
         params = ([r[0] for r in rows], [r[1] for r in rows])
-    for prefix, key, field, sent in _fetch(conn, sql + " WHERE v.embedding IS NOT NULL", params, True):
-        out[(prefix, key)][field] = vector_of(sent).astype("<f4", copy=False).tobytes()
+    fetched = _fetch(conn, sql + " WHERE v.embedding IS NOT NULL", params, True)
+    for (prefix, key, field, _sent), vec in zip(fetched, vectors_as_bytes([r[3] for r in fetched])):
+        out[(prefix, key)][field] = vec
     return out
 
 

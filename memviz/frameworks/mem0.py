@@ -30,7 +30,7 @@ import apsw
 from ..store import ConflictError, ReadOnlyError, StoreError
 from ..store.times import to_epoch
 from ..tasks import Task
-from .pgvectors import PgSourceConnection, vector_cursor, vector_of, vector_param
+from .pgvectors import PgSourceConnection, fetch_ahead, vector_param, vectors_as_bytes
 from .source import Source
 
 #: mem0's default embedder (OpenAI) and its default `embedding_model_dims`
@@ -175,11 +175,10 @@ class Mem0Source(Source):
     def _read(self, conn, coll: str, where: str, params=()):
         """Batches of (record, xmin) of a collection."""
         model = self.model(coll)
-        cur = vector_cursor(conn)
-        cur.execute(f'SELECT id::text, vector, payload::text, xmin::text::bigint FROM "{coll}"{where}', params)
-        while rows := cur.fetchmany(5000):
-            yield [(self._record(coll, model, rid, vector_of(raw), json.loads(payload) if payload else {}), xmin)
-                   for rid, raw, payload, xmin in rows]
+        for rows in fetch_ahead(conn, f'SELECT id::text, vector, payload::text, xmin::text::bigint FROM "{coll}"{where}', params):
+            vectors = vectors_as_bytes([r[1] for r in rows])
+            yield [(self._record(coll, model, rid, vec, json.loads(payload) if payload else {}), xmin)
+                   for (rid, _raw, payload, xmin), vec in zip(rows, vectors)]
 
     def _record(self, coll: str, model: str, rid: str, vec, p: dict) -> dict:
         if not isinstance(p, dict):

@@ -1,12 +1,15 @@
-"""PostgreSQL access shared by the systems that keep their memories there (mem0, HTM): one
-connection per source, reused between the live window's polls, and pgvector columns read in
-binary (parsing 100k vectors as text would take seconds)."""
+"""PostgreSQL access shared by the systems that keep their memories there (mem0, HTM, Letta,
+LangGraph): one connection per source, reused between the live window's polls; pgvector columns
+read in binary (parsing 100k vectors as text would take seconds) and converted a batch at a time
+to the float32 bytes the mirror writes; a large read fetched a batch ahead of its mapping."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 
 import numpy as np
 
+from ..background import read_ahead
 from ..store.postgres.connect import _psycopg, connect, register_vector, vector_oid
 
 
@@ -33,8 +36,9 @@ class PgSourceConnection:
                 self._conn = None
 
 
-def vector_cursor(conn):
-    """A binary cursor that hands `vector` values over as raw bytes (see `vector_of`)."""
+def vector_cursor(conn, name: str | None = None):
+    """A binary cursor that hands `vector` values over as raw bytes (see `vector_of`); `name`: a
+    server-side cursor of that name (inside a transaction)."""
     from psycopg.adapt import Loader
     from psycopg.pq import Format
 
@@ -44,11 +48,30 @@ def vector_cursor(conn):
         def load(self, data):
             return bytes(data)
 
-    cur = conn.cursor(binary=True)
+    cur = conn.cursor(name, binary=True) if name else conn.cursor(binary=True)
     oid = vector_oid(conn)
     if oid is not None:
         cur.adapters.register_loader(oid, Raw)
     return cur
+
+
+def fetch_ahead(conn, sql: str, params=(), *, size: int = 5000) -> Iterator[list[tuple]]:
+    """The rows of `sql` (vectors as raw bytes, see vector_cursor) in lists of `size`, fetched
+    through a server-side cursor by a thread a list ahead of the caller: the server finds and
+    sends (and detoasts) the next rows while the caller maps these, where one fetch of everything
+    first left the server and the client waiting on each other. psycopg waits without the GIL.
+    `conn` (autocommit) is the thread's until the rows are read: one transaction holds the cursor."""
+    def fetch():
+        with conn.transaction():
+            cur = vector_cursor(conn, "memviz_fetch_ahead")
+            try:
+                cur.execute(sql, params)
+                while rows := cur.fetchmany(size):
+                    yield rows
+            finally:
+                cur.close()
+    for [rows] in read_ahead(fetch, 1, "memviz-pg-fetch", depth=2):
+        yield rows
 
 
 def vector_of(raw: bytes | None, dim: int | None = None) -> np.ndarray | None:
@@ -60,6 +83,30 @@ def vector_of(raw: bytes | None, dim: int | None = None) -> np.ndarray | None:
     if dim is not None:
         n = min(n, dim)
     return np.frombuffer(raw, dtype=">f4", count=n, offset=4).astype(np.float32)
+
+
+def vectors_as_bytes(raws, dims=None) -> list[bytes | None]:
+    """[vector_of(raw, dim) as little-endian float32 bytes] of a batch (records.normalize_many
+    takes such bytes as they are): the vectors of one length converted together, not with numpy
+    calls per row. `dims`: each row's `dim` for vector_of, or None."""
+    out: list[bytes | None] = [None] * len(raws)
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i, raw in enumerate(raws):
+        if raw is None:
+            continue
+        d = dims[i] if dims is not None else None
+        n = int.from_bytes(raw[:2], "big")
+        if len(raw) != 4 + 4 * n or (d is not None and d < 1):  # not the usual form: as vector_of reads it
+            out[i] = vector_of(raw, d).astype("<f4").tobytes()
+        else:
+            groups.setdefault((n, n if d is None else min(n, d)), []).append(i)
+    for (n, keep), at in groups.items():
+        block = np.frombuffer(b"".join([raws[i] for i in at]), dtype=">f4").reshape(len(at), 1 + n)
+        flat = block[:, 1:1 + keep].astype("<f4").tobytes()  # column 0: the header's 4 bytes
+        step = 4 * keep
+        for k, i in enumerate(at):
+            out[i] = flat[k * step:(k + 1) * step]
+    return out
 
 
 def vector_param(vec) -> object:

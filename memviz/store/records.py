@@ -66,37 +66,53 @@ def normalize(rec: dict, *, model_dims: dict[str, int], now: float | None = None
 
 def normalize_many(records, *, model_dims: dict[str, int], now: float | None = None) -> list[dict]:
     """normalize() of every record, as rows in order; the first model's vectors set its dimension
-    for the rest (`model_dims` is updated). float32 vectors are checked together (one isfinite
-    over a stacked matrix per dimension, not one per row: most of a 100k load's validation).
+    for the rest (`model_dims` is updated). float32 vectors, as arrays or as their little-endian
+    bytes (kept as given), are checked together (one isfinite over a stacked matrix per dimension,
+    not one per row: most of a 100k load's validation).
     A bad record raises the ValidationError normalize() gives it (with several bad records, the
     one named may not be the first)."""
     now = time.time() if now is None else now
     rows: list[dict] = []
     stacked: dict[int, tuple[list[int], list[np.ndarray]]] = {}  # dim -> (row indices, vectors)
+    blobs: dict[int, tuple[list[int], list[bytes]]] = {}  # dim -> (row indices, float32 bytes as given)
     for rec in records:
         row = _fields(rec, now)
         emb = row.get("embedding")
         if emb is not None:
             model = _model(row)
             want = model_dims.get(model)
-            if isinstance(emb, np.ndarray) and emb.dtype == np.float32 and emb.ndim == 1 and emb.size \
+            if type(emb) is bytes and len(emb) % 4 == 0 and emb and want in (None, len(emb) // 4):
+                group = blobs.setdefault(len(emb) // 4, ([], []))  # kept as given: no copy per row
+                group[0].append(len(rows))
+                group[1].append(emb)
+                dim = len(emb) // 4
+            elif isinstance(emb, np.ndarray) and emb.dtype == np.float32 and emb.ndim == 1 and emb.size \
                     and want in (None, emb.size):
                 group = stacked.setdefault(emb.size, ([], []))
                 group[0].append(len(rows))
                 group[1].append(emb)
+                dim = emb.size
             else:
                 row["embedding"] = embedding_blob(emb, want, what=f"memory {row['id']}: embedding")
-            model_dims.setdefault(model, len(row["embedding"]) // 4 if isinstance(row["embedding"], bytes) else emb.size)
+                dim = len(row["embedding"]) // 4
+            model_dims.setdefault(model, dim)
         rows.append(row)
     for at, vectors in stacked.values():
         matrix = np.concatenate(vectors).reshape(len(vectors), -1)  # np.stack cost 4x more on 100k rows
-        finite = np.isfinite(matrix).all(axis=1)
-        if not finite.all():
-            bad = rows[at[int(np.argmin(finite))]]["id"]
-            raise ValidationError(f"memory {bad}: embedding contains NaN or infinite values")
+        _check_finite(rows, at, matrix)
         for i, v in zip(at, vectors):
             rows[i]["embedding"] = v.astype("<f4", copy=False).tobytes()
+    for at, raw in blobs.values():
+        _check_finite(rows, at, np.frombuffer(b"".join(raw), dtype="<f4").reshape(len(raw), -1))
     return rows
+
+
+def _check_finite(rows: list[dict], at: list[int], matrix: np.ndarray) -> None:
+    """The ValidationError embedding_blob gives the first row of `matrix` (rows[at[i]]'s vectors) with a NaN or inf."""
+    finite = np.isfinite(matrix).all(axis=1)
+    if not finite.all():
+        bad = rows[at[int(np.argmin(finite))]]["id"]
+        raise ValidationError(f"memory {bad}: embedding contains NaN or infinite values")
 
 
 def _model(row: dict) -> str:
