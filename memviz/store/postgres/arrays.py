@@ -23,7 +23,7 @@ import json
 import numpy as np
 
 from ...background import in_thread
-from ..arrays import MemoryArrays, _normalize_rows, _pick_model, rows_with_room, spare_rows
+from ..arrays import MemoryArrays, _normalize_rows, _pick_model, rows_with_room, small_pages, spare_rows
 from ..errors import StoreError
 from .schema import vec_column
 from .vector_copy import VectorCopy
@@ -216,7 +216,7 @@ def _place(vectors, rowid: np.ndarray, has: np.ndarray, emb: np.ndarray, room: b
     if not len(emb):  # every row has a vector
         if len(parts) == 1 and (np.diff(at) > 0).all():
             return parts[0]
-        emb = rows_with_room(len(rowid), (dim,)) if room else np.empty((len(rowid), dim), dtype=np.float32)
+        emb = rows_with_room(len(rowid), (dim,)) if room else small_pages(np.empty((len(rowid), dim), np.float32))
     runs = np.union1d(np.flatnonzero((np.diff(at) != 1) | ~keep[1:] | ~keep[:-1]) + 1, bounds[1:-1])
     if len(runs) > max(64, len(at) // 64):  # scattered: row by row, a block at a time
         for p, block in enumerate(parts):
