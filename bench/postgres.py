@@ -245,7 +245,7 @@ def open_times(dsn: str, repeat: int, parts: bool = False):
         data = load_store_data(store)
         walls.append(time.perf_counter() - t)
         client.append(time.process_time() - cpu)
-        server.append(sum(backend_cpu(c) for c in (store.conn, store._side) if c is not None))
+        server.append(sum(backend_cpu(c) for c in (store.conn, *store._sides)))
     med = statistics.median
     col = {"open: connect, arrays, counts, map": f"{med(walls):.2f} s",
            "  CPU: client / server processes": f"{med(client):.2f} / {med(server):.2f} s"}

@@ -19,6 +19,7 @@ and 0.4 s of the client (psycopg hands over the COPY a row at a time: ~4 us each
 from __future__ import annotations
 
 import json
+from itertools import chain
 
 import numpy as np
 
@@ -69,32 +70,59 @@ def _raw_cursor(conn):
     return cur
 
 
+SPLIT_ROWS = 250_000  # a table about this large has its columns read in two halves, on two connections
+
+
+def split_page(conn) -> int | None:
+    """Where the columns' read is cut in two (the first page of its second half), when `memories`
+    is a table (not a stand-in view) of about SPLIT_ROWS rows or more; else None. The columns'
+    statement is one server process's work (its binary output is made element by element: 3.5 s
+    at 1M rows); two halves by page range (TID range scans, no index needed) take two."""
+    row = conn.execute(
+        "SELECT c.reltuples / greatest(c.relpages, 1), pg_relation_size(c.oid) / current_setting('block_size')::int8 "
+        "FROM pg_class c WHERE c.oid = to_regclass('memories') AND c.relkind = 'r'").fetchone()
+    if row is None or row[0] <= 0 or row[0] * row[1] < SPLIT_ROWS:  # (the planner's estimate of the rows now)
+        return None
+    return int(row[1]) // 2
+
+
 def load_arrays(conn, dims: list[int], model: str | None = None, preview: int = 0, rowids: list[int] | None = None,
-                dim: int | None = None, side=None) -> MemoryArrays:
-    """Every memory (or those of `rowids`: a live refresh; pass `model` and `dim` too). `side`:
-    a connection in the same snapshot as `conn`, on which the vectors are read meanwhile when
-    their column is known beforehand (a single vector column, or `dim`)."""
-    early = None
+                dim: int | None = None, sides=(), split: int | None = None) -> MemoryArrays:
+    """Every memory (or those of `rowids`: a live refresh; pass `model` and `dim` too). `sides`:
+    connections in the same snapshot as `conn`: on the first the vectors are read meanwhile when
+    their column is known beforehand (a single vector column, or `dim`); on the second the
+    columns of the pages from `split` on (split_page), while `conn` reads those before."""
+    early = second = None
     guess = dim if dim is not None else dims[0] if len(dims) == 1 else None
-    if side is not None and guess:
-        early = in_thread(lambda: _read_vectors(side, guess, None, rowids), "memviz-pg-vectors")
+    if sides and guess:
+        early = in_thread(lambda: _read_vectors(sides[0], guess, None, rowids), "memviz-pg-vectors")
+    nums = ["rowid::float8"] + [f"coalesce({c}::float8, 'NaN')" for c in _NUMERIC] + [
+        f"CASE WHEN {_JSON_OK} THEN 1 ELSE 0 END::float8", f"coalesce({dim_expr(dims)}, -1)::float8"]
+    texts_sql = ["id", "kind", "agent", "coalesce(embedding_model, '')",
+                 f"left(content, {int(preview)})" if preview > 0 else "NULL::text"]
+    select = "SELECT " + ", ".join(f"array_agg({c})" for c in nums + texts_sql) + " FROM memories"
+    halves = [""]
+    if split and rowids is None:
+        halves = [f" WHERE ctid < '({int(split)},0)'", f" WHERE ctid >= '({int(split)},0)'"]
+        if len(sides) > 1:
+            second = in_thread(lambda: _columns(sides[1], select + halves[1]), "memviz-pg-columns")
     try:
-        nums = ["rowid::float8"] + [f"coalesce({c}::float8, 'NaN')" for c in _NUMERIC] + [
-            f"CASE WHEN {_JSON_OK} THEN 1 ELSE 0 END::float8", f"coalesce({dim_expr(dims)}, -1)::float8"]
-        texts_sql = ["id", "kind", "agent", "coalesce(embedding_model, '')",
-                     f"left(content, {int(preview)})" if preview > 0 else "NULL::text"]
-        cur = _raw_cursor(conn)
-        where = "" if rowids is None else " WHERE rowid = ANY(%s)"
-        cur.execute("SELECT " + ", ".join(f"array_agg({c})" for c in nums + texts_sql) + " FROM memories" + where,
-                    () if rowids is None else (rowids,))
-        row = cur.fetchone()
+        if rowids is None:
+            parts = [_columns(conn, select + halves[0])]
+        else:
+            parts = [_columns(conn, select + " WHERE rowid = ANY(%s)", (rowids,))]
+        if len(halves) > 1:
+            got = _result(second)
+            parts.append(got if got is not None else _columns(conn, select + halves[1]))  # the side was lost
     finally:
-        vectors = _result(early)  # waited for whatever happened: the side connection is free again
-    rowid = _float8s(row[0]).astype(np.int64)
+        vectors = _result(early)  # waited for whatever happened: the side connections are free again
+        _result(second)
+    row = [_joined([p[i] for p in parts], i < len(nums)) for i in range(len(nums) + len(texts_sql))]
+    rowid = row[0].astype(np.int64)
     order = np.argsort(rowid, kind="stable")
     rowid = rowid[order]
     n = len(rowid)
-    col = [_float8s(row[i])[order] for i in range(1, len(nums))]
+    col = [row[i][order] for i in range(1, len(nums))]
     num = dict(zip(_NUMERIC, col))
     json_ok, dim_of = col[len(_NUMERIC)], col[len(_NUMERIC) + 1].astype(np.int64)
 
@@ -133,6 +161,22 @@ def load_arrays(conn, dims: list[int], model: str | None = None, preview: int = 
         bad_value=np.zeros(n, bool),  # typed columns: a server holds no unreadable time or number
         preview=_one_line(texts(row[first + 4])) if preview > 0 else None,
     )
+
+
+def _columns(conn, query: str, params=()) -> tuple:
+    """The columns' one row of arrays: float8[] as bytes (_float8s), text[] as lists."""
+    cur = _raw_cursor(conn)
+    cur.execute(query, params)
+    return cur.fetchone()
+
+
+def _joined(parts: list, number: bool):
+    """One column from the arrays of its parts (a part with no rows has NULL)."""
+    if len(parts) == 1:
+        return _float8s(parts[0]) if number else parts[0]
+    if number:
+        return np.concatenate([_float8s(p) for p in parts])
+    return list(chain.from_iterable(p or () for p in parts))
 
 
 def _result(early):
