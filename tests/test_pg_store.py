@@ -178,7 +178,7 @@ def test_columns_read_in_two_halves_on_two_connections_match_a_read_on_one(store
         whole = store.arrays(preview=20)
         assert len(store._sides) == 1  # below SPLIT_ROWS: one read of the columns
         monkeypatch.setattr(pg_arrays, "SPLIT_ROWS", 1)
-        assert pg_arrays.split_page(store.conn) > 0
+        assert pg_arrays.table_size(store.conn)[1] >= 2
         halves = store.arrays(preview=20)
         assert len(store._sides) == 2
         assert_same_arrays(whole, halves)
@@ -191,6 +191,32 @@ def test_columns_read_in_two_halves_on_two_connections_match_a_read_on_one(store
         with pg.admin(db) as c:
             c.execute("DROP OWNED BY memviz_two")
             c.execute("DROP ROLE memviz_two")
+
+
+def test_wide_vectors_read_in_two_halves_on_two_connections_match_a_read_on_one(store, monkeypatch):
+    """TOASTed vectors of a large table are read in two rowid ranges on two connections in the
+    same snapshot, into one matrix that keeps the spare rows a live refresh appends into: the
+    same arrays as one read (rows without a vector, a row moved by an edit, an odd count)."""
+    from conftest import assert_same_arrays
+
+    from memviz.store.postgres import arrays as pg_arrays
+    store.insert_memories(_records(41, dim=600) + [{**r, "id": "n" + r["id"], "embedding": None, "embedding_model": None}
+                                                   for r in _records(3, dim=600)])
+    store.update_fields("m2", {"importance": 2})
+    store.conn.execute("ANALYZE memories")
+    for every_row in (False, True):
+        if every_row:  # the matrix the halves were written into is the one kept
+            store.conn.execute("DELETE FROM memories WHERE id LIKE 'n%'")
+        monkeypatch.setattr(pg_arrays, "WIDE_SPLIT_ROWS", 10**9)
+        one = store.arrays(preview=20)
+        assert len(store._sides) == 1
+        monkeypatch.setattr(pg_arrays, "WIDE_SPLIT_ROWS", 1)
+        halves = store.arrays(preview=20)
+        assert len(store._sides) == 2
+        assert_same_arrays(one, halves)
+        assert halves.has_embedding.sum() == 41 and len(halves) == 41 + 3 * (not every_row)
+        base = halves.embedding.base
+        assert base is not None and base.shape[0] > len(halves) and base.ctypes.data == halves.embedding.ctypes.data
 
 
 def test_wrong_password_is_said_without_the_password(pg, pg_db, capsys):  # noqa: F811

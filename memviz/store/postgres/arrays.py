@@ -71,38 +71,54 @@ def _raw_cursor(conn):
 
 
 SPLIT_ROWS = 250_000  # a table about this large has its columns read in two halves, on two connections
+WIDE_SPLIT_ROWS = 20_000  # one this large with only TOASTed vectors has them read in two halves
 
 
-def split_page(conn) -> int | None:
-    """Where the columns' read is cut in two (the first page of its second half), when `memories`
-    is a table (not a stand-in view) of about SPLIT_ROWS rows or more; else None. The columns'
-    statement is one server process's work (its binary output is made element by element: 3.5 s
-    at 1M rows); two halves by page range (TID range scans, no index needed) take two."""
+def table_size(conn) -> tuple[int, int]:
+    """(rows, pages) of `memories` when it is a table (not a stand-in view), else (0, 0); the rows
+    are the planner's estimate now (its rows per page then, times the pages now)."""
     row = conn.execute(
         "SELECT c.reltuples / greatest(c.relpages, 1), pg_relation_size(c.oid) / current_setting('block_size')::int8 "
         "FROM pg_class c WHERE c.oid = to_regclass('memories') AND c.relkind = 'r'").fetchone()
-    if row is None or row[0] <= 0 or row[0] * row[1] < SPLIT_ROWS:  # (the planner's estimate of the rows now)
-        return None
-    return int(row[1]) // 2
+    if row is None or row[0] <= 0:  # (never analyzed: as small)
+        return 0, 0
+    return int(row[0] * row[1]), int(row[1])
+
+
+def sides_for(size: tuple[int, int], dims: list[int]) -> int:
+    """Connections wanted beside the first (load_arrays' `sides`) for a table of `size`."""
+    return 2 if size[0] >= SPLIT_ROWS or (size[0] >= WIDE_SPLIT_ROWS and _wide(dims)) else 1
+
+
+def _wide(dims: list[int]) -> bool:
+    return len(dims) == 1 and dims[0] >= _INDEX_ORDER_DIM
 
 
 def load_arrays(conn, dims: list[int], model: str | None = None, preview: int = 0, rowids: list[int] | None = None,
-                dim: int | None = None, sides=(), split: int | None = None) -> MemoryArrays:
+                dim: int | None = None, sides=(), size: tuple[int, int] = (0, 0)) -> MemoryArrays:
     """Every memory (or those of `rowids`: a live refresh; pass `model` and `dim` too). `sides`:
-    connections in the same snapshot as `conn`: on the first the vectors are read meanwhile when
-    their column is known beforehand (a single vector column, or `dim`); on the second the
-    columns of the pages from `split` on (split_page), while `conn` reads those before."""
+    connections in the same snapshot as `conn`, to read on meanwhile (`size`: table_size). The
+    vectors, when their column is known beforehand (a single vector column, or `dim`), on the
+    first. A table of SPLIT_ROWS has its columns read in two page ranges (TID range scans, no
+    index needed), the second on the second side: the columns' statement is one server
+    process's work, its binary output made element by element (3.5 s at 1M rows). Else a table
+    of WIDE_SPLIT_ROWS with TOASTed vectors has them read in two rowid ranges, one per side."""
     early = second = None
     guess = dim if dim is not None else dims[0] if len(dims) == 1 else None
+    whole = rowids is None
+    split = size[1] // 2 if whole and size[0] >= SPLIT_ROWS and size[1] >= 2 else None
     if sides and guess:
-        early = in_thread(lambda: _read_vectors(sides[0], guess, None, rowids), "memviz-pg-vectors")
+        if len(sides) > 1 and not split and whole and size[0] >= WIDE_SPLIT_ROWS and _wide([guess]):
+            early = in_thread(lambda: _vector_halves(sides[0], sides[1], guess), "memviz-pg-vectors")
+        else:
+            early = in_thread(lambda: _read_vectors(sides[0], guess, None, rowids), "memviz-pg-vectors")
     nums = ["rowid::float8"] + [f"coalesce({c}::float8, 'NaN')" for c in _NUMERIC] + [
         f"CASE WHEN {_JSON_OK} THEN 1 ELSE 0 END::float8", f"coalesce({dim_expr(dims)}, -1)::float8"]
     texts_sql = ["id", "kind", "agent", "coalesce(embedding_model, '')",
                  f"left(content, {int(preview)})" if preview > 0 else "NULL::text"]
     select = "SELECT " + ", ".join(f"array_agg({c})" for c in nums + texts_sql) + " FROM memories"
     halves = [""]
-    if split and rowids is None:
+    if split:
         halves = [f" WHERE ctid < '({int(split)},0)'", f" WHERE ctid >= '({int(split)},0)'"]
         if len(sides) > 1:
             second = in_thread(lambda: _columns(sides[1], select + halves[1]), "memviz-pg-columns")
@@ -140,7 +156,7 @@ def load_arrays(conn, dims: list[int], model: str | None = None, preview: int = 
     size = np.where(dim_of >= 0, dim_of * 4, -1)
     key, dim = _pick_model(list(names), model_code, size, None if model is None else model.encode("utf-8"), dim)
     has = (model_code == names.get(key, -1)) & (size == 4 * dim) & (size > 0)
-    whole = rowids is None  # the matrix of a whole read gets spare rows: a live refresh appends below it
+    # the matrix of a whole read (`whole`) gets spare rows: a live refresh appends below it
     emb = np.zeros((0, dim), np.float32) if has.all() else rows_with_room(n, (dim,)) if whole \
         else np.zeros((n, dim), np.float32)
     if dim and has.any():
@@ -191,7 +207,35 @@ def _result(early):
         return None
 
 
-def _read_vectors(conn, dim: int, model: str | None, rowids: list[int] | None) -> tuple[np.ndarray, list[np.ndarray]]:
+def _vector_halves(first, second, dim: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """_read_vectors(first, dim, None, None) in two rowid ranges of as many rows, the second on
+    `second` (same snapshot) meanwhile, each written straight into its part of one matrix (with
+    the spare rows of a whole read): wide vectors are TOASTed, and fetching them is most of the
+    work of one server process (1.5 s of 100k x 1536); now two share it. A lost `second`: its
+    half is read on `first` after."""
+    from psycopg import sql
+    col = sql.Identifier(vec_column(dim))
+    n = first.execute(sql.SQL("SELECT count(*) FROM memories WHERE {} IS NOT NULL").format(col)).fetchone()[0]
+    mid = first.execute(sql.SQL("SELECT rowid FROM memories WHERE {} IS NOT NULL ORDER BY rowid OFFSET %s LIMIT 1")
+                        .format(col), (n // 2,)).fetchone()
+    if n < 2 or mid is None:
+        return _read_vectors(first, dim, None, None)
+    half = n // 2
+    matrix = small_pages(np.empty((n + spare_rows(n), dim), np.float32))
+    later = in_thread(lambda: _read_vectors(second, dim, None, None, (mid[0], None), matrix[half:n]),
+                      "memviz-pg-vectors")
+    try:
+        ids, parts = _read_vectors(first, dim, None, None, (None, mid[0]), matrix[:half])
+    finally:
+        tail = _result(later)
+    ids2, parts2 = tail if tail is not None else _read_vectors(first, dim, None, None, (mid[0], None), matrix[half:n])
+    if (len(ids), len(ids2), len(parts), len(parts2)) == (half, n - half, 1, 1):
+        return np.concatenate([ids, ids2]), [matrix[:n]]  # each half filled its part, as counted
+    return np.concatenate([ids, ids2]), parts + parts2
+
+
+def _read_vectors(conn, dim: int, model: str | None, rowids: list[int] | None, bounds: tuple = (None, None),
+                  block: np.ndarray | None = None) -> tuple[np.ndarray, list[np.ndarray]]:
     """(rowids, float32 blocks of rows) of the rows with a `dim` vector (of `model` when given,
     else of any model: the caller keeps the rows it wants), by binary COPY (vector_copy.VectorCopy;
     its matrix sized by the planner's estimate of the rows). In rowid order, the matrix is the one
@@ -200,7 +244,9 @@ def _read_vectors(conn, dim: int, model: str | None, rowids: list[int] | None) -
     is (a synchronized scan's rows came as a rotation): rowid order unless edits moved rows.
     Wide vectors (TOASTed: fetching them dominates) come in the rowid index's order, which costs
     the server nothing more there and keeps edited rows in order too; at 256-d it cost 35% more
-    (1.95 s instead of 1.45 at 1M rows). Must run inside a transaction (SET LOCAL)."""
+    (1.95 s instead of 1.45 at 1M rows).
+    `bounds`: rowids from, and before; `block`: the matrix to write into, as many rows as will
+    come (_vector_halves). Must run inside a transaction (SET LOCAL)."""
     from psycopg import sql
     col = sql.Identifier(vec_column(dim))
     where = [sql.SQL("{} IS NOT NULL").format(col)]
@@ -210,17 +256,21 @@ def _read_vectors(conn, dim: int, model: str | None, rowids: list[int] | None) -
         where.append(sql.SQL("(embedding_model IS NULL OR embedding_model = '')"))
     if rowids is not None:
         where.append(sql.SQL("rowid = ANY({}::bigint[])").format(sql.Literal("{" + ",".join(map(str, map(int, rowids))) + "}")))
+    if bounds[0] is not None:
+        where.append(sql.SQL("rowid >= {}").format(sql.Literal(int(bounds[0]))))
+    if bounds[1] is not None:
+        where.append(sql.SQL("rowid < {}").format(sql.Literal(int(bounds[1]))))
     select = sql.SQL("SELECT rowid::int8, {} FROM memories WHERE {}").format(col, sql.SQL(" AND ").join(where))
     query = sql.SQL("{} ORDER BY rowid").format(select)
     conn.execute("SET LOCAL synchronize_seqscans = off")
     conn.execute("SET LOCAL enable_sort = off")  # an index's order, or none (a sort spills to disk)
-    plan = _plan(conn, query) if dim >= _INDEX_ORDER_DIM else None
+    plan = _plan(conn, query) if _wide([dim]) else None
     if plan is None or _sorts(plan):  # the scan's order (a stand-in view has no index on rowid)
         plan, query = _plan(conn, select), select
     expected = len(rowids) if rowids is not None else max(0, int(plan["Plan Rows"]))
     hint = expected + expected // 20 + 64  # a margin: rows written since the last ANALYZE
     # a whole read's matrix is the one the arrays keep: it gets the spare rows rows_with_room gives
-    stream = VectorCopy(dim, hint, spare=spare_rows(hint) if rowids is None else 0)
+    stream = VectorCopy(dim, hint, spare=spare_rows(hint) if rowids is None else 0, block=block)
     with conn.cursor().copy(sql.SQL("COPY ({}) TO STDOUT (FORMAT BINARY)").format(query)) as cp:
         got = stream.read(cp)
     conn.execute("RESET enable_sort")

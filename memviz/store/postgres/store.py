@@ -242,11 +242,12 @@ class PgStore(StoreCommon, PgQueries, PgChangeLog):
                 try:
                     with conn.transaction():
                         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                        split = pg_arrays.split_page(conn) if beside else None
-                        with self._sides_in(conn, 2 if split else 1) if beside else nullcontext(()) as sides:
+                        size = pg_arrays.table_size(conn)
+                        want = pg_arrays.sides_for(size, self._dims) if beside else 0
+                        with self._sides_in(conn, want) if beside else nullcontext(()) as sides:
                             self._dims = schema.vector_dims(conn)
                             return pg_arrays.load_arrays(conn, self._dims, model, preview=preview, sides=sides,
-                                                         split=split)
+                                                         size=size)
                 except _NoSide:
                     continue  # read again on `conn` alone
         return self._read(read)
@@ -254,11 +255,10 @@ class PgStore(StoreCommon, PgQueries, PgChangeLog):
     @contextmanager
     def _sides_in(self, conn, count: int):
         """Up to `count` more connections in the snapshot of `conn`'s transaction (exported, as
-        pg_dump's workers do), for reading the vectors (the first) and half the columns (the
-        second) beside `conn`; as many as could be had (too many connections: fewer). _NoSide
-        when the snapshot cannot be exported (a server that exports none): the caller then
-        reads on `conn` alone, only slower; its transaction is aborted then, so call this
-        before reading anything in it."""
+        pg_dump's workers do), for reading beside `conn` (pg_arrays.load_arrays); as many as
+        could be had (too many connections: fewer). _NoSide when the snapshot cannot be exported
+        (a server that exports none): the caller then reads on `conn` alone, only slower; its
+        transaction is aborted then, so call this before reading anything in it."""
         import psycopg
         try:
             snapshot = conn.execute("SELECT pg_export_snapshot()").fetchone()[0]

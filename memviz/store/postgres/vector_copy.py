@@ -52,17 +52,18 @@ class VectorCopy:
     in the stream's order, the vectors as float32 blocks of consecutive rows (one block when
     `rows_hint` was enough)."""
 
-    def __init__(self, dim: int, rows_hint: int = 0, spare: int = 0):
+    def __init__(self, dim: int, rows_hint: int = 0, spare: int = 0, block: np.ndarray | None = None):
         """`rows_hint`: the rows expected; `spare`: rows allocated beyond them (a whole read's room
-        for a live refresh to append into, store.arrays.ROOM; untouched, they cost no memory)."""
+        for a live refresh to append into, store.arrays.ROOM; untouched, they cost no memory).
+        `block`: a fresh (rows, dim) float32 block to write into instead, as many rows as will come."""
         self.dim = dim
         self.row = row_dtype(dim)
         self.batch = max(1, BATCH_BYTES // self.row.itemsize)  # messages per feed: about BATCH_BYTES
         self._rest = b""  # the stream's bytes not decoded yet (a row split between batches)
         self._started = False  # the file header has been read
-        self._hint = max(int(rows_hint), 1)
+        self._hint = max(int(rows_hint) if block is None else len(block), 1)
         first = min(self._hint + max(int(spare), 0), max(1, MAX_FIRST_BLOCK_BYTES // (4 * max(dim, 1))))
-        self.blocks = [small_pages(np.empty((first, dim), np.float32))]
+        self.blocks = [small_pages(np.empty((first, dim), np.float32)) if block is None else block]
         if dim >= PREFAULT_DIM and self._hint * 4 * dim >= PREFAULT_BYTES:  # faulted in beside the decoding
             in_thread(lambda b=self.blocks[0][:self._hint]: prefault(b), "memviz-prefault")
         self._used = 0  # rows written in the last block
