@@ -164,7 +164,8 @@ def test_columns_read_in_two_halves_on_two_connections_match_a_read_on_one(store
 
     from memviz.store.postgres import arrays as pg_arrays
     store.insert_memories([{**r, "content": r["content"] + " " + "x" * 300} for r in _records(400)]
-                          + [{**r, "id": "n" + r["id"], "embedding": None, "embedding_model": None} for r in _records(5)])
+                          + [{**r, "id": "n" + r["id"], "embedding": None, "embedding_model": None} for r in _records(5)]
+                          + [{**_records(1)[0], "id": "lines", "content": "one\ntwo\tthree\r\nfour"}])
     for i in (3, 250, 399):
         store.update_fields(f"m{i}", {"importance": 2})  # a row version at the table's end
     db = db_name(pg_db)
@@ -183,7 +184,8 @@ def test_columns_read_in_two_halves_on_two_connections_match_a_read_on_one(store
         assert len(store._sides) == 2
         assert_same_arrays(whole, halves)
         assert list(halves.rowid) == sorted(halves.rowid) and halves.bad_json.sum() == 1
-        assert halves.has_embedding.sum() == 400 and len(halves) == 405
+        assert halves.has_embedding.sum() == 401 and len(halves) == 406
+        assert halves.preview[list(halves.ids).index("lines")] == "one two three  four"  # previews on one line
         with ms.open(pg.dsn(db, "memviz_two")) as two:
             assert_same_arrays(whole, two.arrays(preview=20))
             assert len(two._sides) == 1

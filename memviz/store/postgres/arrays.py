@@ -24,7 +24,7 @@ from itertools import chain
 import numpy as np
 
 from ...background import in_thread
-from ..arrays import MemoryArrays, _normalize_rows, _pick_model, rows_with_room, small_pages, spare_rows
+from ..arrays import MemoryArrays, _normalize_rows, _one_line_text, _pick_model, rows_with_room, small_pages, spare_rows
 from ..errors import StoreError
 from .schema import vec_column
 from .vector_copy import VectorCopy
@@ -175,7 +175,7 @@ def load_arrays(conn, dims: list[int], model: str | None = None, preview: int = 
         embedding_model=None if key is None else key.decode("utf-8"),
         bad_json=~json_ok.astype(bool), bad_text=np.zeros(n, bool),
         bad_value=np.zeros(n, bool),  # typed columns: a server holds no unreadable time or number
-        preview=_one_line(texts(row[first + 4])) if preview > 0 else None,
+        preview=texts(_one_line_text(row[first + 4] or [])) if preview > 0 else None,
     )
 
 
@@ -323,14 +323,3 @@ def _place(vectors, rowid: np.ndarray, has: np.ndarray, emb: np.ndarray, room: b
             p = int(np.searchsorted(bounds, s, side="right")) - 1
             emb[at[s]:at[s] + e - s] = parts[p][s - bounds[p]:e - bounds[p]]
     return emb
-
-
-def _one_line(col: np.ndarray) -> np.ndarray:
-    """Texts with CR, LF and tab as spaces: replaced once over the joined column, not per text."""
-    out = np.empty(len(col), dtype=object)
-    joined = "\x00".join(col.tolist())
-    parts = joined.replace("\r", " ").replace("\n", " ").replace("\t", " ").split("\x00")
-    if len(parts) != len(col):  # PostgreSQL text cannot hold NUL, but be safe
-        parts = [t.replace("\r", " ").replace("\n", " ").replace("\t", " ") for t in col]
-    out[:] = parts
-    return out
