@@ -8,9 +8,10 @@ into the matrix (vector_copy.py). Nothing is sorted on the server (a sort of eve
 to disk beyond work_mem): each statement also sends the rowids, and numpy puts everything in
 rowid order; the vectors come in that order already where the rowid index gives it.
 
-With `side` (a second connection in the same snapshot, store.arrays) the vectors are read on
-it while the columns are read on the first: two server processes and the client's decoding
-at once (psycopg waits without the GIL).
+With `sides` (more connections in the same snapshot, PgStore._sides_in) the vectors are read on
+one while the columns are read on the first: server processes and the client's decoding at
+once (psycopg waits without the GIL). A large table's columns, or its TOASTed vectors, are
+further cut in two ranges, one per connection (load_arrays).
 Measured on 100k x 256 (loaded machine, side by side, CPU seconds from /proc): the previous
 way (`string_agg(vector_send(...))` over 8 MB rowid ranges, after the columns) took 0.9 s of
 one server process and 0.2 s of the client; this one 0.35 + 0.22 s of two server processes
