@@ -142,7 +142,7 @@ def test_vectors_read_beside_the_columns_match_a_read_on_one_connection(store, p
         with ms.open(pg.dsn(db, "memviz_single")) as single:
             for model in (None, "other"):
                 beside, alone = store.arrays(model=model, preview=10), single.arrays(model=model, preview=10)
-                assert store._side is not None and single._side is None  # the role's one connection is in use
+                assert store._sides and not single._sides  # the role's one connection is in use
                 assert_same_arrays(beside, alone)
                 want = {None: "m", "other": "other"}[model]
                 assert beside.embedding_model == want and beside.has_embedding.sum() == (6 if want == "m" else 3)
@@ -153,6 +153,72 @@ def test_vectors_read_beside_the_columns_match_a_read_on_one_connection(store, p
         with pg.admin(db) as c:
             c.execute("DROP OWNED BY memviz_single")
             c.execute("DROP ROLE memviz_single")
+
+
+def test_columns_read_in_two_halves_on_two_connections_match_a_read_on_one(store, pg, pg_db, monkeypatch):  # noqa: F811
+    """A large table's columns are read in two page ranges, the second on a third connection in
+    the same snapshot: the same arrays as one read (rowid order, rows moved by an edit, a row
+    with bad JSON, rows without a vector). A role that may hold only two connections reads
+    both halves on its first (as when the columns' side connection is lost)."""
+    from conftest import assert_same_arrays
+
+    from memviz.store.postgres import arrays as pg_arrays
+    store.insert_memories([{**r, "content": r["content"] + " " + "x" * 300} for r in _records(400)]
+                          + [{**r, "id": "n" + r["id"], "embedding": None, "embedding_model": None} for r in _records(5)]
+                          + [{**_records(1)[0], "id": "lines", "content": "one\ntwo\tthree\r\nfour"}])
+    for i in (3, 250, 399):
+        store.update_fields(f"m{i}", {"importance": 2})  # a row version at the table's end
+    db = db_name(pg_db)
+    with pg.admin(db) as c:
+        c.execute("UPDATE memories SET tags = 'not json' WHERE id = 'm7'")
+        c.execute("ANALYZE memories")
+        c.execute("DROP ROLE IF EXISTS memviz_two")
+        c.execute("CREATE ROLE memviz_two LOGIN CONNECTION LIMIT 2")
+        c.execute("GRANT SELECT ON ALL TABLES IN SCHEMA public TO memviz_two")
+    try:
+        whole = store.arrays(preview=20)
+        assert len(store._sides) == 1  # below SPLIT_ROWS: one read of the columns
+        monkeypatch.setattr(pg_arrays, "SPLIT_ROWS", 1)
+        assert pg_arrays.table_size(store.conn)[1] >= 2
+        halves = store.arrays(preview=20)
+        assert len(store._sides) == 2
+        assert_same_arrays(whole, halves)
+        assert list(halves.rowid) == sorted(halves.rowid) and halves.bad_json.sum() == 1
+        assert halves.has_embedding.sum() == 401 and len(halves) == 406
+        assert halves.preview[list(halves.ids).index("lines")] == "one two three  four"  # previews on one line
+        with ms.open(pg.dsn(db, "memviz_two")) as two:
+            assert_same_arrays(whole, two.arrays(preview=20))
+            assert len(two._sides) == 1
+    finally:
+        with pg.admin(db) as c:
+            c.execute("DROP OWNED BY memviz_two")
+            c.execute("DROP ROLE memviz_two")
+
+
+def test_wide_vectors_read_in_two_halves_on_two_connections_match_a_read_on_one(store, monkeypatch):
+    """TOASTed vectors of a large table are read in two rowid ranges on two connections in the
+    same snapshot, into one matrix that keeps the spare rows a live refresh appends into: the
+    same arrays as one read (rows without a vector, a row moved by an edit, an odd count)."""
+    from conftest import assert_same_arrays
+
+    from memviz.store.postgres import arrays as pg_arrays
+    store.insert_memories(_records(41, dim=600) + [{**r, "id": "n" + r["id"], "embedding": None, "embedding_model": None}
+                                                   for r in _records(3, dim=600)])
+    store.update_fields("m2", {"importance": 2})
+    store.conn.execute("ANALYZE memories")
+    for every_row in (False, True):
+        if every_row:  # the matrix the halves were written into is the one kept
+            store.conn.execute("DELETE FROM memories WHERE id LIKE 'n%'")
+        monkeypatch.setattr(pg_arrays, "WIDE_SPLIT_ROWS", 10**9)
+        one = store.arrays(preview=20)
+        assert len(store._sides) == 1
+        monkeypatch.setattr(pg_arrays, "WIDE_SPLIT_ROWS", 1)
+        halves = store.arrays(preview=20)
+        assert len(store._sides) == 2
+        assert_same_arrays(one, halves)
+        assert halves.has_embedding.sum() == 41 and len(halves) == 41 + 3 * (not every_row)
+        base = halves.embedding.base
+        assert base is not None and base.shape[0] > len(halves) and base.ctypes.data == halves.embedding.ctypes.data
 
 
 def test_wrong_password_is_said_without_the_password(pg, pg_db, capsys):  # noqa: F811

@@ -50,7 +50,7 @@ def vector_bytes(sent) -> bytes | None:
 
 
 class _NoSide(Exception):
-    """No second connection in the snapshot could be had (PgStore._side_in)."""
+    """The snapshot could not be exported for other connections (PgStore._sides_in)."""
 
 
 class PgStore(StoreCommon, PgQueries, PgChangeLog):
@@ -70,14 +70,14 @@ class PgStore(StoreCommon, PgQueries, PgChangeLog):
         self._lock = threading.RLock()
         self._listen_lock = threading.Lock()  # the LISTEN connection (changes.py), polled on the GUI thread
         self._has_log = None
-        self._side = None  # a second connection, for reading vectors beside the columns (_side_in)
+        self._sides = []  # more connections, for reading vectors and columns beside `conn` (_sides_in)
         self._dims = schema.vector_dims(conn)
 
     # ----------------------------------------------------------------- basics
     def close(self) -> None:
         self.close_listener()
-        if self._side is not None:
-            self._side.close()
+        for side in self._sides:
+            side.close()
         self.conn.close()
 
     def reopen(self) -> PgStore:
@@ -242,41 +242,63 @@ class PgStore(StoreCommon, PgQueries, PgChangeLog):
                 try:
                     with conn.transaction():
                         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                        with self._side_in(conn) if beside else nullcontext() as side:
+                        size = pg_arrays.table_size(conn)
+                        want = pg_arrays.sides_for(size, self._dims) if beside else 0
+                        with self._sides_in(conn, want) if beside else nullcontext(()) as sides:
                             self._dims = schema.vector_dims(conn)
-                            return pg_arrays.load_arrays(conn, self._dims, model, preview=preview, side=side)
+                            return pg_arrays.load_arrays(conn, self._dims, model, preview=preview, sides=sides,
+                                                         size=size)
                 except _NoSide:
                     continue  # read again on `conn` alone
         return self._read(read)
 
     @contextmanager
-    def _side_in(self, conn):
-        """A second connection in the snapshot of `conn`'s transaction (exported, as pg_dump's
-        workers do), for reading the vectors beside the columns. _NoSide when it cannot be had
-        (too many connections, a server that exports no snapshots): the caller then reads on
-        `conn` alone, only slower. Must come first in `conn`'s transaction."""
+    def _sides_in(self, conn, count: int):
+        """Up to `count` more connections in the snapshot of `conn`'s transaction (exported, as
+        pg_dump's workers do), for reading beside `conn` (pg_arrays.load_arrays); as many as
+        could be had (too many connections: fewer). _NoSide when the snapshot cannot be exported
+        (a server that exports none): the caller then reads on `conn` alone, only slower; its
+        transaction is aborted then, so call this before reading anything in it."""
+        import psycopg
+        try:
+            snapshot = conn.execute("SELECT pg_export_snapshot()").fetchone()[0]
+        except psycopg.Error:
+            raise _NoSide() from None
+        joined = []
+        for k in range(count):
+            kept = self._sides[k] if k < len(self._sides) else None
+            side = self._join(kept, snapshot) or (kept is not None and self._join(None, snapshot))
+            if not side:
+                break  # (a role's connection limit: the ones had are used)
+            joined.append(side)
+        for extra in self._sides[len(joined):]:
+            extra.close()
+        self._sides = list(joined)
+        try:
+            yield joined
+        finally:
+            for side in joined:
+                try:
+                    side.execute("ROLLBACK")
+                except psycopg.Error:
+                    side.close()
+
+    def _join(self, side, snapshot: str):
+        """`side` (a new connection if None, or if it was lost) in the transaction of `snapshot`; None if it failed."""
         import psycopg
         from psycopg import sql
         try:
-            if self._side is None or self._side.closed or self._side.broken:
-                self._side = connect(self.dsn, need_vector=self.need_vector)
+            if side is None or side.closed or side.broken:
+                side = connect(self.dsn, need_vector=self.need_vector)
                 if self.on_connect:
-                    self.on_connect(self._side)
-            snapshot = conn.execute("SELECT pg_export_snapshot()").fetchone()[0]
-            self._side.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            self._side.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(snapshot)))
+                    self.on_connect(side)
+            side.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            side.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(snapshot)))
+            return side
         except (psycopg.Error, StoreError):
-            if self._side is not None:
-                self._side.close()
-                self._side = None
-            raise _NoSide() from None
-        try:
-            yield self._side
-        finally:
-            try:
-                self._side.execute("ROLLBACK")
-            except psycopg.Error:
-                self._side.close()
+            if side is not None:
+                side.close()
+            return None
 
     def arrays_of(self, rowids, model: str | None, dim: int, preview: int = 0) -> MemoryArrays:
         """The rows of `rowids` only, vectors of (`model`, `dim`): what a live refresh reads."""

@@ -16,6 +16,7 @@ from itertools import islice
 import numpy as np
 
 from ...background import in_thread
+from ..arrays import MADV_POPULATE_WRITE, madvise, small_pages
 from ..errors import StoreError
 
 SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
@@ -34,27 +35,16 @@ PREFAULT_BYTES = 64 << 20  # a matrix this large has its pages faulted in ahead 
 PREFAULT_DIM = 512  # if its vectors are this wide: TOASTed, the server's fetch of them leaves the
                     # client time to spare (100k x 1536: 3.91 -> 3.09 s); at 256-d the fleet's open
                     # waits on the columns' query, and a prefault took CPU from it (10.4 -> 12.0 s)
-_MADV_POPULATE_WRITE = 23  # Linux 5.14+
 
 
 def prefault(block: np.ndarray) -> bool:
     """Fault in the pages of a freshly allocated `block` without writing to them (madvise
     MADV_POPULATE_WRITE), so that the decoder writing into it meanwhile does not pay for them:
-    the first touch of fresh memory cost 1.1 s of CPU per 614 MB on this VM, most of a
-    100k x 1536 read's decoding. Safe beside that writer (the contents are left alone); run in
-    a thread (ctypes releases the GIL for the call). False where the system has no such call
-    (not Linux, an older kernel): the pages are then faulted in as they are written, as before."""
-    try:
-        import ctypes  # noqa: PLC0415
-        libc = ctypes.CDLL(None, use_errno=True)
-        madvise = libc.madvise
-    except (OSError, AttributeError):
-        return False
-    madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    page = 4096
-    start = -(-block.ctypes.data // page) * page  # page-aligned, inside the block
-    end = (block.ctypes.data + block.nbytes) // page * page
-    return end > start and madvise(start, end - start, _MADV_POPULATE_WRITE) == 0
+    the first touch of fresh memory cost 1.1 s of CPU per 614 MB on this VM (on huge pages; see
+    store.arrays.small_pages), most of a 100k x 1536 read's decoding. Safe beside that writer (the
+    contents are left alone); run in a thread. False where the system has no such call (not Linux,
+    an older kernel): the pages are then faulted in as they are written, as before."""
+    return madvise(block, MADV_POPULATE_WRITE)
 
 
 class VectorCopy:
@@ -62,17 +52,18 @@ class VectorCopy:
     in the stream's order, the vectors as float32 blocks of consecutive rows (one block when
     `rows_hint` was enough)."""
 
-    def __init__(self, dim: int, rows_hint: int = 0, spare: int = 0):
+    def __init__(self, dim: int, rows_hint: int = 0, spare: int = 0, block: np.ndarray | None = None):
         """`rows_hint`: the rows expected; `spare`: rows allocated beyond them (a whole read's room
-        for a live refresh to append into, store.arrays.ROOM; untouched, they cost no memory)."""
+        for a live refresh to append into, store.arrays.ROOM; untouched, they cost no memory).
+        `block`: a fresh (rows, dim) float32 block to write into instead, as many rows as will come."""
         self.dim = dim
         self.row = row_dtype(dim)
         self.batch = max(1, BATCH_BYTES // self.row.itemsize)  # messages per feed: about BATCH_BYTES
         self._rest = b""  # the stream's bytes not decoded yet (a row split between batches)
         self._started = False  # the file header has been read
-        self._hint = max(int(rows_hint), 1)
+        self._hint = max(int(rows_hint) if block is None else len(block), 1)
         first = min(self._hint + max(int(spare), 0), max(1, MAX_FIRST_BLOCK_BYTES // (4 * max(dim, 1))))
-        self.blocks = [np.empty((first, dim), np.float32)]
+        self.blocks = [small_pages(np.empty((first, dim), np.float32)) if block is None else block]
         if dim >= PREFAULT_DIM and self._hint * 4 * dim >= PREFAULT_BYTES:  # faulted in beside the decoding
             in_thread(lambda b=self.blocks[0][:self._hint]: prefault(b), "memviz-prefault")
         self._used = 0  # rows written in the last block
@@ -125,7 +116,7 @@ class VectorCopy:
         while done < len(got):
             block = self.blocks[-1]
             if self._used == len(block):  # full: another block as large as all before (no copy of them)
-                block = np.empty((max(MIN_BLOCK_ROWS, self.rows + done), self.dim), np.float32)
+                block = small_pages(np.empty((max(MIN_BLOCK_ROWS, self.rows + done), self.dim), np.float32))
                 self.blocks.append(block)
                 self._used = 0
             k = min(len(got) - done, len(block) - self._used)
