@@ -153,9 +153,18 @@ def vec_ddl(dim: int) -> list[str]:
     col = vec_column(dim)
     out = [f"ALTER TABLE memories ADD COLUMN IF NOT EXISTS {col} vector({int(dim)})"]
     if dim <= HNSW_MAX_DIM:
-        out.append(f"CREATE INDEX IF NOT EXISTS {index_name(dim)} ON memories USING hnsw ({col} vector_cosine_ops)")
+        out.append(f"CREATE INDEX IF NOT EXISTS {index_name(dim)} ON memories {hnsw_method(col)}")
     return out
 
+
+def hnsw_method(col: str, options: dict[str, int] | None = None) -> str:
+    """The HNSW (cosine) index method on `col`, with the graph's `options` (HNSW_OPTIONS')."""
+    return (f"USING hnsw ({col} vector_cosine_ops) WITH ("
+            + ", ".join(f"{k} = {int(v)}" for k, v in {**HNSW_OPTIONS, **(options or {})}.items()) + ")")
+
+
+#: the HNSW graph: pgvector's defaults.
+HNSW_OPTIONS = {"m": 16, "ef_construction": 64}
 
 #: the HNSW build: parallel workers (pgvector >= 0.6; measured on 100k x 256 on 2 loaded
 #: cores: 80 s with none, 46 s with 2) and memory enough for the whole graph (build_settings).
@@ -196,26 +205,28 @@ def missing_vector_indexes(conn) -> list[int]:
 
 
 def build_vector_index(conn, dim: int, *, concurrently: bool = False, rows: int | None = None,
-                       settings: dict[str, str] | None = None) -> None:
+                       settings: dict[str, str] | None = None, options: dict[str, int] | None = None) -> None:
     """The HNSW index of `dim` (one that `missing_vector_indexes` lists). Plainly: in one
     transaction, present when it commits, absent if interrupted. `concurrently` (a store that
     agents may be writing to): without blocking their writes; an interrupted build leaves an
     invalid index, which the next call drops first. Either way, calling again is safe.
     `rows`: vector_rows(conn, dim), if already counted (it sizes the build's memory); `settings`:
-    server settings to use instead of build_settings' (bench/pg_index.py compares them)."""
+    server settings to use instead of build_settings', `options` graph parameters instead of
+    HNSW_OPTIONS' (bench/pg_index.py compares them)."""
     name, col = index_name(dim), vec_column(dim)
+    using = hnsw_method(col, options)
     settings = {**build_settings(dim, vector_rows(conn, dim) if rows is None else rows), **(settings or {})}
     if not concurrently:
         with conn.transaction():
             for key, value in settings.items():
                 conn.execute("SELECT set_config(%s, %s, true)", (key, value))
             conn.execute(f"DROP INDEX IF EXISTS {name}")  # an invalid leftover
-            conn.execute(f"CREATE INDEX {name} ON memories USING hnsw ({col} vector_cosine_ops)")
+            conn.execute(f"CREATE INDEX {name} ON memories {using}")
         return
     for key, value in settings.items():  # for this session (CONCURRENTLY needs autocommit)
         conn.execute("SELECT set_config(%s, %s, false)", (key, value))
     conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
-    conn.execute(f"CREATE INDEX CONCURRENTLY {name} ON memories USING hnsw ({col} vector_cosine_ops)")
+    conn.execute(f"CREATE INDEX CONCURRENTLY {name} ON memories {using}")
 
 
 def applied_version(cur) -> int:
