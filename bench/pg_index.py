@@ -22,7 +22,8 @@ and, at each `--ef-search`, recall@10 of pgvector's HNSW search (memviz's `vec_s
 the exact top 10 (numpy over the same vectors) for 200 queries: stored vectors with noise, so
 each has close neighbours as a real query would; beside it how often the exact nearest came
 first, and the query's wall (median) and server CPU ms. With
-`--repeat`, the variants are built in turn (A B C A B C) and the medians shown.
+`--repeat`, the variants are built in turn (A B C A B C) and the medians shown. One run at a
+time per server: the postmaster's reaped children would count another run's workers too.
 
 `clustered` is bench/layout.py's (50 gaussian clusters), closer to what embeddings look like.
 `random` (uniform on the sphere) is the build's worst case, ~1.7 times the CPU, and the hardest
@@ -181,22 +182,24 @@ def build(dsn: str, dim: int, variant: str) -> dict:
 
 def recall(dsn: str, vecs: np.ndarray, queries: np.ndarray, ef: int) -> tuple[float, float, float, float]:
     """(recall@10, share of queries whose nearest came first, median ms per query, the server's
-    CPU ms per query) of memviz's `vec_search` at hnsw.ef_search `ef`: it searches with
-    ef_search max(EF_SEARCH, k), so asking for k = ef results and keeping the first 10 is
-    pgvector's top 10 at that ef_search (the same candidate list, in order)."""
+    CPU ms per query) of memviz's `vec_search` with schema.EF_SEARCH (its hnsw.ef_search) `ef`."""
     exact = np.argsort(-(queries @ vecs.T), axis=1)[:, :K]
     hits, first, ms_each = 0, 0, []
-    with ms.open(dsn, read_only=True) as store:
-        store.vec_search(queries[0], ef)  # the index's pages read once
-        pid = store.conn.info.backend_pid
-        cpu = proc_cpu(pid)
-        for q, want in zip(queries, exact):
-            t = time.perf_counter()
-            got = [int(mid[1:]) for mid, _ in store.vec_search(q, max(K, ef))[:K]]
-            ms_each.append(1000 * (time.perf_counter() - t))
-            hits += len(set(got) & set(want.tolist()))
-            first += bool(got) and got[0] == want[0]
-        cpu = proc_cpu(pid) - cpu
+    memviz_ef, schema.EF_SEARCH = schema.EF_SEARCH, ef
+    try:
+        with ms.open(dsn, read_only=True) as store:
+            store.vec_search(queries[0], K)  # the index's pages read once
+            pid = store.conn.info.backend_pid
+            cpu = proc_cpu(pid)
+            for q, want in zip(queries, exact):
+                t = time.perf_counter()
+                got = [int(mid[1:]) for mid, _ in store.vec_search(q, K)]
+                ms_each.append(1000 * (time.perf_counter() - t))
+                hits += len(set(got) & set(want.tolist()))
+                first += bool(got) and got[0] == want[0]
+            cpu = proc_cpu(pid) - cpu
+    finally:
+        schema.EF_SEARCH = memviz_ef
     return hits / (K * len(queries)), first / len(queries), statistics.median(ms_each), 1000 * cpu / len(queries)
 
 
@@ -208,7 +211,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=1, help="builds per variant, interleaved; medians reported")
     ap.add_argument("--variants", default="concurrent-4,plain-4,concurrent-1,plain-1,plain-0",
                     help="comma-separated (concurrent|plain|before)-WORKERS[-memSIZE][-mM][-efN]")
-    ap.add_argument("--ef-search", default="40", help="comma-separated hnsw.ef_search values recall is measured at")
+    ap.add_argument("--ef-search", default=f"40,{schema.EF_SEARCH}",
+                    help="comma-separated hnsw.ef_search values recall is measured at (pgvector's default, memviz's)")
     args = ap.parse_args()
     ef_search = [int(e) for e in args.ef_search.split(",")]
     os.makedirs(FOLDER, exist_ok=True)

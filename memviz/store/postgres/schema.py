@@ -163,19 +163,30 @@ def hnsw_method(col: str, options: dict[str, int] | None = None) -> str:
             + ", ".join(f"{k} = {int(v)}" for k, v in {**HNSW_OPTIONS, **(options or {})}.items()) + ")")
 
 
-#: the HNSW graph: pgvector's defaults.
-HNSW_OPTIONS = {"m": 16, "ef_construction": 64}
+#: the HNSW graph, sparser and cheaper than pgvector's defaults (m 16, ef_construction 64) so a
+#: copy of 100k x 256 with its index fits in 30 s on 2 cores: its build takes 0.55 of their
+#: server CPU (random vectors ~35 s against 58-63, clustered ~19-21 against 34-36), and
+#: searched at EF_SEARCH it finds as much as their graph at pgvector's ef_search 40 did:
+#: recall@10 0.94-0.97 against 0.94-0.96 (clustered), 0.30 against 0.27 and the query's own
+#: memory first in 0.975 of queries against 0.86 (random), at about twice the server CPU per
+#: query (~4-7 ms on 2 loaded cores). bench/pg_index.py; m 12 with ef_construction 64 saved
+#: only 0.22 on random vectors, ef_construction 40 with m 16 0.25 and lost recall.
+HNSW_OPTIONS = {"m": 12, "ef_construction": 48}
+#: memviz's hnsw.ef_search (at least k): the candidates a search keeps, see HNSW_OPTIONS. An
+#: agent's own SQL searches at pgvector's 40 unless it sets hnsw.ef_search: recall@10 0.89 on
+#: clustered vectors there.
+EF_SEARCH = 160
 
 #: the HNSW build: parallel workers (pgvector >= 0.6; measured on 100k x 256 on 2 loaded
 #: cores: 80 s with none, 46 s with 2) and memory enough for the whole graph (build_settings).
-#: bench/pg_index.py: the build is CPU-bound (~38 server CPU-s on clustered vectors, ~78 on
-#: random ones, whatever the workers); four workers on 2 cores wait for each other's locks in
+#: bench/pg_index.py: the build is CPU-bound (at pgvector's defaults ~35 server CPU-s on clustered
+#: vectors, ~60 on random ones, whatever the workers); four workers on 2 cores wait for each other's locks in
 #: 4-6% of samples against 2% with one, and the leader runs alone ~3 s against ~1.5 s, but on a
 #: shared machine more processes get more of it (38 s against 52 s at load 8): kept at four.
 #: Once the graph outgrows maintenance_work_mem pgvector goes on inserting on disk, many times
 #: slower (a 1M x 256 fleet with 1 GB: 76% after 35 min)
 INDEX_BUILD_SETTINGS = {"maintenance_work_mem": "1GB", "max_parallel_maintenance_workers": "4"}
-GRAPH_BYTES_PER_ROW = 1024  # besides the vector: the element and its neighbour lists at m = 16 (with a margin)
+GRAPH_BYTES_PER_ROW = 1024  # besides the vector: the element and its neighbour lists at m <= 16 (with a margin)
 MAX_BUILD_MEMORY_MB = 16 * 1024  # never asked beyond this much of the server
 
 
