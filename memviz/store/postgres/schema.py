@@ -169,12 +169,13 @@ def hnsw_method(col: str, options: dict[str, int] | None = None) -> str:
 #: searched at EF_SEARCH it finds as much as their graph at pgvector's ef_search 40 did:
 #: recall@10 0.94-0.97 against 0.94-0.96 (clustered), 0.30 against 0.27 and the query's own
 #: memory first in 0.975 of queries against 0.86 (random), at about twice the server CPU per
-#: query (~4-7 ms on 2 loaded cores). bench/pg_index.py; m 12 with ef_construction 64 saved
-#: only 0.22 on random vectors, ef_construction 40 with m 16 0.25 and lost recall.
+#: query (~4-7 ms on 2 loaded cores). bench/pg_index.py. Too little saved: m 12 with
+#: ef_construction 64 (0.22 less CPU on random vectors), m 16 with 40 (0.25 less); too weak a
+#: graph: m 8 (recall@10 0.20 on random vectors at ef_search 128).
 HNSW_OPTIONS = {"m": 12, "ef_construction": 48}
 #: memviz's hnsw.ef_search (at least k): the candidates a search keeps, see HNSW_OPTIONS. An
 #: agent's own SQL searches at pgvector's 40 unless it sets hnsw.ef_search: recall@10 0.89 on
-#: clustered vectors there.
+#: clustered vectors there (0.94-0.96 from pgvector's default graph).
 EF_SEARCH = 160
 
 #: the HNSW build: parallel workers (pgvector >= 0.6; measured on 100k x 256 on 2 loaded
