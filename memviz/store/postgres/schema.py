@@ -164,18 +164,18 @@ def hnsw_method(col: str, options: dict[str, int] | None = None) -> str:
 
 
 #: the HNSW graph, sparser and cheaper than pgvector's defaults (m 16, ef_construction 64) so a
-#: copy of 100k x 256 with its index fits in 30 s on 2 cores: its build takes 0.55 of their
-#: server CPU (random vectors ~35 s against 58-63, clustered ~19-21 against 34-36), and
-#: searched at EF_SEARCH it finds as much as their graph at pgvector's ef_search 40 did:
-#: recall@10 0.94-0.97 against 0.94-0.96 (clustered), 0.30 against 0.27 and the query's own
-#: memory first in 0.975 of queries against 0.86 (random), at about twice the server CPU per
-#: query (~4-7 ms on 2 loaded cores). bench/pg_index.py. Too little saved: m 12 with
-#: ef_construction 64 (0.22 less CPU on random vectors), m 16 with 40 (0.25 less); too weak a
-#: graph: m 8 (recall@10 0.20 on random vectors at ef_search 128).
-HNSW_OPTIONS = {"m": 12, "ef_construction": 48}
+#: copy of 100k x 256 with its index fits in 30 s on 2 cores: its build takes 0.68 of their
+#: server CPU (random vectors 42 s against 63, clustered 21 against 31; wall at load 5: 24 s
+#: against 41, 13 against 19), and searched at EF_SEARCH it finds about as much as theirs at
+#: pgvector's ef_search 40 did: recall@10 0.96 against 0.955 (clustered), 0.31 against 0.27 and
+#: the query's own memory first in 0.94 of queries against 0.86 (random), but that first in 0.96
+#: against 0.98 (clustered), at 1.4-1.9 times the server CPU per query (2-4 ms at load 5).
+#: bench/pg_index.py. ef_construction 48: 0.55 of the CPU, the own memory first in 0.94-0.95
+#: (clustered); m 12 with 64: 0.78 (random); m 16 with 40: 0.75; m 8: recall@10 0.20 (random).
+HNSW_OPTIONS = {"m": 12, "ef_construction": 56}
 #: memviz's hnsw.ef_search (at least k): the candidates a search keeps, see HNSW_OPTIONS. An
 #: agent's own SQL searches at pgvector's 40 unless it sets hnsw.ef_search: recall@10 0.89 on
-#: clustered vectors there (0.94-0.96 from pgvector's default graph).
+#: clustered vectors there (0.955 from pgvector's default graph).
 EF_SEARCH = 160
 
 #: the HNSW build: parallel workers (pgvector >= 0.6; measured on 100k x 256 on 2 loaded
