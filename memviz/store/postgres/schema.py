@@ -153,20 +153,41 @@ def vec_ddl(dim: int) -> list[str]:
     col = vec_column(dim)
     out = [f"ALTER TABLE memories ADD COLUMN IF NOT EXISTS {col} vector({int(dim)})"]
     if dim <= HNSW_MAX_DIM:
-        out.append(f"CREATE INDEX IF NOT EXISTS {index_name(dim)} ON memories USING hnsw ({col} vector_cosine_ops)")
+        out.append(f"CREATE INDEX IF NOT EXISTS {index_name(dim)} ON memories {hnsw_method(col)}")
     return out
 
 
+def hnsw_method(col: str, options: dict[str, int] | None = None) -> str:
+    """The HNSW (cosine) index method on `col`, with the graph's `options` (HNSW_OPTIONS')."""
+    return (f"USING hnsw ({col} vector_cosine_ops) WITH ("
+            + ", ".join(f"{k} = {int(v)}" for k, v in {**HNSW_OPTIONS, **(options or {})}.items()) + ")")
+
+
+#: the HNSW graph, sparser and cheaper than pgvector's defaults (m 16, ef_construction 64) so a
+#: copy of 100k x 256 with its index fits in 30 s on 2 cores: its build takes 0.68 of their
+#: server CPU (random vectors 42 s against 63, clustered 21 against 31; wall at load 5: 24 s
+#: against 41, 13 against 19), and searched at EF_SEARCH it finds about as much as theirs at
+#: pgvector's ef_search 40 did: recall@10 0.96 against 0.955 (clustered), 0.31 against 0.27 and
+#: the query's own memory first in 0.94 of queries against 0.86 (random), but that first in 0.96
+#: against 0.98 (clustered), at 1.4-1.9 times the server CPU per query (2-4 ms at load 5).
+#: bench/pg_index.py. ef_construction 48: 0.55 of the CPU, the own memory first in 0.94-0.95
+#: (clustered); m 12 with 64: 0.78 (random); m 16 with 40: 0.75; m 8: recall@10 0.20 (random).
+HNSW_OPTIONS = {"m": 12, "ef_construction": 56}
+#: memviz's hnsw.ef_search (at least k): the candidates a search keeps, see HNSW_OPTIONS. An
+#: agent's own SQL searches at pgvector's 40 unless it sets hnsw.ef_search: recall@10 0.89 on
+#: clustered vectors there (0.955 from pgvector's default graph).
+EF_SEARCH = 160
+
 #: the HNSW build: parallel workers (pgvector >= 0.6; measured on 100k x 256 on 2 loaded
 #: cores: 80 s with none, 46 s with 2) and memory enough for the whole graph (build_settings).
-#: bench/pg_index.py: the build is CPU-bound (~38 server CPU-s on clustered vectors, ~78 on
-#: random ones, whatever the workers); four workers on 2 cores wait for each other's locks in
+#: bench/pg_index.py: the build is CPU-bound (at pgvector's defaults ~35 server CPU-s on clustered
+#: vectors, ~60 on random ones, whatever the workers); four workers on 2 cores wait for each other's locks in
 #: 4-6% of samples against 2% with one, and the leader runs alone ~3 s against ~1.5 s, but on a
 #: shared machine more processes get more of it (38 s against 52 s at load 8): kept at four.
 #: Once the graph outgrows maintenance_work_mem pgvector goes on inserting on disk, many times
 #: slower (a 1M x 256 fleet with 1 GB: 76% after 35 min)
 INDEX_BUILD_SETTINGS = {"maintenance_work_mem": "1GB", "max_parallel_maintenance_workers": "4"}
-GRAPH_BYTES_PER_ROW = 1024  # besides the vector: the element and its neighbour lists at m = 16 (with a margin)
+GRAPH_BYTES_PER_ROW = 1024  # besides the vector: the element and its neighbour lists at m <= 16 (with a margin)
 MAX_BUILD_MEMORY_MB = 16 * 1024  # never asked beyond this much of the server
 
 
@@ -196,26 +217,28 @@ def missing_vector_indexes(conn) -> list[int]:
 
 
 def build_vector_index(conn, dim: int, *, concurrently: bool = False, rows: int | None = None,
-                       settings: dict[str, str] | None = None) -> None:
+                       settings: dict[str, str] | None = None, options: dict[str, int] | None = None) -> None:
     """The HNSW index of `dim` (one that `missing_vector_indexes` lists). Plainly: in one
     transaction, present when it commits, absent if interrupted. `concurrently` (a store that
     agents may be writing to): without blocking their writes; an interrupted build leaves an
     invalid index, which the next call drops first. Either way, calling again is safe.
     `rows`: vector_rows(conn, dim), if already counted (it sizes the build's memory); `settings`:
-    server settings to use instead of build_settings' (bench/pg_index.py compares them)."""
+    server settings to use instead of build_settings', `options` graph parameters instead of
+    HNSW_OPTIONS' (bench/pg_index.py compares them)."""
     name, col = index_name(dim), vec_column(dim)
+    using = hnsw_method(col, options)
     settings = {**build_settings(dim, vector_rows(conn, dim) if rows is None else rows), **(settings or {})}
     if not concurrently:
         with conn.transaction():
             for key, value in settings.items():
                 conn.execute("SELECT set_config(%s, %s, true)", (key, value))
             conn.execute(f"DROP INDEX IF EXISTS {name}")  # an invalid leftover
-            conn.execute(f"CREATE INDEX {name} ON memories USING hnsw ({col} vector_cosine_ops)")
+            conn.execute(f"CREATE INDEX {name} ON memories {using}")
         return
     for key, value in settings.items():  # for this session (CONCURRENTLY needs autocommit)
         conn.execute("SELECT set_config(%s, %s, false)", (key, value))
     conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
-    conn.execute(f"CREATE INDEX CONCURRENTLY {name} ON memories USING hnsw ({col} vector_cosine_ops)")
+    conn.execute(f"CREATE INDEX CONCURRENTLY {name} ON memories {using}")
 
 
 def applied_version(cur) -> int:

@@ -412,7 +412,7 @@ class PgStore(StoreCommon, PgQueries, PgChangeLog):
 
         def read(conn):
             with conn.transaction():
-                conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(min(1000, max(40, k))),))
+                conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(min(1000, max(schema.EF_SEARCH, k))),))
                 return conn.execute(f"SELECT id, {col} <=> %s AS d FROM memories WHERE {col} IS NOT NULL "
                                     "ORDER BY d LIMIT %s", (PgVector(blob), int(k))).fetchall()
         rows = self._read(read)
