@@ -9,7 +9,7 @@ the same transaction as the rows, so an empty database stays empty).
 
 A PostgreSQL target's HNSW indexes are built after that commit, with the server's progress
 reported (`postgres.index`): building them takes most of a copy (100k x 256 on 2 cores: the
-data commits in ~3 s, the graph takes 21-42 CPU-seconds more, schema.HNSW_OPTIONS), and
+data commits in ~3 s, the graph takes 31-63 CPU-seconds more, schema.HNSW_OPTIONS), and
 inside the copy's transaction nothing could be used until the graph was done. The store is complete and
 answers exactly without them (memviz ranks in memory; pgvector's own search is then exact).
 The build is a plain CREATE INDEX, not CONCURRENTLY: the target is new, no agent writes to it

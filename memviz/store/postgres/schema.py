@@ -163,19 +163,15 @@ def hnsw_method(col: str, options: dict[str, int] | None = None) -> str:
             + ", ".join(f"{k} = {int(v)}" for k, v in {**HNSW_OPTIONS, **(options or {})}.items()) + ")")
 
 
-#: the HNSW graph, sparser and cheaper than pgvector's defaults (m 16, ef_construction 64) so a
-#: copy of 100k x 256 with its index fits in 30 s on 2 cores: its build takes 0.68 of their
-#: server CPU (random vectors 42 s against 63, clustered 21 against 31; wall at load 5: 24 s
-#: against 41, 13 against 19), and searched at EF_SEARCH it finds about as much as theirs at
-#: pgvector's ef_search 40 did: recall@10 0.96 against 0.955 (clustered), 0.31 against 0.27 and
-#: the query's own memory first in 0.94 of queries against 0.86 (random), but that first in 0.96
-#: against 0.98 (clustered), at 1.4-1.9 times the server CPU per query (2-4 ms at load 5).
-#: bench/pg_index.py. ef_construction 48: 0.55 of the CPU, the own memory first in 0.94-0.95
-#: (clustered); m 12 with 64: 0.78 (random); m 16 with 40: 0.75; m 8: recall@10 0.20 (random).
-HNSW_OPTIONS = {"m": 12, "ef_construction": 56}
-#: memviz's hnsw.ef_search (at least k): the candidates a search keeps, see HNSW_OPTIONS. An
-#: agent's own SQL searches at pgvector's 40 unless it sets hnsw.ef_search: recall@10 0.89 on
-#: clustered vectors there (0.955 from pgvector's default graph).
+#: the HNSW graph: pgvector's defaults. A sparser graph builds faster (bench/pg_index.py, 100k x 256:
+#: m 12 / ef_construction 56 takes 0.68 of the server CPU, which brings a copy of random vectors
+#: with its index from ~32 to ~23 s at load 2-5), but agents search this index with their own SQL,
+#: mostly at pgvector's ef_search 40, and there that graph's recall@10 falls from 0.955 to 0.89
+#: (clustered vectors): a copy must not make the agent's retrieval worse than the store it copied.
+HNSW_OPTIONS = {"m": 16, "ef_construction": 64}
+#: memviz's own hnsw.ef_search (at least k): recall@10 0.98-0.99 from the default graph against
+#: 0.94-0.96 at pgvector's 40 (clustered vectors), for about 1.4 times the server time (~2 ms):
+#: reflection's evidence and the duplicate check are worth it
 EF_SEARCH = 160
 
 #: the HNSW build: parallel workers (pgvector >= 0.6; measured on 100k x 256 on 2 loaded
