@@ -3,6 +3,7 @@ real local embedder, conflict, busy agent, external writes, retired dock, read-o
 from __future__ import annotations
 
 import shutil
+import threading
 
 import pytest
 
@@ -327,3 +328,18 @@ def test_correct_when_the_model_is_unavailable_warns_and_marks_the_row(qtbot, tm
     new = row(win, win.state.selected_ids[0])
     assert new["content"] == "remote fact one, corrected" and new["embedding"] is None
     assert new["attributes"].get("needs_embedding") is True
+
+
+def test_window_closes_while_a_job_reads_on_the_edit_connection(qtbot, win):
+    """Closing waits for a background read on the edit store's connection (a live poll at the
+    moment the window closes): before, the close raised apsw's ThreadingViolationError."""
+    conn, started = win.edits.store.conn, threading.Event()
+
+    def job(task):
+        started.set()
+        return conn.execute("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 2000000) "
+                            "SELECT count(*) FROM c").fetchone()
+    win.workers.submit("watch", job, on_done=lambda _r: None, lane="live")
+    assert started.wait(5)
+    win.close()
+    assert win.edits.store is None or win.edits.store is win.state.data.store

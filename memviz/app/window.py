@@ -800,9 +800,11 @@ class MainWindow(QMainWindow):
         s.sync()
 
     def closeEvent(self, event) -> None:
+        # jobs first: a poll or reload still reading on a connection would make its close fail
+        # (apsw allows no close while another thread uses the connection)
+        self.workers.shutdown()
         self.edits.close()
         self.save_settings()
-        self.workers.shutdown()
         if self.state.data is not None:
             self.state.data.store.close()
         super().closeEvent(event)
