@@ -287,3 +287,26 @@ def test_the_index_build_asks_memory_enough_for_its_graph():
     fleet = int(schema.build_settings(256, 1_000_000)["maintenance_work_mem"].removesuffix("MB"))
     assert fleet * 2**20 > 1_000_000 * (4 * 256 + schema.GRAPH_BYTES_PER_ROW)
     assert schema.build_settings(1536, 50_000_000)["maintenance_work_mem"] == f"{schema.MAX_BUILD_MEMORY_MB}MB"
+
+
+
+def test_a_copy_has_the_planners_statistics_before_its_index(pg, tmp_path):  # noqa: F811
+    """The open sizes its reads by the planner's statistics (an unanalyzed table counts as small,
+    read on one connection): a copy analyzes its rows in its transaction, not only through the
+    index build after it, which a cancel or a vector too wide for pgvector's index leaves out."""
+    from memviz.store.postgres.arrays import table_size
+    from memviz.store.postgres.connect import connect
+    src = _sample_copy(tmp_path)
+    with ms.open(src) as s:
+        n = s.counts()["total"]
+    name = pg.fresh_db()
+    dsn = pg.dsn(name)
+    task = Task("copy", lambda _f, text: text.startswith("building the HNSW index") and task.cancel())
+    with pytest.raises(Cancelled):
+        copy_store(src, dsn, task)
+    conn = connect(dsn)
+    try:
+        assert table_size(conn)[0] == n
+    finally:
+        conn.close()
+        pg.drop_db(name)

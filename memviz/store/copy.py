@@ -231,6 +231,9 @@ def _write_pg(dst: str, reader, total: int, task: Task) -> None:
                             for r in rows:
                                 cp.write_row(r)
                     task.check()
+                # the planner's statistics with the rows: the open sizes its reads by them (an
+                # unanalyzed table counts as small and is read on one connection)
+                conn.execute("ANALYZE memories")
                 if not any(k == "created_by" for k, _ in reader.table("memviz_meta")):
                     conn.execute("INSERT INTO memviz_meta VALUES ('created_by', %s)", (json.dumps("memviz"),))
                 # identities continue after the copied ids
