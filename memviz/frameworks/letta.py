@@ -78,10 +78,15 @@ def _json(text: str | None):
     return None if text is None else json.loads(text)
 
 
+def _json_once(cache: dict, text: str | None):
+    """_json(text), parsed once per distinct text: the value is shared, so only read it."""
+    if text not in cache:
+        cache[text] = _json(text)
+    return cache[text]
+
+
 def _epoch(t) -> int | None:
     return None if t is None else int(t.timestamp())
-
-
 
 
 class LettaSource(Source):
@@ -175,9 +180,7 @@ class LettaSource(Source):
         tag_lists: dict = {}
         for rows in fetch_ahead(self._connection(), sql, (ids,) if ids is not None else (), size=_BATCH):
             for r, vec in zip(rows, vectors_as_bytes([None if r[11] is None else bytes(r[11]) for r in rows])):
-                cfg = configs[r[8]] if r[8] in configs else configs.setdefault(r[8], _json(r[8]))
-                tags = tag_lists[r[2]] if r[2] in tag_lists else tag_lists.setdefault(r[2], _json(r[2]))
-                yield self._passage(r, vec, cfg, tags, _json(r[3]))
+                yield self._passage(r, vec, _json_once(configs, r[8]), _json_once(tag_lists, r[2]), _json(r[3]))
             done += len(rows)
             if task is not None:
                 task.check()

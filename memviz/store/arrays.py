@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import apsw
 import numpy as np
@@ -34,16 +35,24 @@ MADV_NOHUGEPAGE = 15
 MADV_POPULATE_WRITE = 23  # Linux 5.14+
 
 
+@lru_cache(maxsize=1)
+def _madvise_call():
+    """libc's madvise through ctypes, looked up once; None where there is none."""
+    try:
+        import ctypes  # noqa: PLC0415
+        call = ctypes.CDLL(None, use_errno=True).madvise
+    except (OSError, AttributeError):
+        return None
+    call.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    return call
+
+
 def madvise(block: np.ndarray, advice: int) -> bool:
     """madvise(2) on the whole pages inside `block`; False where there is no such call or it failed
     (not Linux, an older kernel). ctypes releases the GIL for the call."""
-    try:
-        import ctypes  # noqa: PLC0415
-        libc = ctypes.CDLL(None, use_errno=True)
-        call = libc.madvise
-    except (OSError, AttributeError):
+    call = _madvise_call()
+    if call is None:
         return False
-    call.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     page = 4096
     start = -(-block.ctypes.data // page) * page  # page-aligned, inside the block
     end = (block.ctypes.data + block.nbytes) // page * page
