@@ -139,3 +139,46 @@ def test_the_store_is_left_in_wal_mode(tmp_path):
     store = _bulk(str(tmp_path / "s.db"), _records(50))
     assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     store.close()
+
+
+def _odd_records():
+    """Values a batch carries through JSON (bulk._insert_batch) that must come back as bound."""
+    texts = ["nul\x00inside", "line\nbreak\ttab\r", 'quote " and \\ back', "\u2028\u2029 é 日本 😀", "", "e-5 null 0.0000"]
+    floats = [5e-324, 1e-7, 0.1, 9.999999999999998, 1.7976931348623157e308 / 1e298, 2.5e-5, -0.0, 7.0]
+    out = []
+    for i, f in enumerate(floats * 2):
+        out.append({"id": f"odd{i}", "kind": "fact", "content": texts[i % len(texts)], "agent": texts[(i + 1) % len(texts)],
+                    "importance": min(abs(f), 10.0), "confidence": f, "decay_rate": f / 3, "access_count": 2**63 - 1 - i,
+                    "created_at": -86_400 * 365 * 40 + i, "last_accessed": 2**40 + i, "valid_until": None if i % 2 else 5,
+                    "tags": [texts[i % len(texts)], "x"], "attributes": {"f": f, "tiny": 1e-9, "none": None, "s": texts[i % 3]},
+                    "embedding": np.full(4, f if f else 1.0, np.float32), "embedding_model": "m"})
+    return out
+
+
+def test_a_batch_written_by_json_is_the_rows_the_per_row_path_binds(tmp_path):
+    statements = []
+
+    def traced(store):
+        store.conn.exec_trace = lambda cursor, sql, bindings: statements.append(sql) or True
+        return store
+    records = _odd_records()
+    a = _per_row(str(tmp_path / "a.db"), records)
+    b = ms.create(str(tmp_path / "b.db"))
+    with bulk_load(traced(b)) as load:
+        load.add(records)
+    assert any("jsonb_each" in s for s in statements)          # one statement for the batch
+    assert not any(s.startswith("INSERT INTO memories (") and "VALUES" in s for s in statements)
+    assert _rows(a) == _rows(b)
+    assert [type(v) for v in _rows(b)[0]] == [type(v) for v in _rows(a)[0]]
+    # what JSON cannot carry goes row by row, and is stored as bound too: an infinite confidence
+    statements.clear()
+    inf = [{**records[0], "id": "inf", "confidence": float("inf")}]
+    c = _per_row(str(tmp_path / "c.db"), inf)
+    d = ms.create(str(tmp_path / "d.db"))
+    with bulk_load(traced(d)) as load:
+        load.add(inf)
+    assert not any("jsonb_each" in s for s in statements)
+    assert _rows(c) == _rows(d) and _rows(d)[0][MEMORY_COLUMNS.index("confidence") + 1] == float("inf")
+    for s in (a, b, c, d):
+        s.conn.exec_trace = None
+        s.close()
