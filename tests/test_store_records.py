@@ -111,3 +111,37 @@ def test_vectors_as_float32_bytes_are_kept_and_checked_like_arrays():
         normalize_many([{**recs[0], "embedding": blobs[0]}, {**recs[1], "embedding": blobs[1][:12]}], model_dims={}, now=NOW)
     with pytest.raises(ValidationError, match="memory m0: embedding has 7 bytes"):
         normalize_many([{**recs[0], "embedding": blobs[0][:7]}], model_dims={}, now=NOW)
+
+
+# ------------------------------------------------------------------ JSON text: orjson where it writes what json writes
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from memviz.store.records import _JSON, _encode  # noqa: E402
+
+_SCALARS = (st.none() | st.booleans() | st.integers(min_value=-2**70, max_value=2**70)
+            | st.floats(allow_nan=True, allow_infinity=True) | st.text()
+            | st.sampled_from([1e-5, 1.5e-7, 0.00012, 1e16, 1e-310, -0.0, "e-5", "1e-5", "null", "\ud800", "nul\x00"]))
+_VALUES = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=4)
+                       | st.dictionaries(st.text(max_size=6) | st.integers(), inner, max_size=4), max_leaves=12)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_VALUES)
+def test_json_text_is_what_the_json_module_writes(value):
+    """A JSON column's text is json.dumps(ensure_ascii=False, compact) whichever encoder wrote it:
+    floats in exponent form, NaN, huge integers, non-string keys and lone surrogates included."""
+    try:
+        want = _JSON.encode(value)
+    except (TypeError, ValueError) as e:
+        with pytest.raises(type(e)):
+            _encode(value)
+        return
+    assert _encode(value) == want
+
+
+def test_values_json_refuses_are_still_refused():
+    with pytest.raises(TypeError):
+        _encode({"when": dt.datetime(2026, 1, 1)})   # orjson would write it; json, and so memviz, does not
+    with pytest.raises(TypeError):
+        _encode({"what": {1, 2}})

@@ -7,6 +7,7 @@ import time
 import uuid
 
 import numpy as np
+import orjson
 
 from .errors import ValidationError
 from .schema import JSON_LIST_COLUMNS, MEMORY_COLUMNS
@@ -53,6 +54,37 @@ _COLUMN_SET = frozenset(MEMORY_COLUMNS)
 _NONE_ROW = dict.fromkeys(MEMORY_COLUMNS)  # a row's keys in column order, every value None
 #: json.dumps(value, ensure_ascii=False, separators=(",", ":")) without building an encoder per call
 _JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+_ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS  # to the refusal _JSON gives them
+
+
+def _encode(value) -> str:
+    """_JSON.encode(value), by orjson (5x faster: a bulk load encodes two values per memory)
+    where its text is the same: it escapes and orders as _JSON does; what it refuses (keys that
+    are not strings, a lone surrogate, an integer over 64 bits) or may write otherwise
+    (_may_differ) goes to _JSON. A test compares the two on generated values."""
+    try:
+        out = orjson.dumps(value, option=_ORJSON_OPTIONS)
+    except TypeError:  # orjson.JSONEncodeError
+        return _JSON.encode(value)
+    if _may_differ(out):
+        return _JSON.encode(value)
+    return out.decode()
+
+
+def _may_differ(out: bytes) -> bool:
+    """orjson's text may not be _JSON's: a float below 1e-4 (1e-05 against 0.00001 or 1e-5), NaN
+    or an infinity (null against NaN). Text that merely looks like these costs only speed.
+    Substring searches: a regular expression over every value cost as much as the encoding."""
+    if b"null" in out or b"0.0000" in out:
+        return True
+    at = out.find(b"e-")
+    while at > 0:
+        if 48 <= out[at - 1] <= 57:  # a digit before: an exponent
+            return True
+        at = out.find(b"e-", at + 2)
+    return False
 
 
 def normalize(rec: dict, *, model_dims: dict[str, int], now: float | None = None) -> dict:
@@ -186,7 +218,7 @@ def encode_json(value, col: str, mid: str = "") -> str:
             raise ValidationError(f"memory {mid}: `{col}` must be a JSON list")
     elif not isinstance(value, dict):
         raise ValidationError(f"memory {mid}: `{col}` must be a JSON object")
-    return _JSON.encode(value)
+    return _encode(value)
 
 
 def decode_text(raw) -> tuple[str, bool]:
