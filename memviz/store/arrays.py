@@ -5,6 +5,7 @@ import json
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
+from operator import itemgetter
 
 import apsw
 import numpy as np
@@ -545,7 +546,7 @@ class WrittenColumns:
         elif first_rowid != self.first_rowid + len(self.cols["id"]):
             raise ValueError("bulk rows written out of rowid order")
         for col, values in self.cols.items():
-            values.extend([r[col] for r in rows])
+            values.extend(map(itemgetter(col), rows))
 
     def arrays(self, preview: int) -> MemoryArrays | None:
         c = self.cols
@@ -558,17 +559,21 @@ class WrittenColumns:
             odd |= ~np.isfinite(num[col])
         if odd.any():
             return None
-        names: dict = {}
-        model_code = np.array([names.setdefault((m or "").encode("utf-8", "surrogatepass"), len(names))
-                               for m in c["embedding_model"]], dtype=np.int64) if n else np.zeros(0, np.int64)
+        names: dict = {}  # a model's name as bytes -> its code; each distinct name encoded once
+        code = {m: names.setdefault((m or "").encode("utf-8", "surrogatepass"), len(names))
+                for m in set(c["embedding_model"])}
+        model_code = np.fromiter(map(code.__getitem__, c["embedding_model"]), dtype=np.int64, count=n)
         size = np.array([len(b) if b is not None else -1 for b in c["embedding"]], dtype=np.int64) if n \
             else np.zeros(0, np.int64)
         key, dim = _pick_model(list(names), model_code, size, None, None)
         nbytes = 4 * dim
         has = (model_code == names.get(key, -1)) & (size == nbytes) & (size > 0)
         if nbytes and has.any():
-            zero = bytes(nbytes)
-            joined = bytearray().join(b if h else zero for b, h in zip(c["embedding"], has.tolist()))
+            if has.all():  # the usual case: one join, no pass in Python
+                joined = bytearray().join(c["embedding"])
+            else:
+                zero = bytes(nbytes)
+                joined = bytearray().join(b if h else zero for b, h in zip(c["embedding"], has.tolist()))
             emb = _normalize_rows(np.frombuffer(joined, dtype="<f4").reshape(n, dim), has)
         else:
             emb = np.zeros((n, dim), dtype=np.float32)
