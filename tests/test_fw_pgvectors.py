@@ -69,3 +69,21 @@ def test_an_error_of_the_query_reaches_the_caller(conn):
     with pytest.raises(psycopg.errors.UndefinedColumn):
         list(fetch_ahead(conn, "SELECT nope FROM t"))
     assert conn.execute("SELECT 1").fetchone()[0] == 1
+
+
+def test_what_before_reads_and_the_rows_are_of_one_snapshot(conn, pg_db):  # noqa: F811
+    """`before` runs first, in the transaction the rows are then read in (REPEATABLE READ): a row
+    committed by an agent in between is in neither."""
+    import psycopg
+
+    def before(c):
+        n = c.execute("SELECT count(*) FROM t").fetchone()[0]
+        with psycopg.connect(pg_db, autocommit=True) as agent:
+            agent.execute("INSERT INTO t VALUES (-1, '[0,0,1]')")
+        return n
+    got = fetch_ahead(conn, "SELECT i FROM t", size=5000, before=before)
+    counted = next(got)
+    rows = [r for batch in got for r in batch]
+    assert counted == len(rows) == 12000 and (-1,) not in rows
+    assert conn.info.transaction_status.name == "IDLE"
+    assert conn.execute("SELECT count(*) FROM t").fetchone()[0] == 12001

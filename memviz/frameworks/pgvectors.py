@@ -55,14 +55,19 @@ def vector_cursor(conn, name: str | None = None):
     return cur
 
 
-def fetch_ahead(conn, sql: str, params=(), *, size: int = 5000) -> Iterator[list[tuple]]:
+def fetch_ahead(conn, sql: str, params=(), *, size: int = 5000, before=None) -> Iterator:
     """The rows of `sql` (vectors as raw bytes, see vector_cursor) in lists of `size`, fetched
     through a server-side cursor by a thread a list ahead of the caller: the server finds and
     sends (and detoasts) the next rows while the caller maps these, where one fetch of everything
     first left the server and the client waiting on each other. psycopg waits without the GIL.
-    `conn` (autocommit) is the thread's until the rows are read: one transaction holds the cursor."""
+    `conn` (autocommit) is the thread's until the rows are read: one transaction holds the cursor.
+    `before`: fn(conn) run first, in a REPEATABLE READ transaction that the rows are then read in
+    (what it reads and the rows are of one snapshot); its result is the first thing yielded."""
     def fetch():
         with conn.transaction():
+            if before is not None:
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                yield before(conn)
             cur = vector_cursor(conn, "memviz_fetch_ahead")
             try:
                 cur.execute(sql, params)
@@ -89,6 +94,11 @@ def vectors_as_bytes(raws, dims=None) -> list[bytes | None]:
     """[vector_of(raw, dim) as little-endian float32 bytes] of a batch (records.normalize_many
     takes such bytes as they are): the vectors of one length converted together, not with numpy
     calls per row. `dims`: each row's `dim` for vector_of, or None."""
+    if dims is None and raws and None not in raws and len(set(map(len, raws))) == 1:
+        flat = _one_size(raws)  # the usual batch: every vector of one size, each whole
+        if flat is not None:
+            step = len(raws[0]) - 4
+            return [flat[k:k + step] for k in range(0, len(flat), step)]
     out: list[bytes | None] = [None] * len(raws)
     groups: dict[tuple[int, int], list[int]] = {}
     for i, raw in enumerate(raws):
@@ -107,6 +117,18 @@ def vectors_as_bytes(raws, dims=None) -> list[bytes | None]:
         for k, i in enumerate(at):
             out[i] = flat[k * step:(k + 1) * step]
     return out
+
+
+def _one_size(raws) -> bytes | None:
+    """The vectors of `raws` (all of one length) as little-endian float32 bytes joined, or None
+    when a header does not say that length (not the usual form: vectors_as_bytes reads it)."""
+    n = (len(raws[0]) - 4) // 4
+    if len(raws[0]) != 4 + 4 * n:
+        return None
+    block = np.frombuffer(b"".join(raws), dtype=">f4").reshape(len(raws), 1 + n)
+    if not (block[:, :1].view(">u4") == (n << 16)).all():  # int16 dim = n, int16 unused = 0
+        return None
+    return block[:, 1:].astype("<f4").tobytes()
 
 
 def vector_param(vec) -> object:
