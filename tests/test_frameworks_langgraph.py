@@ -374,3 +374,29 @@ def test_postgres_values_are_what_json_loads_makes_of_them(text):
     got = _pg_values([("p", "k", text, None, None, None, None)])[0]
     want = json.loads(text)
     assert got[:2] == ("p", "k") and type(got[2]) is type(want) and json.dumps(got[2]) == json.dumps(want)
+
+
+def test_postgres_items_read_in_small_batches_are_the_items_read_whole(pg_db, monkeypatch):  # noqa: F811
+    """A whole read streams items with their vectors joined, one row per indexed field: an item whose
+    fields' rows fall on both sides of a batch's end is still one memory with all its fields."""
+    import memviz.frameworks.langgraph as lg
+    ops = [put(("memories", f"u{i % 3}"), f"k{i}", {"content": f"fact {i} about tea", "text": f"note {i}"}) for i in range(11)]
+    ops.append(put(("memories", "u0"), "plain", {"content": "not indexed"}, index=False))
+    with postgres_store(pg_db, fields=("content", "text")) as store:
+        run_ops(store, ops)
+
+    def read(batch):
+        monkeypatch.setattr(lg, "_PG_BATCH", batch)
+        src = fw.recognise(pg_db)
+        try:
+            return {r["id"]: r for r in src.records()}
+        finally:
+            src.close()
+    whole = read(5000)
+    assert len(whole) == 12
+    k4 = whole["k4@memories.u1"]
+    assert k4["attributes"]["langgraph"]["indexed_fields"] == ["content", "text"] and k4["embedding_model"] == LOCAL_MODEL
+    np.testing.assert_allclose(np.frombuffer(k4["embedding"], "<f4"), _vec("fact 4 about tea"), atol=1e-6)
+    assert whole["plain@memories.u0"].get("embedding") is None
+    for batch in (1, 2, 3):   # every item's two rows split across batches somewhere
+        assert read(batch) == whole

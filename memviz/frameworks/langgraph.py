@@ -52,7 +52,7 @@ from ..store import ConflictError, ReadOnlyError, ValidationError
 from ..store.connection import connect as connect_sqlite
 from ..store.errors import store_errors
 from ..tasks import Task
-from .pgvectors import vectors_as_bytes
+from .pgvectors import fetch_ahead, vectors_as_bytes
 from .source import Source, identify_model, scoped_id
 
 STORE_COLUMNS = {"prefix", "key", "value", "created_at", "updated_at"}
@@ -197,7 +197,8 @@ def _load(v) -> Any:
 
 class LangGraphStore(Source):
     """What both backends share: the mapping and the write plan. A backend reads rows
-    (`_rows`, `_vectors`), tells its token and applies a plan (`_apply`)."""
+    (`_rows`, `_vectors`; PostgreSQL streams its own `records`), tells its token and applies a
+    plan (`_apply`)."""
 
     system = "langgraph"
     title = "LangGraph"
@@ -286,15 +287,20 @@ class LangGraphStore(Source):
             rest = {k: v for k, v in value.items() if k != field} if isinstance(value, dict) else {}
             tags = value.get("tags") if isinstance(value, dict) else None
             vec = vecs.get(field)
+            own = {"namespace": prefix.split("."), "key": key, "field": field, "indexed_fields": sorted(vecs),
+                   "updated_at": _iso(updated)}
+            if expires is not None:  # an item without a TTL has neither (as the other systems leave out what is None)
+                own["expires_at"] = _iso(expires)
+            if ttl is not None:
+                own["ttl_minutes"] = ttl
+            if rest:
+                own["value"] = rest
             rec = {
                 "id": memory_id(prefix, key), "agent": agent, "kind": kind, "content": content,
                 "created_at": int(made), "event_time": int(made),
                 "valid_until": int(expires_s) if expires_s is not None and expires_s <= now else None,
                 "tags": [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else [],
-                "attributes": {"langgraph": {
-                    "namespace": prefix.split("."), "key": key, "field": field, "indexed_fields": sorted(vecs),
-                    "updated_at": _iso(updated), "expires_at": _iso(expires), "ttl_minutes": ttl,
-                    **({"value": rest} if rest else {})}},
+                "attributes": {"langgraph": own},
             }
             if vec is not None:
                 rec["embedding"] = vec  # float32 bytes, written to the mirror as they are (normalize_many)
@@ -341,7 +347,9 @@ class LangGraphStore(Source):
         landed = {}
         for p in plans:
             a = dict(_lg(rows[p["id"]]))
-            a["updated_at"], a["expires_at"] = p["updated_at"], p["expires_at"]
+            a["updated_at"] = p["updated_at"]
+            if p["expires_at"] is not None:
+                a["expires_at"] = p["expires_at"]
             out = {"content": changes[p["id"]]["content"], "attributes": {**rows[p["id"]].get("attributes", {}), "langgraph": a}}
             if p["field"] in p["vectors"]:
                 out["embedding"] = p["vectors"][p["field"]]
@@ -611,6 +619,13 @@ class LangGraphSqlite(LangGraphStore):
 
 # ====================================================================== PostgresStore
 _PG_ROW = "prefix, key, value::text, created_at, updated_at, expires_at, ttl_minutes"  # value: see _pg_values
+#: a whole read: each item with one row per vector field (its fields' rows adjacent: the merge of the two
+#: primary keys in their order, which the server streams without sorting)
+_PG_ITEMS = ("SELECT s.prefix, s.key, s.value::text, s.created_at, s.updated_at, s.expires_at, s.ttl_minutes, "
+             "v.field_name, vector_send(v.embedding::vector) FROM store s LEFT JOIN store_vectors v "
+             "ON v.prefix = s.prefix AND v.key = s.key AND v.embedding IS NOT NULL ORDER BY s.prefix, s.key")
+_PG_ITEMS_BARE = f"SELECT {_PG_ROW}, NULL, NULL::bytea FROM store ORDER BY prefix, key"
+_PG_BATCH = 5000  # rows of _PG_ITEMS per fetch
 #: the row versions written by a transaction at or after the one in the parameter (its 32-bit id). A row's xmin
 #: is the id of the transaction that wrote it (insert or update); ids are 32 bits and wrap around, so x is at or
 #: after y when (x - y) mod 2^32 < 2^31. 0-2 (invalid, bootstrap, frozen) are older than any.
@@ -645,7 +660,6 @@ class LangGraphPostgres(LangGraphStore):
         # where the last look stood: its snapshot's xmin (None: no whole read yet), when expiries were last
         # looked at, the row versions seen at or after that xmin, and the namespaces then
         self._at: tuple[int, dt.datetime, dict, frozenset[str]] | None = None
-        self._read_at: tuple | None = None   # a whole read's, until it is mapped (_read)
         self._undo: tuple | None = None      # (the token of the last delta, where it started): see changed_since
 
     @classmethod
@@ -701,23 +715,54 @@ class LangGraphPostgres(LangGraphStore):
     def token(self):
         return self._run(_token)
 
-    # ---------------------------------------------------------------- changes without a whole read
-    def _rows(self):
+    # ---------------------------------------------------------------- reading
+    def records(self, task: Task | None = None):
+        """Every item as a record, streamed: items and their vectors come joined in (prefix, key)
+        order through a server-side cursor (fetch_ahead) on a connection of the read's own, so the
+        first records are mapped and written while the server sends the rest (both tables read
+        whole before any item was mapped left the mirror's writer idle for a second at 100k). One
+        REPEATABLE READ snapshot holds the namespaces, the model's sample, the row versions and the rows."""
+        if task:
+            task.progress(-1, "reading the LangGraph store")
         looked = dt.datetime.now(dt.UTC)  # before the read: an expiry after it is looked at next time
+        vectored = "store_vectors" in self._tables()
 
-        def read(conn):
-            rows = _pg_values(_fetch(conn, f"SELECT {_PG_ROW} FROM store", (), True))
+        def before(conn):
             xid = conn.execute(_SNAPSHOT_XMIN).fetchone()[0]
-            return rows, xid, _versions(conn, xid)
-        rows, xid, window = self._snapshot(read)
-        self._read_at = (xid, looked, window)
-        return rows
+            prefixes = frozenset(r[0] for r in conn.execute("SELECT DISTINCT prefix FROM store"))
+            total = conn.execute("SELECT count(*) FROM store").fetchone()[0]
+            return xid, _versions(conn, xid), prefixes, total, _sample(conn) if vectored else None
 
-    def _read(self, rows) -> None:
-        if self._read_at is not None:
-            self._at = (*self._read_at, frozenset(r[0] for r in rows))
-            self._read_at, self._undo = None, None
+        from ..store.postgres.connect import connect
+        conn = connect(self.target, need_vector=False)
+        try:
+            batches = fetch_ahead(conn, _PG_ITEMS if vectored else _PG_ITEMS_BARE, size=_PG_BATCH, before=before)
+            xid, window, prefixes, total, sample = next(batches)
+            if sample is not None:
+                self._name_model(*sample)
+            items: list[tuple] = []  # the last item of a batch waits: its other fields may open the next
+            vectors: dict = defaultdict(dict)
+            done = 0
+            for rows in batches:
+                for r, vec in zip(rows, vectors_as_bytes([r[8] for r in rows])):
+                    if not items or items[-1][0] != r[0] or items[-1][1] != r[1]:
+                        items.append(r[:7])
+                    if vec is not None:
+                        vectors[(r[0], r[1])][r[7]] = vec
+                ready, items = items[:-1], items[-1:]
+                yield from self._mapped(_pg_values(ready), vectors, None, prefixes)
+                for r in ready:
+                    vectors.pop((r[0], r[1]), None)
+                done += len(ready)
+                if task:
+                    task.check()
+                    task.progress(done / max(total, 1), f"{done:,} of {total:,} items")
+            yield from self._mapped(_pg_values(items), vectors, None, prefixes)
+        finally:
+            conn.close()
+        self._at, self._undo = (xid, looked, window, prefixes), None
 
+    # ---------------------------------------------------------------- changes without a whole read
     def in_step(self, token) -> None:
         """The mirror holds the store as of `token` (a reopen): note where it stands, if the
         store is still there, and name the model as a whole read would (the most common vector
@@ -734,11 +779,7 @@ class LangGraphPostgres(LangGraphStore):
             return
         xid, window, prefixes = got
         if self.dim is None and "store_vectors" in self._tables():
-            common = self._q("SELECT vector_dims(embedding::vector), count(*) FROM store_vectors WHERE embedding IS NOT NULL "
-                             "GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 1")
-            if common:
-                first = _pg_values(self._q(f"SELECT {_PG_ROW} FROM store LIMIT 200", binary=True))
-                self._name_model(first, self._run(lambda conn: _vectors_of(conn, first)), int(common[0][0]))
+            self._name_model(*self._run(_sample))
         self._at, self._undo = (xid, looked, window, prefixes), None
 
     def changed_since(self, token, known, task: Task | None = None):
@@ -780,11 +821,6 @@ class LangGraphPostgres(LangGraphStore):
         if not _roles_kept(prefixes0, prefixes):
             return None  # the items of other namespaces got another agent or kind: all is read again
         return list(self._mapped(rows, vectors, task, prefixes)), present
-
-    def _vectors(self):
-        if "store_vectors" not in self._tables():
-            return defaultdict(dict)
-        return self._run(lambda conn: _vectors_of(conn, None))
 
     def _counts(self):
         n, spaces = self._q("SELECT count(*), count(DISTINCT prefix) FROM store")[0]
@@ -862,6 +898,16 @@ def _pg_values(rows) -> list[tuple]:
             value = json.loads(text)
         out.append((r[0], r[1], value, *r[3:]))
     return out
+
+
+def _sample(conn) -> tuple[list[tuple], dict]:
+    """The first items that have vectors, and their vectors: _name_model takes the store's vector
+    size from them (the size most of them have) and identifies the model by their texts. (A count
+    over every vector read the whole table before the first item could be mapped.)"""
+    first = _pg_values(_fetch(conn, f"SELECT {_PG_ROW} FROM store s WHERE EXISTS (SELECT 1 FROM store_vectors v "
+                                    "WHERE v.prefix = s.prefix AND v.key = s.key AND v.embedding IS NOT NULL) LIMIT 200",
+                              (), True))
+    return first, _vectors_of(conn, first)
 
 
 def _fetch(conn, sql, params, binary: bool) -> list[tuple]:

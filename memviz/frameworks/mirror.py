@@ -53,7 +53,8 @@ from ..userdirs import user_cache_dir
 from .source import Source
 
 #: bump when a system's mapping to memviz records changes: every mirror is then rebuilt
-MIRROR_VERSION = 4  # 2: one-pass fingerprints; 3: the embedding hashed apart; 4: of normalized rows
+MIRROR_VERSION = 5  # 2: one-pass fingerprints; 3: the embedding hashed apart; 4: of normalized rows;
+#                    5: LangGraph's attributes without expires_at/ttl_minutes when None
 _FP_TABLE = "memviz_mirror"
 _BATCH = 5000
 #: a first build for the window of this many memories or more writes its indexes after the first read
