@@ -230,3 +230,21 @@ def test_cli_stats_and_an_editable_native_copy(letta, tmp_path, capsys):
     with ms.open(str(tmp_path / "copy.db")) as c:
         assert c.counts()["total"] == 7 and not c.read_only
         assert c.get(letta.p1)["content"] == "Priya wants a weekend in Lisbon in March."
+
+
+def test_times_with_microseconds_and_before_1970_are_the_seconds_python_makes(letta):
+    """Passage times come from the server as epoch seconds (date_part): whole seconds as Python's
+    int(datetime.timestamp()) gives them, fractions and dates before 1970 included."""
+    import datetime as dt
+    moments = [T0 + 0.999999, T0 + 59.5, -0.5, -86_400 * 365 * 30 - 0.25, 2_000_000_000.000001]
+    pids = [letta.insert_passage(letta.bo, f"moment {i}", created_at=m) for i, m in enumerate(moments)]
+    stored = dict(letta.conn.execute("SELECT id, created_at FROM archival_passages WHERE id = ANY(%s)", (pids,)).fetchall())
+    s = fw.open_source(letta.dsn)
+    try:
+        for pid in pids:
+            want = int(stored[pid].timestamp())
+            assert s.get(pid)["created_at"] == want, (pid, stored[pid])
+        assert {int(stored[p].timestamp()) for p in pids} >= {0, T0 + 59}   # the cases are there
+        assert isinstance(stored[pids[0]], dt.datetime)
+    finally:
+        s.close()

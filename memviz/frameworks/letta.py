@@ -50,21 +50,28 @@ _AGENTS_OF_ARCHIVE = """
     SELECT aa.archive_id, array_agg(a.name ORDER BY aa.is_owner DESC NULLS LAST, a.name) AS names
     FROM archives_agents aa JOIN agents a ON a.id = aa.agent_id GROUP BY aa.archive_id"""
 
-_PASSAGES = f"""
-    SELECT p.id, p.text, p.tags::text, p.metadata_::text, p.created_at, p.updated_at, p.is_deleted, p.archive_id,
-           p.embedding_config::text, ar.name, ag.names,
+#: times as epoch seconds (date_part's float8: psycopg's tz-aware datetimes cost 3x more to load);
+#: each passage's archive and agents come from _ARCHIVES, read once in the same snapshot (a join
+#: sent every row its archive's name and agents, an array psycopg parsed per row)
+_PASSAGES = """
+    SELECT p.id, p.text, p.tags::text, p.metadata_::text, date_part('epoch', p.created_at),
+           date_part('epoch', p.updated_at), p.is_deleted, p.archive_id, p.embedding_config::text,
            CASE WHEN p.embedding IS NULL THEN NULL
-                WHEN (p.embedding_config->>'embedding_dim') ~ '^[0-9]+$'
-                     AND (p.embedding_config->>'embedding_dim')::int >= 1
-                THEN vector_send(subvector(p.embedding, 1, (p.embedding_config->>'embedding_dim')::int))
+                WHEN d.dim >= 1 THEN vector_send(subvector(p.embedding, 1, d.dim))
                 ELSE vector_send(p.embedding) END
     FROM archival_passages p
-    LEFT JOIN archives ar ON ar.id = p.archive_id
-    LEFT JOIN ({_AGENTS_OF_ARCHIVE}) ag ON ag.archive_id = p.archive_id"""
+    -- embedding_config is json (text): parsed once per row, not at each use (OFFSET 0 keeps it one)
+    CROSS JOIN LATERAL (SELECT CASE WHEN c ~ '^[0-9]+$' THEN c::int END AS dim
+                        FROM (SELECT p.embedding_config->>'embedding_dim' AS c OFFSET 0) c) d"""
+
+#: archive id -> (its name, its agents' names): a passage's archive as the two LEFT JOINs gave it
+_ARCHIVES = f"""
+    SELECT coalesce(ar.id, ag.archive_id), ar.name, ag.names
+    FROM archives ar FULL JOIN ({_AGENTS_OF_ARCHIVE}) ag ON ag.archive_id = ar.id"""
 
 _BLOCKS = """
     SELECT b.id, ba.agent_id, a.name, b.label, b.value, b.description, b."limit", b.read_only, b.version,
-           b.created_at, b.updated_at, b.is_deleted
+           date_part('epoch', b.created_at), date_part('epoch', b.updated_at), b.is_deleted
     FROM block b JOIN blocks_agents ba ON ba.block_id = b.id JOIN agents a ON a.id = ba.agent_id"""
 
 _TOKEN = """
@@ -85,8 +92,8 @@ def _json_once(cache: dict, text: str | None):
     return cache[text]
 
 
-def _epoch(t) -> int | None:
-    return None if t is None else int(t.timestamp())
+def _epoch(seconds: float | None) -> int | None:
+    return None if seconds is None else int(seconds)
 
 
 class LettaSource(Source):
@@ -178,9 +185,14 @@ class LettaSource(Source):
         # embedding_config and a few tag lists (a parse per row was a third of the read)
         configs: dict = {}
         tag_lists: dict = {}
-        for rows in fetch_ahead(self._connection(), sql, (ids,) if ids is not None else (), size=_BATCH):
-            for r, vec in zip(rows, vectors_as_bytes([None if r[11] is None else bytes(r[11]) for r in rows])):
-                yield self._passage(r, vec, _json_once(configs, r[8]), _json_once(tag_lists, r[2]), _json(r[3]))
+        metas: dict = {}
+        batches = fetch_ahead(self._connection(), sql, (ids,) if ids is not None else (), size=_BATCH,
+                              before=lambda conn: {a: (name, names) for a, name, names in conn.execute(_ARCHIVES)})
+        archives = next(batches)
+        for rows in batches:
+            for r, vec in zip(rows, vectors_as_bytes([None if r[9] is None else bytes(r[9]) for r in rows])):
+                yield self._passage(r, vec, archives.get(r[7], (None, None)), _json_once(configs, r[8]),
+                                    _json_once(tag_lists, r[2]), _json_once(metas, r[3]))
             done += len(rows)
             if task is not None:
                 task.check()
@@ -188,10 +200,12 @@ class LettaSource(Source):
                     task.progress(done / total, f"{done:,} of {total:,} archival passages")
 
     @staticmethod
-    def _passage(r, vec: bytes | None, cfg, tags, meta) -> dict:
-        """A passage's record: `r` a row of _PASSAGES, `vec` its vector's float32 bytes, and its
-        JSON columns parsed (`cfg` and `tags` may be shared with other records: only read here)."""
-        (pid, text, _tags, _meta, created, updated, deleted, archive_id, _cfg, archive, names, _sent) = r
+    def _passage(r, vec: bytes | None, archive, cfg, tags, meta) -> dict:
+        """A passage's record: `r` a row of _PASSAGES, `vec` its vector's float32 bytes, `archive`
+        its archive's (name, agents) from _ARCHIVES, and its JSON columns parsed (`cfg`, `tags` and
+        `meta` may be shared with other records: only read here)."""
+        (pid, text, _tags, _meta, created, updated, deleted, archive_id, _cfg, _sent) = r
+        archive, names = archive
         cfg = cfg if isinstance(cfg, dict) else {}
         model = cfg.get("embedding_model") if vec is not None else None
         names = list(names or [])
