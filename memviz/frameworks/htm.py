@@ -123,17 +123,20 @@ class HtmSource(Source):
         times = [c for c in ("updated_at", "last_accessed") if c in self.cols]
         total = conn.execute("SELECT count(*) FROM nodes" + where, params).fetchone()[0]
         # times as epoch seconds and the padding cut off on the server: no datetime objects, a fifth of the bytes
-        emb = "embedding"
+        emb, cut = "embedding", False
         if "embedding_dimension" in self.cols and conn.execute(
                 "SELECT to_regprocedure('subvector(vector,integer,integer)') IS NOT NULL").fetchone()[0]:
             # subvector stops at the vector's end: no vector_dims, which would read the vector a second time
-            emb = "CASE WHEN embedding_dimension >= 1 THEN subvector(embedding, 1, embedding_dimension) ELSE embedding END"
+            emb, cut = "CASE WHEN embedding_dimension >= 1 THEN subvector(embedding, 1, embedding_dimension) ELSE embedding END", True
+        # date_part gives the float8 extract(...)::float8 gives, without a numeric per row
         sql = ("SELECT key, value, robot_id::text, importance::float8, in_working_memory, "
-               f"extract(epoch FROM created_at)::float8, {emb}"
-               + "".join(f", {c}" for c in opt) + "".join(f", extract(epoch FROM {c})::float8" for c in times)
+               f"date_part('epoch', created_at), {emb}"
+               + "".join(f", {c}" for c in opt) + "".join(f", date_part('epoch', {c})" for c in times)
                + ", xmin::text::bigint FROM nodes" + where)
         done = 0
-        at_dim = 7 + opt.index("embedding_dimension") if "embedding_dimension" in opt else None
+        stamps: dict = {}  # updated_at -> its text: rows written in one transaction share it
+        # the vectors cut on the server need no cut here (a batch of one size converts in one piece)
+        at_dim = 7 + opt.index("embedding_dimension") if "embedding_dimension" in opt and not cut else None
         for rows in fetch_ahead(conn, sql, params):
             if task:
                 task.check()
@@ -146,9 +149,11 @@ class HtmSource(Source):
                 node_tags = list(tags.get(extra.get("id"), []))
                 if in_wm:
                     node_tags.append(WORKING_MEMORY_TAG)
-                own = {"key": key, "robot_id": robot, "in_working_memory": bool(in_wm), **extra}
-                if when.get("updated_at") is not None:
-                    own["updated_at"] = iso(when["updated_at"])
+                own = {"key": key, "robot_id": robot, "in_working_memory": bool(in_wm),
+                       **{k: v for k, v in extra.items() if v is not None}}  # as updated_at: what is None is left out
+                updated = when.get("updated_at")
+                if updated is not None:
+                    own["updated_at"] = stamps.get(updated) or stamps.setdefault(updated, iso(updated))
                 created_s = None if created is None else int(created)
                 yield {
                     "id": str(key), "agent": robots.get(robot, robot or ""), "kind": extra.get("type") or "memory",

@@ -54,7 +54,7 @@ from .source import Source
 
 #: bump when a system's mapping to memviz records changes: every mirror is then rebuilt
 MIRROR_VERSION = 5  # 2: one-pass fingerprints; 3: the embedding hashed apart; 4: of normalized rows;
-#                    5: LangGraph's attributes without expires_at/ttl_minutes when None
+#                    5: LangGraph's and HTM's attributes without the fields that are None
 _FP_TABLE = "memviz_mirror"
 _BATCH = 5000
 #: a first build for the window of this many memories or more writes its indexes after the first read
