@@ -20,7 +20,10 @@ def test_the_status_follows_the_indexes_of_a_large_mirror(make_window, qtbot, la
     store = win.state.data.store
     assert len(win.state.data.arrays) == N and store.indexing
     assert win.status_ro.text() == "READ-ONLY" and "indexes" in win.status_ro.toolTip()
+    assert win.statusBar().currentMessage().endswith("building its search indexes; edits wait for them")
     held.set()
     qtbot.waitUntil(lambda: win.status_ro.text() == "writable", timeout=20000)
+    # the open's message does not go on saying so once they are built
+    assert win.statusBar().currentMessage().endswith("its search indexes are built")
     assert not store.indexing and store.meta("mirror.pending") is None
     assert any(i.startswith("item-4321@") for i, _ in store.fts_search("fact 4321"))

@@ -59,6 +59,10 @@ PROGRESS_WIDTH = 220  # px of the status bar's progress bar; its text is cut to 
 SETTINGS_VERSION = 2  # bump when the dock layout changes incompatibly (restoreState then falls back)
 
 
+#: what the status bar adds while a framework mirror's indexes are built after the window shows it
+_INDEXING_NOTE = " — building its search indexes; edits wait for them"
+
+
 class MainWindow(QMainWindow):
     """opened(path): a store is shown. open_failed(path, message)."""
 
@@ -488,7 +492,7 @@ class MainWindow(QMainWindow):
             if getattr(data.store, "checking", False):
                 msg += " — checking the file; edits wait for it"
             elif getattr(data.store, "indexing", False):  # a framework mirror's first build (frameworks/mirror.py)
-                msg += " — building its search indexes; edits wait for them"
+                msg += _INDEXING_NOTE
             elif data.store.read_only:
                 msg += f" — read-only: {data.store.read_only_reason}"
             self.statusBar().showMessage(msg, 8000)
@@ -518,6 +522,9 @@ class MainWindow(QMainWindow):
             if self.state.data is None or self.state.data.store is not store:
                 return
             self._update_status()
+            shown = self.statusBar().currentMessage()
+            if shown.endswith(_INDEXING_NOTE) and not store.read_only:  # the open's message, outdated now
+                self.statusBar().showMessage(shown[:-len(_INDEXING_NOTE)] + " — its search indexes are built", 5000)
             if damage:
                 self.show_error("Store damaged", f"SQLite's quick check found damage in {store.path}; memviz "
                                                  f"keeps it read-only.\n\n{store.read_only_reason}")
