@@ -30,6 +30,7 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -42,7 +43,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
-from postgres import backend_cpu, server  # noqa: E402 - the PostgreSQL bench's server
+from postgres import backend_cpu, drop, server  # noqa: E402 - the PostgreSQL bench's server
 
 import memviz.frameworks as fw  # noqa: E402
 from memviz.frameworks.mirror import mirror_path  # noqa: E402
@@ -395,13 +396,20 @@ def main(argv=None) -> int:
     try:
         for name in names:
             where = fresh_db(admin) if name in ON_SERVER else tempfile.mkdtemp(prefix=f"memviz-bench-{name}-")
-            target, add_one = SYSTEMS[name](args.n, args.dim, where)
-            if name in ON_SERVER:
-                at_rest(target)
-            results[name] = measure(target, add_one, args.repeat, LIVE_REPEAT.get(name, 1))
-            print(f"{name}: {results[name]}", file=sys.stderr, flush=True)
+            try:
+                target, add_one = SYSTEMS[name](args.n, args.dim, where)
+                if name in ON_SERVER:
+                    at_rest(target)
+                results[name] = measure(target, add_one, args.repeat, LIVE_REPEAT.get(name, 1))
+                print(f"{name}: {results[name]}", file=sys.stderr, flush=True)
+            finally:  # each store is built afresh: none is kept (Letta's is 2 GB)
+                if name in ON_SERVER:
+                    drop(admin, urlsplit(where).path.lstrip("/"))
+                else:
+                    shutil.rmtree(where, ignore_errors=True)
     finally:
         stop()
+        shutil.rmtree(os.environ["MEMVIZ_CACHE_DIR"], ignore_errors=True)  # the mirrors
     print(f"\nframeworks: open in place, n={args.n:,}, dim={args.dim}; target: first open + first read <= {TARGET_S:g} s"
           f" (medians of {args.repeat}; load average {os.getloadavg()[0]:.1f})")
     print(f"{'system':17} {'memories':>9} {'source read':>12} {'first open':>11} {'+ first read':>13} {'cpu':>7} "
