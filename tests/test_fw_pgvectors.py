@@ -29,6 +29,19 @@ def test_a_batch_of_vectors_is_what_vector_of_gives_each():
             assert got[i] is None or type(got[i]) is bytes
 
 
+def test_a_batch_of_one_size_is_what_vector_of_gives_each():
+    """The one-size batch converts in one piece, unless a header does not say that size (then
+    each row as vector_of reads it); a length that is no vector is an error either way."""
+    rng = np.random.default_rng(2)
+    same = [_sent(rng.normal(size=4)) for _ in range(5)]
+    odd = list(same)
+    odd[2] = b"\x00\x03\x00\x00" + odd[2][4:]   # says 3 values in the bytes of 4
+    for raws in (same, odd):
+        assert vectors_as_bytes(raws) == [vector_of(r).astype("<f4").tobytes() for r in raws]
+    with pytest.raises(ValueError):
+        vectors_as_bytes([b"", b""])
+
+
 @pytest.fixture
 def conn(pg_db):  # noqa: F811
     db = PgSourceConnection(pg_db)

@@ -123,7 +123,7 @@ def _one_size(raws) -> bytes | None:
     """The vectors of `raws` (all of one length) as little-endian float32 bytes joined, or None
     when a header does not say that length (not the usual form: vectors_as_bytes reads it)."""
     n = (len(raws[0]) - 4) // 4
-    if len(raws[0]) != 4 + 4 * n:
+    if n < 1 or len(raws[0]) != 4 + 4 * n:
         return None
     block = np.frombuffer(b"".join(raws), dtype=">f4").reshape(len(raws), 1 + n)
     if not (block[:, :1].view(">u4") == (n << 16)).all():  # int16 dim = n, int16 unused = 0
