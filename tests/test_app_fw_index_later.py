@@ -27,3 +27,26 @@ def test_the_status_follows_the_indexes_of_a_large_mirror(make_window, qtbot, la
     assert win.statusBar().currentMessage().endswith("its search indexes are built")
     assert not store.indexing and store.meta("mirror.pending") is None
     assert any(i.startswith("item-4321@") for i, _ in store.fts_search("fact 4321"))
+
+
+
+def test_indexes_that_cannot_be_built_are_said_in_the_status(make_window, qtbot, langgraph_file, monkeypatch):  # noqa: F811
+    import threading
+
+    import apsw
+
+    from memviz.frameworks import mirror as mirror_mod
+    monkeypatch.setattr(mirror_mod, "INDEX_LATER_ROWS", 0)
+    gate = threading.Event()
+
+    def full(conn, upto, dims):
+        assert gate.wait(30)
+        raise apsw.FullError("database or disk is full")
+    monkeypatch.setattr(mirror_mod, "fill_indexes", full)
+    win = make_window(langgraph_file)
+    store = win.state.data.store
+    assert store.indexing and win.statusBar().currentMessage().endswith("building its search indexes; edits wait for them")
+    gate.set()
+    qtbot.waitUntil(lambda: not store.indexing and win.status_ro.text() == "READ-ONLY"
+                    and "could not be built" in win.statusBar().currentMessage(), timeout=20000)
+    assert "disk is full" in win.statusBar().currentMessage() and "edits wait for them" not in win.statusBar().currentMessage()

@@ -523,8 +523,10 @@ class MainWindow(QMainWindow):
                 return
             self._update_status()
             shown = self.statusBar().currentMessage()
-            if shown.endswith(_INDEXING_NOTE) and not store.read_only:  # the open's message, outdated now
-                self.statusBar().showMessage(shown[:-len(_INDEXING_NOTE)] + " — its search indexes are built", 5000)
+            if shown.endswith(_INDEXING_NOTE):  # the open's message, outdated now: how the step ended
+                failure = getattr(store, "index_failure", None)
+                self.statusBar().showMessage(f"{shown[:-len(_INDEXING_NOTE)]} — {failure or 'its search indexes are built'}",
+                                             8000)
             if damage:
                 self.show_error("Store damaged", f"SQLite's quick check found damage in {store.path}; memviz "
                                                  f"keeps it read-only.\n\n{store.read_only_reason}")

@@ -169,8 +169,7 @@ class MirroredStore(Store):
     @property
     def read_only_reason(self) -> str | None:
         fixed = Store.read_only_reason.fget(self)
-        job = self._indexing
-        extra = None if job is None else INDEXING if self.indexing else job.failure()
+        extra = INDEXING if self.indexing else self.index_failure
         if extra:
             return extra if fixed is None else f"{fixed}; {extra}"
         return fixed
@@ -185,6 +184,12 @@ class MirroredStore(Store):
         being written (edits and syncs wait; searches of those indexes wait)."""
         job = self._indexing
         return job is not None and (job.future is None or not job.future.done())
+
+    @property
+    def index_failure(self) -> str | None:
+        """Why the first build's indexes could not be written, once that is known (else None)."""
+        job = self._indexing
+        return None if job is None else job.failure()
 
     def index_later(self) -> None:
         """Start writing the first build's indexes in a thread, if any are still to be written."""
