@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from memviz.judge import Move, top_k_changes, wins_losses
+from memviz.judge import Move, NearMiss, held_back_by, near_misses, top_k_changes, wins_losses
 
 
 def test_wins_and_losses_against_a_pinned_baseline():
@@ -34,3 +34,21 @@ def test_top_k_entries_and_exits():
     assert top_k_changes(before, before, 3) == []
     with pytest.raises(ValueError, match="k must be at least 1"):
         top_k_changes(before, after, 0)
+
+
+def test_near_misses_and_what_held_them_back():
+    grades = {"a": 2, "b": 1, "c": 0, "d": 1, "e": 2, "f": 1}
+    ranking = ["x", "a", "y", "c", "d", "z", "b"]
+    got = near_misses(grades, ranking, 3)
+    # a is in the top 3; c is grade 0; d (rank 5) and b (rank 7) are below the cut; e and f are
+    # not ranked at all (filtered out or deeper), the higher grade first
+    assert got == [NearMiss("d", 1, 5), NearMiss("b", 1, 7), NearMiss("e", 2, None), NearMiss("f", 1, None)]
+    assert near_misses({"x": 1}, ranking, 1) == []
+    with pytest.raises(ValueError, match="k must be at least 1"):
+        near_misses(grades, ranking, 0)
+    # weighted contributions of the missed memory and of the k-th: recency falls furthest short
+    component, short = held_back_by({"relevance": 0.40, "recency": 0.01, "importance": 0.10},
+                                    {"relevance": 0.30, "recency": 0.25, "importance": 0.12})
+    assert component == "recency" and short == pytest.approx(0.24)
+    with pytest.raises(ValueError, match="components differ"):
+        held_back_by({"relevance": 1.0}, {"recency": 1.0})

@@ -209,3 +209,23 @@ def test_a_toy_ranking_over_synthetic_relevance():
     assert report.fitted["tau_hours"] == pytest.approx(30.0, rel=0.5)
     assert report.per_query.better > 0.8 * nq and report.per_query.worse == 0
     assert metric_of(report.fitted, qids) == pytest.approx(metric_of(hidden, qids), abs=0.1)
+
+
+def test_progress_per_fold_and_cancel_before_the_next_ranking():
+    from memviz.tasks import Cancelled, Task
+    heard = []
+    report = fit(smooth, Space(knobs=(TAU,)), START, IDS, folds=3, task=Task(on_progress=lambda f, t: heard.append((f, t))))
+    assert heard == [(0.0, "Fitting: fold 1 of 3"), (0.25, "Fitting: fold 2 of 3"), (0.5, "Fitting: fold 3 of 3"),
+                     (0.75, "Fitting: every query"), (1.0, "Fitted")]
+    assert report.recommended
+
+    task, calls = Task(), []
+
+    def cancelling(params, ids):
+        calls.append(params)
+        if len(calls) == 10:
+            task.cancel()
+        return smooth(params, ids)
+    with pytest.raises(Cancelled):
+        fit(cancelling, Space(knobs=(TAU,)), START, IDS, folds=3, task=task)
+    assert len(calls) == 10  # no ranking after the cancel

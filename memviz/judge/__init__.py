@@ -6,11 +6,11 @@ and a metric function come in, numbers go out.
   model.py    JudgedQuery, JudgedSet (validated on construction)
   files.py    JSON Lines and TREC qrels + topics, read all or nothing (JudgedFileError)
   metrics.py  evaluate / Evaluator: ndcg@K, recall@K, p@K, mrr
-  compare.py  wins and losses against a baseline; top-k entries and exits
+  compare.py  wins and losses against a baseline; top-k entries and exits; near misses
   folds.py    deterministic k-fold splits, optionally by group
   fit.py      grid + coordinate search under k-fold cross-validation, with its recommendation
 """
-from .compare import Move, QueryDelta, TopKChange, WinsLosses, top_k_changes, wins_losses
+from .compare import Move, NearMiss, QueryDelta, TopKChange, WinsLosses, held_back_by, near_misses, top_k_changes, wins_losses
 from .files import JudgedFileError, Problem, query_from_json, query_to_json, read_jsonl, read_trec, write_jsonl, write_trec
 from .fit import LOG, LOG_COMPLEMENT, FitReport, FoldResult, Knob, Space, fit
 from .folds import Fold, kfold
@@ -21,6 +21,7 @@ __all__ = [
     "GRADES", "NOT_RELEVANT", "RELEVANT", "HIGHLY_RELEVANT", "InvalidJudgment", "JudgedQuery", "JudgedSet",
     "JudgedFileError", "Problem", "query_from_json", "query_to_json", "read_jsonl", "read_trec", "write_jsonl", "write_trec",
     "DEFAULT_MEASURES", "Evaluation", "Evaluator", "Measure", "evaluate", "measure",
-    "Move", "QueryDelta", "TopKChange", "WinsLosses", "top_k_changes", "wins_losses",
+    "Move", "NearMiss", "QueryDelta", "TopKChange", "WinsLosses", "held_back_by", "near_misses", "top_k_changes",
+    "wins_losses",
     "Fold", "kfold", "LOG", "LOG_COMPLEMENT", "FitReport", "FoldResult", "Knob", "Space", "fit",
 ]

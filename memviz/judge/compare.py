@@ -1,6 +1,7 @@
 """Comparing two settings query by query: wins and losses against a pinned baseline, and what
-a change of parameters would change in each query's top k (entries and exits). Qt-free; the
-window's readout, the fit's report and the CLI read these."""
+a change of parameters would change in each query's top k (entries and exits); and a query's
+near misses (relevant memories below the cut, and which component held each back). Qt-free;
+the window's readout, the fit's report and the CLI read these."""
 from __future__ import annotations
 
 import math
@@ -110,4 +111,34 @@ def top_k_changes(before: Mapping[str, Sequence[str]], after: Mapping[str, Seque
     return changes
 
 
-__all__ = ["Move", "QueryDelta", "SAME_WITHIN", "TopKChange", "WinsLosses", "top_k_changes", "wins_losses"]
+@dataclass(frozen=True)
+class NearMiss:
+    """A relevant memory below the cut: its grade and 1-based rank in the ranking (None when the
+    ranking does not hold it at all: filtered out, or deeper than the ranking went)."""
+
+    memory_id: str
+    grade: int
+    rank: int | None
+
+
+def near_misses(grades: Mapping[str, int], ranking: Sequence[str], k: int) -> list[NearMiss]:
+    """The relevant memories (grade ≥ 1 in `grades`, e.g. JudgedQuery.relevant) that are not in
+    the ranking's top k: nearest the cut first, those it does not hold last (higher grade first)."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1, not {k}")
+    ranks = _ranks(ranking)
+    missed = [NearMiss(m, g, ranks.get(m)) for m, g in grades.items() if g >= 1 and not ranks.get(m, k + 1) <= k]
+    return sorted(missed, key=lambda n: (n.rank is None, n.rank or 0, -n.grade))
+
+
+def held_back_by(missed: Mapping[str, float], cutoff: Mapping[str, float]) -> tuple[str, float]:
+    """The component that held a memory below the cut: given each component's weighted
+    contribution (they add up to the score) for the missed memory and for the last memory in
+    the top k, the one where it falls furthest short, and by how much."""
+    if set(missed) != set(cutoff) or not missed:
+        raise ValueError(f"the two memories' components differ: {sorted(missed)} and {sorted(cutoff)}")
+    return max(((c, float(cutoff[c]) - float(missed[c])) for c in missed), key=lambda cd: cd[1])
+
+
+__all__ = ["Move", "NearMiss", "QueryDelta", "SAME_WITHIN", "TopKChange", "WinsLosses", "held_back_by", "near_misses",
+           "top_k_changes", "wins_losses"]

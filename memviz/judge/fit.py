@@ -20,7 +20,8 @@ each weight moves in [0, weight_max]. A knob (τ in hours, a decay factor) moves
 
 Cross-validation: for each fold, the search runs on the other folds' queries; its parameters
 and the start are then measured on the fold's own (held-out) queries. The fitted parameters
-reported are the search's on every query.
+reported are the search's on every query. The space is widened where it must be to hold the
+start (a knob's range, the box), so the start is always one of the points searched.
 
 The recommendation — the one-standard-error rule of cross-validated model selection (Breiman
 et al. 1984; Hastie, Tibshirani & Friedman, *Elements of Statistical Learning* §7.10): with
@@ -37,6 +38,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import product
 
+from ..tasks import Task, quiet
 from .compare import SAME_WITHIN, WinsLosses, wins_losses
 from .folds import Fold, kfold
 
@@ -193,7 +195,7 @@ class _Search:
     """The points of a space (weights as proportions or values, knobs as 0–1 positions), the
     metric's values at each point (asked once), and the grid and refinement over them."""
 
-    def __init__(self, metric_of: MetricOf, space: Space, start: Mapping, query_ids: Sequence[str]):
+    def __init__(self, metric_of: MetricOf, space: Space, start: Mapping, query_ids: Sequence[str], task: Task):
         missing = [n for n in list(space.weights) + [k.name for k in space.knobs] if n not in start]
         if missing:
             raise ValueError(f"the start has no value for {', '.join(missing)}")
@@ -201,7 +203,7 @@ class _Search:
             if not (math.isfinite(start[n]) and start[n] >= 0):
                 raise ValueError(f"the start's weight {n} is {start[n]}; weights are finite and ≥ 0")
         self.space = _holding(space, start)
-        self.metric_of, self.start, self.ids = metric_of, dict(start), tuple(query_ids)
+        self.metric_of, self.start, self.ids, self.task = metric_of, dict(start), tuple(query_ids), task
         total = math.fsum(start[n] for n in space.weights)
         self.total = total if total > 0 else 1.0
         self.start_point = self.point_of(self.start)
@@ -229,6 +231,7 @@ class _Search:
     def values(self, point: tuple) -> dict[str, float]:
         got = self.cache.get(point)
         if got is None:
+            self.task.check()
             answer = self.metric_of(self.params_of(point), self.ids)
             got = {}
             for q in self.ids:
@@ -315,26 +318,33 @@ class _Search:
 
 def fit(metric_of: MetricOf, space: Space, start: Mapping, query_ids: Iterable[str], *, folds: int = 5,
         seed: int = 0, groups: Mapping[str, object] | None = None, metric: str = "metric",
-        coarse: int = 4, knob_points: int = 5, rounds: int = 4) -> FitReport:
+        coarse: int = 4, knob_points: int = 5, rounds: int = 4, task: Task | None = None) -> FitReport:
     """Fit `space`'s parameters from `start` to maximise the mean of `metric_of` over
     `query_ids`, with `folds`-fold cross-validation (folds.kfold with `seed` and `groups`).
     The grid has `coarse` steps per weight and `knob_points` values per knob; the refinement
-    halves its steps `rounds` times. The same arguments give the same report."""
+    halves its steps `rounds` times. The same arguments give the same report. `task` (memviz.tasks)
+    hears one step per fold and the final search, and a cancel stops the fit before the next
+    ranking (Cancelled)."""
     if coarse < 1 or knob_points < 1 or rounds < 0:
         raise ValueError("coarse and knob_points must be at least 1, rounds at least 0")
     ids = tuple(query_ids)
     splits: tuple[Fold, ...] = kfold(ids, folds, seed=seed, groups=groups)
-    search = _Search(metric_of, space, start, ids)
+    task = task or quiet()
+    search = _Search(metric_of, space, start, ids, task)
     start_values = search.values(search.start_point)
 
     results, held_out = [], {}
+    steps = len(splits) + 1
     for fold in splits:
+        task.progress(fold.index / steps, f"Fitting: fold {fold.index + 1} of {len(splits)}")
         point = search.search(fold.train, coarse, knob_points, rounds)
         values = search.values(point)
         held_out.update({q: values[q] for q in fold.test})
         results.append(FoldResult(fold.index, len(fold.test), search.params_of(point),
                                   _mean(start_values[q] for q in fold.test), _mean(values[q] for q in fold.test)))
+    task.progress(len(splits) / steps, "Fitting: every query")
     fitted = search.search(ids, coarse, knob_points, rounds)
+    task.progress(1.0, "Fitted")
 
     gains = [r.gain for r in results]
     mean_gain = _mean(gains)
