@@ -9,8 +9,12 @@ Measures (names as memviz writes them → trec_eval's):
 A memory that is not judged counts as not relevant; a query with nothing retrieved scores 0 on
 every measure, and the means are over every judged query (trec_eval -c).
 
-trec_eval ranks a run by score (ties by document id), not by the order it is given: memviz
-passes each ranking with strictly decreasing scores, so trec_eval's ranks are the list's. It
+The trec_eval conventions that matter here: it ranks a run by score (ties by document id), not
+by the order it is given, so memviz passes each ranking with strictly decreasing scores and
+trec_eval's ranks are the list's; a run maps document ids to scores, so a memory named twice
+would silently count once: refused; its relevance level 1 makes grade 0 a judged non-relevant
+memory, counted like an unjudged one by these measures; and pytrec_eval answers only for the
+queries in the run, so a judged query not ranked gets its zeros here (trec_eval -c). memviz
 passes only the part of a ranking the measures read — down to the deepest cutoff, and, with
 mrr, down to the first relevant memory — so a re-evaluation costs what the measures look at,
 not the ranking's depth; every value is the same as for the whole ranking.
