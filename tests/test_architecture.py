@@ -15,7 +15,7 @@ import textwrap
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CORE = ("store", "embed", "retrieval", "edits", "layout", "importers", "reflect", "context", "samples", "session", "tasks",
+CORE = ("store", "embed", "retrieval", "edits", "layout", "importers", "reflect", "context", "judge", "samples", "session", "tasks",
         "background", "blas", "userdirs", "commands", "cli")
 
 
