@@ -42,6 +42,7 @@ from memviz.app.panels.retired_panel import RetiredPanel
 from memviz.app.panels.start_page import StartPage
 from memviz.app.panels.table_panel import TablePanel
 from memviz.app.panels.timeline_panel import TimelinePanel
+from memviz.app.plain_text import plain_tooltip
 from memviz.app.workers import Workers
 from memviz.samples.bundled import user_sample_copy
 from memviz.session.refresh import read_refresh
@@ -271,8 +272,8 @@ class MainWindow(QMainWindow):
         self.toolbar_redo = QAction("Redo", self, enabled=False, triggered=self.undo_stack.redo)
         self.undo_stack.canUndoChanged.connect(self.toolbar_undo.setEnabled)
         self.undo_stack.canRedoChanged.connect(self.toolbar_redo.setEnabled)
-        self.undo_stack.undoTextChanged.connect(lambda t: self.toolbar_undo.setToolTip(f"Undo {t}".strip()))
-        self.undo_stack.redoTextChanged.connect(lambda t: self.toolbar_redo.setToolTip(f"Redo {t}".strip()))
+        self.undo_stack.undoTextChanged.connect(lambda t: self.toolbar_undo.setToolTip(plain_tooltip(f"Undo {t}".strip())))
+        self.undo_stack.redoTextChanged.connect(lambda t: self.toolbar_redo.setToolTip(plain_tooltip(f"Redo {t}".strip())))
         self.toolbar = QToolBar("Main")
         self.toolbar.setObjectName("toolbar_main")
         self.toolbar.addAction(self.open_action)
@@ -397,7 +398,7 @@ class MainWindow(QMainWindow):
         room = PROGRESS_WIDTH - 16 - (metrics.horizontalAdvance(" 100%") if percent else 0)
         shown = metrics.elidedText(full, Qt.ElideRight, room)
         self.progress.setFormat(shown + percent)
-        self.progress.setToolTip(full)  # the whole text where the bar shows it cut
+        self.progress.setToolTip(plain_tooltip(full))  # the whole text where the bar shows it cut
         self.progress.show()
         self.cancel_button.setVisible(True)  # cancelling an open keeps the store shown now
 
@@ -417,7 +418,7 @@ class MainWindow(QMainWindow):
         s = data.store
         c = self.state.shown_counts()  # as of the moment shown
         self.status_store.setText(label(s.path))  # a DSN: its database and host
-        self.status_store.setToolTip(s.path)
+        self.status_store.setToolTip(plain_tooltip(s.path))
         sel = len(self.state.selection)
         filt = "" if self.state.time_range is None else " · time filter on"
         agents = list(c["by_agent"])
@@ -429,7 +430,7 @@ class MainWindow(QMainWindow):
         model, dim = data.model
         self.status_model.setText(f"{model} ({dim}-d)" if model else "no embeddings")
         self.status_ro.setText("READ-ONLY" if s.read_only else "writable")
-        self.status_ro.setToolTip(s.read_only_reason or "edits are written to this file")
+        self.status_ro.setToolTip(plain_tooltip(s.read_only_reason or "edits are written to this file"))
         self.status_ro.setStyleSheet("color: #b00; font-weight: bold;" if s.read_only else "color: #2a7d2a;")
         self.setWindowTitle(f"memviz — {label(s.path)}{' [read-only]' if s.read_only else ''}")
 

@@ -37,6 +37,7 @@ from PySide6.QtGui import QAction, QGuiApplication, QKeySequence, QUndoCommand, 
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 from memviz.app.dialogs.edit_dialogs import BusyDialog, ConflictDialog, CorrectDialog, ImportanceDialog, ReasonDialog, TagsDialog
+from memviz.app.plain_text import plain_tooltip
 from memviz.app.workers import Workers
 from memviz.edits import (
     ChangeWatcher,
@@ -279,11 +280,11 @@ class EditController(QObject):
             act = self.actions[key]
             if why:
                 act.setEnabled(False)
-                act.setToolTip(f"{text.replace('&', '').rstrip('…')}: not available — {why}")
+                act.setToolTip(plain_tooltip(f"{text.replace('&', '').rstrip('…')}: not available — {why}"))
             else:
                 not_here = self.refusal(key, ids)
                 act.setEnabled(not_here is None)
-                act.setToolTip(f"{tip} ({shortcut})" + (f" — not now: {not_here}" if not_here else ""))
+                act.setToolTip(plain_tooltip(f"{tip} ({shortcut})" + (f" — not now: {not_here}" if not_here else "")))
 
     def context_actions(self, ids: list[str]) -> list[QAction]:
         """The context-menu entries for `ids` (fresh QActions owned by the menu's lifetime)."""
@@ -298,13 +299,13 @@ class EditController(QObject):
             act.setStatusTip(tip)
             if why:
                 act.setEnabled(False)
-                act.setToolTip(why)
+                act.setToolTip(plain_tooltip(why))
                 act.setStatusTip(f"Editing is off: {why}")
             else:
                 not_here = self.refusal(key, ids)
                 act.setEnabled(not_here is None)
                 if not_here:
-                    act.setToolTip(not_here)
+                    act.setToolTip(plain_tooltip(not_here))
             act.triggered.connect(lambda _=False, k=key, i=list(ids): self.run(k, i))
             out.append(act)
         return out
@@ -533,7 +534,6 @@ class EditController(QObject):
             box = QMessageBox(QMessageBox.Warning, "No embedding for the corrected memory", out.warning,
                               QMessageBox.Ok, self.dialog_parent)
             box.setTextFormat(Qt.PlainText)  # it may quote the memory's text
-            box.setTextFormat(Qt.PlainText)
             self._open(box)
         self._say(msg, 8000)
         live = [i for i in out.ids if self._is_live_after(i)]
@@ -558,7 +558,6 @@ class EditController(QObject):
             self._say(str(e), 8000)
         box = QMessageBox(QMessageBox.Warning, "Edit not written", str(e), QMessageBox.Ok, self.dialog_parent)
         box.setTextFormat(Qt.PlainText)  # it may quote the memory's text
-        box.setTextFormat(Qt.PlainText)
         self._open(box)
         self._say(f"Not edited: {e}", 8000)
 

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QPlainTextEdit, QProgressBar, QPushButton, QVBoxLayout
 
+from memviz.app.plain_text import plain_tooltip
 from memviz.session.state import AppState
 from memviz.store.check import CheckReport, check_store, repair, repair_plan
 from memviz.words import count
@@ -94,7 +95,7 @@ class CheckDialog(QDialog):
                    f"the store is open read-only ({store.read_only_reason})" if store is not None else "no store")
         self.repair_button.setEnabled(why_not is None)
         self.repair_button.setToolTip("Rebuild the full-text index and vector rows from the memories"
-                                      if why_not is None else f"Not available: {why_not}")
+                                      if why_not is None else plain_tooltip(f"Not available: {why_not}"))
 
     def _failed(self, err: Exception) -> None:
         self.bar.hide()

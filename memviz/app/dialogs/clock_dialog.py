@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from memviz.app.plain_text import plain_tooltip
 from memviz.session.state import AppState
 from memviz.store import iso
 from memviz.store.clock import NEWEST, SIMULATED, WALL, Clock, newest_time, record_clock, store_clock
@@ -65,7 +66,7 @@ class ClockDialog(QDialog):
         self.record.setChecked(not store.read_only)
         self.record.setEnabled(not store.read_only)
         if store.read_only:
-            self.record.setToolTip(f"The store is read-only: {store.read_only_reason}")
+            self.record.setToolTip(plain_tooltip(f"The store is read-only: {store.read_only_reason}"))
         grid = QGridLayout()
         for r, key in enumerate((AUTO, WALL, NEWEST)):
             grid.addWidget(self.buttons[key], r, 0, 1, 2)
@@ -129,8 +130,8 @@ class ClockStatus(QObject):
         self.label.setVisible(c is not None)
         if c is not None:
             self.label.setText(f"clock {iso(c.now())[:16]} ({c.mode})")
-            self.label.setToolTip(f"Ages are measured from {c.describe()}" + (f" — {c.source}" if c.source else "")
-                                  + ".\nTools ▸ Set store clock… changes it.")
+            self.label.setToolTip(plain_tooltip(f"Ages are measured from {c.describe()}" + (f" — {c.source}" if c.source else "")
+                                                + ".\nTools ▸ Set store clock… changes it."))
 
     def open_dialog(self) -> ClockDialog | None:
         data = self.state.data

@@ -14,7 +14,6 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QFormLayout,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
     QListWidget,
     QPushButton,
@@ -23,6 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from memviz.app.plain_text import plain_label
 from memviz.store.postgres.dsn import is_dsn, redact, with_password
 from memviz.store.postgres.password import remember_password, stored_password
 
@@ -69,9 +69,8 @@ class OpenDatabaseDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle("Open database")
         self.connection = _Connection([r for r in recent if is_dsn(r)])
-        self.error = QLabel()
+        self.error = plain_label()
         self.error.setStyleSheet("color: #b00;")
-        self.error.setWordWrap(True)
         buttons = QDialogButtonBox(QDialogButtonBox.Open | QDialogButtonBox.Cancel)
         buttons.accepted.connect(self._accept)
         buttons.rejected.connect(self.reject)
@@ -96,8 +95,8 @@ class CopyStoreDialog(QDialog):
     def __init__(self, source: str, recent: list[str], parent=None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Copy store to")
-        intro = QLabel(f"Copy every memory, the audit log, layouts and entities of\n{redact(source)}\n"
-                       "in one transaction: a failed or cancelled copy leaves the target as it was.")
+        intro = plain_label(f"Copy every memory, the audit log, layouts and entities of\n{redact(source)}\n"
+                            "in one transaction: a failed or cancelled copy leaves the target as it was.", wrap=False)
         self.to_file = QRadioButton("A new store file:")
         self.to_db = QRadioButton("An empty PostgreSQL database:")
         self.file_edit = QLineEdit(placeholderText="/path/to/new-store.db")
@@ -108,9 +107,8 @@ class CopyStoreDialog(QDialog):
         self.file_edit.textEdited.connect(lambda *_: self.to_file.setChecked(True))
         self.connection.dsn_edit.textEdited.connect(lambda *_: self.to_db.setChecked(True))
         self.connection.recent.currentTextChanged.connect(lambda *_: self.to_db.setChecked(True))
-        self.error = QLabel()
+        self.error = plain_label()
         self.error.setStyleSheet("color: #b00;")
-        self.error.setWordWrap(True)
         buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
         buttons.button(QDialogButtonBox.Ok).setText("Copy")
         buttons.accepted.connect(self._accept)

@@ -14,7 +14,6 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QDoubleSpinBox,
     QFormLayout,
-    QLabel,
     QLineEdit,
     QMessageBox,
     QPlainTextEdit,
@@ -24,17 +23,10 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from memviz.app.plain_text import plain_label
 from memviz.edits.commands import SHOWN_FIELDS
 from memviz.store import iso
 from memviz.words import count
-
-
-def plain_label(text: str = "", *, wrap: bool = True) -> QLabel:
-    label = QLabel(text)
-    label.setTextFormat(Qt.PlainText)
-    label.setWordWrap(wrap)
-    label.setTextInteractionFlags(Qt.TextSelectableByMouse)
-    return label
 
 
 def _show(value, field: str) -> str:
@@ -197,7 +189,6 @@ class BusyDialog(QMessageBox):
         super().__init__(QMessageBox.Warning, "The agent is busy", message, QMessageBox.NoButton, parent)
         self.setTextFormat(Qt.PlainText)
         self.setObjectName("busy_dialog")
-        self.setTextFormat(Qt.PlainText)
         self.setInformativeText("Your edit is kept. Retry now, or discard the waiting edits.")
         self.retry_button: QPushButton = self.addButton("Retry", QMessageBox.AcceptRole)
         self.discard_button: QPushButton = self.addButton("Discard", QMessageBox.DestructiveRole)

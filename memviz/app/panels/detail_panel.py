@@ -14,7 +14,6 @@ from PySide6.QtCore import QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import (
     QHBoxLayout,
-    QLabel,
     QPlainTextEdit,
     QPushButton,
     QSplitter,
@@ -25,6 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from memviz.app.plain_text import plain_label
 from memviz.session.state import AppState, StoreData
 from memviz.store import iso
 from memviz.words import count
@@ -44,14 +44,6 @@ STEP_CHARS = 100_000
 def _size(text: str) -> str:
     n = len(text.encode("utf-8", "replace"))
     return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.0f} kB"
-
-
-def _plain_label(text: str = "") -> QLabel:
-    label = QLabel(text)
-    label.setTextFormat(Qt.PlainText)
-    label.setTextInteractionFlags(Qt.TextSelectableByMouse)
-    label.setWordWrap(True)
-    return label
 
 
 def _fmt(field: str, value) -> str:
@@ -104,11 +96,11 @@ class DetailPanel(QWidget):
         self.state = state
         self._links: Links | None = None
         self.shown_id: str | None = None
-        self.title = _plain_label()
+        self.title = plain_label()
         f = self.title.font()
         f.setBold(True)
         self.title.setFont(f)
-        self.problems = _plain_label()
+        self.problems = plain_label()
         self.problems.setStyleSheet("color: #b00;")
         self.content = QPlainTextEdit(readOnly=True)
         self.content.setPlaceholderText("Select a memory to see it here.")

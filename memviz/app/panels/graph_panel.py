@@ -140,7 +140,7 @@ class GraphPanel(ScatterPanel):
         self.focus = QCheckBox("focus on selection")
         self.focus.setToolTip("Show only the selected memories with their ancestors and descendants")
         self.fit = QToolButton(text="Fit")
-        self.info = QLabel()
+        self.info = QLabel(textFormat=Qt.PlainText)  # an error may quote the store's text
         self.info.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         for w in (self.focus, self.fit):
             self.toolbar.addWidget(w)

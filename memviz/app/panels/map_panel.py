@@ -15,10 +15,11 @@ import time
 import apsw
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QTimer, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import QButtonGroup, QComboBox, QGraphicsItem, QLabel, QSizePolicy, QToolButton
 
+from memviz.app.plain_text import as_html, plain_tooltip
 from memviz.app.plots import style
 from memviz.app.plots.points_item import PointsItem
 from memviz.app.plots.scatter_panel import ScatterPanel
@@ -74,7 +75,7 @@ class MapPanel(ScatterPanel):
         self.umap_button.clicked.connect(self.start_umap)
         # how the map shown was made, on a line of its own under the map (the toolbar is full at the
         # panel's usual width: there a sampled layout's sentence was cut to "UMA")
-        self.method_label = QLabel(wordWrap=True)
+        self.method_label = QLabel(wordWrap=True, textFormat=Qt.PlainText)  # an error may quote a path
         self.method_label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         self.method_label.setStyleSheet("color: #444;")
         self.toolbar.addWidget(QLabel("colour by"))
@@ -274,7 +275,7 @@ class MapPanel(ScatterPanel):
         # the label may be cut short: the tooltip says it whole, and how "placed by neighbours" works
         from memviz.layout.sampled import PLACED, method_detail  # (numpy only)
         how = method_detail() if PLACED in self.method else ""  # a sampled layout
-        self.method_label.setToolTip("\n".join(t for t in (self.method + note, how, self._cache_error) if t))
+        self.method_label.setToolTip(plain_tooltip("\n".join(t for t in (self.method + note, how, self._cache_error) if t)))
         many = n and self.placed > RECOMPUTE_SHARE * n
         self.umap_button.setText("Recompute UMAP" if many else "UMAP")
 
@@ -481,7 +482,8 @@ class MapPanel(ScatterPanel):
         self._legend_key = key
         self.legend.clear()
         for b, t in self._legend_rows:
-            self.legend.addItem(pg.ScatterPlotItem(brush=b, pen=None, size=8, symbol="o"), t)
+            # the legend's LabelItem reads its text as HTML: a kind or agent is shown as written
+            self.legend.addItem(pg.ScatterPlotItem(brush=b, pen=None, size=8, symbol="o"), as_html(t))
 
     def _on_result(self, result) -> None:
         # While a slider moves the results table repaints first; the map (a 100k-point repaint)

@@ -44,6 +44,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from memviz.app.plain_text import plain_tooltip
 from memviz.app.workers import Workers
 from memviz.retrieval import PRESETS, Engine, preset_params
 from memviz.session.live_query import RERANK_S, merged
@@ -159,7 +160,7 @@ class ResultsModel(QAbstractTableModel):
         if role == Qt.DisplayRole:
             return self._cells[index.row()][index.column()]
         if role == Qt.ToolTipRole and index.column() in _TIP_COLUMNS:
-            return self._cells[index.row()][index.column()]  # the whole text where the column cuts it
+            return plain_tooltip(self._cells[index.row()][index.column()])  # the whole text where the column cuts it
         if role == Qt.ForegroundRole and index.column() == _DELTA_COLUMN:
             return self._delta_colors[index.row()]
         if role == Qt.TextAlignmentRole and index.column() in _RIGHT_COLUMNS:

@@ -74,8 +74,8 @@ class ImportanceMeter(QWidget):
         self.bar.setValue(int(min(frac, 1.0) * 1000))
         self.bar.setFormat(f"{st.accumulated:g} / {st.threshold:g}")
         who = f" of {st.agent}" if st.agent else ""
-        self.setToolTip(f"Importance of {count(st.count, 'memory')}{who} recorded since the last reflection: "
-                        f"{st.accumulated:g} (reflect at {st.threshold:g})")
+        self.setToolTip(plain_tooltip(f"Importance of {count(st.count, 'memory')}{who} recorded since the last "
+                                      f"reflection: {st.accumulated:g} (reflect at {st.threshold:g})"))
         self.suggest.setVisible(st.crossed)
         self.show()
 

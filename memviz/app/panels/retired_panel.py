@@ -182,7 +182,7 @@ class RetiredPanel(QWidget):
     def _update_button(self) -> None:
         why = self.controller.read_only_reason()
         self.restore_button.setEnabled(not why and bool(self.chosen_ids()))
-        self.restore_button.setToolTip(f"Not available — {why}" if why else
+        self.restore_button.setToolTip(plain_tooltip(f"Not available — {why}") if why else
                                        "Make the chosen memories current again (Ctrl+Shift+R)")
 
     def restore_chosen(self) -> None:

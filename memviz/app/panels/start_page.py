@@ -10,6 +10,8 @@ import os
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget
 
+from memviz.app.plain_text import plain_tooltip
+
 
 class StartPage(QFrame):
     open_requested = Signal()
@@ -74,7 +76,7 @@ class StartPage(QFrame):
             if os.path.exists(p):
                 item = QListWidgetItem(f"{os.path.basename(p)}    {os.path.dirname(p)}")
                 item.setData(Qt.UserRole, p)
-                item.setToolTip(p)
+                item.setToolTip(plain_tooltip(p))
                 self.recent.addItem(item)
         has = self.recent.count() > 0
         rows = self.recent.sizeHintForRow(0) if has else 0

@@ -248,7 +248,7 @@ class TablePanel(QWidget):
         self.search = QLineEdit(placeholderText="Search content or id, #tag for a tag…  (Ctrl+F)")
         self.search.setClearButtonEnabled(True)
         self.kind = QComboBox()
-        self.count = QLabel()
+        self.count = QLabel(textFormat=Qt.PlainText)  # an error may quote the search or the store
         self.view = QTableView()
         self.view.setModel(self.model)
         self.view.setSelectionBehavior(QAbstractItemView.SelectRows)

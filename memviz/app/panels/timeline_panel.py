@@ -10,6 +10,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QSizePolicy, QToolButton
 
+from memviz.app.plain_text import plain_tooltip
 from memviz.app.plots import style
 from memviz.app.plots.scatter_panel import ScatterPanel
 from memviz.app.workers import PacedCall
@@ -90,7 +91,7 @@ class TimelinePanel(ScatterPanel):
         names = self.lane_names
         left = self.plot.getAxis("left")
         left.setTicks([[(i, names[i] or "(none)") for i in self.shown_lane_labels()]])
-        left.setToolTip("lanes: " + ", ".join(n or "(none)" for n in names) if names else "")
+        left.setToolTip(plain_tooltip("lanes: " + ", ".join(n or "(none)" for n in names)) if names else "")
 
     # ------------------------------------------------------------ drawing
     def redraw(self, fit: bool = False) -> None:
