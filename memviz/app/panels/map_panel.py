@@ -86,6 +86,7 @@ class MapPanel(ScatterPanel):
         self.labels_button.setToolTip("Name the map's regions by the words that set their memories apart")
         self.labels_button.toggled.connect(self._labels_toggled)
         self.vb.sigRangeChanged.connect(self._declutter)  # a zoom changes which labels fit
+        self.vb.sigResized.connect(self._declutter)       # and so does a resize (the range stays, the pixels not)
         self.toolbar.addWidget(self.labels_button)
         self.toolbar.addStretch(1)
         self.layout().addWidget(self.method_label)
@@ -233,8 +234,8 @@ class MapPanel(ScatterPanel):
         for lb in sorted(self.region_labels, key=lambda r: -r.size):  # larger regions claim their place first
             # anchored by where the region lies, so a label at the map's edge reads inwards, whole
             fx, fy = np.clip((np.array([lb.x, lb.y]) - lo) / span, 0.0, 1.0)
-            item = pg.TextItem(lb.text, anchor=(float(fx), float(1 - fy)), color=(25, 25, 25),
-                               fill=pg.mkBrush(255, 255, 255, 170))
+            item = pg.TextItem(lb.text, anchor=(float(fx), float(1 - fy)), color=style.LABEL_TEXT,
+                               fill=pg.mkBrush(style.color(style.PAPER, 170)))
             item.region = lb
             item.setFont(font)
             item.setToolTip(f"{lb.size:,} memories in this region; its most distinctive words")
