@@ -15,7 +15,7 @@ import time
 import apsw
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QTimer, Signal
+from PySide6.QtCore import QRectF, QTimer, Signal
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import QButtonGroup, QComboBox, QGraphicsItem, QLabel, QSizePolicy, QToolButton
 
@@ -251,12 +251,20 @@ class MapPanel(ScatterPanel):
         on = self.labels_button.isChecked()
         taken = [self.legend.sceneBoundingRect()] if self.legend.isVisible() and self.legend.items else []
         for item in self.label_items:
-            item.updateTransform(force=True)  # placed for the current view before it is measured
-            rect = item.sceneBoundingRect()
+            rect = self._label_rect(item)
             free = not any(rect.intersects(t) for t in taken)
             item.setVisible(on and free)
             if on and free:
                 taken.append(rect)
+
+    def _label_rect(self, item: pg.TextItem) -> QRectF:
+        """Where a region's label is drawn, in scene pixels, from its anchor and its text's size (the
+        TextItem's own transform follows the view only when painted: measured between a resize and
+        the next paint, it is stretched)."""
+        size = item.textItem.boundingRect().size()
+        at = self.vb.mapViewToScene(item.pos())
+        return QRectF(at.x() - item.anchor.x() * size.width(), at.y() - item.anchor.y() * size.height(),
+                      size.width(), size.height())
 
     def _labels_toggled(self, on: bool) -> None:
         self._declutter()
