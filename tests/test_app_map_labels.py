@@ -56,8 +56,8 @@ def test_regions_are_named_by_their_words_and_the_toggle_hides_them(qtbot, win):
         assert item.isVisible() and item.textItem.toPlainText() == lb.text
         near = np.hypot(m.coords[:, 0] - lb.x, m.coords[:, 1] - lb.y).argsort()[:5]
         said = set(words_of(" ".join(data.previews[r] for r in near)))
-        assert set(lb.words) & said  # a label names what is written around it
-    named = {w for item in m.label_items for w in item.region.words}
+        assert set(lb.plain_words) & said  # a label names what is written around it
+    named = {w for item in m.label_items for w in item.region.plain_words}
     assert "espresso" in named and ({"train", "porto", "station"} & named)
     assert data.store.meta(META_KEY)["labels"]  # cached with the layout
     m.labels_button.setChecked(False)

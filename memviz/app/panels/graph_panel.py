@@ -2,11 +2,15 @@
 superseded them, layered (evidence below, reflections above by depth).
 
 Only memories that take part in a link are drawn; arrowheads point from what a memory was
-derived from to it (and from a superseded memory to its successor). Selecting a memory
-highlights its ancestors (what it rests on) and descendants (what rests on it) in near-black,
-a colour no kind has; focus mode shows only that neighbourhood. Links to ids that do not
-exist are drawn red to a red cross. Labels are placed where they overlap no other label and
-stay inside the plot; Fit leaves them room.
+derived from to it (and from a superseded memory to its successor). Links are faint, so that
+hundreds of them make a light web, not a grey fan. Selecting a memory highlights its ancestors
+(what it rests on) and descendants (what rests on it) in near-black, a colour no kind has, over
+a veil; its chain, one memory per level from the top of what rests on it down to the evidence,
+darkest and labelled first, beside each node, so it reads top to bottom. Focus mode shows only
+that neighbourhood. Links to ids that do not exist are drawn red to a red cross. Labels are
+placed beside, over or under their node where they overlap no other label and no node of the
+chain, cut short to fit the plot (hover shows the whole text); with nothing selected the
+highest memories are named first. Fit leaves them room.
 The layout is memviz.layout.graph_layout's, computed as a background job.
 """
 from __future__ import annotations
@@ -16,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt, QTimer
-from PySide6.QtGui import QColor, QFontMetricsF, QPen
+from PySide6.QtGui import QFontMetricsF, QPen
 from PySide6.QtWidgets import QCheckBox, QGraphicsRectItem, QLabel, QSizePolicy, QToolButton
 
 from memviz.app.plots import style
@@ -26,14 +30,20 @@ from memviz.app.plots.segments_item import SegmentsItem
 from memviz.session.state import AppState, StoreData
 from memviz.words import count
 
-LABEL_CHARS = 22        # a node's label: the start of its text (hover shows all of it)
+LABEL_CHARS = 40        # a node's label: the start of its text (hover shows all of it)
+LABEL_MIN_PX = 48       # a label cut shorter than this to fit is not shown
 LABEL_MARGIN = 1        # px around a label's text
 LABEL_GAP = 7           # px between a node's centre and its label
+LABEL_CANDIDATES = 400  # past this many nodes in view only the selection's lineage, or the highest, compete
 LABEL_HALF_WIDTH = 80   # px Fit leaves beside the outermost nodes for their labels
+NARROW_PX = 360         # a plot narrower than this keeps its left margin small, its labels' room on the right
 MAX_LABELS = 120
 ARROW_BACK = 8          # px: the arrow's tip stops short of the node's centre, at its rim
 ARROW_LEN = 7           # px from the tip to the base of the arrowhead
 ARROW_HALF = 3.5        # px: half the arrowhead's width
+ARROWS_MAX = 300        # links in view past which they get no arrowheads (a blur on every node; levels say the way)
+HOT_ARROWS_MAX = 40     # lineage links in view past which only its chain's links get arrowheads
+CHAIN_MAX = 64          # nodes of the selection's chain at most (a cycle in bad data cannot make it loop)
 DRAW_LINKS_MAX = 5_000   # past this many links (a frame of them costs ~40 ms) the graph is summarised: clusters
 NEIGHBOURHOOD_MAX = 1_000  # nodes each way of a selection's neighbourhood drawn in a summarised graph
 CLUSTER_LABELS = 60      # the largest clusters are named on the plot (hover names any)
@@ -130,6 +140,28 @@ def _neighbourhood(g: Graph, start: np.ndarray, limit: int | None = None) -> tup
     return reach(up, start, limit), reach(down, start, limit)
 
 
+def chain_of(g: Graph, node: int, importance: np.ndarray) -> list[int]:
+    """The chain through `node`, top to bottom: up from it, each step to what rests on it at the
+    lowest level; down, to what it rests on at the highest level (so each level has one node where
+    the links allow), the more important one first, then a memory before a missing id."""
+    up, down = g.adjacency()
+    imp = np.where(g.rows >= 0, np.nan_to_num(importance[np.maximum(g.rows, 0)], nan=0.0), -1.0)
+
+    def walk(adj, rank) -> list[int]:
+        out, cur, seen = [], node, {node}
+        while len(out) < CHAIN_MAX:
+            nxt = [int(v) for v in adj.indices[adj.indptr[cur]:adj.indptr[cur + 1]] if v not in seen]
+            if not nxt:
+                break
+            cur = max(nxt, key=lambda v: (rank(v), imp[v], -v))
+            seen.add(cur)
+            out.append(cur)
+        return out
+    above = walk(down, lambda v: -g.level[v])
+    below = walk(up, lambda v: g.level[v])
+    return above[::-1] + [node] + below
+
+
 class GraphPanel(ScatterPanel):
     def __init__(self, state: AppState, workers=None, parent=None) -> None:
         super().__init__(state, parent)
@@ -145,30 +177,33 @@ class GraphPanel(ScatterPanel):
         for w in (self.focus, self.fit):
             self.toolbar.addWidget(w)
         self.toolbar.addWidget(self.info, 1)
-        # links as SegmentsItems: ~70k at 100k memories cost what their distinct pixels cost
-        self.edges = SegmentsItem(pen=pg.mkPen(120, 120, 120, 90, width=1))
-        self.sup_edges = SegmentsItem(pen=pg.mkPen(90, 90, 90, 160, width=1.2, style=Qt.DashLine))
-        # translucent: a reflection over dozens of memories must not become a black wedge
-        lineage = QColor(style.LINEAGE)
-        lineage.setAlpha(150)
-        self.hot_edges = SegmentsItem(pen=pg.mkPen(lineage, width=1.5))
+        # links as SegmentsItems: ~70k at 100k memories cost what their distinct pixels cost.
+        # Three tiers: the rest faint and thin (a light web however many), the selection's lineage
+        # translucent (a reflection over dozens of memories must not become a black wedge), its
+        # chain dark and wide, drawn last
+        self.edges = SegmentsItem(pen=pg.mkPen(style.color(style.LINK, 60), width=0.8))
+        self.sup_edges = SegmentsItem(pen=pg.mkPen(style.color(style.LINK, 110), width=1, style=Qt.DashLine))
+        self.hot_edges = SegmentsItem(pen=pg.mkPen(style.color(style.LINEAGE, 50), width=1))
+        self.chain_edges = SegmentsItem(pen=pg.mkPen(style.color(style.LINEAGE, 235), width=2.2))
         self.bad_edges = SegmentsItem(pen=pg.mkPen(style.BROKEN, width=1.3, style=Qt.DotLine))
         # arrowheads (two short strokes each), recomputed in pixels whenever the view changes
-        self.arrows = SegmentsItem(pen=pg.mkPen(110, 110, 110, 150, width=1.2))
-        self.hot_arrows = SegmentsItem(pen=pg.mkPen(style.LINEAGE, width=2))
+        self.arrows = SegmentsItem(pen=pg.mkPen(style.color(style.LINK, 90), width=1))
+        self.hot_arrows = SegmentsItem(pen=pg.mkPen(style.color(style.LINEAGE, 200), width=1.6))
         for z, it in enumerate((self.edges, self.sup_edges, self.bad_edges, self.arrows)):
             it.setZValue(-10 + z)
             self.plot.addItem(it)
-        for it in (self.hot_edges, self.hot_arrows):
-            it.setZValue(4)
+        for z, it in ((4, self.hot_edges), (4.2, self.hot_arrows), (4.5, self.chain_edges)):
+            it.setZValue(z)
             self.plot.addItem(it)
+        self.chain: list[int] = []  # nodes of the selection's chain, top to bottom
+        self._label_nodes: list[int] = []  # the node of each label shown, in the pool's order
         self.labels: list[pg.TextItem] = []
         self.hot_points = PointsItem()
         self.hot_points.setZValue(5)
         self.plot.addItem(self.hot_points)
         # a translucent veil between the base layer and the highlighted neighbourhood
         self.hot_fade = QGraphicsRectItem()
-        self.hot_fade.setBrush(QColor(255, 255, 255, 150))
+        self.hot_fade.setBrush(style.color(style.PAPER, 150))
         self.hot_fade.setPen(QPen(Qt.NoPen))
         self.hot_fade.setZValue(2)
         self.hot_fade.hide()
@@ -178,7 +213,8 @@ class GraphPanel(ScatterPanel):
         self._relabel = QTimer(self, singleShot=True, interval=120, timeout=self._draw_hot)
         self._graph_timer = QTimer(self, singleShot=True, interval=150, timeout=self._start_graph_job)
         self.vb.sigRangeChanged.connect(lambda *a: self._relabel.start())
-        self.vb.sigResized.connect(lambda *a: self._relabel.start())  # labels and arrows are sized in pixels
+        self.vb.sigResized.connect(self._resized)  # labels and arrows are sized in pixels
+        self._fit_range = None  # the range Fit set: while the view shows it, a resize fits again
         self.graph: Graph | None = None      # the whole graph
         self._drawn: Graph | None = None     # what is drawn: the whole, or in a summarised graph a neighbourhood
         self.summary = None                  # memviz.layout.graph_summary.Clusters when the graph is summarised
@@ -252,6 +288,7 @@ class GraphPanel(ScatterPanel):
         in the graph, the clusters are drawn)."""
         g = self.graph
         self.cut = 0
+        self.chain = []
         if g is None:
             self.hot, self._drawn = set(), None
             return
@@ -260,16 +297,20 @@ class GraphPanel(ScatterPanel):
             self._drawn = g
             anc, desc = _neighbourhood(g, start) if len(start) else ((), ())
             self.hot = set(start.tolist()) | set(np.asarray(anc).tolist()) | set(np.asarray(desc).tolist())
-            return
-        if not len(start):
+        elif not len(start):
             self.hot, self._drawn = set(), None
             return
-        anc, desc = _neighbourhood(g, start[:NEIGHBOURHOOD_MAX], NEIGHBOURHOOD_MAX)
-        full = _neighbourhood(g, start[:NEIGHBOURHOOD_MAX], 10 * NEIGHBOURHOOD_MAX) if \
-            NEIGHBOURHOOD_MAX in (len(anc), len(desc)) else (anc, desc)
-        self.cut = len(full[0]) + len(full[1]) - len(anc) - len(desc)
-        self._drawn = g.subgraph(np.r_[start[:NEIGHBOURHOOD_MAX], anc, desc], self.state.data.arrays.event_time)
-        self.hot = set(range(self._drawn.n))
+        else:
+            anc, desc = _neighbourhood(g, start[:NEIGHBOURHOOD_MAX], NEIGHBOURHOOD_MAX)
+            full = _neighbourhood(g, start[:NEIGHBOURHOOD_MAX], 10 * NEIGHBOURHOOD_MAX) if \
+                NEIGHBOURHOOD_MAX in (len(anc), len(desc)) else (anc, desc)
+            self.cut = len(full[0]) + len(full[1]) - len(anc) - len(desc)
+            self._drawn = g.subgraph(np.r_[start[:NEIGHBOURHOOD_MAX], anc, desc], self.state.data.arrays.event_time)
+            self.hot = set(range(self._drawn.n))
+        focus = self.point_of_rows_graph([self.state.current] if self.state.current is not None else rows)
+        focus = focus if len(focus) else self.point_of_rows_graph(rows)
+        if len(focus):
+            self.chain = chain_of(self._drawn, int(focus[0]), self.state.data.arrays.importance)
 
     def _on_selection(self, rows, current, source) -> None:
         had = bool(self.hot)
@@ -300,7 +341,8 @@ class GraphPanel(ScatterPanel):
             self._draw_hot()
             self.set_points([], [], [])
             self.points.clear()
-            for it in (self.edges, self.sup_edges, self.hot_edges, self.bad_edges, self.arrows, self.hot_arrows):
+            for it in (self.edges, self.sup_edges, self.hot_edges, self.chain_edges, self.bad_edges, self.arrows,
+                       self.hot_arrows):
                 it.setData([], [])
             if self.summary is not None and data is not None:
                 self._draw_clusters(data, fit)
@@ -411,7 +453,7 @@ class GraphPanel(ScatterPanel):
             agent = data.agents[c.agent[i]] if c.agent[i] < len(data.agents) else "?"
             kind = data.kinds[c.kind[i]] if c.kind[i] < len(data.kinds) else "?"
             t = self._label(k)
-            t.setText(f"{agent or '(none)'} · {kind}\n{c.count[i]:,}", color=(40, 40, 40))
+            t.setText(f"{agent or '(none)'} · {kind}\n{c.count[i]:,}", color=style.LABEL_TEXT)
             size = t.textItem.boundingRect().size()
             node = self.vb.mapViewToScene(QPointF(c.x[i], float(c.level[i])))
             rect = QRectF(node.x() - size.width() / 2, node.y() + LABEL_GAP + 6, size.width(), size.height())
@@ -422,7 +464,9 @@ class GraphPanel(ScatterPanel):
             k += 1
 
     def fit_view(self) -> None:
-        """Every drawn node in view with a margin in pixels for the labels beside and under them."""
+        """Every drawn node in view with a margin in pixels for the labels beside them: half a label
+        on either side, or in a narrow plot little on the left and the room for the labels on the
+        right (they read top to bottom there)."""
         g = self._drawn
         if g is None or not len(self._shown) or not self._shown.any():
             self.vb.autoRange(padding=0.05)
@@ -431,23 +475,49 @@ class GraphPanel(ScatterPanel):
         x0, x1 = float(g.x[idx].min()), float(g.x[idx].max())
         y0, y1 = float(g.y[idx].min()), float(g.y[idx].max())
         w, h = max(self.vb.width(), 60.0), max(self.vb.height(), 60.0)
-        mx = min(LABEL_HALF_WIDTH, w / 3)                # half a label on either side
-        my = min(self._label_height() + 12, h / 4)       # a label above the top row, one under the bottom
-        sx = (x1 - x0 or 1.0) / max(w - 2 * mx, 20.0)    # view units per pixel
+        left = right = min(LABEL_HALF_WIDTH, w / 3)
+        if w < NARROW_PX:
+            left, right = 12.0, w * 0.45
+        my = min(self._label_height() / 2 + 10, h / 4)  # a label beside a node of the top or bottom row
+        sx = (x1 - x0 or 1.0) / max(w - left - right, 20.0)  # view units per pixel
         sy = (y1 - y0 or 1.0) / max(h - 2 * my, 20.0)
-        self.vb.setRange(xRange=(x0 - mx * sx, x1 + mx * sx), yRange=(y0 - my * sy, y1 + my * sy), padding=0)
+        self.vb.setRange(xRange=(x0 - left * sx, x1 + right * sx), yRange=(y0 - my * sy, y1 + my * sy), padding=0)
+        self._fit_range = self.vb.viewRange()
+
+    def _resized(self, *_) -> None:
+        """A fitted view is fitted again (its margins are pixels); a narrow plot shows no axis title."""
+        self.plot.getAxis("left").showLabel(self.vb.width() >= NARROW_PX)
+        if self._drawn is not None and self._fit_range is not None \
+                and np.allclose(self.vb.viewRange(), self._fit_range, rtol=1e-9, atol=0):
+            self.fit_view()
+        self._relabel.start()
 
     def _label_height(self) -> float:
         return QFontMetricsF(self._label(0).textItem.font()).height() + 2 * LABEL_MARGIN
 
-    def _draw_arrows(self, g: Graph, hot: np.ndarray) -> None:
-        """Arrowheads at the derived (or newer) end of each drawn link, a fixed size on screen."""
+    def _draw_arrows(self, g: Graph, hot: np.ndarray, chain: list[int] = ()) -> None:
+        """Arrowheads at the derived (or newer) end of each drawn link, a fixed size on screen: the
+        chain's always, the rest of the lineage's while at most HOT_ARROWS_MAX of its links are in
+        view, the others' while at most ARROWS_MAX (more are a dark blur on every node, and the
+        levels say which way links point)."""
         edges = np.vstack([g.source_edges, g.supersede_edges])
         if not len(edges) or not len(self._shown):
             self.arrows.setData([], [])
             self.hot_arrows.setData([], [])
             return
         e = edges[self._shown[edges[:, 0]] & self._shown[edges[:, 1]]]
+        is_hot = hot[e[:, 0]] & hot[e[:, 1]]
+        (x0, x1), (y0, y1) = self.vb.viewRange()
+        head_in = (g.x[e[:, 0]] >= x0) & (g.x[e[:, 0]] <= x1) & (g.y[e[:, 0]] >= y0) & (g.y[e[:, 0]] <= y1)
+        step = {(a, b) for a, b in zip(chain[:-1], chain[1:])}
+        in_chain = np.array([(a, b) in step or (b, a) in step for a, b in e], bool) if step else \
+            np.zeros(len(e), bool)
+        keep = in_chain.copy()
+        if int((head_in & is_hot).sum()) <= HOT_ARROWS_MAX:
+            keep |= is_hot
+        if int((head_in & ~is_hot).sum()) <= ARROWS_MAX:
+            keep |= ~is_hot
+        e, is_hot = e[keep], is_hot[keep]
         pw, ph = self.vb.viewPixelSize()
         pw, ph = pw or 1.0, ph or 1.0
         hx, hy = g.x[e[:, 0]], g.y[e[:, 0]]                  # head: the derived / newer memory
@@ -463,21 +533,24 @@ class GraphPanel(ScatterPanel):
             ys += [ty, by - side * ux * ARROW_HALF]
         px = np.stack(xs, axis=1).reshape(-1) * pw
         py = np.stack(ys, axis=1).reshape(-1) * ph
-        is_hot = np.repeat((hot[e[:, 0]] & hot[e[:, 1]])[keep], 4)
+        is_hot = np.repeat(is_hot[keep], 4)
         self.arrows.setData(px[~is_hot], py[~is_hot])
         self.hot_arrows.setData(px[is_hot], py[is_hot])
 
     def _draw_hot(self) -> None:
-        """The selection's ancestors and descendants drawn over the base layer (cheap: only them)."""
+        """The selection's ancestors and descendants drawn over the base layer (cheap: only them),
+        its chain's links over them."""
         g, data = self._drawn, self.state.data
         for t in self.labels:  # a fixed pool, hidden and reused: removing TextItems has crashed PySide6 at exit
             t.hide()
+        self._label_nodes = []
         if g is None and self.summary is not None:
             self.hot_fade.hide()
             self._label_clusters()  # the view moved: labels where they now fit
         if g is None or data is None or not len(self._shown):
             self.hot_points.clear()
             self.hot_edges.setData(np.zeros(0), np.zeros(0))
+            self.chain_edges.setData(np.zeros(0), np.zeros(0))
             self._draw_arrows(g, np.zeros(0, bool)) if g is not None else None
             return
         hot = np.zeros(g.n, bool)
@@ -496,52 +569,109 @@ class GraphPanel(ScatterPanel):
         ok = hot[edges[:, 0]] & hot[edges[:, 1]] if len(edges) else np.zeros(0, bool)
         e = edges[ok]
         self.hot_edges.setData(g.x[e].ravel(), g.y[e].ravel())
-        self._draw_arrows(g, hot)
+        chain = [i for i in self.chain if self._shown[i]]
+        pairs = np.array(list(zip(chain[:-1], chain[1:])), np.int64).reshape(-1, 2)
+        self.chain_edges.setData(g.x[pairs].ravel(), g.y[pairs].ravel())
+        self._draw_arrows(g, hot, chain)
         self.hot_fade.setVisible(bool(self.hot))
         if self.hot_fade.isVisible():
             self.hot_fade.setRect(self.vb.viewRect())
-        self._draw_labels(g, data, np.flatnonzero(self._shown))
+        self._draw_labels(g, data, np.flatnonzero(self._shown), chain)
 
-    def _draw_labels(self, g: Graph, data: StoreData, shown: np.ndarray) -> None:
-        """Short labels where they fit: the selection first, then its neighbourhood, then the
-        rest left to right, each under or over its node if that rectangle (in pixels) overlaps
-        no label placed before it; a label near the plot's edge is moved inside it. Hover shows
-        any node's full text."""
+    def _label_order(self, g: Graph, data: StoreData, shown: np.ndarray, chain: list[int]) -> np.ndarray:
+        """Nodes in the order they claim a label: the chain top to bottom, the rest of the lineage,
+        then (if not too many are in view) the others; higher levels and more important memories
+        first within each."""
+        (x0, x1), (y0, y1) = self.vb.viewRange()
+        visible = shown[(g.x[shown] >= x0) & (g.x[shown] <= x1) & (g.y[shown] >= y0) & (g.y[shown] <= y1)]
+        hot = np.zeros(g.n, bool)
+        hot[list(self.hot)] = True
+        if len(visible) > LABEL_CANDIDATES:  # zoomed far out: the lineage, or with none the highest levels
+            visible = visible[hot[visible]] if self.hot else \
+                visible[np.argsort(-g.level[visible], kind="stable")[:LABEL_CANDIDATES]]
+        seen = set(visible.tolist())
+        first = [i for i in chain if i in seen]
+        rest = np.setdiff1d(visible, first)
+        imp = np.where(g.rows[rest] >= 0, np.nan_to_num(data.arrays.importance[np.maximum(g.rows[rest], 0)]), 0.0)
+        rest = rest[np.lexsort((g.x[rest], -imp, -g.level[rest], ~hot[rest]))]
+        return np.r_[np.array(first, np.int64), rest]
+
+    def _draw_labels(self, g: Graph, data: StoreData, shown: np.ndarray, chain: list[int]) -> None:
+        """Short labels where they fit, in `_label_order`: each beside its node (right, else left),
+        else under or over it, where its rectangle (in pixels) stays in the plot and overlaps no
+        label placed before it and no node of the chain; cut short with "…" to the room there is.
+        Hover shows any node's full text."""
         if not len(shown):
             return
         area = self.vb.sceneBoundingRect().adjusted(1, 1, -1, -1)
-        (x0, x1), (y0, y1) = self.vb.viewRange()
-        visible = shown[(g.x[shown] >= x0) & (g.x[shown] <= x1) & (g.y[shown] >= y0) & (g.y[shown] <= y1)]
-        if len(visible) > 400:  # zoomed far out: only the selection and its neighbourhood compete
-            hot = np.zeros(g.n, bool)
-            hot[list(self.hot)] = True
-            visible = visible[hot[visible]]
-        selected = set(self.point_of_rows_graph(self.state.selection).tolist()) if self.graph is not None else set()
-        prio = np.array([0 if i in selected else 1 if i in self.hot else 2 for i in visible])
+        probe = self._label(0)
+        fm = QFontMetricsF(probe.textItem.font())
+        probe.setText("Xg")  # a label's box: its text's advance plus `pad`, `h` high
+        box = probe.textItem.boundingRect()
+        pad, h = box.width() - fm.horizontalAdvance("Xg"), box.height()
+        sizes = np.full(g.n, 9.0)
+        real = g.rows >= 0
+        sizes[real] = style.importance_sizes(data.arrays.importance[g.rows[real]], 6, 16)
+        in_chain = set(chain)
+        blocked = []  # the chain's nodes: no label covers them
+        for i in chain:
+            c = self.vb.mapViewToScene(QPointF(g.x[i], g.y[i]))
+            r = sizes[i] / 2 + 1
+            blocked.append(QRectF(c.x() - r, c.y() - r, 2 * r, 2 * r))
         placed: list[QRectF] = []
         k = 0
-        for i in visible[np.lexsort((g.x[visible], prio))]:
+        self._label_nodes = []
+        for i in self._label_order(g, data, shown, chain):
             r = g.rows[i]
             text = ("missing: " + g.missing_ids.get(int(i), "?")) if r < 0 else data.previews[r]
             text = text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "…"
-            t = self._label(k)
-            t.setText(text, color=(70, 70, 70) if r >= 0 else style.BROKEN)
-            size = t.textItem.boundingRect().size()
             node = self.vb.mapViewToScene(QPointF(g.x[i], g.y[i]))
-            spot = None
-            for dy in (LABEL_GAP, -LABEL_GAP - size.height()):      # under the node, else over it
-                left = min(max(node.x() - size.width() / 2, area.left()), area.right() - size.width())
-                rect = QRectF(left, node.y() + dy, size.width(), size.height())
-                if area.contains(rect) and not any(rect.intersects(p) for p in placed):
-                    spot = rect
-                    break
+            spot = self._spot(node, sizes[i] / 2, fm.horizontalAdvance(text) + pad, h, area,
+                              placed + [b for j, b in zip(chain, blocked) if j != i])
             if spot is None:
                 continue
-            placed.append(spot)
-            self._show_label(t, spot)
+            rect, left = spot
+            if rect.width() < fm.horizontalAdvance(text) + pad:
+                text = fm.elidedText(text, Qt.ElideRight, rect.width() - pad)
+            t = self._label(k)
+            colour = style.BROKEN if r < 0 else style.LABEL_TEXT if (i in in_chain or i in self.hot) \
+                else style.LABEL_TEXT_FAINT
+            t.setText(text, color=colour)
+            size = t.textItem.boundingRect().size()  # as measured: within the room found
+            rect = QRectF(rect.right() - size.width() if left else rect.left(), rect.top(),
+                          min(size.width(), rect.width()), min(size.height(), rect.height()))
+            placed.append(rect)
+            self._show_label(t, rect)
+            self._label_nodes.append(int(i))
             k += 1
             if k >= MAX_LABELS:
                 break
+
+    @staticmethod
+    def _spot(node: QPointF, radius: float, width: float, h: float, area: QRectF,
+              taken: list[QRectF]) -> tuple[QRectF, bool] | None:
+        """Where a label `width` × `h` px goes beside a node at `node` (scene px): right of it, left,
+        under, over; beside it, cut to the room up to the plot's edge if that leaves LABEL_MIN_PX.
+        (rect, whether it is left of the node) of the first place inside `area` that meets none of
+        `taken`, or None."""
+        gap = radius + 3
+        y = node.y() - h / 2
+        right = min(width, area.right() - (node.x() + gap))
+        left = min(width, node.x() - gap - area.left())
+        spots = [QRectF(node.x() + gap, y, right, h), QRectF(node.x() - gap - left, y, left, h)]
+        w = min(width, area.width())
+        x = min(max(node.x() - w / 2, area.left()), area.right() - w)
+        spots += [QRectF(x, node.y() + LABEL_GAP, w, h), QRectF(x, node.y() - LABEL_GAP - h, w, h)]
+        for k, rect in enumerate(spots):
+            if rect.width() >= min(width, LABEL_MIN_PX) and area.contains(rect) \
+                    and not any(rect.intersects(t) for t in taken):
+                return rect, k == 1
+        return None
+
+    def labelled_nodes(self) -> dict[int, QRectF]:
+        """Node of the drawn graph -> where its label is, in scene pixels (the labels shown)."""
+        nodes = self._label_nodes
+        return {i: r for i, r in zip(nodes, self.label_rects()[:len(nodes)])}
 
     def label_rects(self) -> list[QRectF]:
         """Where the shown labels are, in scene pixels (tests check they neither overlap nor leave the plot)."""
@@ -561,7 +691,7 @@ class GraphPanel(ScatterPanel):
 
     def _label(self, k: int) -> pg.TextItem:
         while len(self.labels) <= k:
-            t = pg.TextItem(anchor=(0, 0), fill=pg.mkBrush(255, 255, 255, 170))  # readable over edges
+            t = pg.TextItem(anchor=(0, 0), fill=pg.mkBrush(style.color(style.PAPER, 190)))  # readable over links
             t.textItem.document().setDocumentMargin(LABEL_MARGIN)
             t.setZValue(6)  # above the veil
             self.plot.addItem(t, ignoreBounds=True)

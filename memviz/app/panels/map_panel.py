@@ -15,7 +15,7 @@ import time
 import apsw
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import QButtonGroup, QComboBox, QGraphicsItem, QLabel, QSizePolicy, QToolButton
 
@@ -87,6 +87,7 @@ class MapPanel(ScatterPanel):
         self.labels_button.setToolTip("Name the map's regions by the words that set their memories apart")
         self.labels_button.toggled.connect(self._labels_toggled)
         self.vb.sigRangeChanged.connect(self._declutter)  # a zoom changes which labels fit
+        self.vb.sigResized.connect(self._declutter)       # and so does a resize (the range stays, the pixels not)
         self.toolbar.addWidget(self.labels_button)
         self.toolbar.addStretch(1)
         self.layout().addWidget(self.method_label)
@@ -234,8 +235,8 @@ class MapPanel(ScatterPanel):
         for lb in sorted(self.region_labels, key=lambda r: -r.size):  # larger regions claim their place first
             # anchored by where the region lies, so a label at the map's edge reads inwards, whole
             fx, fy = np.clip((np.array([lb.x, lb.y]) - lo) / span, 0.0, 1.0)
-            item = pg.TextItem(lb.text, anchor=(float(fx), float(1 - fy)), color=(25, 25, 25),
-                               fill=pg.mkBrush(255, 255, 255, 170))
+            item = pg.TextItem(lb.text, anchor=(float(fx), float(1 - fy)), color=style.LABEL_TEXT,
+                               fill=pg.mkBrush(style.color(style.PAPER, 170)))
             item.region = lb
             item.setFont(font)
             item.setToolTip(f"{lb.size:,} memories in this region; its most distinctive words")
@@ -251,12 +252,20 @@ class MapPanel(ScatterPanel):
         on = self.labels_button.isChecked()
         taken = [self.legend.sceneBoundingRect()] if self.legend.isVisible() and self.legend.items else []
         for item in self.label_items:
-            item.updateTransform(force=True)  # placed for the current view before it is measured
-            rect = item.sceneBoundingRect()
+            rect = self._label_rect(item)
             free = not any(rect.intersects(t) for t in taken)
             item.setVisible(on and free)
             if on and free:
                 taken.append(rect)
+
+    def _label_rect(self, item: pg.TextItem) -> QRectF:
+        """Where a region's label is drawn, in scene pixels, from its anchor and its text's size (the
+        TextItem's own transform follows the view only when painted: measured between a resize and
+        the next paint, it is stretched)."""
+        size = item.textItem.boundingRect().size()
+        at = self.vb.mapViewToScene(item.pos())
+        return QRectF(at.x() - item.anchor.x() * size.width(), at.y() - item.anchor.y() * size.height(),
+                      size.width(), size.height())
 
     def _labels_toggled(self, on: bool) -> None:
         self._declutter()

@@ -19,8 +19,19 @@ LINEAGE = "#1B1B1B"  # the selection's ancestors and descendants: no kind or pal
 QUERY = "#E01E5A"
 NEW = "#1F5FBF"  # the ring around memories just written (the status bar's "+N new" has this colour)
 BROKEN = "#D62728"
+PAPER = "#FFFFFF"    # the plots' background: veils and label fills are made of it
+LINK = "#8A8A8A"     # the reflection graph's links outside the selection's lineage (drawn faint)
+LABEL_TEXT = "#2B2B2B"
+LABEL_TEXT_FAINT = "#5E5E5E"  # labels of memories outside the selection's lineage
 N_SIZES = 6          # importance is drawn with this many marker sizes (few distinct symbols)
 N_RAMP = 24          # continuous colourings are quantised to this many shared brushes
+
+
+def color(name: str, alpha: int = 255) -> QColor:
+    """One of the colours above with this alpha (0-255)."""
+    c = QColor(name)
+    c.setAlpha(alpha)
+    return c
 
 
 def category_color(name: str, order: int | None = None) -> QColor:
