@@ -41,7 +41,7 @@ USER_ERRORS: tuple[type[BaseException], ...] = (StoreError, apsw.Error, ValueErr
 
 USAGE = "memviz [--read-only] [DB]\n       memviz COMMAND [options]   (memviz COMMAND --help for its options)"
 WINDOW_HELP = """the window:
-  memviz                 open the bundled sample store (a private copy in the user's data folder)
+  memviz                 open the sample store (your own copy, made in your data folder on first use)
   memviz DB              open the memory store DB (a .db file) in the window
   memviz --read-only DB  open it without writing anything (edits are refused)"""
 
@@ -51,7 +51,15 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      description="Inspect, query and edit the long-term memory of LLM agents:\n"
                                                  "the window without a COMMAND, a headless command otherwise.")
-    parser.add_argument("--version", action="version", version="memviz " + __import__("memviz").__version__)
+    parser.add_argument("--version", action=_Version, nargs="?", metavar="DSN",
+                        help="show the versions of memviz and what it runs on (Python, Qt, SQLite, sqlite-vec); "
+                             "given a postgresql:// DSN, that server's and its pgvector's too")
+    entry = parser.add_mutually_exclusive_group()
+    entry.add_argument("--install-desktop-entry", action="store_true",
+                       help="add memviz to your desktop's application menu (a freedesktop .desktop file and icon "
+                            "under $XDG_DATA_HOME, default ~/.local/share)")
+    entry.add_argument("--uninstall-desktop-entry", action="store_true",
+                       help="remove what --install-desktop-entry wrote")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(name).add_parser(sub)
@@ -65,8 +73,10 @@ def main(argv=None) -> int:
     if not argv or (argv[0] not in commands and (not argv[0].startswith("-") or argv[0] == "--read-only")):
         return open_window(argv)
     args = parser.parse_args(argv)
+    if args.command is None and not (args.install_desktop_entry or args.uninstall_desktop_entry):
+        parser.error("give a COMMAND, or a store to open without options before it")  # e.g. `memviz -x`
     try:
-        return int(args.func(args) or 0)
+        return int((args.func if args.command else _desktop_entry)(args) or 0)
     except BrokenPipeError:  # `memviz … | head` stopped reading: nothing is wrong, say nothing
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         return 0
@@ -80,6 +90,28 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("memviz: interrupted", file=sys.stderr)
         return 130
+
+
+class _Version(argparse.Action):
+    """--version [DSN]: the report is made only when asked (it loads sqlite-vec, maybe connects)."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        from .about import report
+        print(report(value))
+        parser.exit()
+
+
+def _desktop_entry(args) -> int:
+    from . import desktop
+
+    if args.install_desktop_entry:
+        written = desktop.install()
+        print("memviz is in your application menu now. Written:\n  " + "\n  ".join(map(str, written)))
+    else:
+        removed = desktop.uninstall()
+        print("Removed:\n  " + "\n  ".join(map(str, removed)) if removed else
+              "Nothing to remove: no memviz desktop entry in " + str(desktop.data_home()))
+    return 0
 
 
 def open_window(argv) -> int:

@@ -25,7 +25,6 @@ def main(argv=None) -> int:
 
     import memviz.store as ms
     from memviz.app.main import make_app, process_until
-    from memviz.samples.bundled import bundled_sample
     app = make_app()  # noqa: F841 - the reference keeps the QApplication alive
     from memviz.app.window import MainWindow  # after the QApplication exists
 
@@ -42,7 +41,7 @@ def main(argv=None) -> int:
         print("saved", os.path.join(out, name))
 
     db = os.path.join(tempfile.mkdtemp(), "assistant.db")
-    shutil.copyfile(bundled_sample(), db)
+    shutil.copyfile(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "sample_dbs", "assistant.db"), db)
     win = MainWindow(QSettings(os.path.join(tempfile.mkdtemp(), "shots.ini"), QSettings.IniFormat))
     win.map.auto_umap = False
     win.resize(1500, 950)

@@ -1,5 +1,6 @@
-"""Opening the bundled sample stores, the no-argument start (a private copy of the sample),
-and `memviz --read-only PATH` through memviz.app.main.run."""
+"""Opening the committed sample stores, the no-argument start (the user's copy of the sample,
+made on first use), Help ▸ Open the sample store, the window's icon, and `memviz --read-only
+PATH` through memviz.app.main.run."""
 from __future__ import annotations
 
 import hashlib
@@ -14,9 +15,11 @@ from test_app_support import build_store  # noqa: E402
 import memviz.store as ms  # noqa: E402
 from memviz.app import main as app_main  # noqa: E402
 from memviz.app.window import MainWindow  # noqa: E402
-from memviz.samples import bundled as sample_files  # noqa: E402
+from memviz.desktop import ICON_PNG, ICON_SVG  # noqa: E402
+from memviz.samples.bundled import user_sample_path  # noqa: E402
 
-SAMPLES = sorted((Path(__file__).resolve().parents[1] / "sample_dbs").glob("*.db"))
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = sorted((ROOT / "sample_dbs").glob("*.db"))
 
 
 def digest(path) -> str:
@@ -55,21 +58,6 @@ def test_open_each_sample(qtbot, tmp_path, sample):
     assert digest(sample) == before
 
 
-def test_no_argument_opens_a_private_copy_of_the_sample(qtbot, tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    bundled = sample_files.bundled_sample()
-    if not bundled.exists():
-        pytest.skip("sample_dbs/assistant.db is not there yet")
-    before = digest(bundled)
-    copy = sample_files.user_sample_copy()
-    assert Path(copy).is_relative_to(tmp_path / "data") and digest(copy) == before
-    with ms.open(copy) as s:  # edits go to the copy only
-        s.set_valid_until(s.arrays().ids[0], 1_700_000_000)
-    assert digest(bundled) == before
-    assert sample_files.user_sample_copy() == copy  # made once, then reused (the user's edits stay)
-
-
 def run_and_inspect(argv, inspect, timeout_ms=60000):
     """Call main.run(argv); once a MainWindow has opened its store, inspect it and close it."""
     seen = {}
@@ -91,6 +79,82 @@ def run_and_inspect(argv, inspect, timeout_ms=60000):
     QTimer.singleShot(50, poll)
     code = app_main.run(argv)
     return code, seen.get("result")
+
+
+def test_no_argument_makes_the_sample_and_opens_it(qtbot, tmp_path, monkeypatch):
+    """A new user's first `memviz`: no sample yet, no sample_dbs/ beside the package needed."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("MEMVIZ_DATA_DIR", raising=False)
+    sample = tmp_path / "data" / "memviz" / "samples" / "assistant.db"
+    assert user_sample_path() == sample and not sample.exists()
+    code, got = run_and_inspect([], lambda w: (w.state.data.store.path, w.state.data.n, w.state.data.store.read_only,
+                                               w.windowIcon().isNull()))
+    with ms.open(str(sample), read_only=True) as s:
+        total = s.counts()["total"]
+    assert code == 0 and got == (str(sample), total, False, False) and total > 1500
+    code, got = run_and_inspect(["--read-only"], lambda w: (w.state.data.store.path, w.state.data.store.read_only))
+    assert got == (str(sample), True)  # made once, then opened as it is
+
+
+def test_help_menu_opens_the_sample(qtbot, tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMVIZ_DATA_DIR", str(tmp_path / "data"))
+    w = MainWindow(QSettings(str(tmp_path / "s.ini"), QSettings.IniFormat))
+    w.map.auto_umap = False
+    qtbot.addWidget(w)
+    w.show()
+    help_menu = next(a.menu() for a in w.menuBar().actions() if a.text() == "&Help")
+    action = next(a for a in help_menu.actions() if a.text() == "Open the &sample store")
+    progress = []
+    w.workers.activity.connect(lambda name, f, text: progress.append(text))
+    with qtbot.waitSignal(w.opened, timeout=60000) as sig:
+        action.trigger()
+    assert sig.args[0] == str(tmp_path / "data" / "samples" / "assistant.db") == w.state.data.store.path
+    assert "Making the sample store (first run)" in progress  # shown in the status bar while it is made
+
+
+def test_a_sample_that_cannot_be_made_is_said_in_the_window(qtbot, tmp_path, monkeypatch):
+    blocker = tmp_path / "data"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("MEMVIZ_DATA_DIR", str(blocker))
+    w = MainWindow(QSettings(str(tmp_path / "s.ini"), QSettings.IniFormat))
+    qtbot.addWidget(w)
+    w.show()
+    with qtbot.waitSignal(w.open_failed, timeout=30000) as sig:
+        w.open_sample()
+    assert sig.args[1].startswith("Cannot make the sample store") and "MEMVIZ_DATA_DIR" in sig.args[1]
+    assert w.error_box is not None and "Cannot make the sample store" in w.error_box.text()
+    w.error_box.close()
+
+
+def test_the_window_has_memvizs_icon(qtbot):
+    app = app_main.make_app()
+    icon = app.windowIcon()
+    assert not icon.isNull() and app.desktopFileName() == "memviz"
+    for size in (16, 32, 256):  # drawn at every size a desktop asks for, not blank
+        img = icon.pixmap(size, size).toImage()
+        assert img.width() == size and img.pixelColor(size // 2, size // 2).alpha() == 255
+    assert ICON_SVG.read_bytes() == (ROOT / "assets" / "icon.svg").read_bytes()  # the README's and manual's picture
+    assert ICON_PNG.read_bytes() == (ROOT / "assets" / "icon.png").read_bytes()
+
+
+def test_the_icons_png_is_its_svg_rendered(qtbot):
+    """memviz.png is scripts/make_icon.py's rendering of memviz.svg (rerun it after editing the SVG)."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QImage, QPainter
+    from PySide6.QtSvg import QSvgRenderer
+
+    png = QImage(str(ICON_PNG)).convertToFormat(QImage.Format_ARGB32)
+    fresh = QImage(256, 256, QImage.Format_ARGB32)
+    fresh.fill(Qt.transparent)
+    p = QPainter(fresh)
+    p.setRenderHint(QPainter.Antialiasing)
+    QSvgRenderer(str(ICON_SVG)).render(p)
+    p.end()
+    assert png.size() == fresh.size()
+    worst = max(abs(png.pixelColor(x, y).red() - fresh.pixelColor(x, y).red())
+                for x in range(0, 256, 4) for y in range(0, 256, 4))
+    assert worst <= 8
 
 
 def test_run_read_only_path(qtbot, tmp_path, monkeypatch):

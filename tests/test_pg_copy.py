@@ -14,11 +14,10 @@ from pg_server import pg, pg_db  # noqa: F401 - fixtures
 import memviz.store as ms
 from memviz.cli import main
 from memviz.retrieval import Engine, preset_params
-from memviz.samples.bundled import bundled_sample
 from memviz.store.copy import copy_store
 from memviz.tasks import Cancelled, Task
 
-SAMPLE = bundled_sample()
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_dbs" / "assistant.db"
 NOW = 1_790_000_000.0
 TABLES = {"memories": "rowid", "entities": "id", "memviz_audit": "id", "memviz_layouts": "key", "memviz_meta": "key"}
 

@@ -229,3 +229,66 @@ def test_a_retold_text_is_framed_by_when_it_was_said():
     assert said[0] == "Book the ryokan." and len(set(said)) == 30
     assert all("Book the ryokan." in s for s in said)
     assert r.say("agent", "Book the ryokan.", 1736000000) == "Book the ryokan."  # another speaker's first telling
+
+
+# ----------------------------------------------------------------- the user's sample (the window's default)
+def test_the_users_sample_is_made_on_first_use_as_the_committed_one_and_then_kept(tmp_path, monkeypatch):
+    """An installed memviz has no sample_dbs/: the generator makes the user's copy, at the
+    current schema, the same memories as the committed store; later calls keep the user's edits."""
+    from memviz.samples.bundled import user_sample, user_sample_path
+    from memviz.store.schema import SCHEMA_VERSION
+    from memviz.tasks import Task
+
+    monkeypatch.setenv("MEMVIZ_DATA_DIR", str(tmp_path / "data"))
+    said = []
+    path = user_sample(Task(on_progress=lambda f, text: said.append((f, text))))
+    assert path == str(user_sample_path()) == str(tmp_path / "data" / "samples" / "assistant.db")
+    assert said[0] == (-1, "Making the sample store (first run)")
+    assert said[-1][1] == "Making the sample: writing the store"
+    fractions = [f for f, text in said if "embedding" in text]
+    assert len(fractions) > 2 and fractions == sorted(fractions) and 0 < fractions[-1] <= 0.8
+    assert os.listdir(tmp_path / "data" / "samples") == ["assistant.db"]  # no part file left
+    assert _rows(path) == _rows(os.path.join(ROOT, "sample_dbs", "assistant.db"))
+    with ms.open(path) as s:
+        assert s.schema_version() == SCHEMA_VERSION and not s.read_only
+        first = s.arrays().ids[0]
+        s.set_valid_until(first, 1_700_000_000)
+    said.clear()
+    assert user_sample(Task(on_progress=lambda f, text: said.append(text))) == path and said == []
+    with ms.open(path, read_only=True) as s:
+        assert s.get(first)["valid_until"] == 1_700_000_000  # the user's edit stays
+
+
+def test_a_sample_another_memviz_made_meanwhile_is_not_replaced(tmp_path):
+    """Two windows started at once both make the sample: the first one published may be open
+    already, so the second keeps it (an SQLite file replaced under an open store would meet the
+    other's -wal)."""
+    from memviz.samples.bundled import _publish
+
+    dst, part = tmp_path / "assistant.db", tmp_path / ".assistant.db.1.part"
+    dst.write_bytes(b"the first one")
+    part.write_bytes(b"the second one")
+    _publish(part, dst)
+    assert dst.read_bytes() == b"the first one"
+    fresh = tmp_path / "other.db"
+    _publish(part, fresh)
+    assert fresh.read_bytes() == b"the second one"
+
+
+def test_a_sample_that_cannot_be_made_says_why_and_leaves_nothing(tmp_path, monkeypatch):
+    from memviz.samples.bundled import user_sample
+    from memviz.tasks import Cancelled, Task
+
+    blocker = tmp_path / "data"
+    blocker.write_text("a file where the data folder should be")
+    monkeypatch.setenv("MEMVIZ_DATA_DIR", str(blocker))
+    with pytest.raises(OSError) as e:
+        user_sample()
+    assert str(e.value).startswith(f"Cannot make the sample store: the folder {blocker / 'samples'} cannot be created")
+    assert "MEMVIZ_DATA_DIR" in str(e.value)
+
+    monkeypatch.setenv("MEMVIZ_DATA_DIR", str(tmp_path / "d2"))
+    task = Task(on_progress=lambda f, text: f > 0.3 and task.cancel())  # cancelled while embedding
+    with pytest.raises(Cancelled):
+        user_sample(task)
+    assert os.listdir(tmp_path / "d2" / "samples") == []

@@ -1,5 +1,5 @@
-"""`memviz [--read-only] [PATH]`: the window. Without PATH it opens the bundled sample store,
-copied first into the user's data folder so edits never touch the installed file.
+"""`memviz [--read-only] [PATH]`: the window. Without PATH it opens the user's copy of the
+sample store (memviz.samples.bundled: made in the user's data folder on first use).
 
 With PATH the store is read in a thread started before Qt and pyqtgraph are imported, so the
 two overlap. MEMVIZ_STARTUP_REPORT=<epoch seconds when the launch began> prints the time to
@@ -12,14 +12,14 @@ import sys
 from concurrent.futures import Future
 
 from memviz.background import in_thread
-from memviz.samples.bundled import user_sample_copy
+from memviz.desktop import APP_ID, ICON_PNG, ICON_SVG
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="memviz", usage="memviz [--read-only] [DB]",
                                 description="Open the memviz window (memviz --help lists the headless commands).")
     p.add_argument("path", nargs="?", metavar="DB",
-                   help="a memory store (.db); default: the bundled sample, copied to the user's data folder")
+                   help="a memory store (.db); default: the sample store (made in the user's data folder on first use)")
     p.add_argument("--read-only", action="store_true", help="open without writing anything; edits are refused")
     return p.parse_args(argv)
 
@@ -28,12 +28,18 @@ GUI_SWITCH_INTERVAL_S = 0.0005
 
 
 def make_app(argv=()):
-    """The QApplication with the names QSettings and QStandardPaths use."""
+    """The QApplication with the names QSettings and QStandardPaths use, memviz's icon, and the
+    name of its desktop entry (memviz --install-desktop-entry; Wayland matches windows to it)."""
+    from PySide6.QtGui import QIcon
     from PySide6.QtWidgets import QApplication
 
     app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "memviz", *argv])
     app.setApplicationName("memviz")
     app.setOrganizationName("memviz")
+    app.setDesktopFileName(APP_ID)
+    icon = QIcon(str(ICON_SVG))
+    icon.addFile(str(ICON_PNG))  # where Qt has no SVG reader, the 256 px picture, scaled
+    app.setWindowIcon(icon)
     # A worker's pure-Python job (labels, token counts) may keep the GIL for the whole switch
     # interval each time a paint hands it back; a frame crosses into Python hundreds of times, so at
     # the default 5 ms a 1M-point pan took 270 ms while jobs ran (bench/draw.py). 0.5 ms: ~45 ms.
@@ -78,10 +84,7 @@ def run(argv) -> int:
     if args.path:
         win.open_path(args.path, read_only=args.read_only, prefetched=early)
     else:
-        try:
-            win.open_path(user_sample_copy(), read_only=args.read_only)
-        except OSError as e:
-            win.statusBar().showMessage(str(e))
+        win.open_sample(read_only=args.read_only)
     return app.exec()
 
 

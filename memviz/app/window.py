@@ -44,7 +44,7 @@ from memviz.app.panels.table_panel import TablePanel
 from memviz.app.panels.timeline_panel import TimelinePanel
 from memviz.app.plain_text import plain_tooltip
 from memviz.app.workers import Workers
-from memviz.samples.bundled import user_sample_copy
+from memviz.samples.bundled import user_sample
 from memviz.session.refresh import read_refresh
 from memviz.session.state import AppState, StoreData, load_store_data, open_store_data
 from memviz.store import connection, iso
@@ -200,7 +200,7 @@ class MainWindow(QMainWindow):
         self.recent_menu = file.addMenu("Open &Recent")
         self.recent_menu.aboutToShow.connect(self._fill_recent)
         file.addAction("Open &database…", self.choose_database)
-        file.addAction("Open the &sample store", self.open_sample)
+        sample = file.addAction("Open the &sample store", self.open_sample)  # in Help too
         file.addAction("&Import…", lambda: self.show_import()).setShortcut(QKeySequence("Ctrl+I"))
         self.reload_action = file.addAction("Re&load", self.reload)
         self.reload_action.setShortcut(QKeySequence.Refresh)
@@ -263,6 +263,7 @@ class MainWindow(QMainWindow):
         help_ = mb.addMenu("&Help")
         help_.addAction("&User guide", self.show_guide).setShortcut(QKeySequence.HelpContents)
         help_.addAction("&Keyboard shortcuts", self.show_shortcuts).setShortcut(QKeySequence("Ctrl+/"))
+        help_.addAction(sample)
         help_.addSeparator()
         help_.addAction("&About memviz", self._about)
 
@@ -579,13 +580,14 @@ class MainWindow(QMainWindow):
         self.check_dialog.run_check()
         return self.check_dialog
 
-    def open_sample(self) -> None:
-        try:
-            path = user_sample_copy()
-        except OSError as e:
-            self.show_error("No sample store", str(e))
-            return
-        self.open_path(path)
+    def open_sample(self, *, read_only: bool = False) -> None:
+        """Open the user's copy of the sample store; the first time, it is made first (a second or
+        two, in the background, with progress)."""
+        def failed(err: Exception) -> None:
+            self.show_error("No sample store", user_message(err))
+            self.open_failed.emit("the sample store", user_message(err))
+        self.workers.submit("sample", user_sample, on_done=lambda path: self.open_path(path, read_only=read_only),
+                            on_error=failed)
 
     def reload(self) -> None:
         """Re-read the whole open store (File ▸ Reload), keeping the selection and the view."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 
+from ..tasks import Task
 from . import assistant, simulation
 from .common import with_clock, write_store
 
@@ -20,10 +21,10 @@ def generate_simulation(path, scale: float = 1.0, embedder=None) -> str:
     return os.fspath(path)
 
 
-def generate_assistant(path, scale: float = 1.0, embedder=None) -> str:
+def generate_assistant(path, scale: float = 1.0, embedder=None, task: Task | None = None) -> str:
     records, entities, meta = assistant.build(scale)
     meta = with_clock(meta, records, "the sample's last night of consolidation")
-    write_store(os.fspath(path), records, entities=entities, meta=meta, embedder=embedder)
+    write_store(os.fspath(path), records, entities=entities, meta=meta, embedder=embedder, task=task)
     return os.fspath(path)
 
 

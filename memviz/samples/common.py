@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 
 import memviz.store as ms
 from memviz.store.clock import simulated
+from memviz.tasks import Steps, Task, quiet
 
 DAY = 86400
 HOUR = 3600
@@ -96,16 +97,20 @@ def remove_store_files(path: str) -> None:
 
 
 def write_store(path: str, records: list[dict], *, entities: list[dict] = (), meta: dict | None = None,
-                embedder=None) -> None:
+                embedder=None, task: Task | None = None) -> None:
     """Make a fresh native store at `path` holding `records` (embedded with `embedder`,
-    default the local model) in created_at order, plus `entities` rows and memviz_meta keys."""
+    default the local model) in created_at order, plus `entities` rows and memviz_meta keys.
+    `task` hears the embedding's progress (most of the time) and may cancel between batches."""
     from memviz.embed import default_embedder
 
+    task = task or quiet()
     embedder = embedder or default_embedder()
     path = os.fspath(path)
     remove_store_files(path)
     records = sorted(records, key=lambda r: r["created_at"])  # stable: generation order breaks ties
-    vecs = embedder.embed([r["content"] for r in records])
+    texts = [r["content"] for r in records]
+    vecs = embedder.embed_many(texts, Steps(task.part(0.0, 0.8), len(texts), "Making the sample: embedding"))
+    task.progress(0.8, "Making the sample: writing the store")
     for rec, vec in zip(records, vecs):
         rec["embedding"] = vec
         rec["embedding_model"] = embedder.model
