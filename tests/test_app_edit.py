@@ -6,9 +6,6 @@ import shutil
 import threading
 
 import pytest
-
-pytest.importorskip("pytestqt")
-
 from PySide6.QtCore import QItemSelectionModel  # noqa: E402
 from test_app_support import build_store  # noqa: E402
 

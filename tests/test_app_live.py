@@ -15,9 +15,6 @@ import time
 
 import numpy as np
 import pytest
-
-pytest.importorskip("pytestqt")
-
 from conftest import assert_same_arrays  # noqa: E402
 from PySide6.QtWidgets import QAbstractItemView  # noqa: E402
 

@@ -8,9 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-pytest.importorskip("pytestqt")
-
 from PySide6.QtCore import QTimer  # noqa: E402
 from PySide6.QtGui import QUndoStack  # noqa: E402
 from PySide6.QtWidgets import QMainWindow  # noqa: E402

@@ -274,17 +274,11 @@ def test_evidence_is_live_and_of_the_agent_only(mem):
     assert all("deadline" in mem.get(i)["content"] for i in ids[:2])
 
 
-def test_default_retriever_is_the_engine_or_falls_back(mem, fake_openai):
-    try:
-        from memviz.retrieval import Engine  # noqa: F401
-        engine = True
-    except ImportError:
-        engine = False
+def test_default_retriever_is_the_engine(mem, fake_openai):
     from memviz.reflect import default_retriever
     mem.set_valid_until("ann-09", T0)
     retrieve = default_retriever(mem, agent="ann")
-    assert (retrieve.__qualname__.startswith("engine_retriever") if engine
-            else retrieve.__qualname__.startswith("vector_retriever"))
+    assert retrieve.__qualname__.startswith("engine_retriever")
     ids = retrieve("Who stays late at the office before the deadline?", 4)
     assert len(ids) == 4 and all(i.startswith("ann-") for i in ids) and "ann-09" not in ids
     assert any("deadline" in mem.get(i)["content"] for i in ids[:2])
