@@ -9,7 +9,7 @@ import keyring.backend
 import keyring.backends.fail
 import pytest
 from fake_openai import reply_error, reply_json, reply_text, slow  # noqa: E402
-from PySide6.QtCore import Qt  # noqa: E402
+from PySide6.QtCore import QCoreApplication, Qt  # noqa: E402
 from test_app_support import T0, build_store  # noqa: E402
 
 from memviz.app.dialogs.llm_settings import QSETTINGS_KEY, load_llm_settings, save_llm_settings  # noqa: E402
@@ -141,14 +141,15 @@ def test_server_errors_show_and_write_nothing(qtbot, win, fake_openai):
 
 def test_cancel_midway_writes_nothing(qtbot, win, fake_openai):
     use_server(win, fake_openai)
-    fake_openai.push(reply_json(QUESTIONS), slow(3, reply_json(INSIGHT_A)), reply_json(INSIGHT_B))
+    fake_openai.push(reply_json(QUESTIONS), slow(30, reply_json(INSIGHT_A)), reply_json(INSIGHT_B))
     dlg = open_dialog(qtbot, win)
     qtbot.mouseClick(dlg.propose_button, Qt.LeftButton)
     qtbot.waitUntil(lambda: len(fake_openai.chat_requests()) >= 2, timeout=20000)  # waiting on the slow reply
     assert dlg.cancel_button.isVisible()
     qtbot.mouseClick(dlg.cancel_button, Qt.LeftButton)
     assert "Cancelled" in dlg.message.text() and dlg.propose_button.isEnabled()
-    qtbot.wait(300)
+    assert win.workers.wait(15000), "the proposal went on after its cancel (its reply takes 30 s)"
+    QCoreApplication.processEvents()  # what the ended job posted is delivered (and dropped)
     assert not dlg.cards and reflections(win) == {} and win.undo_stack.count() == 0
 
 
