@@ -60,7 +60,7 @@ def open_dialog(qtbot, win):
     assert win.reflect_action.isEnabled()
     win.reflect_action.trigger()
     dlg = win.reflect_tools.dialog
-    qtbot.waitUntil(dlg.isVisible)
+    qtbot.waitUntil(dlg.isVisible, timeout=20000)
     dlg.agent.setCurrentIndex(dlg.agent.findData("alice"))
     dlg.questions.setValue(2)
     dlg.evidence_k.setValue(4)
@@ -97,7 +97,7 @@ def test_reflect_accept_one_reject_one_then_undo(qtbot, win, fake_openai):
     assert row["kind"] == "reflection" and row["importance"] >= 8
     assert row["source_ids"] == a.proposal.cited_ids and len(row["source_ids"]) == 2
     assert row["attributes"]["questions_addressed"] == [QUESTIONS["questions"][0]]
-    qtbot.waitUntil(lambda: win.state.selected_ids == [new_id], timeout=5000)  # selected after the reload
+    qtbot.waitUntil(lambda: win.state.selected_ids == [new_id], timeout=20000)  # selected after the reload
     qtbot.waitUntil(lambda: win.graph.graph is not None and
                     new_id in {win.state.data.arrays.ids[r] for r in win.graph.graph.rows if r >= 0}, timeout=20000)
 
@@ -173,13 +173,13 @@ def test_consolidate_untick_apply_undo(qtbot, win):
     assert row["old-low2"]["valid_until"] is None
     assert row["kept-safe"]["valid_until"] is None and row["kept-safe"]["confidence"] == pytest.approx(0.01)
     assert row[decayed.id]["confidence"] == pytest.approx(decayed.after) and decayed.after < decayed.before
-    qtbot.waitUntil(lambda: win.undo_stack.undoText().startswith("Consolidat"), timeout=5000)  # synced after the write
+    qtbot.waitUntil(lambda: win.undo_stack.undoText().startswith("Consolidat"), timeout=20000)  # synced after the write
     win.undo_action.trigger()
-    qtbot.waitUntil(lambda: store.get("old-low")["valid_until"] is None, timeout=5000)
+    qtbot.waitUntil(lambda: store.get("old-low")["valid_until"] is None, timeout=20000)
     assert store.get(decayed.id)["confidence"] == pytest.approx(decayed.before)
-    qtbot.waitUntil(win.undo_stack.canRedo, timeout=5000)
+    qtbot.waitUntil(win.undo_stack.canRedo, timeout=20000)
     win.redo_action.trigger()
-    qtbot.waitUntil(lambda: store.get("old-low")["valid_until"] is not None, timeout=5000)
+    qtbot.waitUntil(lambda: store.get("old-low")["valid_until"] is not None, timeout=20000)
     # let the reload end before teardown
     qtbot.waitUntil(lambda: not any(win.workers.running(j) for j in ("reload", "refresh")), timeout=10000)
 
