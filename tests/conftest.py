@@ -109,10 +109,10 @@ def pytest_pycollect_makemodule(module_path, parent):
 
 def pytest_collection_modifyitems(config, items):
     if NO_QT:  # tests that need Qt without importing it: they use qtbot, or start the window in a process
-        qt = [i for i in items if i.get_closest_marker("qt") or "qtbot" in getattr(i, "fixturenames", ())]
-        if qt:
-            config.hook.pytest_deselected(items=qt)
-            items[:] = [i for i in items if i not in set(qt)]
+        qt = [i.get_closest_marker("qt") is not None or "qtbot" in getattr(i, "fixturenames", ()) for i in items]
+        if any(qt):
+            config.hook.pytest_deselected(items=[i for i, q in zip(items, qt) if q])
+            items[:] = [i for i, q in zip(items, qt) if not q]
 
 
 def pytest_runtest_logreport(report):

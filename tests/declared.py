@@ -45,7 +45,7 @@ def normalized(name: str) -> str:
 
 
 def is_qt(requirement: str) -> bool:
-    return normalized(name_of(requirement)) in QT
+    return normalized(name_of(requirement)).startswith(QT)  # PySide6-Essentials, PySide6-Addons too
 
 
 def _expand(reqs: list[str], extras: dict) -> list[str]:

@@ -35,7 +35,7 @@ def test_umap_swapped_in_then_cached(qtbot, tmp_path, monkeypatch):
     w.workers.activity.connect(lambda name, f, text: seen.append((name, f)) if name == "umap" else None)
     w.workers.activity.connect(lambda name, f, text: texts.append(text) if name == "umap" and text else None)
     w.map.start_umap()
-    qtbot.waitUntil(lambda: w.map.method.startswith("UMAP"), timeout=600000)
+    qtbot.waitUntil(lambda: w.map.method.startswith("UMAP"), timeout=420000)
     assert seen and any(f >= 0 for _, f in seen)  # progress reached the status bar
     # the stages the status bar showed, in order (numba's compile is "preparing", never "0%")
     stages = [t.split(" (")[0] for t in dict.fromkeys(texts)]
@@ -69,7 +69,7 @@ def test_umap_cancel_keeps_pca(qtbot, tmp_path, monkeypatch):
     w.workers.activity.connect(lambda name, f, text: texts.append(text) if name == "umap" else None)
     w.map.start_umap()
     assert w.workers.running("umap") and w.cancel_button.isVisible()
-    qtbot.waitUntil(lambda: any(t.startswith("UMAP: optimising layout") for t in texts), timeout=600000)
+    qtbot.waitUntil(lambda: any(t.startswith("UMAP: optimising layout") for t in texts), timeout=420000)
     fitting = umap_worker.shared_worker().pid
     w.workers.cancel("umap")
     assert not w.cancel_button.isVisible() and not w.workers.running("umap")
