@@ -6,8 +6,8 @@ default for).
 The schema is Letta's ORM (`letta.orm`) compiled for PostgreSQL by tests/letta_schema.py, run in
 Letta's own environment once a session: the `letta` package does not install beside memviz's
 pins without holding openai, protobuf and websockets back, so it lives in a venv of its own,
-built from tests/letta_requirements.txt (.ci/run builds it at .venv-letta; MEMVIZ_LETTA_PYTHON
-names another interpreter). A column Letta renames, drops or makes required shows up here as a
+built from tests/letta_requirements.txt by tests/make_letta_env.sh (.ci/run builds it at .venv-letta;
+MEMVIZ_LETTA_PYTHON names another interpreter). A column Letta renames, drops or makes required shows up here as a
 failing write or read, not as a schema this file made up.
 
 The embedding "model" of the test agents is memviz's local WordLlama (256-d): Letta stores its
@@ -33,16 +33,14 @@ EMBEDDING_CONFIG = {"embedding_endpoint_type": "openai", "embedding_endpoint": "
                     "azure_deployment": None}
 
 ROOT = Path(__file__).resolve().parents[1]
-REQUIREMENTS = ROOT / "tests" / "letta_requirements.txt"
 
 
 def letta_python() -> str:
     """The interpreter of Letta's environment; its absence fails the test (it never skips)."""
     python = os.environ.get("MEMVIZ_LETTA_PYTHON") or str(ROOT / ".venv-letta" / "bin" / "python")
     if not Path(python).exists():
-        raise RuntimeError(f"Letta's environment is missing ({python}): python3 -m venv .venv-letta && "
-                           f".venv-letta/bin/pip install -r {REQUIREMENTS.relative_to(ROOT)} (what .ci/run does), "
-                           "or set MEMVIZ_LETTA_PYTHON")
+        raise RuntimeError(f"Letta's environment is missing ({python}): bash tests/make_letta_env.sh builds it "
+                           "(as .ci/run does), or set MEMVIZ_LETTA_PYTHON")
     return python
 
 
