@@ -262,10 +262,10 @@ def bench_htm(n: int, dim: int, dsn: str):
 # ---------------------------------------------------------------------------- Letta
 def bench_letta(n: int, dim: int, dsn: str):
     """n archival passages (vectors zero-padded to 4096, as Letta stores them) over 100 agents,
-    5% soft-deleted, each agent with 2 core memory blocks. The tables are Letta's ORM schema
-    (tests/letta_db.py: the `letta` package does not install here)."""
+    5% soft-deleted, each agent with 2 core memory blocks. The tables are made by Letta's own ORM,
+    in Letta's environment (tests/letta_db.py, tests/letta_requirements.txt)."""
     import psycopg
-    from letta_db import EMBEDDING_CONFIG, MAX_EMBEDDING_DIM, SCHEMA
+    from letta_db import EMBEDDING_CONFIG, MAX_EMBEDDING_DIM, schema_sql
     cfg = {**EMBEDDING_CONFIG, "embedding_dim": dim}
     pad = MAX_EMBEDDING_DIM - dim
     passage = f"""
@@ -278,16 +278,18 @@ def bench_letta(n: int, dim: int, dsn: str):
                'org-1', 'archive-' || (i %% 100), to_timestamp(1700000000 + i), to_timestamp(1700000000 + i), i %% 20 = 0
         FROM generate_series(%s::int, %s::int) i"""
     with psycopg.connect(dsn, autocommit=True) as c:
-        c.execute(SCHEMA)
-        c.execute("INSERT INTO organizations (id, name) VALUES ('org-1', 'bench')")
-        c.execute("""INSERT INTO agents (id, name, embedding_config, organization_id)
-                     SELECT 'agent-' || i, 'agent' || i, %s::json, 'org-1' FROM generate_series(0, 99) i""", (json.dumps(cfg),))
-        c.execute("""INSERT INTO archives (id, name, organization_id) SELECT 'archive-' || i, 'agent' || i || '''s Archive', 'org-1'
-                     FROM generate_series(0, 99) i""")
+        c.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        c.execute(schema_sql())
+        c.execute("INSERT INTO organizations (id, name, privileged_tools) VALUES ('org-1', 'bench', false)")
+        c.execute("""INSERT INTO agents (id, name, embedding_config, message_buffer_autoclear, organization_id)
+                     SELECT 'agent-' || i, 'agent' || i, %s::json, false, 'org-1' FROM generate_series(0, 99) i""",
+                  (json.dumps(cfg),))
+        c.execute("""INSERT INTO archives (id, name, vector_db_provider, organization_id)
+                     SELECT 'archive-' || i, 'agent' || i || '''s Archive', 'NATIVE', 'org-1' FROM generate_series(0, 99) i""")
         c.execute("INSERT INTO archives_agents (agent_id, archive_id, is_owner) SELECT 'agent-' || i, 'archive-' || i, true "
                   "FROM generate_series(0, 99) i")
-        c.execute("""INSERT INTO block (id, label, value, "limit", organization_id)
-                     SELECT 'block-' || i || '-' || l, l, 'The ' || l || ' block of agent' || i, 5000, 'org-1'
+        c.execute("""INSERT INTO block (id, label, value, "limit", is_template, read_only, organization_id)
+                     SELECT 'block-' || i || '-' || l, l, 'The ' || l || ' block of agent' || i, 5000, false, false, 'org-1'
                      FROM generate_series(0, 99) i, unnest(ARRAY['human', 'persona']) l""")
         c.execute("""INSERT INTO blocks_agents (agent_id, block_id, block_label)
                      SELECT 'agent-' || i, 'block-' || i || '-' || l, l

@@ -31,6 +31,20 @@ import numpy as np  # noqa: E402
 WORDS = "river lamp meeting budget coffee garden invoice train berlin python deadline sister".split()
 
 
+def write(conn, sql, params, patience=60.0) -> int:
+    """Run one write, tried again while another connection holds the database (the test's edits);
+    returns how many tries were refused. Held for `patience` seconds, the agent gives up with the error."""
+    refused, deadline = 0, time.monotonic() + patience
+    while True:
+        try:
+            conn.execute(sql, params)
+            return refused
+        except apsw.BusyError:
+            refused += 1
+            if time.monotonic() > deadline:
+                raise
+
+
 def run_agent(args) -> int:
     from memviz.store.connection import connect
 
@@ -48,34 +62,17 @@ def run_agent(args) -> int:
         vec = vrng.normal(size=args.dim).astype("<f4")
         vec /= np.linalg.norm(vec)
         now = int(time.time())
-        while True:
-            try:
-                conn.execute(
-                    "INSERT INTO memories(id, agent, kind, content, embedding, embedding_model, event_time, created_at) "
-                    "VALUES (?, 'agent', 'episode', ?, ?, ?, ?, ?)", (mid, content, vec.tobytes(), args.model, now, now))
-                break
-            except apsw.BusyError:
-                busy += 1
+        busy += write(conn, "INSERT INTO memories(id, agent, kind, content, embedding, embedding_model, event_time, created_at) "
+                            "VALUES (?, 'agent', 'episode', ?, ?, ?, ?, ?)", (mid, content, vec.tobytes(), args.model, now, now))
         inserted.append([mid, content])
         if existing and n % 2 == 0:  # the agent recalls an older memory
             target = rng.choice(existing)
-            while True:
-                try:
-                    conn.execute("UPDATE memories SET access_count = access_count + 1, last_accessed = ? WHERE id = ?",
-                                 (now, target))
-                    break
-                except apsw.BusyError:
-                    busy += 1
+            busy += write(conn, "UPDATE memories SET access_count = access_count + 1, last_accessed = ? WHERE id = ?",
+                          (now, target))
             touches[target] = touches.get(target, 0) + 1
         if args.retire_every and n % args.retire_every == 0 and len(existing) > 1:  # the agent forgets one
             target = existing.pop(rng.randrange(len(existing)))
-            while True:
-                try:
-                    conn.execute("UPDATE memories SET valid_until = ? WHERE id = ? AND valid_until IS NULL",
-                                 (now, target))
-                    break
-                except apsw.BusyError:
-                    busy += 1
+            busy += write(conn, "UPDATE memories SET valid_until = ? WHERE id = ? AND valid_until IS NULL", (now, target))
             retired.append(target)
         if args.stop_file and os.path.exists(args.stop_file):
             break

@@ -1,5 +1,10 @@
+import importlib.metadata
 import importlib.util
+import json
 import os
+import subprocess
+import sys
+import tempfile
 
 # Qt tests run headless everywhere (CI has no display).
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -8,24 +13,82 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from declared import declared  # noqa: E402
 from fake_openai import FakeOpenAI  # noqa: E402
+from packaging.requirements import Requirement  # noqa: E402
 
 import memviz.store as ms  # noqa: E402
 
-# MEMVIZ_NO_QT=1: the core's run without PySide6/pyqtgraph (.ci/run). Only then may a test
-# module that cannot import Qt skip; in a normal run a missing Qt part fails like any import.
+# MEMVIZ_NO_QT=1: the core's run without PySide6/pyqtgraph (.ci/run). Only then are the tests
+# that need Qt left out: deselected by their marker (`qt`, or the qtbot fixture), and modules
+# that import Qt not collected. In a normal run a missing Qt part fails like any import.
 NO_QT = os.environ.get("MEMVIZ_NO_QT") == "1"
 QT_PACKAGES = ("PySide6", "shiboken6", "pyqtgraph", "pytestqt")
+_IMPORTS_CHECKED_IN = 600  # seconds the session waits for the import check (cold imports compile)
+_IMPORT_CHECK = pytest.StashKey[subprocess.Popen]()
+_NOT_COLLECTED = pytest.StashKey[list]()  # no-Qt run: modules left out because they import Qt
+_SKIPS: list = []  # the session's skipped reports (collection and tests)
+
+
+def pytest_addoption(parser):
+    parser.addoption("--fail-on-skip", action="store_true",
+                     help="a skipped test fails the run (CI: nothing passes by skipping; the no-Qt "
+                          "run's Qt tests are deselected, not skipped)")
 
 
 def pytest_configure(config):
     if NO_QT and importlib.util.find_spec("PySide6") is not None:
         raise pytest.UsageError("MEMVIZ_NO_QT=1 but PySide6 is installed: this run would not show that "
                                 "the core works without Qt.")
+    config.stash[_NOT_COLLECTED] = []
+    deps, test = declared(qt=not NO_QT)
+    wrong = [why for why in map(_not_installed, deps + test) if why]
+    if wrong:
+        raise pytest.UsageError("packages pyproject.toml declares for the tests are missing or at another "
+                                "version (pip install -e '.[test]'):\n  " + "\n  ".join(wrong))
+    # Importing them all costs seconds: a process of its own does it while the tests are collected
+    # (in a clean environment: mem0 reads its settings when first imported).
+    env = {**os.environ, "MEM0_TELEMETRY": "False", "MEM0_DIR": tempfile.mkdtemp(prefix="mem0-check-")}
+    config.stash[_IMPORT_CHECK] = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("declared.py")), "--check-imports",
+         *(["--no-qt"] if NO_QT else [])], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _not_installed(requirement: str) -> str | None:
+    req = Requirement(requirement)
+    try:
+        version = importlib.metadata.version(req.name)
+    except importlib.metadata.PackageNotFoundError:
+        return f"{req.name} is not installed (declared: {requirement})"
+    if not req.specifier.contains(version, prereleases=True):
+        return f"{req.name} {version} is installed (declared: {requirement})"
+    return None
+
+
+def pytest_collection_finish(session):
+    check = session.config.stash[_IMPORT_CHECK]
+    try:
+        out, _ = check.communicate(timeout=_IMPORTS_CHECKED_IN)
+    except subprocess.TimeoutExpired:
+        check.kill()
+        pytest.exit(f"importing the test extra's packages took over {_IMPORTS_CHECKED_IN} s", returncode=1)
+    if check.returncode:
+        lines = [ln for ln in out.splitlines() if ln.startswith("{")]
+        failed = [json.loads(ln) for ln in lines]
+        said = "\n  ".join(f"{f['requirement']}: import {f['module']} fails: {f['error']}" for f in failed) or out
+        pytest.exit("packages the test extra declares do not import (a broken install fails the run, "
+                    "it never skips):\n  " + said, returncode=1)
+
+
+def pytest_unconfigure(config):
+    check = config.stash.get(_IMPORT_CHECK, None)
+    if check is not None and check.poll() is None:  # the session ended before its collection did
+        check.kill()
+        check.wait()
 
 
 class QtOptionalModule(pytest.Module):
-    """A test module that is skipped, not failed, when it cannot import a Qt package (no-Qt run)."""
+    """A test module that is not collected when it cannot import a Qt package (no-Qt run)."""
 
     def collect(self):
         try:
@@ -33,7 +96,8 @@ class QtOptionalModule(pytest.Module):
         except self.CollectError as e:
             missing = e.__cause__
             if isinstance(missing, ModuleNotFoundError) and (missing.name or "").split(".")[0] in QT_PACKAGES:
-                pytest.skip(f"needs {missing.name}, absent in the no-Qt run")
+                self.config.stash[_NOT_COLLECTED].append(self.path.name)
+                return []
             raise
 
 
@@ -45,10 +109,38 @@ def pytest_pycollect_makemodule(module_path, parent):
 
 def pytest_collection_modifyitems(config, items):
     if NO_QT:  # tests that need Qt without importing it: they use qtbot, or start the window in a process
-        skip = pytest.mark.skip(reason="needs Qt, absent in the no-Qt run")
-        for item in items:
-            if item.get_closest_marker("qt") or "qtbot" in getattr(item, "fixturenames", ()):
-                item.add_marker(skip)
+        qt = [i.get_closest_marker("qt") is not None or "qtbot" in getattr(i, "fixturenames", ()) for i in items]
+        if any(qt):
+            config.hook.pytest_deselected(items=[i for i, q in zip(items, qt) if q])
+            items[:] = [i for i, q in zip(items, qt) if not q]
+
+
+def pytest_runtest_logreport(report):
+    if report.skipped:
+        _SKIPS.append(report)
+
+
+def pytest_collectreport(report):
+    if report.skipped:
+        _SKIPS.append(report)
+
+
+def pytest_sessionfinish(session):
+    if _SKIPS and session.config.getoption("--fail-on-skip"):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    not_collected = config.stash.get(_NOT_COLLECTED, [])
+    if not_collected:
+        terminalreporter.write_line(f"no-Qt run: {len(not_collected)} test modules import Qt and were not collected "
+                                    f"({', '.join(sorted(not_collected))}); tests marked qt or using qtbot deselected")
+    if _SKIPS and config.getoption("--fail-on-skip"):
+        terminalreporter.write_sep("=", f"{len(_SKIPS)} skipped: a skip fails this run (--fail-on-skip)", red=True)
+        for r in _SKIPS:
+            where = r.nodeid or str(r.fspath)
+            reason = r.longrepr[2] if isinstance(r.longrepr, tuple) else str(r.longrepr)
+            terminalreporter.write_line(f"SKIPPED {where}: {reason}")
 
 
 @pytest.fixture

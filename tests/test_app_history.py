@@ -2,6 +2,7 @@
 user would. The store is built with a patched clock (test_state_as_of.lived_store): m1, m2
 first; m3 later; then m2's importance changed and m1 corrected."""
 import json
+import time
 
 import numpy as np
 import pytest
@@ -39,7 +40,7 @@ def test_scrubbing_into_the_past(make_window, lived, qtbot):
 
     # the scrubber: the slider position of T (its moments are the store's creation span)
     bar.slider.setValue(bar.position_of(T))
-    qtbot.waitUntil(lambda: win.state.as_of is not None)
+    qtbot.waitUntil(lambda: win.state.as_of is not None, timeout=20000)
     T_shown = win.state.as_of
     assert START <= T_shown < START + 1000
     # memories created later are gone from the table and the timeline
@@ -139,7 +140,7 @@ def test_prompt_view_budget_moves_the_cut_and_copy_is_exact(make_window, lived, 
                         budget=budget).text(content)
     p.copy_button.click()
     assert QGuiApplication.clipboard().text() == expected
-    qtbot.waitUntil(lambda: p.text.toPlainText() == expected)
+    qtbot.waitUntil(lambda: p.text.toPlainText() == expected, timeout=20000)
     p.save(str(tmp_path / "ctx.json"))
     saved = json.loads((tmp_path / "ctx.json").read_text())
     assert saved["text"] == expected and saved["budget"] == budget
@@ -207,21 +208,27 @@ def test_diff_panel_reports_a_missing_store_file(make_window, lived, qtbot, tmp_
 
 def test_play_keeps_to_its_clock_when_frames_are_slow(make_window, lived, qtbot, monkeypatch):
     """A replay lasts the chosen time: a frame the panels take long to draw skips moments
-    instead of slowing the replay down (20 frames of 50 ms at a fixed step would take 4 s here)."""
-    import time
+    instead of slowing the replay down. The replay reads the test's clock, on which each frame
+    takes the panels 0.25 s: a replay of 1 s shows 4 moments after its first, then now (at a
+    fixed step it would show every step, however long they took)."""
+    import types
 
     from memviz.app.panels import asof_bar
     path, _ = lived
     win = make_window(path)
     bar = win.as_of_bar
+    clock = types.SimpleNamespace(now=1000.0)
+    monkeypatch.setattr(asof_bar, "time", types.SimpleNamespace(monotonic=lambda: clock.now, perf_counter=time.perf_counter,
+                                                                time=time.time))
     monkeypatch.setitem(asof_bar.SPEEDS, "in 1 s", 1.0)
     bar.speed.addItem("in 1 s")
     bar.speed.setCurrentText("in 1 s")
-    win.state.as_of_changed.connect(lambda _t: time.sleep(0.2))  # a slow panel
+    win.state.as_of_changed.connect(lambda _t: setattr(clock, "now", clock.now + 0.25))  # a slow panel
     seen = []
     bar.stepped.connect(lambda t, s: seen.append(t))
     bar.play_button.setChecked(True)
     qtbot.waitUntil(lambda: not bar.play_button.isChecked(), timeout=20000)
-    moments = [t for t in seen if t is not None]
-    assert win.state.as_of is None and moments == sorted(moments)
-    assert 1 < len(moments) < 12
+    lo, hi = bar.span
+    # the first memory, then at least a second on (the first frame), then where 1 s of replay has reached
+    assert seen == pytest.approx([lo, lo + 1, lo + (hi - lo) / 4, lo + (hi - lo) / 2, lo + 3 * (hi - lo) / 4, None])
+    assert win.state.as_of is None

@@ -6,9 +6,6 @@ import json
 import os
 
 import pytest
-
-pytest.importorskip("pytestqt")
-
 from conftest import REAL_PERSONA, needs_real  # noqa: E402
 from progress_log import units  # noqa: E402
 from PySide6.QtCore import QMimeData, QPoint, Qt, QUrl  # noqa: E402

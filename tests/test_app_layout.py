@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QSettings  # noqa: E402
+from PySide6.QtCore import QCoreApplication, QSettings  # noqa: E402
 from test_app_support import build_store  # noqa: E402
 
 from memviz.app.window import MainWindow  # noqa: E402
@@ -35,7 +35,7 @@ def test_umap_swapped_in_then_cached(qtbot, tmp_path, monkeypatch):
     w.workers.activity.connect(lambda name, f, text: seen.append((name, f)) if name == "umap" else None)
     w.workers.activity.connect(lambda name, f, text: texts.append(text) if name == "umap" and text else None)
     w.map.start_umap()
-    qtbot.waitUntil(lambda: w.map.method.startswith("UMAP"), timeout=600000)
+    qtbot.waitUntil(lambda: w.map.method.startswith("UMAP"), timeout=420000)
     assert seen and any(f >= 0 for _, f in seen)  # progress reached the status bar
     # the stages the status bar showed, in order (numba's compile is "preparing", never "0%")
     stages = [t.split(" (")[0] for t in dict.fromkeys(texts)]
@@ -57,12 +57,23 @@ def test_umap_swapped_in_then_cached(qtbot, tmp_path, monkeypatch):
     assert not w2.workers.running("umap")
 
 
-def test_umap_cancel_keeps_pca(qtbot, tmp_path):
+def test_umap_cancel_keeps_pca(qtbot, tmp_path, monkeypatch):
+    """Cancelled while it optimises (given epochs for minutes), UMAP's worker process is stopped
+    at once, the job ends, and the map keeps its PCA layout."""
+    import memviz.layout.umap_worker as umap_worker
+    monkeypatch.setitem(umap_worker.DEFAULT_PARAMS, "n_epochs", 10 ** 7)
     path = tmp_path / "mem.db"
     build_store(path).close()
     w = open_window(qtbot, tmp_path, path, auto_umap=False)
+    texts = []
+    w.workers.activity.connect(lambda name, f, text: texts.append(text) if name == "umap" else None)
     w.map.start_umap()
-    assert w.workers.running("umap") and w.cancel_button.isVisible() is not None
+    assert w.workers.running("umap") and w.cancel_button.isVisible()
+    qtbot.waitUntil(lambda: any(t.startswith("UMAP: optimising layout") for t in texts), timeout=420000)
+    fitting = umap_worker.shared_worker().pid
     w.workers.cancel("umap")
-    qtbot.wait(300)
-    assert w.map.method == "PCA" and not w.workers.running("umap")
+    assert not w.cancel_button.isVisible() and not w.workers.running("umap")
+    assert w.workers.wait(30000), "the UMAP job went on after its cancel"
+    assert umap_worker.shared_worker().pid != fitting  # the process that was fitting was stopped
+    QCoreApplication.processEvents()  # what the ended job posted is delivered (and dropped)
+    assert w.map.method == "PCA"

@@ -15,9 +15,6 @@ import time
 
 import numpy as np
 import pytest
-
-pytest.importorskip("pytestqt")
-
 from conftest import assert_same_arrays  # noqa: E402
 from PySide6.QtWidgets import QAbstractItemView  # noqa: E402
 
@@ -77,7 +74,7 @@ def caught_up(qtbot, win, path, timeout=30000):
                         and np.array_equal(win.state.data.arrays.access_count, want.access_count)
                         and np.array_equal(win.state.data.arrays.valid_until, want.valid_until, equal_nan=True),
                         timeout=timeout)
-        qtbot.waitUntil(lambda: not any(p._live.isActive() for p in (win.table, win.timeline, win.map)), timeout=5000)
+        qtbot.waitUntil(lambda: not any(p._live.isActive() for p in (win.table, win.timeline, win.map)), timeout=20000)
         return want
     finally:
         fresh.close()
@@ -162,7 +159,7 @@ def test_the_poll_is_asked_off_the_gui_thread_and_steady_writes_are_refreshed_in
     from memviz.app.controllers.edit_controller import REFRESH_GAP_S, WATCH_JOB
     win, path = live
     win.edits.watch_timer.stop()  # (its own tick could be asking already)
-    qtbot.waitUntil(lambda: not any(win.workers.running(j) for j in (WATCH_JOB, "refresh", "reload", "open")))
+    qtbot.waitUntil(lambda: not any(win.workers.running(j) for j in (WATCH_JOB, "refresh", "reload", "open")), timeout=20000)
     win.edits.poll()
     assert win.workers.running(WATCH_JOB)
     win.edits.watch_timer.start()
@@ -277,7 +274,7 @@ def test_detail_scroll_and_follow_newest(qtbot, make_window, tmp_path, monkeypat
     win = make_window(path)
     win.state.select_ids(["m0010"])
     bar = win.detail.content.verticalScrollBar()
-    qtbot.waitUntil(lambda: bar.maximum() > 50, timeout=5000)
+    qtbot.waitUntil(lambda: bar.maximum() > 50, timeout=20000)
     bar.setValue(bar.maximum() // 2)
     kept = bar.value()
     win.timeline.follow.setChecked(True)
@@ -306,7 +303,8 @@ def test_new_rows_enter_the_sorted_table_where_a_full_sort_puts_them(qtbot, live
     if descending:
         t._header_clicked(column)
     t.search.setText("observation")  # the agent's rows, found in the search they arrive in
-    qtbot.wait(400)  # (the search applies after a pause in typing)
+    # the search applies after a pause in typing (and in a worker on a large table)
+    qtbot.waitUntil(lambda: not t._refilter_timer.isActive() and not win.workers.running("table"), timeout=20000)
     t.view.scrollTo(t.model.index(0, 0), QAbstractItemView.PositionAtTop)
     full = []
     real = t.refilter

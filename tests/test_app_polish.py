@@ -125,7 +125,7 @@ def test_toolbar_buttons_do_not_move_when_the_undo_label_changes(qtbot, make_win
     before = [b.geometry() for b in buttons]
     win.state.select_ids(["ep00"])
     win.edits.run("confirm", ["ep00"])
-    qtbot.waitUntil(lambda: win.undo_stack.count() == 1)
+    qtbot.waitUntil(lambda: win.undo_stack.count() == 1, timeout=20000)
     QApplication.processEvents()
     assert win.undo_action.text() != "&Undo"          # the menu names what it undoes
     assert win.toolbar_undo.isEnabled() and win.toolbar_undo.toolTip() == plain_tooltip("Undo Confirm ep00")
@@ -308,7 +308,7 @@ def test_graph_labels_never_overlap_and_stay_inside_after_fit(qtbot, make_window
     win = make_window(store_file, graph=True, size=(1100, 700))
     gp = win.graph
     gp.fit_view()
-    qtbot.wait(200)  # the labels follow the view on a short timer
+    qtbot.waitUntil(lambda: not gp._relabel.isActive(), timeout=20000)  # the labels follow the view on a short timer
     assert_labels_apart_and_inside(gp)
     g = gp.graph
     (x0, x1), (y0, y1) = gp.vb.viewRange()
@@ -341,7 +341,7 @@ def test_isabella_graph_labels_do_not_overlap(qtbot, make_window, tmp_path):
     real = g.rows >= 0
     win.state.select_ids([win.state.data.arrays.ids[g.rows[real][int(g.level[real].argmax())]]])
     gp.fit_view()
-    qtbot.wait(200)
+    qtbot.waitUntil(lambda: not gp._relabel.isActive(), timeout=20000)
     assert len(gp.label_rects()) >= 10
     assert_labels_apart_and_inside(gp)
 

@@ -114,7 +114,7 @@ def test_query_by_selected_memory_and_map_marker(qtbot, win, engine):
     engine.set_query(like="ep08")
     assert shown_ids(win) == list(engine.score(win.query.params()).ids)
     res = win.query.results.result
-    qtbot.waitUntil(lambda: not win.map._result_timer.isActive(), timeout=5000)
+    qtbot.waitUntil(lambda: not win.map._result_timer.isActive(), timeout=20000)
     tx, _ = win.map.topk.get_data()
     assert len(tx) == int(win.state.data.arrays.has_embedding[np.asarray(res.rows)].sum())
     mx, my = win.map.marker.get_data()

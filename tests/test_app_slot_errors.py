@@ -6,9 +6,6 @@ import sys
 
 import apsw
 import pytest
-
-pytest.importorskip("pytestqt")
-
 from PySide6.QtCore import QObject, Signal  # noqa: E402
 
 from memviz.app.main import report_slot_errors  # noqa: E402

@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt
 
 import memviz.store as ms
 from memviz.app.panels import table_panel
-from memviz.app.panels.table_panel import COLUMNS, TablePanel
+from memviz.app.panels.table_panel import COLUMNS, FLAG, TablePanel
 from memviz.app.workers import Workers
 from memviz.session.refresh import read_refresh
 from memviz.session.state import AppState, StoreData, load_store_data
@@ -35,10 +35,23 @@ def add_rows(store, n, start=0, seed=0):
         embedding=V[i], embedding_model="test/8") for i in range(n)], audit=False)
 
 
-def expected_order(panel, column, descending, shown):
-    """The table's order as it was computed before: a stable argsort of the shown rows' keys."""
+def column_values(data, name):
+    """The values a column shows, from the rows themselves (not from the table's own sort keys)."""
+    a = data.arrays
+    if name == "content":
+        return data.previews
+    if name == "status":  # retired at valid_until; live rows (no valid_until) after every retired one
+        return np.where(np.isnan(a.valid_until), np.inf, a.valid_until)
+    if name == FLAG:  # something of the row could not be read as written
+        return a.bad_json | a.bad_text | (a.bad_value if a.bad_value is not None else False)
+    return {"kind": a.kind, "agent": a.agent, "importance": a.importance, "event time": a.event_time,
+            "confidence": a.confidence, "accesses": a.access_count, "protected": a.protected, "id": a.ids}[name]
+
+
+def expected_order(data, column, descending, shown):
+    """The order a user expects: a stable argsort of the shown rows' values in that column."""
     rows = np.flatnonzero(shown)
-    order = rows[np.argsort(panel.model.sort_key(column)[rows], kind="stable")]
+    order = rows[np.argsort(column_values(data, COLUMNS[column])[rows], kind="stable")]
     return order[::-1] if descending else order
 
 
@@ -51,13 +64,14 @@ def check(panel, state, qtbot=None):
     if panel.workers is not None:   # typing's pause, the worker's answer and any live redraw: all delivered
         qtbot.waitUntil(lambda: not (panel._refilter_timer.isActive() or panel.workers.running("table")
                                      or panel._live.isActive()), timeout=20000)
-    shown = state.visible_mask()
+    a = state.data.arrays  # no time filter or past view here: all rows, or the live ones (no valid_until)
+    shown = np.ones(len(a), bool) if state.show_retired else np.isnan(a.valid_until)
     if panel.kind.currentIndex() > 0:
         shown &= state.data.arrays.kind == panel.kind.currentText()
     if panel.search.text().strip():
         shown &= expected_mask(state.data, panel.search.text())
     col, direction = panel._sort
-    want = expected_order(panel, col, direction == Qt.DescendingOrder, shown)
+    want = expected_order(state.data, col, direction == Qt.DescendingOrder, shown)
     assert np.array_equal(panel.model.order, want), (COLUMNS[col], direction, panel.search.text())
 
 

@@ -8,9 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-pytest.importorskip("pytestqt")
-
 from PySide6.QtCore import QTimer  # noqa: E402
 from PySide6.QtGui import QUndoStack  # noqa: E402
 from PySide6.QtWidgets import QMainWindow  # noqa: E402
@@ -191,7 +188,7 @@ def test_correct_embeds_on_a_worker_while_the_gui_thread_runs(qtbot, parts):
     # the model is still working (its gate is shut), and the GUI thread handles events meanwhile
     ticks = []
     QTimer.singleShot(0, lambda: ticks.append("tick"))
-    qtbot.waitUntil(lambda: ticks == ["tick"], timeout=5000)
+    qtbot.waitUntil(lambda: ticks == ["tick"], timeout=20000)
     assert not emb.gate.is_set() and ctl.embedding == ["m1"]
     assert store.get("m1")["valid_until"] is None and ctl.undo_stack.count() == 0  # nothing written yet
     assert any("Embedding the correction" in m for m in messages)
@@ -199,7 +196,7 @@ def test_correct_embeds_on_a_worker_while_the_gui_thread_runs(qtbot, parts):
     qtbot.waitUntil(lambda: not ctl.embedding and ctl.undo_stack.count() == 1, timeout=10000)
     assert store.get("m1")["valid_until"] is not None
     new_id = ctl.history.done[-1].new_id
-    qtbot.waitUntil(lambda: state.selected_ids == [new_id], timeout=5000)  # selected after the reload
+    qtbot.waitUntil(lambda: state.selected_ids == [new_id], timeout=20000)  # selected after the reload
     row = store.get(new_id)
     assert row["content"] == "fact number one, corrected" and row["embedding_model"] == MODEL
     np.testing.assert_allclose(np.frombuffer(row["embedding"], np.float32), np.full(8, 1 / np.sqrt(8)), rtol=1e-6)

@@ -6,8 +6,6 @@ import threading
 
 import pytest
 
-pytest.importorskip("PySide6")
-
 from memviz.app.workers import Workers  # noqa: E402
 from memviz.tasks import Cancelled, Task  # noqa: E402
 

@@ -88,7 +88,7 @@ def commands(db: Path) -> list[list[str]]:
 def run_all(cmds, change="none:"):
     env = cli_env(MEMVIZ_LLM_API_KEY="test", OPENAI_API_KEY="test")
     r = subprocess.run([sys.executable, "-c", _DRIVER, change, json.dumps(cmds)], check=False, capture_output=True,
-                       text=True, env=env, stdin=subprocess.DEVNULL, timeout=600)
+                       text=True, env=env, stdin=subprocess.DEVNULL, timeout=420)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout.strip().splitlines()[-1])
 

@@ -4,11 +4,16 @@ import math
 
 import pytest
 
-from memviz.reflect import apply_consolidation, ebbinghaus, plan_consolidation, undo_consolidation
+from memviz.reflect import apply_consolidation, plan_consolidation, undo_consolidation
 from memviz.reflect.consolidation import describe
 
 DAY = 86400.0
 NOW = 1_780_000_000.0
+
+
+def decayed(confidence, rate, days):
+    """The decay as the assistant memory's design states it (seed 002), worked out here."""
+    return confidence * math.exp(-rate * days ** 0.8)
 
 
 def seed(store):
@@ -42,7 +47,7 @@ def test_plan_follows_the_formula_and_writes_nothing(store):
     assert set(by_id) == {"young", "old", "accessed", "weak", "bob-old"}  # fact/preference, live, unprotected
     assert by_id["old"].after == pytest.approx(math.exp(-0.1 * 400 ** 0.8))
     assert by_id["accessed"].after == pytest.approx(math.exp(-0.1 * 1 ** 0.8))  # age counts from the last access
-    assert by_id["weak"].after == pytest.approx(ebbinghaus(0.06, 0.1, 30))
+    assert by_id["weak"].after == pytest.approx(decayed(0.06, 0.1, 30))
     assert {p.id for p in plan.prune} == {"old", "weak", "shaky-episode", "bob-old"}
     assert plan.protected_skipped == 1
     assert "4 fall below 0.05" in describe(plan)
@@ -61,7 +66,7 @@ def test_apply_with_untick_is_one_audited_transaction_and_undoable(store):
     res = apply_consolidation(store, plan)
     assert sorted(res.pruned) == ["bob-old", "old", "shaky-episode"] and res.skipped == []
     assert store.get("weak")["valid_until"] is None  # unticked: kept, but decayed
-    assert conf(store, "weak") == pytest.approx(ebbinghaus(0.06, 0.1, 30))
+    assert conf(store, "weak") == pytest.approx(decayed(0.06, 0.1, 30))
     assert store.get("old")["valid_until"] is not None
     g = store.get("guarded")
     assert g["confidence"] == 0.01 and g["valid_until"] is None and store.history("guarded")[-1]["action"] == "insert"
@@ -82,7 +87,7 @@ def test_decay_never_compounds(store):
     store.insert_memories([dict(id="f", kind="fact", content="x", created_at=NOW - 10 * DAY)])
     for day in range(1, 6):  # applied every night for five nights
         apply_consolidation(store, plan_consolidation(store, now=NOW + day * DAY))
-    assert conf(store, "f") == pytest.approx(ebbinghaus(1.0, 0.1, 15))
+    assert conf(store, "f") == pytest.approx(decayed(1.0, 0.1, 15))
     # a plan at the same moment changes nothing more
     assert plan_consolidation(store, now=NOW + 5 * DAY).decay == []
 

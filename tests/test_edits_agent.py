@@ -42,12 +42,13 @@ def _write(h, action=None):
     try:
         return h.perform(action) if action else h.undo()
     except EditKept:
+        deadline = time.monotonic() + 60
         while True:
             time.sleep(0.05)
             try:
                 return h.retry()
             except EditKept:
-                pass
+                assert time.monotonic() < deadline, "the agent held the edit up for a minute"
 
 
 def test_edits_and_a_live_agent_lose_nothing(tmp_path):
@@ -61,7 +62,9 @@ def test_edits_and_a_live_agent_lose_nothing(tmp_path):
     importance, confirmed, corrections, seen_new = {}, set(), [], set()
     agent_rows = []
     steps = 0
+    deadline = time.monotonic() + 120  # the agent writes for 3 s
     while agent.poll() is None:
+        assert time.monotonic() < deadline, "the agent did not finish"
         change = watcher.poll()
         if change:
             seen_new.update(change.new_ids)

@@ -10,8 +10,10 @@ import json
 import os
 import pickle
 
+import chromadb
 import numpy as np
 import pytest
+from chromadb.api.types import EmbeddingFunction
 
 import memviz.frameworks as fw
 import memviz.store as ms
@@ -19,9 +21,6 @@ from memviz.edits.commands import Correct, SetImportance
 from memviz.frameworks.chroma import ChromaFolder, read_plain_pickle
 from memviz.store import ReadOnlyError, StoreError
 from memviz.store.changes import changes_since, token_now
-
-chromadb = pytest.importorskip("chromadb")
-from chromadb.api.types import EmbeddingFunction  # noqa: E402
 
 N = 1200  # past Chroma's sync threshold (1000): most vectors are in the HNSW files, the rest in the queue
 

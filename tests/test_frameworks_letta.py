@@ -1,7 +1,7 @@
 """Letta's PostgreSQL opened in place (memviz/frameworks/letta.py): archival passages with their
 zero-padded vectors trimmed, soft deletes retired, core memory blocks per agent, Letta's block
 history; live changes as deltas; edits written the way Letta's managers write them and read back
-as Letta reads them (tests/letta_db.py: Letta's ORM schema; its server package does not install here)."""
+as Letta reads them (tests/letta_db.py: the tables made by Letta's own ORM, in its own environment)."""
 import json
 import time
 
@@ -212,7 +212,7 @@ def test_a_broken_store_gives_a_clear_error(letta):
 def test_a_dropped_table_while_open_is_a_store_error(letta):
     s = fw.open_source(letta.dsn)
     try:
-        letta.conn.execute("DROP TABLE block_history; DROP TABLE blocks_agents")
+        letta.conn.execute("DROP TABLE block_history CASCADE; DROP TABLE blocks_agents CASCADE")  # Letta: block refers to its history
         time.sleep(0.01)
         with pytest.raises(StoreError):
             s.sync()

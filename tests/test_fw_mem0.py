@@ -20,7 +20,7 @@ from memviz.store.times import to_epoch
 # mem0 reads these when imported: no telemetry upload, no ~/.mem0 made by the tests
 os.environ["MEM0_TELEMETRY"] = "False"
 os.environ.setdefault("MEM0_DIR", tempfile.mkdtemp(prefix="mem0-tests-"))
-mem0 = pytest.importorskip("mem0")  # the frameworks-test extra
+import mem0  # noqa: E402,F401 - after the settings above, which mem0 reads when first imported
 
 DIM = 256
 

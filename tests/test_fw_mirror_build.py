@@ -20,7 +20,6 @@ from memviz.frameworks.mirror import mirror_path, open_mirrored
 from memviz.store.check import check_store
 from memviz.tasks import Cancelled, Task
 
-pytest.importorskip("langgraph.store.sqlite")
 sys.path.insert(0, os.path.dirname(__file__))
 from langgraph_stores import sqlite_agent  # noqa: E402
 

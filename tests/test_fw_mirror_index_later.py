@@ -23,7 +23,6 @@ from memviz.frameworks.mirror import INDEXING, mirror_path, open_mirrored
 from memviz.store.changes import changes_since, token_now
 from memviz.store.check import check_store
 
-pytest.importorskip("langgraph.store.sqlite")
 sys.path.insert(0, os.path.dirname(__file__))
 from test_fw_mirror_build import N, langgraph_file  # noqa: E402,F401 - the fixture: N items past one batch
 

@@ -65,7 +65,7 @@ def _refresh(state) -> tuple[str, object]:
     return state.apply_refresh(out), out
 
 
-def _notified(watcher, seconds: float = 5.0):
+def _notified(watcher, seconds: float = 20.0):
     """Poll as the window's timer does until the commit's notification arrives."""
     end = time.monotonic() + seconds
     while time.monotonic() < end:

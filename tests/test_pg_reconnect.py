@@ -4,6 +4,7 @@ edit queue keeps an absent one for retry."""
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 from conftest import unit_vectors
@@ -78,8 +79,10 @@ def test_an_edit_cut_off_mid_write_is_absent_and_kept_for_retry(store, pg, pg_db
                     errors.append(e)
             writer = threading.Thread(target=edit)
             writer.start()
+            deadline = time.monotonic() + 60
             while not agent.execute("SELECT 1 FROM pg_locks WHERE pid = %s AND NOT granted", (pid,)).fetchone():
-                pass  # until our write waits for the row
+                assert time.monotonic() < deadline, "our write never came to wait for the row"
+                time.sleep(0.005)  # until our write waits for the row
             _connections(pg, pg_db, False)
             agent.execute("SELECT pg_terminate_backend(%s)", (pid,))
         writer.join()

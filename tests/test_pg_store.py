@@ -298,7 +298,8 @@ def test_layout_cache_and_change_watcher_work_on_postgres(store, pg_db):  # noqa
     assert watcher.poll() is None
     with ms.open(pg_db) as agent:  # another process writes
         agent.insert_memories([{"id": "new1", "kind": "fact", "content": "written by the agent"}])
-    for _ in range(200):  # the server delivers the commit's NOTIFY a moment after it (the window polls every 250 ms)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:  # the server delivers the commit's NOTIFY a moment after it (the window polls every 250 ms)
         change = watcher.poll()
         if change is not None:
             break

@@ -159,16 +159,23 @@ def test_a_large_item_repaints_from_its_picture_and_append_draws_only_new_points
 
 def test_new_memories_stay_ringed_for_their_own_moment_only(qtbot, monkeypatch):
     """An agent writing steadily: each refresh's new points are ringed for FLASH_MS, then their
-    rings go, however many refreshes follow (they do not pile up while the timer restarts)."""
+    rings go, however many refreshes follow (they do not pile up while the timer restarts).
+    The panel reads the test's clock, so a busy machine cannot stretch or shrink a moment."""
+    import types
+
     import memviz.app.plots.scatter_panel as scatter
     from memviz.session.state import AppState
 
+    clock = types.SimpleNamespace(now=1000.0)
+    monkeypatch.setattr(scatter, "time", types.SimpleNamespace(monotonic=lambda: clock.now))
     monkeypatch.setattr(scatter, "FLASH_MS", 400)
     panel = scatter.ScatterPanel(AppState())
     qtbot.addWidget(panel)
     panel.flash_new([1.0], [1.0])
-    qtbot.wait(250)
+    clock.now += 0.25
     panel.flash_new([2.0, 3.0], [2.0, 3.0])
     assert list(panel.fresh.get_data()[0]) == [1.0, 2.0, 3.0]
-    qtbot.waitUntil(lambda: list(panel.fresh.get_data()[0]) == [2.0, 3.0], timeout=2000)
-    qtbot.waitUntil(lambda: len(panel.fresh) == 0, timeout=2000)
+    clock.now += 0.16  # the first ring's 400 ms are over, not the others'
+    qtbot.waitUntil(lambda: list(panel.fresh.get_data()[0]) == [2.0, 3.0], timeout=20000)
+    clock.now += 0.25  # theirs too
+    qtbot.waitUntil(lambda: len(panel.fresh) == 0, timeout=20000)

@@ -1,11 +1,11 @@
 """Reflection and consolidation as steps of the shared undo History (memviz.edits)."""
 import pytest
 from fake_openai import reply_json
-from test_consolidation import NOW, conf, seed
+from test_consolidation import NOW, conf, decayed, seed
 from test_reflect_flow import mem, reflector  # noqa: F401
 
 from memviz.edits import History
-from memviz.reflect import ebbinghaus, plan_consolidation
+from memviz.reflect import plan_consolidation
 from memviz.reflect.undoable import AcceptReflections, Consolidate
 from memviz.store.errors import ValidationError
 
@@ -51,5 +51,5 @@ def test_consolidation_undo_and_redo(store):
     assert conf(store, "old") == decayed_old and store.get("old")["valid_until"] is not None
     # redone: the next night decays only the one extra day
     nxt = {d.id: d for d in plan_consolidation(store, now=NOW + 86400).decay}
-    assert nxt["young"].after == pytest.approx(ebbinghaus(1.0, 0.1, 3))
+    assert nxt["young"].after == pytest.approx(decayed(1.0, 0.1, 3))
     assert nxt["young"].decayed_from == NOW

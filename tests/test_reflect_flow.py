@@ -194,16 +194,21 @@ def test_dry_run_proposes_on_a_read_only_store(tmp_path, fake_openai):
 def test_cancel_mid_way_writes_nothing_and_returns_quickly(mem, fake_openai):
     fake_openai.push(QUESTIONS, slow(30, reply_json({"insights": []})))
 
+    import time
+    cancelled_at = []
+
+    def cancel_now():
+        cancelled_at.append(time.monotonic())
+        cancel.cancel()
+
     def on_progress(fraction, message):
         if "Asking for insights" in message:   # after the step count "[5/8] "
-            threading.Timer(0.2, cancel.cancel).start()
+            threading.Timer(0.2, cancel_now).start()
 
     cancel = Task(on_progress=on_progress)
-    import time
-    t = time.monotonic()
     with pytest.raises(Cancelled):
         reflector(mem, fake_openai, llm={"timeout": 60}).propose(cancel)
-    assert time.monotonic() - t < 5  # did not wait for the 30 s reply
+    assert cancelled_at and time.monotonic() - cancelled_at[0] < 10  # ended by the cancel: not the 30 s reply
     assert rows(mem) == []
 
 
@@ -274,17 +279,11 @@ def test_evidence_is_live_and_of_the_agent_only(mem):
     assert all("deadline" in mem.get(i)["content"] for i in ids[:2])
 
 
-def test_default_retriever_is_the_engine_or_falls_back(mem, fake_openai):
-    try:
-        from memviz.retrieval import Engine  # noqa: F401
-        engine = True
-    except ImportError:
-        engine = False
+def test_default_retriever_is_the_engine(mem, fake_openai):
     from memviz.reflect import default_retriever
     mem.set_valid_until("ann-09", T0)
     retrieve = default_retriever(mem, agent="ann")
-    assert (retrieve.__qualname__.startswith("engine_retriever") if engine
-            else retrieve.__qualname__.startswith("vector_retriever"))
+    assert retrieve.__qualname__.startswith("engine_retriever")
     ids = retrieve("Who stays late at the office before the deadline?", 4)
     assert len(ids) == 4 and all(i.startswith("ann-") for i in ids) and "ann-09" not in ids
     assert any("deadline" in mem.get(i)["content"] for i in ids[:2])

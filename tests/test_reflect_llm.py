@@ -125,11 +125,11 @@ def test_client_errors_are_not_retried(fake_openai, status, match):
 
 
 def test_timeout_is_retried_then_reported(fake_openai):
-    fake_openai.push(slow(3), slow(3))
+    fake_openai.push(slow(30), slow(30))
     t = time.monotonic()
     with pytest.raises(LLMTimeout, match=r"did not answer within 0.3 s \(tried 2 times\)"):
         ask(client(fake_openai, timeout=0.3, max_retries=1))
-    assert time.monotonic() - t < 2.5
+    assert time.monotonic() - t < 10  # each try gave up after its 0.3 s: the 30 s replies were not waited for
 
 
 def test_unreachable_server():
@@ -141,22 +141,53 @@ def test_unreachable_server():
         ask(c)
 
 
+class WatchedTask(Task):
+    """A Task that tells when its holder starts waiting on it (a retry's backoff)."""
+
+    def __init__(self):
+        super().__init__()
+        self.waiting = threading.Event()
+
+    def wait(self, seconds):
+        self.waiting.set()
+        super().wait(seconds)
+
+
+def cancel_when(happened, task, within=30.0):
+    """Cancel `task` from another thread as soon as `happened()` is true. The list returned gets
+    the moment of that cancel; it stays empty if the event did not come within `within` s (the
+    task is cancelled then all the same, so the test ends)."""
+    at = []
+
+    def run():
+        deadline = time.monotonic() + within
+        while not happened() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        if happened():
+            at.append(time.monotonic())
+        task.cancel()
+    threading.Thread(target=run, daemon=True).start()
+    return at
+
+
 def test_cancel_stops_waiting_at_once(fake_openai):
     fake_openai.push(slow(30))
     cancel = Task()
-    threading.Timer(0.2, cancel.cancel).start()
-    t = time.monotonic()
+    at = cancel_when(lambda: len(fake_openai.chat_requests()) == 1, cancel)  # the request is in, its reply 30 s away
     with pytest.raises(Cancelled):
         ask(client(fake_openai, timeout=60), cancel)
-    assert time.monotonic() - t < 3
+    assert at, "the request never reached the server"
+    assert time.monotonic() - at[0] < 10  # ended by the cancel, not by the 30 s reply
 
 
 def test_cancel_during_backoff(fake_openai):
     fake_openai.push(reply_error(500), reply_json({"questions": ["never"]}))
-    cancel = Task()
-    threading.Timer(0.3, cancel.cancel).start()
+    cancel = WatchedTask()
+    at = cancel_when(cancel.waiting.is_set, cancel)  # in the 30 s backoff after the 500
     with pytest.raises(Cancelled):
         ask(client(fake_openai, retry_backoff=30), cancel)
+    assert at, "the client never backed off"
+    assert time.monotonic() - at[0] < 10  # ended by the cancel, not by the backoff
     assert len(fake_openai.chat_requests()) == 1
 
 

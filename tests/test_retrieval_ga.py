@@ -148,26 +148,56 @@ def _random_store(store, n, dim, seed):
             attributes=attrs))
     store.insert_memories(recs)
     store.set_meta("ga_weights", {"a": {"recency_w": 0.7, "relevance_w": 1.3, "recency_decay": 0.99}})
-    return V
+    return V, recs
+
+
+def nodes_of(recs):
+    """The reference's input made from the memories as written, not as the store reads them back."""
+    def opt(x):
+        return None if x is None else float(x)
+    return [{"id": r["id"], "agent": r["agent"], "kind": r["kind"], "importance": r["importance"],
+             "event_time": float(r["event_time"]), "created_at": float(r["created_at"]),
+             "last_accessed": opt(r["last_accessed"]), "valid_until": opt(r["valid_until"]), "confidence": r["confidence"],
+             "decay_rate": 0.1,  # the schema's default (none is written)
+             "protected": r["protected"], "embedding": r["embedding"], "tags": r["tags"], "attributes": r["attributes"]}
+            for r in recs]
+
+
+def full_text_hits(recs, text):
+    """(id, bm25) of the memories matching any word of `text`, from SQLite's FTS5 over the texts as
+    written (its own table here, not the store's)."""
+    import re
+
+    import apsw
+    conn = apsw.Connection(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(content, tokenize='unicode61')")
+    conn.executemany("INSERT INTO t (rowid, content) VALUES (?, ?)", [(i + 1, r["content"]) for i, r in enumerate(recs)])
+    match = " OR ".join(f'"{w}"' for w in re.findall(r"\w+", text))
+    return [(recs[rowid - 1]["id"], score) for rowid, score in
+            conn.execute("SELECT rowid, bm25(t) FROM t WHERE t MATCH ? ORDER BY bm25(t)", (match,))]
 
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_engine_matches_plain_loop(store, seed):
-    V = _random_store(store, 400, 4, seed)
+    V, recs = _random_store(store, 400, 4, seed)
     e = Engine(store, now=10 ** 6)
-    nodes = reference.load_nodes(store)
+    nodes = nodes_of(recs)
     variants = [{}, dict(as_of=5e5), dict(agents=("a",)), dict(tags=("cat",)), dict(kinds=("fact",), k=50),
                 dict(include_retired=True, confidence_decay=True), dict(protected_only=True),
                 dict(time_range=(1e5, 8e5)), dict(alpha=0, k=60), dict(decay=1.0), dict(agent_weights=False)]
     checked = 0
     for query in ({"vector": V[5]}, {"like": "m7"}):
         e.set_query(**query)
-        fts = store.fts_search(e.query_text, limit=10 ** 6) if e.query_text else None
+        if "vector" in query:  # the query as the test knows it: a unit vector; or memory m7's vector and text
+            q, text = query["vector"] / np.linalg.norm(query["vector"]), None
+        else:
+            q, text = recs[7]["embedding"], recs[7]["content"]
+        fts = full_text_hits(recs, text) if text else None
         for name in ("dual-memory", "generative-agents", "ada", "hybrid", "working-memory"):
             for extra in variants:
                 p = preset_params(name, **extra)
                 got = e.score(p)
-                want = reference.retrieve(nodes, e.query_vector.tolist(), p, now=10 ** 6, fts=fts,
+                want = reference.retrieve(nodes, q.tolist(), p, now=10 ** 6, fts=fts,
                                       ga_weights={"a": {"recency_w": 0.7, "relevance_w": 1.3, "recency_decay": 0.99}},
                                       exclude_id=query.get("like"))
                 assert got.ids == [i for i, _ in want], (name, extra)

@@ -3,6 +3,7 @@ fraction, cancel hooks run once, check()/wait() raise the one Cancelled, Steps c
 batch embedding and the CLI's Ctrl-C speak it too."""
 import signal
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -57,10 +58,14 @@ def test_check_wait_and_progress_after_cancel():
 
 def test_wait_returns_after_its_time_and_stops_on_cancel():
     task = Task()
-    task.wait(0.01)                         # not cancelled: just sleeps
-    threading.Timer(0.05, task.cancel).start()
+    t = time.monotonic()
+    task.wait(0.05)                         # not cancelled: just sleeps
+    assert time.monotonic() - t >= 0.05
+    cancelled_at = []
+    threading.Timer(0.05, lambda: (cancelled_at.append(time.monotonic()), task.cancel())).start()
     with pytest.raises(Cancelled):
         task.wait(60)
+    assert time.monotonic() - cancelled_at[0] < 10  # ended by the cancel, not by the 60 s
 
 
 def test_steps_count_units_and_stop_between_them():
