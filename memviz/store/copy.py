@@ -50,10 +50,9 @@ def copy_store(src: str, dst: str, task: Task | None = None, opener=None) -> int
     opens the source (default: memviz.store.open_store; the commands pass the one that also
     opens other frameworks' stores, whose mirrors are SQLite stores)."""
     from . import open_store  # the dispatching open of memviz.store
-    from .store import Store
     task = task or Task("copy")
     with (opener or open_store)(src, read_only=True) as source:
-        reader = _SqliteReader(source) if isinstance(source, Store) else _PgReader(source)
+        reader = _SqliteReader(source) if source.backend == "sqlite" else _PgReader(source)
         with reader:
             total = reader.count()
             task.progress(0.0, f"copying {total} memories from {redact(src)} to {redact(dst)}")
