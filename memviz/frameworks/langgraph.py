@@ -191,7 +191,7 @@ def _iso(v) -> str | None:
 
 
 def _load(v) -> Any:
-    """A stored value parsed, by orjson (5x faster than json on 100k values; memviz depends on it)."""
+    """A stored value parsed, by orjson (several times faster than json; memviz depends on it)."""
     if isinstance(v, (dict, list)):
         return v
     return orjson.loads(v)
@@ -728,7 +728,7 @@ class LangGraphPostgres(LangGraphStore):
         """Every item as a record, streamed: items and their vectors come joined in (prefix, key)
         order through a server-side cursor (fetch_ahead) on a connection of the read's own, so the
         first records are mapped and written while the server sends the rest (both tables read
-        whole before any item was mapped left the mirror's writer idle for a second at 100k). One
+        whole before any item was mapped would leave the mirror's writer idle meanwhile). One
         REPEATABLE READ snapshot holds the namespaces, the model's sample, the row versions and the rows."""
         if task:
             task.progress(-1, "reading the LangGraph store")

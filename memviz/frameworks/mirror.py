@@ -54,9 +54,9 @@ from ..tasks import Task
 from ..userdirs import user_cache_dir
 from .source import Source
 
-#: bump when a system's mapping to memviz records changes: every mirror is then rebuilt
-MIRROR_VERSION = 5  # 2: one-pass fingerprints; 3: the embedding hashed apart; 4: of normalized rows;
-#                    5: LangGraph's and HTM's attributes without the fields that are None
+#: bump when a system's mapping to memviz records (or the fingerprint of one) changes: every mirror
+#: is then rebuilt (what each bump was for is in git's history of this line)
+MIRROR_VERSION = 5
 _FP_TABLE = "memviz_mirror"
 _BATCH = 5000
 #: a first build for the window of this many memories or more writes its indexes after the first read
@@ -80,7 +80,7 @@ _FP_COLUMNS = tuple(col for col in MEMORY_COLUMNS if col not in ("embedding", "c
 def fingerprint(rec: dict, row: dict) -> bytes:
     """What identifies a record's content (equal fingerprints, nothing to write): `rec` as the
     source gave it, `row` as records.normalize_many made it. Its text columns are hashed as
-    the row holds them, JSON already encoded (a json.dumps of each record cost 5x more at 100k)."""
+    the row holds them, JSON already encoded (a json.dumps of each record would cost several times more)."""
     text = "\x1f".join([str(row[col]) for col in _FP_COLUMNS] + [str(rec.get("created_at")), str(rec.get("event_time"))])
     h = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16)
     if row["embedding"] is not None:

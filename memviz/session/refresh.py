@@ -12,7 +12,7 @@ Room for new rows is made before it is needed: a whole read puts the matrix in a
 spare rows (memviz.store.arrays.rows_with_room), the first refresh copies the small columns into
 such buffers, and when a column's spare rows fall below AHEAD, a background job (`ColumnGrowth`)
 copies it into a buffer half as large again, which a later install takes (adding the few rows
-written since), so no refresh waits for a copy of the matrix (at 100k x 1536 it took 0.4-1 s).
+written since), so no refresh waits for a copy of the matrix.
 """
 from __future__ import annotations
 
@@ -25,11 +25,11 @@ from memviz.retrieval import quantized
 from memviz.store.arrays import MemoryArrays, rows_with_room, spare_rows
 from memviz.store.changes import Changes, changes_since
 
-# A column's copy gets store.arrays.spare_rows of its rows (half as many again): geometric, so at
-# 100 writes/s a 100k store copies its 100 MB matrix every ~8 min (untouched spare rows are
-# address space, not resident memory).
+# A column's copy gets store.arrays.spare_rows of its rows (half as many again): geometric, so a
+# steady writer makes the matrix copied ever more rarely (untouched spare rows are address space,
+# not resident memory).
 AHEAD = 1 / 4  # a column whose spare rows fall below this share of what a copy gives (spare_rows)
-               # is copied by a background job: at 100k rows and 50 writes/s, 250 s before it is full
+               # is copied by a background job, long before it is full
 
 
 @dataclass
@@ -122,7 +122,7 @@ class ColumnGrowth:
         """The copies brought up to `a` (name -> a view of a.n rows with room for `k` more);
         a column whose copy does not fit (another shape, too little room) is left out."""
         if self.job.exception() is not None:
-            return {}  # (out of memory) the columns grow when they must, as before
+            return {}  # (out of memory) the columns grow when they must, in install
         out = {}
         rows = np.unique(np.concatenate(self.patched)) if self.patched else np.zeros(0, np.int64)
         rows = rows[rows < self.n]

@@ -62,10 +62,10 @@ def madvise(block: np.ndarray, advice: int) -> bool:
 
 def small_pages(block: np.ndarray) -> np.ndarray:
     """`block`, freshly allocated and not touched yet, kept on 4 KB pages. numpy asks for huge pages
-    above 4 MB; where the kernel must first compact memory to make them (THP defrag "madvise", a
-    page cache filling the RAM: this VM), the first touch of a matrix cost 1.2-2.5 s of CPU per GB
-    instead of 0.37 s (the same 1 GB, alternating, loaded machine); where free huge pages are at
-    hand they take 0.2 s. The worst case is what an open waits for."""
+    above 4 MB; where the kernel must first compact memory to make them (THP defrag "madvise" and a
+    page cache filling the RAM), the first touch of a matrix costs several times the CPU it costs
+    on small pages, and an open waits for that worst case; free huge pages would be only a little
+    faster (bench/store.py's loads measure it)."""
     if block.nbytes >= _SMALL_PAGES_FROM:
         madvise(block, MADV_NOHUGEPAGE)
     return block
@@ -186,13 +186,13 @@ def _load(conn, model, dim, preview, in_sqlite, rowids=None) -> MemoryArrays:
         else np.zeros(0, np.int64)
     names = {(m.encode("utf-8", "surrogatepass") if isinstance(m, str) else m): i for m, i in names.items()}
     size = np.nan_to_num(num(c["size"]), nan=-1).astype(np.int64)
-    key, dim = _pick_model(list(names), model_code, size,
+    key, dim = pick_model(list(names), model_code, size,
                            None if model is None else model.encode("utf-8", "surrogatepass"), dim)
     model = None if key is None else decode_text(key)[0]
     nbytes = 4 * dim
     has = (model_code == names.get(key, -1)) & (size == nbytes) & (size > 0)
     if nbytes and has.any():
-        emb = _normalize_rows(c["vectors"](has, size, nbytes), has)
+        emb = normalize_rows(c["vectors"](has, size, nbytes), has)
     else:
         emb = np.zeros((n, dim), dtype=np.float32)
     if c.get("settle"):
@@ -288,7 +288,7 @@ def _scan_by_row(conn, preview: int, rowids: list[int] | None = None) -> dict:
     return {"rowid": cols["rowid"], "ids": ids, "kind": kind, "agent": agent, "bad_text": b1 | b2 | b3,
             **{name: cols[name] for name in _NUMERIC}, "json_ok": cols["json_ok"], "model": cols["model"],
             "size": cols["size"], "odd_types": [r for r, odd in zip(cols["rowid"], cols["odd_type"]) if odd],
-            "preview": _one_line(cols["preview"]) if preview > 0 else None, "vectors": vectors}
+            "preview": one_line(cols["preview"]) if preview > 0 else None, "vectors": vectors}
 
 
 # Every column aggregated inside SQLite into one JSON array (numbers round-trip exactly): no Python
@@ -410,9 +410,9 @@ def _read_vectors(conn, rowid: np.ndarray, size: np.ndarray, has: np.ndarray, nb
     into one preallocated array. With the memories' `ids`, from the vector index's chunks where
     it mirrors the rows (vec_chunks.py: a thousand blobs for a million vectors). Otherwise large
     vectors spill to overflow pages, where concatenating them inside SQLite costs more than
-    reading them (3 s against 1 s at 100k x 1536): each is read with incremental blob I/O into
-    its row. Small ones come from group_concat over rowid ranges (one blob of every row's vector
-    would pass SQLite's 1 GB limit at 1M x 256)."""
+    reading them: each is read with incremental blob I/O into its row. Small ones come from
+    group_concat over rowid ranges (one blob of every row's vector would pass SQLite's 1 GB limit
+    at 1M x 256)."""
     n = len(rowid)
     out = rows_with_room(n, (nbytes // 4,), "<f4")  # a whole read: a live refresh appends below it
     if n == 0 or not has.any():
@@ -466,7 +466,7 @@ def _row_by_row(conn, rowid, has, nbytes, lo, hi, out) -> None:
             out[i] = np.frombuffer(blob, dtype="<f4")
 
 
-def _pick_model(names: list[bytes], model_code: np.ndarray, size: np.ndarray, model: bytes | None,
+def pick_model(names: list[bytes], model_code: np.ndarray, size: np.ndarray, model: bytes | None,
                 dim) -> tuple[bytes | None, int]:
     """The (model, dim) whose vectors fill the matrix: most rows first, then model name, then
     the smaller dimension (as `Store.embedding_models()` orders them; no model name counts as
@@ -502,28 +502,29 @@ def _texts(col) -> tuple[np.ndarray, np.ndarray]:
     return out, bad
 
 
-def _one_line(col) -> np.ndarray:
-    """Decoded texts with CR, LF and tab as spaces (done once on the joined column, not per row)."""
+def one_line(col) -> np.ndarray:
+    """The texts of `col` on one line, CR, LF and tab made spaces (once on the joined column, not
+    per row): str, or bytes as SQLite returns them, decoded as UTF-8 with replacement (None: "")."""
+    first = next((t for t in col if t is not None), None)
+    if first is None:
+        joined = "\x00".join("" for _ in col)
+    elif isinstance(first, str):
+        joined = "\x00".join(col)
+    else:
+        joined = b"\x00".join(b"" if raw is None else raw for raw in col).decode("utf-8", errors="replace")
+    parts = _flat(joined).split("\x00")
+    if len(parts) != len(col):  # a content holding NUL characters: row by row
+        parts = [_flat(decode_text(t)[0]) for t in col]
     out = np.empty(len(col), dtype=object)
-    joined = b"\x00".join(b"" if raw is None else raw for raw in col).decode("utf-8", errors="replace")
-    parts = joined.replace("\r", " ").replace("\n", " ").replace("\t", " ").split("\x00")
-    if len(parts) != len(col):  # a content holding NUL characters: decode row by row
-        parts = [decode_text(raw)[0].replace("\r", " ").replace("\n", " ").replace("\t", " ") for raw in col]
     out[:] = parts
     return out
 
 
-def _one_line_text(texts: list[str]) -> np.ndarray:
-    """_one_line of texts already decoded."""
-    out = np.empty(len(texts), dtype=object)
-    parts = "\x00".join(texts).replace("\r", " ").replace("\n", " ").replace("\t", " ").split("\x00")
-    if len(parts) != len(texts):  # a content holding NUL characters
-        parts = [t.replace("\r", " ").replace("\n", " ").replace("\t", " ") for t in texts]
-    out[:] = parts
-    return out
+def _flat(text: str) -> str:
+    return text.replace("\r", " ").replace("\n", " ").replace("\t", " ")
 
 
-def _normalize_rows(emb: np.ndarray, rows: np.ndarray) -> np.ndarray:
+def normalize_rows(emb: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length (most already are: only those that are not are touched, and a
     read-only matrix is copied only if one needs it)."""
     sq = np.einsum("ij,ij->i", emb, emb)
@@ -572,7 +573,7 @@ class WrittenColumns:
         model_code = np.fromiter(map(code.__getitem__, c["embedding_model"]), dtype=np.int64, count=n)
         size = np.array([len(b) if b is not None else -1 for b in c["embedding"]], dtype=np.int64) if n \
             else np.zeros(0, np.int64)
-        key, dim = _pick_model(list(names), model_code, size, None, None)
+        key, dim = pick_model(list(names), model_code, size, None, None)
         nbytes = 4 * dim
         has = (model_code == names.get(key, -1)) & (size == nbytes) & (size > 0)
         if nbytes and has.any():
@@ -581,7 +582,7 @@ class WrittenColumns:
             else:
                 zero = bytes(nbytes)
                 joined = bytearray().join(b if h else zero for b, h in zip(c["embedding"], has.tolist()))
-            emb = _normalize_rows(np.frombuffer(joined, dtype="<f4").reshape(n, dim), has)
+            emb = normalize_rows(np.frombuffer(joined, dtype="<f4").reshape(n, dim), has)
         else:
             emb = np.zeros((n, dim), dtype=np.float32)
 
@@ -598,5 +599,5 @@ class WrittenColumns:
             protected=num["protected"].astype(bool), embedding=emb, has_embedding=has,
             embedding_model=None if key is None else decode_text(key)[0],
             bad_json=np.zeros(n, bool), bad_text=np.zeros(n, bool),
-            preview=_one_line_text([t[:preview] for t in c["content"]]) if preview > 0 else None,
+            preview=one_line([t[:preview] for t in c["content"]]) if preview > 0 else None,
             bad_value=np.zeros(n, bool))

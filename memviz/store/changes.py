@@ -55,10 +55,10 @@ def _has_log(conn) -> bool:
 
 
 def _read_token(conn, count: int | None = None) -> ChangeToken:
-    """`count`: the rows, when the caller knows them (count(*) reads the whole table: ~100 ms at
-    1M rows, at every refresh); else counted."""
-    # max(rowid) and count(*) as two statements (together they scan the table: 0.7 s at 1M; alone,
-    # one b-tree descent and a count of the smallest index's pages), in one read state
+    """`count`: the rows, when the caller knows them (count(*) reads the whole table, which a
+    refresh should not at every look); else counted."""
+    # max(rowid) and count(*) as two statements (together they scan the table; alone, one b-tree
+    # descent and a count of the smallest index's pages), in one read state
     with one_read(conn):
         max_rowid = conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0]
         if count is None:

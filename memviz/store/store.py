@@ -554,13 +554,13 @@ def open_and_read(path: str, read: Callable[[Store], T] | None, *, read_only: bo
                   check_later: bool = False) -> tuple[Store, T | None]:
     """open_store, then `read(store)` run while SQLite's quick_check runs on a second connection.
     Both spend their time inside SQLite, which releases the GIL, so on a large store the check
-    costs almost nothing extra (it is 0.4 s of a 100k store's open). The outcome is the same as
+    costs little extra time. The outcome is the same as
     checking first: damage makes the store read-only with the reason, or fails the open, and
     no write can happen before the check has answered (nothing is written here; a store that
     needs migrating is checked before it is migrated).
     `check_later` (the window; files of CHECK_LATER_BYTES and more): the check starts once the
     read is done and this returns before it answers, so on two cores it does not compete with
-    the read (1.8 s of CPU at a million memories); the store refuses edits (`read_only_reason`
+    the read for a core; the store refuses edits (`read_only_reason`
     CHECKING) until it has passed, `store.checked()` waits for its answer, and damage stays as
     the read-only reason. A read that fails waits for the check, which explains damage better."""
     path = os.fspath(path)
@@ -681,7 +681,7 @@ def _checked_in_thread(conn_path: str, path: str, mapped: bool = True):
     """_quick_check on its own read-only connection, in a thread: a Future of its answer.
     `mapped` False (a check running after the window is up): every page is read through SQLite's
     small page cache, at half the speed, instead of a second memory map of the file, which would
-    count up to MMAP_BYTES more of it in the process's resident memory (1 GB at 1M)."""
+    count up to MMAP_BYTES more of it in the process's resident memory."""
     def check() -> list[str]:
         conn = connect(conn_path, readonly=True)
         if not mapped:
@@ -693,7 +693,7 @@ def _checked_in_thread(conn_path: str, path: str, mapped: bool = True):
     return in_thread(check, "memviz-quick-check")
 
 
-CHECK_LATER_BYTES = 64 << 20   # smaller files are checked in well under 0.2 s, beside the read, as before
+CHECK_LATER_BYTES = 64 << 20   # smaller files are checked quickly, beside the read
 CHECKING = "SQLite's quick check of the file is still running; edits wait until it has passed"
 
 
