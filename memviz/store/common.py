@@ -17,6 +17,7 @@ from .records import (
     decode_text,
     embedding_blob,
     encode_json,
+    new_id,
     normalize,
     normalize_many,
     read_values,
@@ -239,6 +240,29 @@ class StoreCommon:
                 raise ValidationError(f"`{k}` must be text")
             clean[k] = v
         return clean
+
+    def supersede(self, memory_id: str, new_content: str, *, embedding=None, embedding_model: str | None = None,
+                  when=None, new_id_: str | None = None, expected: dict | None = None,
+                  actor: str = "memviz", note: str | None = None) -> str:
+        """The assistant memory's `correct_fact`: the old row gets valid_until, a new row carries the new text,
+        `attributes.supersedes` and the old kind/agent/sources/event time (it restates the same
+        event; `created_at` is the correction's time). Without an embedding the new row is
+        marked `attributes.needs_embedding` (never given the old text's vector). Returns the new id.
+        One transaction; each backend gives `_supersede_write` (it), `_current` (the old row, locked),
+        `_insert` and `_retire`."""
+        when = to_epoch(when) if when is not None else int(time.time())
+        nid = new_id_ or new_id()
+        dim = self.model_dim(embedding_model) if embedding is not None else None
+        with self._supersede_write() as c:
+            cur = self._current(c, memory_id)
+            check_expected(memory_id, cur, expected)
+            row = self._superseding_row(cur, memory_id, new_content, nid, when, embedding, embedding_model, dim)
+            self._insert(c, [row])
+            self._retire(c, memory_id, when)
+            self.audit(c, "supersede", memory_id, {"valid_until": None}, {"valid_until": when, "superseded_by": nid},
+                       actor, note)
+            self.audit(c, "insert", nid, None, row, actor, note or f"correction of {memory_id}")
+        return nid
 
     def _superseding_row(self, cur: dict, memory_id: str, new_content: str, nid: str, when: int, embedding,
                          embedding_model: str | None, dim: int | None) -> dict:

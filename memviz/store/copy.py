@@ -152,13 +152,9 @@ class _PgReader:
 # ------------------------------------------------------------------ writers
 def _write_sqlite(dst: str, reader, total: int, task: Task) -> None:
     from .store import create as create_sqlite
+    from .store import new_file
     from .vectors import vec_ddl, vec_table
-    dst = os.fspath(dst)
-    if os.path.exists(dst):
-        raise StoreError(f"{dst} already exists; memviz will not overwrite it.")
-    folder = os.path.dirname(os.path.abspath(dst))
-    if not os.path.isdir(folder):
-        raise StoreError(f"The folder {folder} does not exist.")
+    dst, folder = new_file(dst)
     fd, tmp = tempfile.mkstemp(prefix=".memviz-copy-", suffix=".db", dir=folder)
     os.close(fd)
     os.unlink(tmp)

@@ -41,10 +41,9 @@ from .errors import (
 )
 from .fileheader import check_header
 from .read_only_media import detour, needs_detour, release_copy, share_copy
-from .records import MS_ABOVE, decode_json, decode_text, embedding_blob, new_id, read_time
+from .records import MS_ABOVE, decode_json, decode_text, embedding_blob, read_time
 from .schema import MEMORY_COLUMNS
 from .sqlite_queries import SqliteQueries
-from .times import to_epoch
 from .vectors import vec_ddl, vec_table
 
 T = TypeVar("T")
@@ -52,6 +51,7 @@ T = TypeVar("T")
 _SELECT_ROW = "SELECT " + ", ".join(
     f"CAST({c} AS BLOB)" if c in TEXT_COLUMNS else c for c in MEMORY_COLUMNS
 ) + " FROM memories"
+_INSERT_ROW = f"INSERT INTO memories ({', '.join(MEMORY_COLUMNS)}) VALUES ({', '.join('?' * len(MEMORY_COLUMNS))})"
 
 
 class _Row(dict):
@@ -438,20 +438,22 @@ class Store(StoreCommon, SqliteQueries, ErrorBoundary):
         rows, now = self._normalized(records)
         if not rows:
             return []
-        cols = ", ".join(MEMORY_COLUMNS)
-        sql = f"INSERT INTO memories ({cols}) VALUES ({', '.join('?' * len(MEMORY_COLUMNS))})"
         with self.transaction() as c:
-            for dim in {len(r["embedding"]) // 4 for r in rows if r["embedding"] is not None}:
-                self._ensure_vec_table(c, dim)
-            try:
-                c.executemany(sql, [tuple(r[k] for k in MEMORY_COLUMNS) for r in rows])
-            except apsw.ConstraintError as e:
-                raise ValidationError(f"cannot insert: {e} (is an id already in the store?)") from None
+            self._insert(c, rows)
             if audit:
                 c.executemany(
                     "INSERT INTO memviz_audit(at, action, memory_id, before, after, actor, note) VALUES (?,?,?,?,?,?,?)",
                     [(now, "insert", r["id"], None, audit_dump(r), actor, note) for r in rows])
         return [r["id"] for r in rows]
+
+    def _insert(self, c, rows: list[dict]) -> None:
+        """Normalised rows into memories (their vec0 tables made first), inside `c`'s transaction."""
+        for dim in {len(r["embedding"]) // 4 for r in rows if r["embedding"] is not None}:
+            self._ensure_vec_table(c, dim)
+        try:
+            c.executemany(_INSERT_ROW, [tuple(r[k] for k in MEMORY_COLUMNS) for r in rows])
+        except apsw.ConstraintError as e:
+            raise ValidationError(f"cannot insert: {e} (is an id already in the store?)") from None
 
     def _current(self, c, memory_id: str) -> _Row:
         """The row as stored, its text columns read as bytes (as the row select does): invalid
@@ -490,29 +492,11 @@ class Store(StoreCommon, SqliteQueries, ErrorBoundary):
                 done[memory_id] = (before, clean)
         return done
 
-    def supersede(self, memory_id: str, new_content: str, *, embedding=None, embedding_model: str | None = None,
-                  when=None, new_id_: str | None = None, expected: dict | None = None,
-                  actor: str = "memviz", note: str | None = None) -> str:
-        """The assistant memory's `correct_fact`: the old row gets valid_until, a new row carries the new text,
-        `attributes.supersedes` and the old kind/agent/sources/event time (it restates the same
-        event; `created_at` is the correction's time). Without an embedding the new row is
-        marked `attributes.needs_embedding` (never given the old text's vector). Returns the new id."""
-        when = to_epoch(when) if when is not None else int(time.time())
-        nid = new_id_ or new_id()
-        dim = self.model_dim(embedding_model) if embedding is not None else None
-        with self.transaction() as c:
-            cur = self._current(c, memory_id)
-            check_expected(memory_id, cur, expected)
-            row = self._superseding_row(cur, memory_id, new_content, nid, when, embedding, embedding_model, dim)
-            if row["embedding"] is not None:
-                self._ensure_vec_table(c, len(row["embedding"]) // 4)
-            c.execute(f"INSERT INTO memories ({', '.join(MEMORY_COLUMNS)}) VALUES ({', '.join('?' * len(MEMORY_COLUMNS))})",
-                      tuple(row[k] for k in MEMORY_COLUMNS))
-            c.execute("UPDATE memories SET valid_until = ? WHERE id = ?", (when, memory_id))
-            self.audit(c, "supersede", memory_id, {"valid_until": None}, {"valid_until": when, "superseded_by": nid},
-                        actor, note)
-            self.audit(c, "insert", nid, None, row, actor, note or f"correction of {memory_id}")
-        return nid
+    def _supersede_write(self):
+        return self.transaction()
+
+    def _retire(self, c, memory_id: str, when: int) -> None:
+        c.execute("UPDATE memories SET valid_until = ? WHERE id = ?", (when, memory_id))
 
     @staticmethod
     def audit(c, action, memory_id, before, after, actor, note):
@@ -527,14 +511,21 @@ def _text(raw):
 
 
 # --------------------------------------------------------------------- open / create
-def create(path: str) -> Store:
-    """Make a new, empty native store at `path` (refuses to overwrite an existing file)."""
+def new_file(path) -> tuple[str, str]:
+    """(path, its folder) for a store file to be made there: StoreError if the file exists (memviz
+    never overwrites one) or the folder does not."""
     path = os.fspath(path)
     if os.path.exists(path):
         raise StoreError(f"{path} already exists; memviz will not overwrite it.")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise StoreError(f"The folder {folder} does not exist.")
+    return path, folder
+
+
+def create(path: str) -> Store:
+    """Make a new, empty native store at `path` (refuses to overwrite an existing file)."""
+    path, _ = new_file(path)
     with store_errors(path, doing="creating it"):
         conn = connect(path, create=True)
         conn.execute("PRAGMA journal_mode=WAL")  # our own file: WAL lets the agent and memviz work together

@@ -28,7 +28,6 @@ from ..common import SCALAR_COLUMNS, Provenance, StoreCommon, audit_dump, audit_
 from ..errors import UNKNOWN, ConnectionLostError, ReadOnlyError, StoreError, _written_text
 from ..records import decode_json, embedding_blob
 from ..schema import MEMORY_COLUMNS
-from ..times import to_epoch
 from . import arrays as pg_arrays
 from . import schema
 from .changes import PgChangeLog
@@ -526,24 +525,11 @@ class PgStore(StoreCommon, PgQueries, PgChangeLog, ErrorBoundary):
                 done[memory_id] = (before, clean)
         return done
 
-    def supersede(self, memory_id: str, new_content: str, *, embedding=None, embedding_model: str | None = None,
-                  when=None, new_id_: str | None = None, expected: dict | None = None,
-                  actor: str = "memviz", note: str | None = None) -> str:
-        """As the SQLite store's supersede (the assistant memory's `correct_fact`), in one transaction."""
-        from ..records import new_id
-        when = to_epoch(when) if when is not None else int(time.time())
-        nid = new_id_ or new_id()
-        dim = self.model_dim(embedding_model) if embedding is not None else None
-        with self._transaction(pipeline=True) as c:
-            cur = self._current(c, memory_id)
-            check_expected(memory_id, cur, expected)
-            row = self._superseding_row(cur, memory_id, new_content, nid, when, embedding, embedding_model, dim)
-            self._insert(c, [row])
-            c.execute("UPDATE memories SET valid_until = %s WHERE id = %s", (when, memory_id))
-            self.audit(c, "supersede", memory_id, {"valid_until": None}, {"valid_until": when, "superseded_by": nid},
-                       actor, note)
-            self.audit(c, "insert", nid, None, row, actor, note or f"correction of {memory_id}")
-        return nid
+    def _supersede_write(self):
+        return self._transaction(pipeline=True)
+
+    def _retire(self, c, memory_id: str, when: int) -> None:
+        c.execute("UPDATE memories SET valid_until = %s WHERE id = %s", (when, memory_id))
 
     @staticmethod
     def audit(c, action, memory_id, before, after, actor, note):
