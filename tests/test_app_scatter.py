@@ -91,8 +91,12 @@ def test_map_and_timeline_draw_100k_points():
             valid_until=vu, confidence=np.ones(n), decay_rate=np.zeros(n), access_count=np.zeros(n, np.int64),
             protected=np.zeros(n, bool), embedding=emb, has_embedding=np.ones(n, bool), embedding_model="m",
             bad_json=np.zeros(n, bool), bad_text=np.zeros(n, bool), preview=np.array(["text"] * n, dtype=object))
-        class FakeStore:  # only what the two panels read: they never touch the database here
+        class FakeStore:  # only what the two panels read: no database, so no cached map labels either
             path = "mem"
+            read_only = True
+
+            def meta(self, key, default=None):
+                return default
         data = StoreData(store=FakeStore(), arrays=a, provenance_=Provenance(), counts={},
                          kinds=["episode", "fact", "reflection", "preference"], agents=["a"])
         st = AppState(); wk = Workers()

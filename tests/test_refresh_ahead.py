@@ -7,7 +7,7 @@ from dataclasses import replace
 import numpy as np
 from conftest import assert_same_arrays, unit_vectors
 
-from memviz.session.refresh import AHEAD, _Growth, _spare, grow, read_refresh
+from memviz.session.refresh import AHEAD, ColumnGrowth, _spare, grow, read_refresh
 from memviz.session.state import AppState, load_store_data
 from memviz.store.arrays import spare_rows
 from memviz.store.connection import connect
@@ -57,10 +57,10 @@ def test_buffers_grow_ahead_and_no_refresh_copies_the_matrix(store, store_path):
 
 
 def test_a_copy_made_ahead_takes_the_rows_appended_and_patched_since(store):
-    """_Growth copies the columns as they were; finish adds what changed after the copy read them."""
+    """ColumnGrowth copies the columns as they were; finish adds what changed after the copy read them."""
     _fill(store)
     a = load_store_data(store).arrays
-    growth = _Growth(a, {"embedding", "importance"})
+    growth = ColumnGrowth(a, {"embedding", "importance"})
     growth.job.result()
     a.importance[5] = 99.0        # patched after the copy was made
     a.embedding[7] = 0.5

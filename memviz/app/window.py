@@ -484,16 +484,12 @@ class MainWindow(QMainWindow):
             if old is not None and old.store is not data.store:
                 old.store.close()
             self._add_recent(data.store.path)  # a DSN without its password
-            # another system's store says which; a server's is named as the title names it (a DSN's
-            # query string, e.g. a socket folder, pushed the rest of the message out of sight)
-            what = (data.store.describe() if hasattr(data.store, "describe")
-                    else label(data.store.path) if ms.is_dsn(data.store.path) else data.store.path)
-            msg = f"Opened {what} in {time.perf_counter() - t0:.2f} s"
-            if getattr(data.store, "check_deferred", False) or getattr(data.store, "indexing", False):
+            msg = f"Opened {data.store.describe()} in {time.perf_counter() - t0:.2f} s"
+            if data.store.answers_later:
                 self._follow_check(data.store)
-            if getattr(data.store, "checking", False):
+            if data.store.checking:
                 msg += " — checking the file; edits wait for it"
-            elif getattr(data.store, "indexing", False):  # a framework mirror's first build (frameworks/mirror.py)
+            elif data.store.indexing:  # a framework mirror's first build (frameworks/mirror.py)
                 msg += _INDEXING_NOTE
             elif data.store.read_only:
                 msg += f" — read-only: {data.store.read_only_reason}"
@@ -516,7 +512,7 @@ class MainWindow(QMainWindow):
         answers, the read-only label follows, and damage is said."""
         def job(task):
             task.progress(-1, "checking the file (SQLite's quick check)" if store.checking else "building the search indexes")
-            while store.checking or getattr(store, "indexing", False):
+            while store.checking or store.indexing:
                 task.wait(0.1)
             return store.checked()
 
@@ -526,7 +522,7 @@ class MainWindow(QMainWindow):
             self._update_status()
             shown = self.statusBar().currentMessage()
             if shown.endswith(_INDEXING_NOTE):  # the open's message, outdated now: how the step ended
-                failure = getattr(store, "index_failure", None)
+                failure = store.index_failure
                 self.statusBar().showMessage(f"{shown[:-len(_INDEXING_NOTE)]} — {failure or 'its search indexes are built'}",
                                              8000)
             if damage:
@@ -548,7 +544,7 @@ class MainWindow(QMainWindow):
             return None
         store = self.state.data.store
         self.copy_dialog = dlg = CopyStoreDialog(store.path, self.recent_files(), self)
-        dlg.accepted.connect(lambda: self.copy_store_to(getattr(store, "dsn", store.path), dlg.target()))
+        dlg.accepted.connect(lambda: self.copy_store_to(store.location, dlg.target()))
         dlg.open()
         return dlg
 

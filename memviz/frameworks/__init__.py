@@ -77,9 +77,7 @@ def open_and_read(target: str, read: Callable | None, *, read_only: bool = False
             probe = Probe(target)
             said = f"{probe.describe_unknown()}." if probe.is_file and not probe.is_sqlite() else str(e)
             raise NotAStoreError(f"{said} {what_memviz_reads()}") from e
-    store = open_mirrored(source, task, later=check_later)
-    if read_only and store._read_only_reason is None:  # not .read_only: true while its indexes are written
-        store.read_only_reason = "opened with --read-only"
+    store = open_mirrored(source, task, later=check_later, read_only=read_only)
     try:
         with gc_paused():  # the first read makes 100k-row columns at once (see gc_paused)
             result = read(store) if read is not None else None

@@ -57,6 +57,12 @@ from .pgvectors import fetch_ahead, vectors_as_bytes
 from .source import Source, identify_model, scoped_id
 
 STORE_COLUMNS = {"prefix", "key", "value", "created_at", "updated_at"}
+#: an item's columns as every read selects them, in this order (`_mapped` takes rows of them; a
+#: read may add its own columns after them): rows are plain tuples, read by position on the hot
+#: paths, so r[0], r[1] are always (prefix, key)
+ITEM = ("prefix", "key", "value", "created_at", "updated_at", "expires_at", "ttl_minutes")
+_ITEM_END = len(ITEM)                  # r[:_ITEM_END]: the item
+_UPDATED = ITEM.index("updated_at")
 #: value fields that hold a memory's text, in order of preference
 MAIN_FIELDS = ("content", "text", "memory", "data", "page_content")
 _IDENTIFY_SAMPLE = 4  # vectors re-embedded to tell whether memviz's local model made them
@@ -185,7 +191,7 @@ def _iso(v) -> str | None:
 
 
 def _load(v) -> Any:
-    """A stored value parsed, by orjson (5x faster than json on 100k values; memviz depends on it)."""
+    """A stored value parsed, by orjson (several times faster than json; memviz depends on it)."""
     if isinstance(v, (dict, list)):
         return v
     return orjson.loads(v)
@@ -471,7 +477,7 @@ class LangGraphSqlite(LangGraphStore):
     # ---------------------------------------------------------------- changes without a whole read
     def _read(self, rows) -> None:
         self._top, self._looked = self._top_read, self._looked_read
-        self._since = max((r[4] for r in rows if isinstance(r[4], str)), default="")
+        self._since = max((r[_UPDATED] for r in rows if isinstance(r[_UPDATED], str)), default="")
         self._prefixes = frozenset(r[0] for r in rows)
 
     def in_step(self, token) -> None:
@@ -539,7 +545,7 @@ class LangGraphSqlite(LangGraphStore):
                 conn.execute("COMMIT")
         self._top, self._looked = max([self._top] + [r[0] for r in got]), now
         self._prefixes = prefixes
-        self._since = max([self._since] + [r[4] for r in rows if isinstance(r[4], str)])
+        self._since = max([self._since] + [r[_UPDATED] for r in rows if isinstance(r[_UPDATED], str)])
         return list(self._mapped(rows, vectors, task, prefixes)), present
 
     def _rows(self):
@@ -614,13 +620,19 @@ class LangGraphSqlite(LangGraphStore):
 
 
 # ====================================================================== PostgresStore
-_PG_ROW = "prefix, key, value::text, created_at, updated_at, expires_at, ttl_minutes"  # value: see _pg_values
+_PG_ROW = ", ".join("value::text" if c == "value" else c for c in ITEM)  # value: see _pg_values
 #: a whole read: each item with one row per vector field (its fields' rows adjacent: the merge of the two
-#: primary keys in their order, which the server streams without sorting)
-_PG_ITEMS = ("SELECT s.prefix, s.key, s.value::text, s.created_at, s.updated_at, s.expires_at, s.ttl_minutes, "
-             "v.field_name, vector_send(v.embedding::vector) FROM store s LEFT JOIN store_vectors v "
+#: primary keys in their order, which the server streams without sorting), the item's columns, then
+#: the field's name and its vector (_FIELD, _VECTOR)
+_PG_ITEMS = ("SELECT " + ", ".join(f"s.{c}::text" if c == "value" else f"s.{c}" for c in ITEM)
+             + ", v.field_name, vector_send(v.embedding::vector) FROM store s LEFT JOIN store_vectors v "
              "ON v.prefix = s.prefix AND v.key = s.key AND v.embedding IS NOT NULL ORDER BY s.prefix, s.key")
 _PG_ITEMS_BARE = f"SELECT {_PG_ROW}, NULL, NULL::bytea FROM store ORDER BY prefix, key"
+_FIELD, _VECTOR = _ITEM_END, _ITEM_END + 1
+#: changed_since's read: the item's columns, then its row version's transaction and whether its expiry
+#: passed since the last look (_XMIN, _EXPIRED)
+_PG_CHANGED = f"SELECT {_PG_ROW}, xmin::text::bigint, expires_at > %s AND expires_at <= %s FROM store"
+_XMIN, _EXPIRED = _ITEM_END, _ITEM_END + 1
 _PG_BATCH = 5000  # rows of _PG_ITEMS per fetch
 #: the row versions written by a transaction at or after the one in the parameter (its 32-bit id). A row's xmin
 #: is the id of the transaction that wrote it (insert or update); ids are 32 bits and wrap around, so x is at or
@@ -716,7 +728,7 @@ class LangGraphPostgres(LangGraphStore):
         """Every item as a record, streamed: items and their vectors come joined in (prefix, key)
         order through a server-side cursor (fetch_ahead) on a connection of the read's own, so the
         first records are mapped and written while the server sends the rest (both tables read
-        whole before any item was mapped left the mirror's writer idle for a second at 100k). One
+        whole before any item was mapped would leave the mirror's writer idle meanwhile). One
         REPEATABLE READ snapshot holds the namespaces, the model's sample, the row versions and the rows."""
         if task:
             task.progress(-1, "reading the LangGraph store")
@@ -739,12 +751,13 @@ class LangGraphPostgres(LangGraphStore):
             items: list[tuple] = []  # the last item of a batch waits: its other fields may open the next
             vectors: dict = defaultdict(dict)
             done = 0
+            field, vector, end = _FIELD, _VECTOR, _ITEM_END  # (locals: read once per row)
             for rows in batches:
-                for r, vec in zip(rows, vectors_as_bytes([r[8] for r in rows])):
+                for r, vec in zip(rows, vectors_as_bytes([r[vector] for r in rows])):
                     if not items or items[-1][0] != r[0] or items[-1][1] != r[1]:
-                        items.append(r[:7])
+                        items.append(r[:end])
                     if vec is not None:
-                        vectors[(r[0], r[1])][r[7]] = vec
+                        vectors[(r[0], r[1])][r[field]] = vec
                 ready, items = items[:-1], items[-1:]
                 yield from self._mapped(_pg_values(ready), vectors, None, prefixes)
                 for r in ready:
@@ -794,13 +807,13 @@ class LangGraphPostgres(LangGraphStore):
 
         def read(conn):
             xid = conn.execute(_SNAPSHOT_XMIN).fetchone()[0]
-            got = _pg_values(_fetch(conn, f"SELECT {_PG_ROW}, xmin::text::bigint, expires_at > %s AND expires_at <= %s "
-                                          f"FROM store WHERE ({_WRITTEN_SINCE}) OR (expires_at > %s AND expires_at <= %s)",
+            got = _pg_values(_fetch(conn, f"{_PG_CHANGED} WHERE ({_WRITTEN_SINCE}) OR (expires_at > %s AND expires_at <= %s)",
                                     (looked0, now, xid0, looked0, now), True))
             # a row version given before comes again only if the mirror lacks its item
-            rows = [r[:7] for r in got if r[8] or window0.get((r[0], r[1])) != r[7] or memory_id(r[0], r[1]) not in known]
+            rows = [r[:_ITEM_END] for r in got
+                    if r[_EXPIRED] or window0.get((r[0], r[1])) != r[_XMIN] or memory_id(r[0], r[1]) not in known]
             vectors = _vectors_of(conn, rows) if vectored and rows else {}
-            window = {(r[0], r[1]): r[7] for r in got if _after(r[7], xid)}
+            window = {(r[0], r[1]): r[_XMIN] for r in got if _after(r[_XMIN], xid)}
             new = sum(1 for r in rows if memory_id(r[0], r[1]) not in known)
             count = conn.execute("SELECT count(*) FROM store").fetchone()[0]
             # as many items as the mirror's and the new ones: none was deleted

@@ -50,7 +50,7 @@ _AGENTS_OF_ARCHIVE = """
     SELECT aa.archive_id, array_agg(a.name ORDER BY aa.is_owner DESC NULLS LAST, a.name) AS names
     FROM archives_agents aa JOIN agents a ON a.id = aa.agent_id GROUP BY aa.archive_id"""
 
-#: times as epoch seconds (date_part's float8: psycopg's tz-aware datetimes cost 3x more to load);
+#: times as epoch seconds (date_part's float8: psycopg's tz-aware datetimes cost several times more to load);
 #: each passage's archive and agents come from _ARCHIVES, read once in the same snapshot (a join
 #: sent every row its archive's name and agents, an array psycopg parsed per row)
 _PASSAGES = """

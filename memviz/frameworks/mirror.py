@@ -26,6 +26,7 @@ mapping of a system changes (MIRROR_VERSION).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -40,9 +41,10 @@ from ..background import gc_paused, in_thread, read_ahead
 from ..store import ReadOnlyError, StoreError, ValidationError
 from ..store import create as create_store
 from ..store import open_store as open_native
-from ..store.arrays import MemoryArrays, load_arrays
+from ..store.arrays import MemoryArrays
+from ..store.boundary import ErrorBoundary
 from ..store.bulk import bulk_load, fill_indexes
-from ..store.changes import sqlite_changes_since
+from ..store.common import StoreCommon, check_expected
 from ..store.connection import connect
 from ..store.errors import store_errors
 from ..store.records import normalize_many
@@ -52,9 +54,9 @@ from ..tasks import Task
 from ..userdirs import user_cache_dir
 from .source import Source
 
-#: bump when a system's mapping to memviz records changes: every mirror is then rebuilt
-MIRROR_VERSION = 5  # 2: one-pass fingerprints; 3: the embedding hashed apart; 4: of normalized rows;
-#                    5: LangGraph's and HTM's attributes without the fields that are None
+#: bump when a system's mapping to memviz records (or the fingerprint of one) changes: every mirror
+#: is then rebuilt (what each bump was for is in git's history of this line)
+MIRROR_VERSION = 5
 _FP_TABLE = "memviz_mirror"
 _BATCH = 5000
 #: a first build for the window of this many memories or more writes its indexes after the first read
@@ -78,7 +80,7 @@ _FP_COLUMNS = tuple(col for col in MEMORY_COLUMNS if col not in ("embedding", "c
 def fingerprint(rec: dict, row: dict) -> bytes:
     """What identifies a record's content (equal fingerprints, nothing to write): `rec` as the
     source gave it, `row` as records.normalize_many made it. Its text columns are hashed as
-    the row holds them, JSON already encoded (a json.dumps of each record cost 5x more at 100k)."""
+    the row holds them, JSON already encoded (a json.dumps of each record would cost several times more)."""
     text = "\x1f".join([str(row[col]) for col in _FP_COLUMNS] + [str(rec.get("created_at")), str(rec.get("event_time"))])
     h = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16)
     if row["embedding"] is not None:
@@ -124,14 +126,34 @@ class _Indexing:
         return f"its full-text and vector indexes could not be built ({f.exception()}); it is rebuilt at its next open"
 
 
-class MirroredStore(Store):
-    """A `Store` on the mirror file whose `path` is the source's label (titles, recent files)."""
+def _at_boundary(fn):
+    """apsw errors of the mirror's own statements become StoreErrors naming the source (what it
+    asks the mirror `Store` comes back translated by that store's boundary)."""
+    @functools.wraps(fn)
+    def guarded(self, *args, **kwargs):
+        with store_errors(self.path):
+            return fn(self, *args, **kwargs)
+    return guarded
 
-    def __init__(self, source: Source, mirror: Store):
-        super().__init__(source.label, mirror.conn, report=mirror.report, conn_path=mirror.conn_path,
-                         read_only_reason=source.read_only_reason() if not source.edits else None)
+
+class MirroredStore(StoreCommon, ErrorBoundary):
+    """Another system's store as memviz sees it: `mirror`, a native `Store` on the cache file
+    under the source's label, answers the reads; writes go to the source first (`update_rows`).
+    Implements MemoryStore and SqliteFile (store/interface.py): what it does not change is the
+    mirror's, asked below one method at a time."""
+
+    backend = "sqlite"
+    guard = staticmethod(_at_boundary)
+    audit = staticmethod(Store.audit)
+
+    def __init__(self, source: Source, mirror: Store, *, read_only: bool = False):
         self.source = source
-        self._synced_token = self.meta("mirror.token")
+        # the mirror file read under the source's label: its messages name what the user opened
+        self.mirror = Store(source.label, mirror.conn, report=mirror.report, conn_path=mirror.conn_path)
+        self.path = source.label
+        own = source.read_only_reason() if not source.edits else None
+        self._read_only_reason = own or ("opened with --read-only" if read_only else None)
+        self._synced_token = self.mirror.meta("mirror.token")
         self._sync_lock = threading.Lock()
         self._in_step = False  # the source was told the mirror matches it (Source.in_step)
         # the first build's columns (arrays.WrittenColumns) and the write marks after it: the first
@@ -139,13 +161,55 @@ class MirroredStore(Store):
         self._fresh: tuple | None = None
         self._indexing: _Indexing | None = None  # the first build's second step, until it has committed
 
-    # ------------------------------------------------------------ identity and reading
+    # ------------------------------------------------------------ identity
+    @property
+    def location(self) -> str:
+        return self.source.target
+
     def describe(self) -> str:
         return self.source.describe()
 
+    @property
+    def conn(self):
+        return self.mirror.conn
+
+    @property
+    def conn_path(self) -> str:
+        return self.mirror.conn_path
+
+    @property
+    def report(self):
+        return self.mirror.report
+
+    @report.setter
+    def report(self, report) -> None:
+        self.mirror.report = report
+
+    @property
+    def read_only_reason(self) -> str | None:
+        """The source's (a system memviz does not write to), the mirror's (damage), and while the
+        first build's indexes are written, INDEXING (or why they could not be)."""
+        extra = INDEXING if self.indexing else self.index_failure
+        return "; ".join(r for r in (self._read_only_reason, self.mirror.read_only_reason, extra) if r) or None
+
+    @read_only_reason.setter
+    def read_only_reason(self, reason: str | None) -> None:
+        self._read_only_reason = reason
+
+    @property
+    def checking(self) -> bool:
+        return self.mirror.checking
+
+    @property
+    def answers_later(self) -> bool:
+        return self.indexing
+
+    def checked(self) -> list[str]:
+        return self.mirror.checked()
+
     def reopen(self) -> MirroredStore:
-        other = MirroredStore(self.source, Store(self.path, open_native(self.conn_path).conn, report=self.report,
-                                                 conn_path=self.conn_path))
+        other = MirroredStore(self.source, open_native(self.conn_path))
+        other._read_only_reason = self._read_only_reason
         other._indexing = self._indexing  # its edits wait for the same step
         return other
 
@@ -161,23 +225,11 @@ class MirroredStore(Store):
             except BaseException:  # noqa: BLE001 - interrupted on purpose
                 pass
         try:
-            super().close()
+            self.mirror.close()
         finally:
             self.source.close()
 
     # ------------------------------------------------------------ the indexes written after the first read
-    @property
-    def read_only_reason(self) -> str | None:
-        fixed = Store.read_only_reason.fget(self)
-        extra = INDEXING if self.indexing else self.index_failure
-        if extra:
-            return extra if fixed is None else f"{fixed}; {extra}"
-        return fixed
-
-    @read_only_reason.setter
-    def read_only_reason(self, reason: str | None) -> None:
-        Store.read_only_reason.fset(self, reason)
-
     @property
     def indexing(self) -> bool:
         """The full-text and vector indexes and the fingerprints of the first build are still
@@ -237,21 +289,22 @@ class MirroredStore(Store):
                 conn.close()
         job.times = []
 
-    def fts_hits(self, query: str):
+    # ------------------------------------------------------------ reading: the mirror, once it is in step
+    def fts_hits(self, query: str) -> np.ndarray:
         self.indexed()
-        return super().fts_hits(query)
+        return self.mirror.fts_hits(query)
 
-    def fts_search(self, query: str, limit: int = 100):
+    def fts_search(self, query: str, limit: int = 100) -> list[tuple[str, float]]:
         self.indexed()
-        return super().fts_search(query, limit)
+        return self.mirror.fts_search(query, limit)
 
-    def vec_search(self, vector, k: int = 50):
+    def vec_search(self, vector, k: int = 50) -> list[tuple[str, float]]:
         self.indexed()
-        return super().vec_search(vector, k)
+        return self.mirror.vec_search(vector, k)
 
     def integrity(self) -> list[str]:
         self.indexed()
-        return super().integrity()
+        return self.mirror.integrity()
 
     def arrays(self, model: str | None = None, preview: int = 0, snapshot: bool = False) -> MemoryArrays:
         # the on-disk snapshot cache is keyed by a store file; the mirror's reopen is fast already
@@ -260,26 +313,122 @@ class MirroredStore(Store):
             arrays = fresh[0].arrays(preview)  # what was just written, not read back (None: an odd value)
             if arrays is not None:
                 return arrays
-        with store_errors(self.path):
-            return load_arrays(self.conn, model, preview=preview)
+        return self.mirror.arrays(model, preview)
 
     def _write_marks(self) -> tuple[int, int]:
         """Moves when this connection or another one writes to the mirror."""
-        return self.conn.total_changes(), self.conn.execute("PRAGMA data_version").fetchone()[0]
+        return self.conn.total_changes(), self.mirror.data_version()
 
     def data_version(self):
         """Moves when the source changes (its token) or the mirror does."""
-        return (_token_text(self._source_call(self.source.token)), self.conn.execute("PRAGMA data_version").fetchone()[0])
+        return (_token_text(self._source_call(self.source.token)), self.mirror.data_version())
+
+    def change_token(self):
+        return self.mirror.change_token()
 
     def changes_since(self, token, max_share: float):
+        """The mirror synced with the source first, then its own change log read."""
         self.sync()
-        with store_errors(self.path):
-            return sqlite_changes_since(self.conn, token, max_share)
+        return self.mirror.changes_since(token, max_share)
+
+    def meta(self, key: str, default=None):
+        return self.mirror.meta(key, default)
+
+    def embedding_models(self) -> list[tuple[str, int, int]]:
+        return self.mirror.embedding_models()
+
+    def model_dim(self, model: str | None) -> int | None:
+        return self.mirror.model_dim(model)
+
+    def vector_index_notes(self) -> list[str]:
+        return self.mirror.vector_index_notes()
+
+    def arrays_of(self, rowids, model: str | None, dim: int | None, preview: int = 0) -> MemoryArrays:
+        return self.mirror.arrays_of(rowids, model, dim, preview)
+
+    def links_of(self, rowids) -> list[tuple[str, list[str], list[str]]]:
+        return self.mirror.links_of(rowids)
+
+    def get(self, memory_id: str) -> dict | None:
+        return self.mirror.get(memory_id)
+
+    def get_many(self, ids, fields=None) -> list[dict]:
+        return self.mirror.get_many(ids, fields)
+
+    def counts(self) -> dict:
+        return self.mirror.counts()
+
+    def time_span(self):
+        return self.mirror.time_span()
+
+    def provenance(self):
+        return self.mirror.provenance()
+
+    def supersede_links(self) -> list[tuple[str, str]]:
+        return self.mirror.supersede_links()
+
+    def entities(self) -> list[dict]:
+        return self.mirror.entities()
+
+    def history(self, memory_id: str) -> list[dict]:
+        return self.mirror.history(memory_id)
+
+    def live_agent_exists(self, agent: str) -> bool:
+        return self.mirror.live_agent_exists(agent)
+
+    def importance_since_reflection(self, agent: str, now: float | None = None) -> tuple[int | None, float, int]:
+        return self.mirror.importance_since_reflection(agent, now)
+
+    def recent_ids(self, agent: str, n: int) -> list[str]:
+        return self.mirror.recent_ids(agent, n)
+
+    def row_meta_columns(self) -> list[list]:
+        return self.mirror.row_meta_columns()
+
+    def max_rowid(self) -> int:
+        return self.mirror.max_rowid()
+
+    def memories_after(self, rowid: int) -> list[tuple[int, str]]:
+        return self.mirror.memories_after(rowid)
+
+    def retired_rows(self, limit: int | None = None) -> list[tuple]:
+        return self.mirror.retired_rows(limit)
+
+    def last_retirements(self) -> dict[str, tuple]:
+        return self.mirror.last_retirements()
+
+    def layout_row(self, method: str, model: str | None, params: str):
+        return self.mirror.layout_row(method, model, params)
+
+    def decay_references(self) -> dict[str, float]:
+        return self.mirror.decay_references()
+
+    def live_texts_with_words(self, agent: str, words) -> list[tuple[str, str]]:
+        return self.mirror.live_texts_with_words(agent, words)
+
+    def missing_entities(self, entity_ids) -> list[str]:
+        return self.mirror.missing_entities(entity_ids)
+
+    def texts_and_tags(self) -> list[tuple[int, str, str | None]]:
+        return self.mirror.texts_and_tags()
+
+    def audit_entries(self, actions=None, *, with_before: bool = False) -> list[tuple]:
+        return self.mirror.audit_entries(actions, with_before=with_before)
+
+    def schema_version(self) -> int | None:
+        return self.mirror.schema_version()
+
+    def malformed_json(self, column: str) -> list[str]:
+        return self.mirror.malformed_json(column)
+
+    def entity_links(self) -> list[tuple[str, str]]:
+        return self.mirror.entity_links()
 
     # ------------------------------------------------------------ syncing
     def sync(self, task: Task | None = None, *, first: bool = False, later: bool = False) -> dict:
         """Bring the mirror in step with the source; returns counts of what was written.
-        `later` (a first build): see _build."""
+        `later` (a first build): see _build. The mirror's own bookkeeping is written even when
+        the source is read-only (Chroma): it is written to `mirror`, whose edits no source refuses."""
         with self._sync_lock:
             raw = self._source_call(self.source.token)
             token = _token_text(raw)
@@ -289,13 +438,8 @@ class MirroredStore(Store):
                     self._in_step = True
                 return {"added": 0, "changed": 0, "gone": 0}
             self.indexed()  # nothing is written before the first build's indexes are
-            # the mirror's own bookkeeping is written even when the source is read-only (Chroma)
-            reason, self._read_only_reason = self._read_only_reason, None
-            try:
-                with gc_paused():  # every record made at once (see gc_paused)
-                    done = self._sync(token, task, first, later)
-            finally:
-                self._read_only_reason = reason
+            with gc_paused():  # every record made at once (see gc_paused)
+                done = self._sync(token, task, first, later)
             self._synced_token = token
             self._in_step = True
             return done
@@ -303,8 +447,9 @@ class MirroredStore(Store):
     def _sync(self, token: str, task: Task | None, first: bool, later: bool = False) -> dict:
         if first:
             return self._build(token, task, later)
+        mirror = self.mirror
         part = task.part(0.0, 0.6) if task else None
-        known = dict(self.conn.execute(f"SELECT id, fp FROM {_FP_TABLE}"))
+        known = dict(mirror.conn.execute(f"SELECT id, fp FROM {_FP_TABLE}"))
         seen: set[str] = set()
         new, changed = [], {}
         delta = None
@@ -332,10 +477,10 @@ class MirroredStore(Store):
                 part.check()
                 part.progress(i / max(len(new), 1), f"{i:,} of {len(new):,} memories")
             chunk = new[i:i + _BATCH]
-            Store.insert_memories(self, [r for r, _fp in chunk], actor=actor, note=f"written by {self.source.title}")
+            mirror.insert_memories([r for r, _fp in chunk], actor=actor, note=f"written by {self.source.title}")
             self._remember([(str(r["id"]), fp) for r, fp in chunk])
         if changed:
-            rows = {r["id"]: r for r in self.get_many(list(changed))}
+            rows = {r["id"]: r for r in mirror.get_many(list(changed))}
             updates = {}
             for rid, (rec, _fp) in changed.items():
                 cur = rows.get(rid) or {}
@@ -343,17 +488,17 @@ class MirroredStore(Store):
                 if diff:
                     updates[rid] = diff
             if updates:
-                Store.update_rows(self, updates, action="sync", actor=actor, note=f"changed by {self.source.title}")
+                mirror.update_rows(updates, action="sync", actor=actor, note=f"changed by {self.source.title}")
             self._remember([(rid, fp) for rid, (_rec, fp) in changed.items()])
         if gone:
             now = int(time.time())
-            live = {r["id"] for r in self.get_many(gone) if r.get("valid_until") is None}
+            live = {r["id"] for r in mirror.get_many(gone) if r.get("valid_until") is None}
             if live:
-                Store.update_rows(self, {rid: {"valid_until": now} for rid in live}, action="sync",
-                                  actor=actor, note=f"deleted by {self.source.title} (kept retired here)")
-            with self.transaction() as c:
+                mirror.update_rows({rid: {"valid_until": now} for rid in live}, action="sync",
+                                   actor=actor, note=f"deleted by {self.source.title} (kept retired here)")
+            with mirror.transaction() as c:
                 c.executemany(f"DELETE FROM {_FP_TABLE} WHERE id = ?", [(rid,) for rid in gone])
-        self.set_meta("mirror.token", token)
+        mirror.set_meta("mirror.token", token)
         return {"added": len(new), "changed": len(changed), "gone": len(gone)}
 
     def _build(self, token: str, task: Task | None, later: bool) -> dict:
@@ -364,7 +509,7 @@ class MirroredStore(Store):
         store (index_later)."""
         read = task.part(0.0, 0.95) if task else None
         times: list[dict] = []
-        with bulk_load(self, durable=False, keep=True, indexes=False) as load:  # a cache: rebuilt if damaged
+        with bulk_load(self.mirror, durable=False, keep=True, indexes=False) as load:  # a cache: rebuilt if damaged
             def prepared():
                 seen: set[str] = set()
                 batch: list[dict] = []
@@ -389,7 +534,7 @@ class MirroredStore(Store):
             upto = load.conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0]
             load.conn.execute("INSERT INTO memviz_meta(key, value) VALUES (?, ?)", (_PENDING, json.dumps(upto)))
         self._import_history()
-        self.set_meta("mirror.token", token)
+        self.mirror.set_meta("mirror.token", token)
         self._indexing = _Indexing(self, upto, times, frozenset(load.dims))
         if not (later and load.count >= INDEX_LATER_ROWS):
             if task:
@@ -408,7 +553,7 @@ class MirroredStore(Store):
             yield rec
 
     def _remember(self, pairs) -> None:
-        with self.transaction() as c:
+        with self.mirror.transaction() as c:
             c.executemany(f"INSERT INTO {_FP_TABLE}(id, fp) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET fp = excluded.fp",
                           pairs)
 
@@ -416,7 +561,7 @@ class MirroredStore(Store):
         rows = list(self._source_call(lambda: list(self.source.history())))
         if not rows:
             return
-        with self.transaction() as c:
+        with self.mirror.transaction() as c:
             for h in rows:
                 c.execute("INSERT INTO memviz_audit(at, action, memory_id, before, after, actor, note) VALUES (?,?,?,?,?,?,?)",
                           (float(h["at"]), str(h.get("action") or "update"), str(h["memory_id"]),
@@ -443,20 +588,18 @@ class MirroredStore(Store):
     # ------------------------------------------------------------ writing: the source first
     def update_rows(self, changes: dict[str, dict], *, action: str = "update", expected: dict[str, dict] | None = None,
                     actor: str = "memviz", note: str | None = None) -> dict[str, tuple[dict, dict]]:
-        if self.read_only:
-            raise ReadOnlyError(f"{self.path} is open read-only: {self.read_only_reason}")
+        self._writable()
         fields = {k for ch in changes.values() for k in ch if k not in ("embedding", "embedding_model")}
         self.source.refuse(fields)
         self.sync()  # the agent's latest writes first: a change under the edit is a conflict, not lost
-        rows = {r["id"]: r for r in self.get_many(list(changes))}
+        rows = {r["id"]: r for r in self.mirror.get_many(list(changes))}
         missing = [rid for rid in changes if rid not in rows]
         if missing:
             raise StoreError(f"No memory with id {missing[0]!r} in {self.path}.")
         for rid, exp in (expected or {}).items():
-            cur = self.get(rid)
-            Store._check_expected(rid, _Cur(cur), exp)
+            check_expected(rid, self.mirror.get(rid), exp)
         landed = self._source_call(lambda: self.source.write(rows, changes))
-        done = Store.update_rows(self, landed, action=action, expected=expected, actor=actor, note=note)
+        done = self.mirror.update_rows(landed, action=action, expected=expected, actor=actor, note=note)
         self._after_write()
         return done
 
@@ -468,8 +611,9 @@ class MirroredStore(Store):
         own history). Others retire the old memory and add a new one, as the native store does."""
         if not self.source.corrects_in_place:
             self.source.refuse({"content", "valid_until", "insert"})
-            return super().supersede(memory_id, new_content, embedding=embedding, embedding_model=embedding_model,
-                                     when=when, new_id_=new_id_, expected=expected, actor=actor, note=note)
+            self._writable()
+            return self.mirror.supersede(memory_id, new_content, embedding=embedding, embedding_model=embedding_model,
+                                         when=when, new_id_=new_id_, expected=expected, actor=actor, note=note)
         ch = {"content": new_content}
         if embedding is not None:
             ch.update(embedding=embedding, embedding_model=embedding_model)
@@ -484,10 +628,38 @@ class MirroredStore(Store):
         self.source.refuse({"insert"})
         raise ReadOnlyError(f"{self.path}: adding memories to a {self.source.title} store is not supported")
 
+    def _writable(self) -> None:
+        if self.read_only:
+            raise ReadOnlyError(f"{self.path} is open read-only: {self.read_only_reason}")
+
+    # memviz's own tables (meta, layouts) and a rewrite in one transaction: in the mirror alone, as
+    # the store is writable (not while its indexes are built, nor in a store the source keeps read-only)
+    def transaction(self):
+        self._writable()
+        return self.mirror.transaction()
+
+    def set_meta(self, key: str, value) -> None:
+        self._writable()
+        self.mirror.set_meta(key, value)
+
+    def put_layout(self, key, method, model, params, created_at, ids_json, coords: bytes) -> None:
+        self._writable()
+        self.mirror.put_layout(key, method, model, params, created_at, ids_json, coords)
+
+    def forget_layouts(self, method: str | None = None) -> None:
+        self._writable()
+        self.mirror.forget_layouts(method)
+
+    def rewrite_rows(self, ids, fields, decide, *, actor: str = "memviz") -> list:
+        self._writable()
+        return self.mirror.rewrite_rows(ids, fields, decide, actor=actor)
+
     def _after_write(self) -> None:
         """Our own write moved the source's token: record it, so the next poll does not re-read."""
         self._synced_token = _token_text(self._source_call(self.source.token))
-        self.set_meta("mirror.token", self._synced_token)
+        self.mirror.set_meta("mirror.token", self._synced_token)
+
+
 
 
 def _stop_if(job: _Indexing) -> None:
@@ -495,10 +667,6 @@ def _stop_if(job: _Indexing) -> None:
     under way; this stops between them): nothing is committed, the next open rebuilds."""
     if job.cancelled:
         raise StoreError("the mirror was closed before its indexes were built; it is rebuilt at its next open")
-
-
-class _Cur(dict):
-    """A row for Store._check_expected (it reads `.get`)."""
 
 
 def _same(a, b, col) -> bool:
@@ -520,10 +688,12 @@ def _token_text(token) -> str:
     return json.dumps(token, sort_keys=True, default=str)
 
 
-def open_mirrored(source: Source, task: Task | None = None, *, later: bool = False) -> MirroredStore:
+def open_mirrored(source: Source, task: Task | None = None, *, later: bool = False,
+                  read_only: bool = False) -> MirroredStore:
     """The source's mirror, synced (built the first time, with progress on `task`). `later`
     (the window): a large first build leaves its indexes to `index_later()`, called once the
-    window has read the store."""
+    window has read the store. `read_only`: memviz writes no edit to it (the mirror is still
+    brought in step)."""
     path = mirror_path(source)
     native = None
     if os.path.exists(path):
@@ -550,7 +720,7 @@ def open_mirrored(source: Source, task: Task | None = None, *, later: bool = Fal
         native.set_meta("mirror.version", MIRROR_VERSION)
         native.set_meta("mirror.of", source.label)
         native.set_meta("mirror.system", source.system)
-    store = MirroredStore(source, native)
+    store = MirroredStore(source, native, read_only=read_only)
     try:
         store.sync(task, first=first, later=later)
     except BaseException:

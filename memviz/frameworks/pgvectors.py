@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from ..background import read_ahead
-from ..store.postgres.connect import _psycopg, connect, register_vector, vector_oid
+from ..store.postgres.connect import connect, register_vector, vector_oid
 
 
 class PgSourceConnection:
@@ -135,7 +135,3 @@ def vector_param(vec) -> object:
     """A float vector as a parameter for a `vector` column (memviz's binary dumper)."""
     from ..store.postgres.connect import PgVector
     return PgVector(np.asarray(vec, dtype="<f4").tobytes())
-
-
-def is_pg_error(e: BaseException) -> bool:
-    return isinstance(e, _psycopg().Error)

@@ -17,6 +17,8 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import breadth_first_order, connected_components
 
+from ..store.common import Provenance
+
 DERIVED, SUPERSEDED = 0, 1
 
 
@@ -70,8 +72,8 @@ def _reach(graph: csr_matrix, row: int) -> np.ndarray:
 
 
 def graph_layout(source, arrays, *, include_all: bool = False, sweeps: int = 4) -> GraphLayout:
-    """Lay out the provenance of `source` (a Store or a Provenance) over `arrays`' rows."""
-    prov = source.provenance() if hasattr(source, "provenance") else source
+    """Lay out the provenance of `source` (a Provenance, or a store whose provenance() is read) over `arrays`' rows."""
+    prov = source if isinstance(source, Provenance) else source.provenance()
     n = len(arrays)
     pairs, kinds, broken = [], [], []
     for links, kind, name in ((prov.sources, DERIVED, "source"), (prov.supersedes, SUPERSEDED, "supersedes")):

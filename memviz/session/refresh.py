@@ -10,9 +10,9 @@ panels. The arrays object is replaced: a job still reading the old one sees its 
 
 Room for new rows is made before it is needed: a whole read puts the matrix in a buffer with
 spare rows (memviz.store.arrays.rows_with_room), the first refresh copies the small columns into
-such buffers, and when a column's spare rows fall below AHEAD, a background job (`_Growth`)
+such buffers, and when a column's spare rows fall below AHEAD, a background job (`ColumnGrowth`)
 copies it into a buffer half as large again, which a later install takes (adding the few rows
-written since), so no refresh waits for a copy of the matrix (at 100k x 1536 it took 0.4-1 s).
+written since), so no refresh waits for a copy of the matrix.
 """
 from __future__ import annotations
 
@@ -25,11 +25,11 @@ from memviz.retrieval import quantized
 from memviz.store.arrays import MemoryArrays, rows_with_room, spare_rows
 from memviz.store.changes import Changes, changes_since
 
-# A column's copy gets store.arrays.spare_rows of its rows (half as many again): geometric, so at
-# 100 writes/s a 100k store copies its 100 MB matrix every ~8 min (untouched spare rows are
-# address space, not resident memory).
+# A column's copy gets store.arrays.spare_rows of its rows (half as many again): geometric, so a
+# steady writer makes the matrix copied ever more rarely (untouched spare rows are address space,
+# not resident memory).
 AHEAD = 1 / 4  # a column whose spare rows fall below this share of what a copy gives (spare_rows)
-               # is copied by a background job: at 100k rows and 50 writes/s, 250 s before it is full
+               # is copied by a background job, long before it is full
 
 
 @dataclass
@@ -93,8 +93,8 @@ def _rooms(data, a: MemoryArrays, k: int) -> dict:
     """Off the GUI thread: copies, with spare rows, of the columns of `a` that cannot take `k`
     more rows in place (or cannot be patched: read-only, not in a buffer) and that no background
     copy is making (one that is, is waited for: never two copies of a column at once). Columns
-    whose spare rows run low get a background copy (`_Growth`), taken by a later install."""
-    growth = getattr(data, "_growth", None)
+    whose spare rows run low get a background copy (`ColumnGrowth`), taken by a later install."""
+    growth = data.growth
     need = {name for name, col in _columns(a) if _spare(col) < k}
     if growth is not None and need & growth.names:
         growth.job.exception()  # made ahead, but not ready in time: wait for it rather than copy again
@@ -103,11 +103,11 @@ def _rooms(data, a: MemoryArrays, k: int) -> dict:
     low = {name for name, col in _columns(a)
            if name not in out and _spare(col) - k < AHEAD * spare_rows(len(col))}
     if low and growth is None:
-        data._growth = _Growth(a, low)
+        data.growth = ColumnGrowth(a, low)
     return out
 
 
-class _Growth:
+class ColumnGrowth:
     """Columns being copied into larger buffers by a background thread, ahead of need. The copy
     holds the rows the columns had when it started; `finish` (install, on the GUI thread) adds
     the rows appended since and the rows patched since (recorded in `patched`), a few rows."""
@@ -122,7 +122,7 @@ class _Growth:
         """The copies brought up to `a` (name -> a view of a.n rows with room for `k` more);
         a column whose copy does not fit (another shape, too little room) is left out."""
         if self.job.exception() is not None:
-            return {}  # (out of memory) the columns grow when they must, as before
+            return {}  # (out of memory) the columns grow when they must, in install
         out = {}
         rows = np.unique(np.concatenate(self.patched)) if self.patched else np.zeros(0, np.int64)
         rows = rows[rows < self.n]
@@ -247,16 +247,16 @@ def install(data, fresh: FreshRows) -> RowsDelta | None:
 
     a = data.arrays
     room = dict(fresh.room or {})
-    growth = getattr(data, "_growth", None)
+    growth = data.growth
     if growth is not None and growth.job.done():  # a background copy is ready: bring it up to date, use it
-        data._growth = None
+        data.growth = None
         k = int((fresh.rows.rowid > a.rowid[-1]).sum()) if len(a) else len(fresh.rows)
         room.update({name: col for name, col in growth.finish(a, k).items() if name not in room})
     got = apply_rows(a, fresh.rows, room)
     if got is None:
         return None
-    if getattr(data, "_growth", None) is not None:
-        data._growth.patched.append(got.changed)  # a copy under way may have read these rows before
+    if data.growth is not None:
+        data.growth.patched.append(got.changed)  # a copy under way may have read these rows before
     new, added, changed = got.arrays, got.added, got.changed
     before, after = got.was_live, np.isnan(new.valid_until[changed])
     touched = np.concatenate([changed, added])
@@ -270,21 +270,9 @@ def install(data, fresh: FreshRows) -> RowsDelta | None:
                                  (data.kind_codes[touched], data.agent_codes[touched], np.isnan(new.valid_until[touched])))
     data.token = fresh.changes.token
     if fresh.links:
-        with data._lock:
-            if data.provenance_ is not None:  # not read yet: it will hold them when it is
-                _add_links(data.provenance_, fresh.links, new)
+        data.add_links(fresh.links)
     return RowsDelta(added, changed, changed[before & ~after], changed[~before & after], bool(fresh.links), len(a),
                      got.fields)
-
-
-def _add_links(prov, links, arrays: MemoryArrays) -> None:
-    """New rows' links into a Provenance (a link to an id that does not exist is dangling)."""
-    for mid, sources, olds in links:
-        for s in sources:
-            (prov.sources.append((mid, s)) if arrays.index_of(s) is not None else prov.dangling.append((mid, s, "source")))
-        for o in olds:
-            (prov.supersedes.append((mid, o)) if arrays.index_of(o) is not None
-             else prov.dangling.append((mid, o, "supersedes")))
 
 
 def _extend_codes(codes: np.ndarray, names: list[str], values: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:

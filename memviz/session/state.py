@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 
 from memviz.retrieval.params import Params
-from memviz.session.refresh import FreshRows, install
-from memviz.store import MemoryArrays, Provenance, Store
+from memviz.session.refresh import ColumnGrowth, FreshRows, install
+from memviz.store import MemoryArrays, Provenance
 from memviz.store.changes import ChangeToken, token_now
+from memviz.store.interface import MemoryStore
 
 PREVIEW_CHARS = 240
 
@@ -61,7 +62,7 @@ class Callbacks:
 class StoreData:
     """What the panels read about one open store, loaded once per open/reload."""
 
-    store: Store
+    store: MemoryStore
     arrays: MemoryArrays             # read with previews (arrays.preview): see `previews`
     provenance_: Provenance | None   # read on first use (the graph job, or the detail panel)
     counts: dict
@@ -72,9 +73,12 @@ class StoreData:
     map_start_: tuple | None = None       # (coords, method): memviz.layout.first_map, read on first use
     token: ChangeToken | None = None      # where a live refresh reads changes from (memviz.store.changes)
     full_reason: str | None = None        # set on a re-read a delta could not describe: why
+    #: columns a live refresh is copying into larger buffers ahead of need (session/refresh.py)
+    growth: ColumnGrowth | None = field(default=None, init=False, repr=False, compare=False)
+    #: the values read on first use (provenance_, map_start_), by whichever thread asks first
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        self._lock = threading.Lock()
         if self.kind_codes is None:
             self.kind_codes = category_codes(self.arrays.kind, self.kinds)
         if self.agent_codes is None:
@@ -87,6 +91,15 @@ class StoreData:
             if self.provenance_ is None:
                 self.provenance_ = self.store.provenance()
             return self.provenance_
+
+    def add_links(self, links) -> None:
+        """New rows' links, (id, source ids, superseded ids), into the provenance if it was read
+        (if not, it holds them when it is); a link to an id the arrays lack is dangling."""
+        with self._lock:
+            if self.provenance_ is not None:
+                index_of = self.arrays.index_of
+                for memory_id, sources, olds in links:
+                    self.provenance_.add(memory_id, sources, olds, lambda i: index_of(i) is not None)
 
     @property
     def previews(self) -> np.ndarray:
@@ -119,7 +132,7 @@ class StoreData:
         return np.array([i for i in idx if i is not None], dtype=np.int64)
 
 
-def load_store_data(store: Store, snapshot: bool = False) -> StoreData:
+def load_store_data(store: MemoryStore, snapshot: bool = False) -> StoreData:
     """Read what the window shows first; safe to run off the GUI thread. One scan of the store
     (previews included), or its snapshot when opening (`snapshot`); counts come from the arrays;
     provenance is read later, on first use."""
@@ -135,7 +148,7 @@ def load_store_data(store: Store, snapshot: bool = False) -> StoreData:
     return data
 
 
-def open_store_data(store: Store) -> StoreData:
+def open_store_data(store: MemoryStore) -> StoreData:
     """load_store_data for opening a store: a large unchanged store comes from its snapshot."""
     return load_store_data(store, snapshot=True)
 

@@ -62,10 +62,10 @@ def madvise(block: np.ndarray, advice: int) -> bool:
 
 def small_pages(block: np.ndarray) -> np.ndarray:
     """`block`, freshly allocated and not touched yet, kept on 4 KB pages. numpy asks for huge pages
-    above 4 MB; where the kernel must first compact memory to make them (THP defrag "madvise", a
-    page cache filling the RAM: this VM), the first touch of a matrix cost 1.2-2.5 s of CPU per GB
-    instead of 0.37 s (the same 1 GB, alternating, loaded machine); where free huge pages are at
-    hand they take 0.2 s. The worst case is what an open waits for."""
+    above 4 MB; where the kernel must first compact memory to make them (THP defrag "madvise" and a
+    page cache filling the RAM), the first touch of a matrix costs several times the CPU it costs
+    on small pages, and an open waits for that worst case; free huge pages would be only a little
+    faster (bench/store.py's loads measure it)."""
     if block.nbytes >= _SMALL_PAGES_FROM:
         madvise(block, MADV_NOHUGEPAGE)
     return block
@@ -186,13 +186,13 @@ def _load(conn, model, dim, preview, in_sqlite, rowids=None) -> MemoryArrays:
         else np.zeros(0, np.int64)
     names = {(m.encode("utf-8", "surrogatepass") if isinstance(m, str) else m): i for m, i in names.items()}
     size = np.nan_to_num(num(c["size"]), nan=-1).astype(np.int64)
-    key, dim = _pick_model(list(names), model_code, size,
+    key, dim = pick_model(list(names), model_code, size,
                            None if model is None else model.encode("utf-8", "surrogatepass"), dim)
     model = None if key is None else decode_text(key)[0]
     nbytes = 4 * dim
     has = (model_code == names.get(key, -1)) & (size == nbytes) & (size > 0)
     if nbytes and has.any():
-        emb = _normalize_rows(c["vectors"](has, size, nbytes), has)
+        emb = normalize_rows(c["vectors"](has, size, nbytes), has)
     else:
         emb = np.zeros((n, dim), dtype=np.float32)
     if c.get("settle"):
@@ -258,11 +258,14 @@ def _read_odd_values(conn, a: MemoryArrays, odd_types) -> np.ndarray:
     return bad
 
 
+#: the MemoryArrays columns read as numbers (the scans' and WrittenColumns')
 _NUMERIC = ("importance", "event_time", "created_at", "last_accessed", "valid_until", "confidence", "decay_rate",
             "access_count", "protected")
 
 
 _SQL = _SQL.replace("{odd_types}", ODD_TYPES_SQL)
+#: the columns of _SQL's rows, in order (`preview` only when asked for)
+_ROW_COLUMNS = ("rowid", "id", "kind", "agent", *_NUMERIC, "embedding", "json_ok", "model", "size", "odd_type", "preview")
 
 
 def _scan_by_row(conn, preview: int, rowids: list[int] | None = None) -> dict:
@@ -271,21 +274,21 @@ def _scan_by_row(conn, preview: int, rowids: list[int] | None = None) -> dict:
     sql = _SQL.replace("{preview}", f", CAST(substr(content, 1, {int(preview)}) AS BLOB)" if preview > 0 else "")
     where = "" if rowids is None else "WHERE rowid IN (SELECT value FROM json_each(?))"
     rows = conn.execute(sql.replace("{where}", where), () if rowids is None else (json.dumps(rowids),)).fetchall()
-    cols = list(zip(*rows)) if rows else [()] * 19
-    ids, b1 = _texts(cols[1])
-    kind, b2 = _texts(cols[2])
-    agent, b3 = _texts(cols[3])
-    blobs = cols[13]
+    cols = dict(zip(_ROW_COLUMNS, zip(*rows))) if rows else dict.fromkeys(_ROW_COLUMNS, ())
+    ids, b1 = _texts(cols["id"])
+    kind, b2 = _texts(cols["kind"])
+    agent, b3 = _texts(cols["agent"])
+    blobs = cols["embedding"]
 
     def vectors(has, size, nbytes):
         # one writable buffer, zero rows where a memory has no vector of this model: a single copy
         zero = bytes(nbytes)
         buf = bytearray().join(blobs if has.all() else (b if h else zero for b, h in zip(blobs, has.tolist())))
         return np.frombuffer(buf, dtype="<f4").reshape(len(has), nbytes // 4)
-    return {"rowid": cols[0], "ids": ids, "kind": kind, "agent": agent, "bad_text": b1 | b2 | b3,
-            **dict(zip(_NUMERIC, cols[4:13])), "json_ok": cols[14], "model": cols[15], "size": cols[16],
-            "odd_types": [r for r, odd in zip(cols[0], cols[17]) if odd],
-            "preview": _one_line(cols[18]) if preview > 0 else None, "vectors": vectors}
+    return {"rowid": cols["rowid"], "ids": ids, "kind": kind, "agent": agent, "bad_text": b1 | b2 | b3,
+            **{name: cols[name] for name in _NUMERIC}, "json_ok": cols["json_ok"], "model": cols["model"],
+            "size": cols["size"], "odd_types": [r for r, odd in zip(cols["rowid"], cols["odd_type"]) if odd],
+            "preview": one_line(cols["preview"]) if preview > 0 else None, "vectors": vectors}
 
 
 # Every column aggregated inside SQLite into one JSON array (numbers round-trip exactly): no Python
@@ -293,7 +296,7 @@ def _scan_by_row(conn, preview: int, rowids: list[int] | None = None) -> dict:
 # imports of Qt. The vectors follow in a second pass (_read_vectors). Text that is not valid UTF-8
 # (or a value JSON cannot hold: a blob where a number belongs) makes it fail, and _scan_by_row
 # reads the store instead. Times and numbers come as stored, so the JSON says which are not
-# numbers (a quoted string, a null where a value belongs: _ODD_CHECKED) without a typeof() per
+# numbers (a quoted string, a null where a value belongs: _NULL_IS_VALUE) without a typeof() per
 # cell, a quarter of the scan.
 _SQL_AGG = """
 SELECT json_group_array(rowid), json_group_array(id), json_group_array(kind), json_group_array(agent),
@@ -309,8 +312,13 @@ SELECT json_group_array(rowid), json_group_array(id), json_group_array(kind), js
        json_group_array({preview})
 FROM memories  -- a full scan of a rowid table goes in rowid order (checked on the result)
 """
-# column of the aggregate -> whether NULL is a value there (else it is an odd one, as a string is)
-_ODD_CHECKED = {4: False, 5: False, 6: False, 7: True, 8: True, 9: False, 10: False, 11: False}
+#: the columns of _SQL_AGG's one row, in order: each a JSON array over every row
+_AGG_COLUMNS = ("rowid", "id", "kind", "agent", *_NUMERIC, "json_ok", "model", "size", "preview")
+_AGG = {name: i for i, name in enumerate(_AGG_COLUMNS)}
+#: time or number column -> whether NULL is a value there (else it is an odd one, as a string is)
+_NULL_IS_VALUE = {"importance": False, "event_time": False, "created_at": False, "last_accessed": True,
+                  "valid_until": True, "confidence": False, "decay_rate": False, "access_count": False}
+_AGG_TEXTS = ("kind", "agent", "preview")   # made object arrays ("" for NULL); the model names stay a list
 
 
 def _scan_in_sqlite(conn, preview: int) -> dict | None:
@@ -325,30 +333,32 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
     try:
         row = conn.execute(_SQL_AGG.replace("{preview}", text.format(int(preview)) if preview > 0 else "NULL")
                            ).fetchone()
-        rowid = np.array(_loads(row[0]), dtype=np.int64)
+        rowid = np.array(_loads(row[_AGG["rowid"]]), dtype=np.int64)
         if len(rowid) > 1 and not (np.diff(rowid) > 0).all():
             return None  # the aggregate did not see the rows in rowid order: read them one by one
-        size = np.nan_to_num(np.array(_loads(row[15]), dtype=np.float64), nan=-1).astype(np.int64)
+        size = np.nan_to_num(np.array(_loads(row[_AGG["size"]]), dtype=np.float64), nan=-1).astype(np.int64)
         n = len(rowid)
         guess = _common_size(size)
-        ids = texts(_loads(row[1]))
+        ids = texts(_loads(row[_AGG["id"]]))
         if guess:
             # the vectors of the most common size are read (SQLite, no GIL) while the columns are decoded
             early = in_thread(lambda: _read_vectors(conn, rowid, size, size == guess, guess, ids), "memviz-vectors")
         # one column at a time, its JSON text dropped once read and numbers made an array at once:
         # at a million rows the texts and the lists of floats together would be half a gigabyte
-        row, cols, odd = list(row), [None] * 17, set()
-        for i in (2, 3, 14, 16, *range(4, 14)):
+        row, cols, odd = list(row), {}, set()
+        for name in ("kind", "agent", "model", "preview", *_NUMERIC, "json_ok"):
+            i = _AGG[name]
             value = _loads(row[i])
-            if i in _ODD_CHECKED and '"' in row[i]:   # text in a number column (ISO times, 'very high')
+            if name in _NULL_IS_VALUE and '"' in row[i]:   # text in a number column (ISO times, 'very high')
                 strings = [j for j, v in enumerate(value) if type(v) is str]
                 odd.update(strings)
                 for j in strings:
                     value[j] = None
             row[i] = None
-            cols[i] = np.array(value, dtype=np.float64) if 4 <= i <= 13 else texts(value) if i in (2, 3, 16) else value
-            if i in _ODD_CHECKED and not _ODD_CHECKED[i]:
-                odd.update(np.flatnonzero(np.isnan(cols[i])).tolist())   # NULL where a value belongs
+            cols[name] = texts(value) if name in _AGG_TEXTS else value if name == "model" \
+                else np.array(value, dtype=np.float64)
+            if _NULL_IS_VALUE.get(name) is False:
+                odd.update(np.flatnonzero(np.isnan(cols[name])).tolist())   # NULL where a value belongs
             del value
         odd_types = rowid[sorted(odd)].tolist()
     except (apsw.Error, UnicodeError, ValueError, TypeError):
@@ -365,10 +375,10 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
             early.exception()
         return _read_vectors(conn, rowid, size_, has, nbytes, ids)
 
-    return {"rowid": rowid, "ids": ids, "kind": cols[2], "agent": cols[3],
-            "bad_text": np.zeros(n, bool), **dict(zip(_NUMERIC, cols[4:13])), "json_ok": cols[13],
-            "model": cols[14], "size": size,  # str here (valid UTF-8): encoded once per distinct name
-            "odd_types": odd_types, "preview": cols[16] if preview > 0 else None, "vectors": vectors,
+    return {"rowid": rowid, "ids": ids, "kind": cols["kind"], "agent": cols["agent"],
+            "bad_text": np.zeros(n, bool), **{name: cols[name] for name in _NUMERIC}, "json_ok": cols["json_ok"],
+            "model": cols["model"], "size": size,  # str here (valid UTF-8): encoded once per distinct name
+            "odd_types": odd_types, "preview": cols["preview"] if preview > 0 else None, "vectors": vectors,
             "settle": (lambda: early.exception()) if early is not None else None}
 
 
@@ -400,9 +410,9 @@ def _read_vectors(conn, rowid: np.ndarray, size: np.ndarray, has: np.ndarray, nb
     into one preallocated array. With the memories' `ids`, from the vector index's chunks where
     it mirrors the rows (vec_chunks.py: a thousand blobs for a million vectors). Otherwise large
     vectors spill to overflow pages, where concatenating them inside SQLite costs more than
-    reading them (3 s against 1 s at 100k x 1536): each is read with incremental blob I/O into
-    its row. Small ones come from group_concat over rowid ranges (one blob of every row's vector
-    would pass SQLite's 1 GB limit at 1M x 256)."""
+    reading them: each is read with incremental blob I/O into its row. Small ones come from
+    group_concat over rowid ranges (one blob of every row's vector would pass SQLite's 1 GB limit
+    at 1M x 256)."""
     n = len(rowid)
     out = rows_with_room(n, (nbytes // 4,), "<f4")  # a whole read: a live refresh appends below it
     if n == 0 or not has.any():
@@ -456,7 +466,7 @@ def _row_by_row(conn, rowid, has, nbytes, lo, hi, out) -> None:
             out[i] = np.frombuffer(blob, dtype="<f4")
 
 
-def _pick_model(names: list[bytes], model_code: np.ndarray, size: np.ndarray, model: bytes | None,
+def pick_model(names: list[bytes], model_code: np.ndarray, size: np.ndarray, model: bytes | None,
                 dim) -> tuple[bytes | None, int]:
     """The (model, dim) whose vectors fill the matrix: most rows first, then model name, then
     the smaller dimension (as `Store.embedding_models()` orders them; no model name counts as
@@ -492,28 +502,29 @@ def _texts(col) -> tuple[np.ndarray, np.ndarray]:
     return out, bad
 
 
-def _one_line(col) -> np.ndarray:
-    """Decoded texts with CR, LF and tab as spaces (done once on the joined column, not per row)."""
+def one_line(col) -> np.ndarray:
+    """The texts of `col` on one line, CR, LF and tab made spaces (once on the joined column, not
+    per row): str, or bytes as SQLite returns them, decoded as UTF-8 with replacement (None: "")."""
+    first = next((t for t in col if t is not None), None)
+    if first is None:
+        joined = "\x00".join("" for _ in col)
+    elif isinstance(first, str):
+        joined = "\x00".join(col)
+    else:
+        joined = b"\x00".join(b"" if raw is None else raw for raw in col).decode("utf-8", errors="replace")
+    parts = _flat(joined).split("\x00")
+    if len(parts) != len(col):  # a content holding NUL characters: row by row
+        parts = [_flat(decode_text(t)[0]) for t in col]
     out = np.empty(len(col), dtype=object)
-    joined = b"\x00".join(b"" if raw is None else raw for raw in col).decode("utf-8", errors="replace")
-    parts = joined.replace("\r", " ").replace("\n", " ").replace("\t", " ").split("\x00")
-    if len(parts) != len(col):  # a content holding NUL characters: decode row by row
-        parts = [decode_text(raw)[0].replace("\r", " ").replace("\n", " ").replace("\t", " ") for raw in col]
     out[:] = parts
     return out
 
 
-def _one_line_text(texts: list[str]) -> np.ndarray:
-    """_one_line of texts already decoded."""
-    out = np.empty(len(texts), dtype=object)
-    parts = "\x00".join(texts).replace("\r", " ").replace("\n", " ").replace("\t", " ").split("\x00")
-    if len(parts) != len(texts):  # a content holding NUL characters
-        parts = [t.replace("\r", " ").replace("\n", " ").replace("\t", " ") for t in texts]
-    out[:] = parts
-    return out
+def _flat(text: str) -> str:
+    return text.replace("\r", " ").replace("\n", " ").replace("\t", " ")
 
 
-def _normalize_rows(emb: np.ndarray, rows: np.ndarray) -> np.ndarray:
+def normalize_rows(emb: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length (most already are: only those that are not are touched, and a
     read-only matrix is copied only if one needs it)."""
     sq = np.einsum("ij,ij->i", emb, emb)
@@ -531,13 +542,10 @@ class WrittenColumns:
     when a value is one load_arrays reads through its slower path (milliseconds, non-finite
     numbers), so the caller scans as usual."""
 
-    _NUMBERS = ("importance", "event_time", "created_at", "last_accessed", "valid_until", "confidence", "decay_rate",
-                "access_count", "protected")
-
     def __init__(self):
         self.first_rowid: int | None = None
         self.cols: dict[str, list] = {c: [] for c in ("id", "kind", "agent", "content", "embedding", "embedding_model",
-                                                       *self._NUMBERS)}
+                                                       *_NUMERIC)}
 
     def add(self, rows: list[dict], first_rowid: int) -> None:
         """Rows written with rowids first_rowid, first_rowid + 1, ... (after the ones added before)."""
@@ -551,7 +559,7 @@ class WrittenColumns:
     def arrays(self, preview: int) -> MemoryArrays | None:
         c = self.cols
         n = len(c["id"])
-        num = {col: np.array(c[col], dtype=np.float64) if n else np.zeros(0) for col in self._NUMBERS}
+        num = {col: np.array(c[col], dtype=np.float64) if n else np.zeros(0) for col in _NUMERIC}
         odd = np.zeros(n, bool)
         for col in TIME_COLUMNS:
             odd |= np.abs(np.nan_to_num(num[col])) >= MS_ABOVE
@@ -565,7 +573,7 @@ class WrittenColumns:
         model_code = np.fromiter(map(code.__getitem__, c["embedding_model"]), dtype=np.int64, count=n)
         size = np.array([len(b) if b is not None else -1 for b in c["embedding"]], dtype=np.int64) if n \
             else np.zeros(0, np.int64)
-        key, dim = _pick_model(list(names), model_code, size, None, None)
+        key, dim = pick_model(list(names), model_code, size, None, None)
         nbytes = 4 * dim
         has = (model_code == names.get(key, -1)) & (size == nbytes) & (size > 0)
         if nbytes and has.any():
@@ -574,7 +582,7 @@ class WrittenColumns:
             else:
                 zero = bytes(nbytes)
                 joined = bytearray().join(b if h else zero for b, h in zip(c["embedding"], has.tolist()))
-            emb = _normalize_rows(np.frombuffer(joined, dtype="<f4").reshape(n, dim), has)
+            emb = normalize_rows(np.frombuffer(joined, dtype="<f4").reshape(n, dim), has)
         else:
             emb = np.zeros((n, dim), dtype=np.float32)
 
@@ -591,5 +599,5 @@ class WrittenColumns:
             protected=num["protected"].astype(bool), embedding=emb, has_embedding=has,
             embedding_model=None if key is None else decode_text(key)[0],
             bad_json=np.zeros(n, bool), bad_text=np.zeros(n, bool),
-            preview=_one_line_text([t[:preview] for t in c["content"]]) if preview > 0 else None,
+            preview=one_line([t[:preview] for t in c["content"]]) if preview > 0 else None,
             bad_value=np.zeros(n, bool))

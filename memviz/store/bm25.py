@@ -2,10 +2,10 @@
 numbers: the same values, bit for bit, in a fraction of the time.
 
 Why: asked for `bm25(memories_fts)`, FTS5 looks up each matching row's size and walks its
-position lists; a common word matches a quarter of a store, and at 100k rows that is ~20 ms of
-the hybrid query's ~30 ms of full text. The same numbers are each query word's posting list
-(one fts5vocab aggregate, ~1.5 ms for 27k rows at 100k) and every row's token count (the
-docsize table, read once per change of the store).
+position lists; a common word matches a quarter of a store, and that is most of the hybrid
+query's full-text time. The same numbers are each query word's posting list (one fts5vocab
+aggregate, a fraction of it) and every row's token count (the docsize table, read once per
+change of the store); bench/retrieval.py times the hybrid preset.
 
 The formula is fts5_aux.c's fts5Bm25Function (k1 = 1.2, b = 0.75), per phrase i of the query
 (here: each word, duplicates included, as `"w1" OR "w2" ...` makes them):

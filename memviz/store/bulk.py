@@ -104,8 +104,8 @@ def bulk_load(store, *, durable: bool = True, keep: bool = False, indexes: bool 
     """`with bulk_load(store) as load: load.add(batch) ...` into `store`, which must hold no
     memories yet; everything is one transaction, committed with the indexes built at the end.
     `durable` False (a cache memviz rebuilds when damaged: a framework's mirror) commits without
-    waiting for the disk (synchronous = OFF): a 100k mirror is ~350 MB, whose fsync took longer
-    than the rest of its commit. An application crash still leaves the store whole (SQLite has
+    waiting for the disk (synchronous = OFF): a large mirror's fsync can take longer than the rest
+    of its commit. An application crash still leaves the store whole (SQLite has
     written every page when COMMIT returns); only a crash of the system within the next seconds
     can damage it, and a damaged mirror fails its quick_check at the next open and is rebuilt.
     `keep`: `load.written` keeps the columns written (arrays.WrittenColumns), so that the store's
@@ -114,10 +114,10 @@ def bulk_load(store, *, durable: bool = True, keep: bool = False, indexes: bool 
     cache = store.conn.execute("PRAGMA cache_size").fetchone()[0]
     sync = store.conn.execute("PRAGMA synchronous").fetchone()[0]
     # one large transaction: with SQLite's default 2 MB page cache its pages spill to the WAL and
-    # are read back (a 100k load wrote twice as slowly); the cache is a bound, used as needed
+    # are read back, slowing a large load; the cache is a bound, used as needed
     store.conn.execute(f"PRAGMA cache_size = -{_CACHE_KIB}")
     # a new store's pages are written straight into the file under a rollback journal (which
-    # holds only the few pages that existed), not twice through the WAL: 25% of a 100k load.
+    # holds only the few pages that existed), not twice through the WAL.
     # SQLite keeps WAL when another connection is open; WAL comes back after the load either way
     wal = store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     if wal:
@@ -167,9 +167,9 @@ def _insert_batch(conn: apsw.Connection, rows: list[dict]) -> None:
     """`rows` into memories by one statement: SQLite reads them from JSON without the GIL. An
     executemany releases and takes the GIL back at each row, and while another thread runs Python
     (a mirror's source mapped beside its writes) each take waits for that thread's switch
-    interval: a 100k load that took 0.5 s alone took 2.3 s beside its reader (and 200 s beside a
-    busy loop). Values come back as bound: JSON text, integers and finite floats exactly (SQLite
-    3.54 parses floats correctly rounded; the tests compare every column). What JSON cannot carry
+    interval, which makes a load beside its reader several times slower. Values come back as
+    bound: JSON text, integers and finite floats exactly (SQLite 3.54 parses floats correctly
+    rounded; the tests compare every column). What JSON cannot carry
     as it is goes by executemany: a non-finite float (orjson writes null), text orjson refuses
     (a lone surrogate), an integer over 64 bits, a value of another type."""
     if all(map(isfinite, chain.from_iterable(map(_FLOATS, rows)))):

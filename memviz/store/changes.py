@@ -55,10 +55,10 @@ def _has_log(conn) -> bool:
 
 
 def _read_token(conn, count: int | None = None) -> ChangeToken:
-    """`count`: the rows, when the caller knows them (count(*) reads the whole table: ~100 ms at
-    1M rows, at every refresh); else counted."""
-    # max(rowid) and count(*) as two statements (together they scan the table: 0.7 s at 1M; alone,
-    # one b-tree descent and a count of the smallest index's pages), in one read state
+    """`count`: the rows, when the caller knows them (count(*) reads the whole table, which a
+    refresh should not at every look); else counted."""
+    # max(rowid) and count(*) as two statements (together they scan the table; alone, one b-tree
+    # descent and a count of the smallest index's pages), in one read state
     with one_read(conn):
         max_rowid = conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0]
         if count is None:
@@ -68,24 +68,24 @@ def _read_token(conn, count: int | None = None) -> ChangeToken:
 
 
 def token_now(store):
-    """The token of the store as it is now (take it just before reading the arrays). A store of
-    another backend that has its own `change_token()` answers instead."""
-    own = getattr(store, "change_token", None)
-    return own() if own is not None else _read_token(store.conn)
+    """The token of the store as it is now (take it just before reading the arrays): the store's
+    own `change_token()` (interface.py)."""
+    return store.change_token()
 
 
 def changes_since(store, token, max_share: float = MAX_SHARE) -> Changes:
-    """Rows added and changed since `token`, in one read transaction (see the module docstring).
-    A store of another backend that has its own `changes_since(token, max_share)` answers instead."""
-    own = getattr(store, "changes_since", None)
-    if own is not None:
-        return own(token, max_share)
-    return sqlite_changes_since(store.conn, token, max_share)
+    """Rows added and changed since `token`: the store's own `changes_since` (interface.py)."""
+    return store.changes_since(token, max_share)
+
+
+def sqlite_token(conn) -> ChangeToken:
+    """token_now for an SQLite connection to a native store (Store.change_token)."""
+    return _read_token(conn)
 
 
 def sqlite_changes_since(conn, token, max_share: float = MAX_SHARE) -> Changes:
-    """changes_since for an SQLite connection to a native store (a mirror's own answer after it
-    has synced with its source ends here too)."""
+    """changes_since for an SQLite connection to a native store, in one read transaction (see the
+    module docstring): Store.changes_since."""
     conn.execute("BEGIN")  # one snapshot for every read below
     try:
         return _changes(conn, token, max_share)

@@ -241,7 +241,7 @@ def fts_integrity_error(store) -> tuple[str | None, str | None]:
     sql = f"INSERT INTO {FTS}({FTS}, rank) VALUES ('integrity-check', 1)"
     conn, own = store.conn, False
     if store.read_only:
-        path = getattr(store, "conn_path", store.path)  # the file SQLite opens (a framework store's mirror)
+        path = store.conn_path  # the file SQLite opens (a framework store's mirror)
         if not os.access(path, os.W_OK) or not os.access(os.path.dirname(os.path.abspath(path)), os.W_OK):
             return None, "the file is not writable, and FTS5 runs this check only on a writable handle"
         try:

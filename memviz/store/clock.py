@@ -50,7 +50,7 @@ def simulated(at, source: str = "") -> Clock:
 
 def newest_time(store, arrays=None) -> float | None:
     """The latest event, creation or access time of any memory (from `arrays` when given)."""
-    if arrays is None and getattr(store, "dsn", None):  # a PostgreSQL store: typed columns, no SQLite typeof
+    if arrays is None and store.backend != "sqlite":  # typed columns: no SQLite typeof to read them with
         arrays = store.arrays()
     if arrays is not None:
         t = np.concatenate([arrays.event_time, arrays.created_at, arrays.last_accessed])
@@ -88,9 +88,8 @@ def store_clock(store, arrays=None, *, wall: float | None = None) -> Clock:
     """The clock in force: the session's choice (`store.clock_override`), else the recorded
     one, else the newest memory's time when that is long past, else the wall clock.
     `arrays` (the store's MemoryArrays, if the caller has them) spares a scan of the table."""
-    override = getattr(store, "clock_override", None)
-    if override is not None:
-        return override
+    if store.clock_override is not None:
+        return store.clock_override
     rec = recorded_clock(store)
     if rec is not None:
         return rec

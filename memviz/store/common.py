@@ -2,17 +2,62 @@
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
+from .clock import Clock
 from .errors import ConflictError, ValidationError
-from .records import decode_json, normalize, normalize_many, read_values
+from .records import (
+    NUMBER_DEFAULTS,
+    TIME_COLUMNS,
+    decode_json,
+    decode_text,
+    embedding_blob,
+    encode_json,
+    new_id,
+    normalize,
+    normalize_many,
+    read_values,
+)
 from .schema import JSON_COLUMNS, MEMORY_COLUMNS
 from .times import to_epoch
 
 #: the columns get_many(fields=...) and rewrite_rows read and write by name (the vector has its own methods)
 SCALAR_COLUMNS = tuple(c for c in MEMORY_COLUMNS if c != "embedding")
+#: the columns update_rows may change
+EDITABLE = frozenset(MEMORY_COLUMNS) - {"id"}
+#: the text columns a row is read with (SQLite reads them as bytes: invalid UTF-8 is replaced, not fatal)
+TEXT_COLUMNS = ("id", "agent", "kind", "content", "embedding_model")
+
+
+@dataclass
+class Provenance:
+    """Links between memories: derived-from (source_ids) and supersedes."""
+
+    sources: list[tuple[str, str]] = field(default_factory=list)     # (derived id, source id)
+    supersedes: list[tuple[str, str]] = field(default_factory=list)  # (new id, old id)
+    dangling: list[tuple[str, str, str]] = field(default_factory=list)  # (from id, missing id, "source"|"supersedes")
+
+    def add(self, memory_id: str, sources, olds, exists: Callable[[str], bool]) -> None:
+        """One memory's links (its source ids, the ids it supersedes); a link to an id for which
+        `exists` is false is dangling."""
+        for s in sources:
+            (self.sources.append((memory_id, s)) if exists(s) else self.dangling.append((memory_id, s, "source")))
+        for o in olds:
+            (self.supersedes.append((memory_id, o)) if exists(o) else self.dangling.append((memory_id, o, "supersedes")))
+
+
+def supersede_ids(sup) -> list[str]:
+    """The old ids named by an `attributes.supersedes` value (one id, or a JSON list of them)."""
+    if not sup:
+        return []
+    olds = sup if isinstance(sup, list) else [sup]
+    if isinstance(sup, str) and sup.startswith("["):
+        olds, _ = decode_json(sup, "source_ids")
+    return [str(o) for o in olds]
 
 
 def pick_fields(fields) -> tuple[str, ...]:
@@ -41,6 +86,66 @@ def audit_dump(d) -> str | None:
     return json.dumps(out, ensure_ascii=False)
 
 
+def audit_load(text):
+    """An audit entry's `before`/`after` as audit_dump wrote it (malformed JSON: {"$malformed": text})."""
+    if text is None:
+        return None
+    try:
+        d = json.loads(text)
+    except ValueError:
+        return {"$malformed": text}
+    return {k: base64.b64decode(v["$b64"]) if isinstance(v, dict) and "$b64" in v else v for k, v in d.items()}
+
+
+def decode_row(row, cols=MEMORY_COLUMNS) -> dict:
+    """A row of `cols` as get() gives it (text decoded, JSON parsed, times and numbers read)."""
+    d = dict(zip(cols, row))
+    texts, jsons, values = _column_kinds(cols)
+    problems = []
+    for col in texts:
+        d[col], bad = decode_text(d[col])
+        if bad:
+            problems.append(f"`{col}` is not valid UTF-8 (shown with replacement characters)")
+    for col in jsons:
+        d[col], ok = decode_json(d[col], col)
+        if not ok:
+            problems.append(f"`{col}` holds malformed JSON (shown as empty)")
+    if values:
+        problems += read_values(d)
+    if "protected" in d:
+        d["protected"] = bool(d["protected"])
+    d["problems"] = problems
+    return d
+
+
+@functools.cache
+def _column_kinds(cols: tuple) -> tuple[tuple, tuple, bool]:
+    """(text columns, JSON columns, any time or number column) of a row of `cols`: worked out once
+    per column set, not per row (get_many(fields=…) reads tens of thousands)."""
+    return (tuple(c for c in TEXT_COLUMNS if c in cols), tuple(c for c in JSON_COLUMNS if c in cols),
+            any(c in cols for c in (*TIME_COLUMNS, *NUMBER_DEFAULTS)))
+
+
+def check_expected(memory_id, cur, expected) -> None:
+    """ConflictError when a field of `expected` (as the user was shown it) differs from `cur`
+    (the row as read inside the write)."""
+    if not expected:
+        return
+    changed = [k for k, v in expected.items() if _comparable(cur.get(k), k) != _comparable(v, k)]
+    if changed:
+        raise ConflictError(
+            f"Memory {memory_id} was changed by someone else since it was shown ({', '.join(changed)}).",
+            current=cur, expected=dict(expected))
+
+
+def _comparable(v, key):
+    if key in JSON_COLUMNS:
+        return decode_json(v, key)[0] if isinstance(v, str) else v
+    if key == "protected":
+        return bool(v)
+    return v
+
+
 @dataclass
 class RowWrite:
     """One row's change in `rewrite_rows`: the columns set, and the audit entry written with it
@@ -55,11 +160,24 @@ class RowWrite:
 
 
 class StoreCommon:
-    """Built on each backend's own `update_rows`, `embedding_models`, `close` and `read_only_reason`."""
+    """Built on each backend's own `update_rows`, `embedding_models`, `model_dim`, `close` and
+    `read_only_reason`; the defaults of a store that has no work going on after its open."""
+
+    clock_override: Clock | None = None
+    checking = False
+    indexing = False
+    index_failure: str | None = None
+    answers_later = False
 
     @property
     def read_only(self) -> bool:
         return self.read_only_reason is not None
+
+    def describe(self) -> str:
+        return self.path
+
+    def checked(self) -> list[str]:
+        return []
 
     def __enter__(self):
         return self
@@ -87,6 +205,64 @@ class StoreCommon:
         now = time.time()
         rows = normalize_many(records, model_dims=dims, now=now)
         return rows, now
+
+    def _cleaned(self, changes: dict[str, dict]) -> dict[str, dict]:
+        """update_rows' `changes` (id -> fields) checked and made into stored values, before
+        anything is written (a bad one raises ValidationError)."""
+        out = {}
+        for memory_id, ch in changes.items():
+            bad = set(ch) - EDITABLE
+            if bad:
+                raise ValidationError(f"these fields cannot be edited: {', '.join(sorted(bad))}")
+            out[memory_id] = self._clean_changes(ch)
+        return out
+
+    def _clean_changes(self, changes: dict) -> dict:
+        clean = {}
+        for k, v in changes.items():
+            if k in JSON_COLUMNS:
+                v = encode_json(v, k)
+            elif k == "embedding" and v is not None:
+                model = changes.get("embedding_model")
+                v = embedding_blob(v, self.model_dim(model) if model else None)
+            elif k in ("event_time", "created_at", "valid_until", "last_accessed"):
+                try:
+                    v = to_epoch(v)
+                except ValueError as e:
+                    raise ValidationError(str(e)) from None
+            elif k == "importance":
+                v = float(v)
+                if not 0 <= v <= 10:
+                    raise ValidationError(f"importance {v} is outside 0-10")
+            elif k == "protected":
+                v = 1 if v else 0
+            elif k in ("kind", "content") and not isinstance(v, str):
+                raise ValidationError(f"`{k}` must be text")
+            clean[k] = v
+        return clean
+
+    def supersede(self, memory_id: str, new_content: str, *, embedding=None, embedding_model: str | None = None,
+                  when=None, new_id_: str | None = None, expected: dict | None = None,
+                  actor: str = "memviz", note: str | None = None) -> str:
+        """The assistant memory's `correct_fact`: the old row gets valid_until, a new row carries the new text,
+        `attributes.supersedes` and the old kind/agent/sources/event time (it restates the same
+        event; `created_at` is the correction's time). Without an embedding the new row is
+        marked `attributes.needs_embedding` (never given the old text's vector). Returns the new id.
+        One transaction; each backend gives `_supersede_write` (it), `_current` (the old row, locked),
+        `_insert` and `_retire`."""
+        when = to_epoch(when) if when is not None else int(time.time())
+        nid = new_id_ or new_id()
+        dim = self.model_dim(embedding_model) if embedding is not None else None
+        with self._supersede_write() as c:
+            cur = self._current(c, memory_id)
+            check_expected(memory_id, cur, expected)
+            row = self._superseding_row(cur, memory_id, new_content, nid, when, embedding, embedding_model, dim)
+            self._insert(c, [row])
+            self._retire(c, memory_id, when)
+            self.audit(c, "supersede", memory_id, {"valid_until": None}, {"valid_until": when, "superseded_by": nid},
+                       actor, note)
+            self.audit(c, "insert", nid, None, row, actor, note or f"correction of {memory_id}")
+        return nid
 
     def _superseding_row(self, cur: dict, memory_id: str, new_content: str, nid: str, when: int, embedding,
                          embedding_model: str | None, dim: int | None) -> dict:

@@ -1,7 +1,7 @@
 """SQLite connections: apsw with sqlite-vec loaded before any SQL of the file runs.
 
-apsw is the project's one driver: CPython's `sqlite3` on macOS system Python (and
-this machine's) cannot load extensions. The vec0 module must be registered before
+apsw is the project's one driver: CPython's `sqlite3` on macOS system Python (and in
+some Linux builds) cannot load extensions. The vec0 module must be registered before
 SQLite parses a schema that mentions it, so it is loaded right after opening, and
 extension loading is switched off again before any statement from the file runs.
 """
@@ -15,9 +15,9 @@ import sqlite_vec
 # How long a statement waits for another process's lock before the store reports itself busy
 # ("in exclusive use by another process"); MEMVIZ_BUSY_TIMEOUT_MS changes it (tests shorten it).
 BUSY_TIMEOUT_MS = int(os.environ.get("MEMVIZ_BUSY_TIMEOUT_MS", "5000"))
-# Pages are read through a read-only memory map instead of a read() per page: a full scan of a
-# 100k store (what loading the arrays is) takes a third of the time. SQLite maps read-only and
-# keeps the usual path for pages in the WAL, so writes and crash safety are as before.
+# Pages are read through a read-only memory map instead of a read() per page: a full scan (what
+# loading the arrays is) is much faster. SQLite maps read-only and keeps the usual path for pages
+# in the WAL, so writes and crash safety are unchanged by it.
 MMAP_BYTES = 1 << 30
 
 

@@ -8,16 +8,16 @@ beside it and renamed into place at the end; a PostgreSQL target's schema is mad
 the same transaction as the rows, so an empty database stays empty).
 
 A PostgreSQL target's HNSW indexes are built after that commit, with the server's progress
-reported (`postgres.index`): building them takes most of a copy (100k x 256 on 2 cores: the
-data commits in ~3 s, the graph takes 31-63 CPU-seconds more, schema.HNSW_OPTIONS), and
-inside the copy's transaction nothing could be used until the graph was done. The store is complete and
+reported (`postgres.index`): building them takes most of a copy (bench/pg_index.py;
+schema.HNSW_OPTIONS), and inside the copy's transaction nothing could be used until the graph
+was done. The store is complete and
 answers exactly without them (memviz ranks in memory; pgvector's own search is then exact).
 The build is a plain CREATE INDEX, not CONCURRENTLY: the target is new, no agent writes to it
 yet (reads go on; a write waits for the build), and CONCURRENTLY's validation scan and its
 wait for every older transaction on the server buy nothing here (bench/pg_index.py). Nor is
 the index made before the rows: then each row is put into the graph as it is inserted, by this
-one process without parallel workers, 4 times the CPU of a build (30k x 256: 15 s against 3.7 s,
-bench/pg_index.py's before-0). A build that is cancelled or cut off leaves the index absent,
+one process without parallel workers, several times the CPU of a build (bench/pg_index.py's
+before-0). A build that is cancelled or cut off leaves the index absent,
 and `memviz index DST` (or the window, CONCURRENTLY, on a writable open) builds it.
 """
 from __future__ import annotations
@@ -50,10 +50,9 @@ def copy_store(src: str, dst: str, task: Task | None = None, opener=None) -> int
     opens the source (default: memviz.store.open_store; the commands pass the one that also
     opens other frameworks' stores, whose mirrors are SQLite stores)."""
     from . import open_store  # the dispatching open of memviz.store
-    from .store import Store
     task = task or Task("copy")
     with (opener or open_store)(src, read_only=True) as source:
-        reader = _SqliteReader(source) if isinstance(source, Store) else _PgReader(source)
+        reader = _SqliteReader(source) if source.backend == "sqlite" else _PgReader(source)
         with reader:
             total = reader.count()
             task.progress(0.0, f"copying {total} memories from {redact(src)} to {redact(dst)}")
@@ -153,13 +152,9 @@ class _PgReader:
 # ------------------------------------------------------------------ writers
 def _write_sqlite(dst: str, reader, total: int, task: Task) -> None:
     from .store import create as create_sqlite
+    from .store import new_file
     from .vectors import vec_ddl, vec_table
-    dst = os.fspath(dst)
-    if os.path.exists(dst):
-        raise StoreError(f"{dst} already exists; memviz will not overwrite it.")
-    folder = os.path.dirname(os.path.abspath(dst))
-    if not os.path.isdir(folder):
-        raise StoreError(f"The folder {folder} does not exist.")
+    dst, folder = new_file(dst)
     fd, tmp = tempfile.mkstemp(prefix=".memviz-copy-", suffix=".db", dir=folder)
     os.close(fd)
     os.unlink(tmp)

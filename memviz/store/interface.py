@@ -12,26 +12,72 @@ that. Everything else asks a method here; a read-decide-write in one transaction
 `rewrite_rows`. What only one backend has is asked for by `backend` and said where it is
 used: the SQLite file's own checks and repairs (`store/check.py`, `stats`, the vec0 tables in
 `edits/verify.py`); the samples and imports build SQLite files (their entity rows, checkpoint
-and VACUUM), an import into a database is then copied there (`store/copy.py`).
+and VACUUM), an import into a database is then copied there (`store/copy.py`). What a store
+whose `backend` is "sqlite" gives besides is `SqliteFile` below.
+
+Whatever another layer asks a store is declared here: nothing outside memviz/store probes a
+store with getattr/hasattr (tests/test_contracts.py checks the app). The implementations:
+the SQLite `Store`, `postgres.PgStore`, and `frameworks.mirror.MirroredStore` (another system's
+store read into an SQLite mirror); `common.StoreCommon` gives the defaults they share.
 """
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .arrays import MemoryArrays
+
+if TYPE_CHECKING:
+    import apsw
+    import numpy as np
+
+    from .changes import Changes
+    from .clock import Clock
+    from .schema import SchemaReport
 
 
 @runtime_checkable
 class MemoryStore(Protocol):
-    #: where the store lives, for titles and messages (a path, or a DSN without its password)
+    # ------------------------------------------------------------- what the store is, where it lives
+    #: how titles, recent files and messages name where it lives: a file's path, a DSN without
+    #: its password, another system's store by its label
     path: str
+    #: what opens it again (`memviz.store.open_store`, `frameworks.open_source`; a copy's source): a
+    #: path, or a DSN with its password (never shown)
+    location: str
     #: which backend answers ("sqlite", "postgresql"): for what only one of them has (FTS5, vec0, pg indexes)
     backend: str
     read_only_reason: str | None
+    #: the clock this session measures the store's ages from, chosen by the user (`--now`, Tools ▸
+    #: Set store clock), over the store's own (store/clock.py `store_clock`); None: the store's own
+    clock_override: Clock | None
+
+    def describe(self) -> str:
+        """The store as a message names it ("Opened …"): a path, a server's database, another
+        system's store with what it holds."""
 
     @property
     def read_only(self) -> bool: ...
+
+    # ------------------------------------------------------------- work begun at the open that goes on after it
+    @property
+    def checking(self) -> bool:
+        """A check of the store's file is still running (SQLite's quick check of a large file,
+        begun once it was read: open_and_read(check_later=True)); edits wait for it."""
+    @property
+    def indexing(self) -> bool:
+        """Its full-text and vector indexes are still being built (a framework mirror's first
+        build, after it was read); edits, and the searches that read those indexes, wait for them."""
+    @property
+    def index_failure(self) -> str | None:
+        """Why those indexes could not be built, once that is known (the store is then read-only)."""
+    @property
+    def answers_later(self) -> bool:
+        """Work begun at the open goes on after it returned (`checking`, `indexing`): its outcome
+        (damage, an `index_failure`) comes later, and the window follows it."""
+    def checked(self) -> list[str]:
+        """Wait for the check still running, if any; the damage it found (empty: none, or none ran
+        after the open). Damage makes the store read-only."""
     def refuses(self, field: str) -> str | None:
         """Why edits of one field (or "insert") cannot be written to a writable store; None: they can."""
     def close(self) -> None: ...
@@ -64,9 +110,14 @@ class MemoryStore(Protocol):
     def history(self, memory_id: str) -> list[dict]: ...
     def fts_search(self, query: str, limit: int = 100) -> list[tuple[str, float]]:
         """(id, score) best first, lower is better (FTS5 bm25 on SQLite; minus ts_rank on PostgreSQL)."""
+    def fts_hits(self, query: str) -> np.ndarray:
+        """(rowid, score) of every memory matching any word of `query`, shape (n, 2), unordered
+        (the hybrid preset ranks them): fts_search's scores without its join and sort."""
     def vec_search(self, vector, k: int = 50) -> list[tuple[str, float]]:
         """(id, cosine distance) nearest first, from the backend's vector index."""
     def integrity(self) -> list[str]: ...
+    def vector_index_notes(self) -> list[str]:
+        """What the backend's vector indexes lack, in words (`memviz stats`)."""
     # what reflection, the change watcher and the layout cache once asked in raw SQL
     def live_agent_exists(self, agent: str) -> bool: ...
     def importance_since_reflection(self, agent: str, now: float | None = None) -> tuple[int | None, float, int]: ...
@@ -74,6 +125,11 @@ class MemoryStore(Protocol):
     def row_meta_columns(self) -> list[list]: ...
     def max_rowid(self) -> int: ...
     def memories_after(self, rowid: int) -> list[tuple[int, str]]: ...
+    # a live refresh (store/changes.py asks these; tokens are the backend's own, opaque to callers)
+    def change_token(self) -> Any:
+        """Where the store stands now (take it just before reading the arrays)."""
+    def changes_since(self, token, max_share: float) -> Changes:
+        """Rows added and changed since `token`, or why they must be read as a whole (`full`)."""
     def retired_rows(self, limit: int | None = None) -> list[tuple]: ...
     def last_retirements(self) -> dict[str, tuple]: ...
     def layout_row(self, method: str, model: str | None, params: str): ...
@@ -108,3 +164,16 @@ class MemoryStore(Protocol):
     def supersede(self, memory_id: str, new_content: str, *, embedding=None, embedding_model: str | None = None,
                   when=None, new_id_: str | None = None, expected: dict | None = None,
                   actor: str = "memviz", note: str | None = None) -> str: ...
+
+
+@runtime_checkable
+class SqliteFile(MemoryStore, Protocol):
+    """What a store whose `backend` is "sqlite" gives besides: its connection, for the file's own
+    checks, repairs and statistics (store/check.py, edits/verify.py, commands/stats.py) and for
+    the files memviz makes itself (samples, imports, framework mirrors)."""
+
+    conn: apsw.Connection
+    #: the file SQLite opens: `location`, a copy of a file on read-only media, a framework store's mirror
+    conn_path: str
+    #: the schema as the open found it (its vec0 tables, its version); repair() updates it
+    report: SchemaReport | None

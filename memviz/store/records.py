@@ -18,7 +18,6 @@ _DEFAULTS = {
     "decay_rate": 0.1, "protected": 0, "source_ids": [], "entity_ids": [], "tags": [],
     "attributes": {},
 }
-_TIME_COLUMNS = ("event_time", "created_at", "valid_until", "last_accessed")
 
 
 def new_id() -> str:
@@ -60,7 +59,7 @@ _ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATAC
 
 
 def _encode(value) -> str:
-    """_JSON.encode(value), by orjson (5x faster: a bulk load encodes two values per memory)
+    """_JSON.encode(value), by orjson (several times faster: a bulk load encodes two values per memory)
     where its text is the same: it escapes and orders as _JSON does; what it refuses (keys that
     are not strings, a lone surrogate, an integer over 64 bits) or may write otherwise
     (_may_differ) goes to _JSON. A test compares the two on generated values."""
@@ -130,7 +129,7 @@ def normalize_many(records, *, model_dims: dict[str, int], now: float | None = N
             model_dims.setdefault(model, dim)
         rows.append(row)
     for at, vectors in stacked.values():
-        matrix = np.concatenate(vectors).reshape(len(vectors), -1)  # np.stack cost 4x more on 100k rows
+        matrix = np.concatenate(vectors).reshape(len(vectors), -1)  # np.stack costs several times more
         _check_finite(rows, at, matrix)
         for i, v in zip(at, vectors):
             rows[i]["embedding"] = v.astype("<f4", copy=False).tobytes()

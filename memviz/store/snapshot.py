@@ -1,7 +1,8 @@
 """A copy of a large store's arrays on local disk, so reopening it unchanged skips the scan.
 
-Reading 100k memories out of SQLite takes about a second (arrays.py); the same columns come
-back from one flat file in a fraction of that, the embedding matrix memory-mapped
+Reading a large store's memories out of SQLite is a scan of every row (arrays.py); the same
+columns come back from one flat file in a fraction of that time (bench/store.py's "snapshot
+load"), the embedding matrix memory-mapped
 (copy-on-write) so its pages are read when first used. A snapshot is keyed by the store's
 real path and the state of its files: inode, size and modification time (ns) of the database
 and of its -wal file, and the header fields SQLite rewrites on every commit. Every committed
@@ -31,8 +32,8 @@ import numpy as np
 from .arrays import MemoryArrays
 from .fileheader import read_head
 
-FORMAT = 2  # 2: bad_value
-MIN_ROWS = 20_000   # smaller stores read in well under 0.2 s: not worth the disk
+FORMAT = 2  # bump when what a snapshot holds changes: older ones are then ignored
+MIN_ROWS = 20_000   # smaller stores are read quickly: not worth the disk (bench/store.py's "snapshot load")
 KEEP = 4
 WRITE_DELAY = 3.0   # seconds: the write waits until the window has drawn the store it was read for
 _NUMERIC = ("rowid", "importance", "event_time", "created_at", "last_accessed", "valid_until", "confidence",

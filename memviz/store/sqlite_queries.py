@@ -16,8 +16,8 @@ from .common import RowWrite, audit_dump, json_column, pick_fields
 from .records import decode_json, decode_text, read_time
 
 _OBJ = "json_valid(attributes) AND json_type(attributes) = 'object'"
-# One aggregate, one JSON array per column: no Python object per row and per cell (a million
-# rows read in about a second, not ten). `|| ''` turns a value into plain text, as str() did.
+# One aggregate, one JSON array per column: no Python object per row and per cell, which would
+# cost ten times as much. `|| ''` turns a value into plain text, as str() would.
 _ROW_META = f"""
 SELECT json_group_array(rowid),
        json_group_array(CASE WHEN tags != '[]' AND json_valid(tags) THEN tags || '' END),

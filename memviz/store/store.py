@@ -6,7 +6,6 @@ wholly there or wholly absent. Nothing here deletes a memory physically.
 """
 from __future__ import annotations
 
-import base64
 import functools
 import json
 import os
@@ -16,22 +15,21 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import TypeVar
 
 import apsw
 
 from ..background import in_thread
-from . import schema
+from . import changes, schema
 from . import snapshot as snapshots
 from .arrays import MemoryArrays, load_arrays
-from .common import StoreCommon, pick_fields
-from .common import audit_dump as _audit_dump
+from .boundary import ErrorBoundary
+from .changes import ChangeToken
+from .common import TEXT_COLUMNS, Provenance, StoreCommon, audit_dump, audit_load, check_expected, decode_row, pick_fields, supersede_ids
 from .connection import connect
 from .errors import (
     UNKNOWN,
     BusyError,
-    ConflictError,
     CorruptStoreError,
     NotAStoreError,
     ReadOnlyError,
@@ -43,30 +41,17 @@ from .errors import (
 )
 from .fileheader import check_header
 from .read_only_media import detour, needs_detour, release_copy, share_copy
-from .records import (
-    MS_ABOVE,
-    NUMBER_DEFAULTS,
-    TIME_COLUMNS,
-    decode_json,
-    decode_text,
-    embedding_blob,
-    encode_json,
-    new_id,
-    read_time,
-    read_values,
-)
-from .schema import JSON_COLUMNS, MEMORY_COLUMNS
+from .records import MS_ABOVE, decode_json, decode_text, embedding_blob, read_time
+from .schema import MEMORY_COLUMNS
 from .sqlite_queries import SqliteQueries
-from .times import to_epoch
 from .vectors import vec_ddl, vec_table
 
 T = TypeVar("T")
 
-_EDITABLE = set(MEMORY_COLUMNS) - {"id"}
-_TEXT_COLUMNS = ("id", "agent", "kind", "content", "embedding_model")
 _SELECT_ROW = "SELECT " + ", ".join(
-    f"CAST({c} AS BLOB)" if c in _TEXT_COLUMNS else c for c in MEMORY_COLUMNS
+    f"CAST({c} AS BLOB)" if c in TEXT_COLUMNS else c for c in MEMORY_COLUMNS
 ) + " FROM memories"
+_INSERT_ROW = f"INSERT INTO memories ({', '.join(MEMORY_COLUMNS)}) VALUES ({', '.join('?' * len(MEMORY_COLUMNS))})"
 
 
 class _Row(dict):
@@ -77,19 +62,28 @@ class _Row(dict):
         self.raw: dict[str, bytes] = {}
 
 
-@dataclass
-class Provenance:
-    """Links between memories: derived-from (source_ids) and supersedes."""
+def _at_boundary(fn):
+    """Translate apsw errors escaping a Store method (the store's public surface) into StoreErrors.
+    Damage met by any read makes the store read-only: quick_check at open does not see every
+    kind (an index out of step with its table), and no edit may be written over it."""
+    @functools.wraps(fn)
+    def guarded(self, *args, **kwargs):
+        try:
+            with store_errors(self.path):
+                return fn(self, *args, **kwargs)
+        except CorruptStoreError:
+            if self._read_only_reason is None:
+                self.read_only_reason = "damage was found while reading; run `memviz check`"
+            raise
+    return guarded
 
-    sources: list[tuple[str, str]] = field(default_factory=list)     # (derived id, source id)
-    supersedes: list[tuple[str, str]] = field(default_factory=list)  # (new id, old id)
-    dangling: list[tuple[str, str, str]] = field(default_factory=list)  # (from id, missing id, "source"|"supersedes")
 
-
-class Store(StoreCommon, SqliteQueries):
-    """Use `memviz.store.open(path)` or `memviz.store.create(path)` rather than this constructor."""
+class Store(StoreCommon, SqliteQueries, ErrorBoundary):
+    """Use `memviz.store.open(path)` or `memviz.store.create(path)` rather than this constructor.
+    Every public method, inherited ones too, translates SQLite's errors (boundary.py)."""
 
     backend = "sqlite"
+    guard = staticmethod(_at_boundary)
 
     def __init__(self, path: str, conn: apsw.Connection, *, read_only_reason: str | None = None,
                  report: schema.SchemaReport | None = None, conn_path: str | None = None):
@@ -100,7 +94,7 @@ class Store(StoreCommon, SqliteQueries):
         self.report = report
         self._lock = threading.RLock()  # one writer per Store
         self._check: Future | None = None  # SQLite's quick_check still running (open_and_read(check_later=True))
-        self.check_deferred = False         # it was started after the read (its answer may come after the window shows the store)
+        self.answers_later = False          # it was started after the read (its answer may come after the window shows the store)
         self._check_found: list[str] = []    # what that check found
         self._check_lock = threading.Lock()
 
@@ -158,6 +152,10 @@ class Store(StoreCommon, SqliteQueries):
         return True
 
     # ----------------------------------------------------------------- basics
+    @property
+    def location(self) -> str:
+        return self.path
+
     def close(self) -> None:
         try:
             self.conn.close()
@@ -177,6 +175,12 @@ class Store(StoreCommon, SqliteQueries):
     def data_version(self) -> int:
         """Changes when another connection commits (PRAGMA data_version)."""
         return self.conn.execute("PRAGMA data_version").fetchone()[0]
+
+    def change_token(self) -> ChangeToken:
+        return changes.sqlite_token(self.conn)
+
+    def changes_since(self, token: ChangeToken, max_share: float = changes.MAX_SHARE) -> changes.Changes:
+        return changes.sqlite_changes_since(self.conn, token, max_share)
 
     def meta(self, key: str, default=None):
         try:
@@ -291,39 +295,18 @@ class Store(StoreCommon, SqliteQueries):
 
     def get(self, memory_id: str) -> dict | None:
         row = self.conn.execute(_SELECT_ROW + " WHERE id = ?", (memory_id,)).fetchone()
-        return None if row is None else self._decode_row(row)
+        return None if row is None else decode_row(row)
 
     def get_many(self, ids, fields=None) -> list[dict]:
         cols = MEMORY_COLUMNS if fields is None else ("id", *pick_fields(fields))
-        select = "SELECT " + ", ".join(f"CAST({c} AS BLOB)" if c in _TEXT_COLUMNS else c for c in cols) + " FROM memories"
+        select = "SELECT " + ", ".join(f"CAST({c} AS BLOB)" if c in TEXT_COLUMNS else c for c in cols) + " FROM memories"
         ids = list(ids)
         out = []
         for i in range(0, len(ids), 500):
             chunk = ids[i:i + 500]
             q = select + f" WHERE id IN ({','.join('?' * len(chunk))})"
-            out.extend(self._decode_row(r, cols) for r in self.conn.execute(q, chunk))
+            out.extend(decode_row(r, cols) for r in self.conn.execute(q, chunk))
         return out
-
-    @staticmethod
-    def _decode_row(row, cols=MEMORY_COLUMNS) -> dict:
-        """A row of `cols` as get() gives it (text decoded, JSON parsed, times and numbers read)."""
-        d = dict(zip(cols, row))
-        texts, jsons, values = _column_kinds(cols)
-        problems = []
-        for col in texts:
-            d[col], bad = decode_text(d[col])
-            if bad:
-                problems.append(f"`{col}` is not valid UTF-8 (shown with replacement characters)")
-        for col in jsons:
-            d[col], ok = decode_json(d[col], col)
-            if not ok:
-                problems.append(f"`{col}` holds malformed JSON (shown as empty)")
-        if values:
-            problems += read_values(d)
-        if "protected" in d:
-            d["protected"] = bool(d["protected"])
-        d["problems"] = problems
-        return d
 
     def counts(self) -> dict:
         """Counts per (kind, agent, live); plus totals."""
@@ -362,12 +345,7 @@ class Store(StoreCommon, SqliteQueries):
         known = {_text(r[0]) for r in self.conn.execute("SELECT CAST(id AS BLOB) FROM memories")}
         prov = Provenance()
         for mid, src, sup in rows:
-            sources, _ = decode_json(src, "source_ids")
-            for s in sources:
-                s = str(s)
-                (prov.sources.append((mid, s)) if s in known else prov.dangling.append((mid, s, "source")))
-            for o in _supersede_ids(sup):
-                (prov.supersedes.append((mid, o)) if o in known else prov.dangling.append((mid, o, "supersedes")))
+            prov.add(mid, map(str, decode_json(src, "source_ids")[0]), supersede_ids(sup), known.__contains__)
         return prov
 
     def links_of(self, rowids) -> list[tuple[str, list[str], list[str]]]:
@@ -381,7 +359,7 @@ class Store(StoreCommon, SqliteQueries):
                 "AND (source_ids NOT IN ('[]', '') OR attributes LIKE '%supersedes%')",
                 (json.dumps([int(r) for r in rowids]),)):
             sources, _ = decode_json(_text(src), "source_ids")
-            out.append((_text(mid), [str(x) for x in sources], _supersede_ids(_text(sup))))
+            out.append((_text(mid), [str(x) for x in sources], supersede_ids(_text(sup))))
         return out
 
     def supersede_links(self) -> list[tuple[str, str]]:
@@ -389,7 +367,7 @@ class Store(StoreCommon, SqliteQueries):
         not: what provenance() gives as supersedes, without its pass over every id."""
         return [(_text(mid), o) for mid, sup in self.conn.execute(
             "SELECT CAST(id AS BLOB), CAST(CASE WHEN json_valid(attributes) THEN json_extract(attributes, '$.supersedes') "
-            "END AS BLOB) FROM memories WHERE attributes LIKE '%supersedes%'") for o in _supersede_ids(_text(sup))]
+            "END AS BLOB) FROM memories WHERE attributes LIKE '%supersedes%'") for o in supersede_ids(_text(sup))]
 
     def entities(self) -> list[dict]:
         out = []
@@ -402,7 +380,7 @@ class Store(StoreCommon, SqliteQueries):
     def history(self, memory_id: str) -> list[dict]:
         rows = self.conn.execute(
             "SELECT id, at, action, before, after, actor, note FROM memviz_audit WHERE memory_id=? ORDER BY id", (memory_id,))
-        return [{"id": i, "at": at, "action": a, "before": _audit_load(b), "after": _audit_load(af), "actor": actor, "note": note}
+        return [{"id": i, "at": at, "action": a, "before": audit_load(b), "after": audit_load(af), "actor": actor, "note": note}
                 for i, at, a, b, af, actor, note in rows]
 
     def fts_search(self, query: str, limit: int = 100) -> list[tuple[str, float]]:
@@ -460,20 +438,22 @@ class Store(StoreCommon, SqliteQueries):
         rows, now = self._normalized(records)
         if not rows:
             return []
-        cols = ", ".join(MEMORY_COLUMNS)
-        sql = f"INSERT INTO memories ({cols}) VALUES ({', '.join('?' * len(MEMORY_COLUMNS))})"
         with self.transaction() as c:
-            for dim in {len(r["embedding"]) // 4 for r in rows if r["embedding"] is not None}:
-                self._ensure_vec_table(c, dim)
-            try:
-                c.executemany(sql, [tuple(r[k] for k in MEMORY_COLUMNS) for r in rows])
-            except apsw.ConstraintError as e:
-                raise ValidationError(f"cannot insert: {e} (is an id already in the store?)") from None
+            self._insert(c, rows)
             if audit:
                 c.executemany(
                     "INSERT INTO memviz_audit(at, action, memory_id, before, after, actor, note) VALUES (?,?,?,?,?,?,?)",
-                    [(now, "insert", r["id"], None, _audit_dump(r), actor, note) for r in rows])
+                    [(now, "insert", r["id"], None, audit_dump(r), actor, note) for r in rows])
         return [r["id"] for r in rows]
+
+    def _insert(self, c, rows: list[dict]) -> None:
+        """Normalised rows into memories (their vec0 tables made first), inside `c`'s transaction."""
+        for dim in {len(r["embedding"]) // 4 for r in rows if r["embedding"] is not None}:
+            self._ensure_vec_table(c, dim)
+        try:
+            c.executemany(_INSERT_ROW, [tuple(r[k] for k in MEMORY_COLUMNS) for r in rows])
+        except apsw.ConstraintError as e:
+            raise ValidationError(f"cannot insert: {e} (is an id already in the store?)") from None
 
     def _current(self, c, memory_id: str) -> _Row:
         """The row as stored, its text columns read as bytes (as the row select does): invalid
@@ -483,7 +463,7 @@ class Store(StoreCommon, SqliteQueries):
         if row is None:
             raise StoreError(f"No memory with id {memory_id!r} in this store.")
         cur = _Row(zip(MEMORY_COLUMNS, row))
-        for col in _TEXT_COLUMNS:
+        for col in TEXT_COLUMNS:
             raw = cur[col]
             cur[col], bad = decode_text(raw) if raw is not None else (None, False)
             if bad:
@@ -495,18 +475,13 @@ class Store(StoreCommon, SqliteQueries):
         """Change fields of several memories in ONE transaction, each row audited (an undo that
         retires one row and restores another must not be split). `expected` maps id -> fields as
         shown. Returns id -> (before, after), both as stored."""
-        cleaned = {}
-        for memory_id, ch in changes.items():
-            bad = set(ch) - _EDITABLE
-            if bad:
-                raise ValidationError(f"these fields cannot be edited: {', '.join(sorted(bad))}")
-            cleaned[memory_id] = self._clean_changes(ch)
+        cleaned = self._cleaned(changes)
         expected = expected or {}
         done = {}
         with self.transaction() as c:
             for memory_id, clean in cleaned.items():
                 cur = self._current(c, memory_id)
-                self._check_expected(memory_id, cur, expected.get(memory_id))
+                check_expected(memory_id, cur, expected.get(memory_id))
                 if "embedding" in clean and clean["embedding"] is not None:
                     self._ensure_vec_table(c, len(clean["embedding"]) // 4)
                 before = {k: cur.raw.get(k, cur[k]) for k in clean}
@@ -517,106 +492,17 @@ class Store(StoreCommon, SqliteQueries):
                 done[memory_id] = (before, clean)
         return done
 
-    def supersede(self, memory_id: str, new_content: str, *, embedding=None, embedding_model: str | None = None,
-                  when=None, new_id_: str | None = None, expected: dict | None = None,
-                  actor: str = "memviz", note: str | None = None) -> str:
-        """The assistant memory's `correct_fact`: the old row gets valid_until, a new row carries the new text,
-        `attributes.supersedes` and the old kind/agent/sources/event time (it restates the same
-        event; `created_at` is the correction's time). Without an embedding the new row is
-        marked `attributes.needs_embedding` (never given the old text's vector). Returns the new id."""
-        when = to_epoch(when) if when is not None else int(time.time())
-        nid = new_id_ or new_id()
-        dim = self.model_dim(embedding_model) if embedding is not None else None
-        with self.transaction() as c:
-            cur = self._current(c, memory_id)
-            self._check_expected(memory_id, cur, expected)
-            row = self._superseding_row(cur, memory_id, new_content, nid, when, embedding, embedding_model, dim)
-            if row["embedding"] is not None:
-                self._ensure_vec_table(c, len(row["embedding"]) // 4)
-            c.execute(f"INSERT INTO memories ({', '.join(MEMORY_COLUMNS)}) VALUES ({', '.join('?' * len(MEMORY_COLUMNS))})",
-                      tuple(row[k] for k in MEMORY_COLUMNS))
-            c.execute("UPDATE memories SET valid_until = ? WHERE id = ?", (when, memory_id))
-            self.audit(c, "supersede", memory_id, {"valid_until": None}, {"valid_until": when, "superseded_by": nid},
-                        actor, note)
-            self.audit(c, "insert", nid, None, row, actor, note or f"correction of {memory_id}")
-        return nid
+    def _supersede_write(self):
+        return self.transaction()
 
-    def _clean_changes(self, changes: dict) -> dict:
-        clean = {}
-        for k, v in changes.items():
-            if k in JSON_COLUMNS:
-                v = encode_json(v, k)
-            elif k == "embedding" and v is not None:
-                model = changes.get("embedding_model")
-                v = embedding_blob(v, self.model_dim(model) if model else None)
-            elif k in ("event_time", "created_at", "valid_until", "last_accessed"):
-                try:
-                    v = to_epoch(v)
-                except ValueError as e:
-                    raise ValidationError(str(e)) from None
-            elif k == "importance":
-                v = float(v)
-                if not 0 <= v <= 10:
-                    raise ValidationError(f"importance {v} is outside 0-10")
-            elif k == "protected":
-                v = 1 if v else 0
-            elif k in ("kind", "content") and not isinstance(v, str):
-                raise ValidationError(f"`{k}` must be text")
-            clean[k] = v
-        return clean
-
-    @staticmethod
-    def _check_expected(memory_id, cur, expected):
-        if not expected:
-            return
-        changed = [k for k, v in expected.items() if _comparable(cur.get(k), k) != _comparable(v, k)]
-        if changed:
-            raise ConflictError(
-                f"Memory {memory_id} was changed by someone else since it was shown ({', '.join(changed)}).",
-                current=cur, expected=dict(expected))
+    def _retire(self, c, memory_id: str, when: int) -> None:
+        c.execute("UPDATE memories SET valid_until = ? WHERE id = ?", (when, memory_id))
 
     @staticmethod
     def audit(c, action, memory_id, before, after, actor, note):
         """One audit row, written inside the caller's open transaction (`with store.transaction() as c`)."""
         c.execute("INSERT INTO memviz_audit(at, action, memory_id, before, after, actor, note) VALUES (?,?,?,?,?,?,?)",
-                  (time.time(), action, memory_id, _audit_dump(before), _audit_dump(after), actor, note))
-
-
-def _at_boundary(fn):
-    """Translate apsw errors escaping a Store method (the store's public surface) into StoreErrors.
-    Damage met by any read makes the store read-only: quick_check at open does not see every
-    kind (an index out of step with its table), and no edit may be written over it."""
-    @functools.wraps(fn)
-    def guarded(self, *args, **kwargs):
-        try:
-            with store_errors(self.path):
-                return fn(self, *args, **kwargs)
-        except CorruptStoreError:
-            if self._read_only_reason is None:
-                self.read_only_reason = "damage was found while reading; run `memviz check`"
-            raise
-    return guarded
-
-
-for _name, _fn in list(vars(Store).items()):
-    if callable(_fn) and not _name.startswith("_") and _name not in ("transaction", "audit"):
-        setattr(Store, _name, _at_boundary(_fn))
-
-
-@functools.cache
-def _column_kinds(cols: tuple) -> tuple[tuple, tuple, bool]:
-    """(text columns, JSON columns, any time or number column) of a row of `cols`: worked out once
-    per column set, not per row (get_many(fields=…) reads tens of thousands)."""
-    return (tuple(c for c in _TEXT_COLUMNS if c in cols), tuple(c for c in JSON_COLUMNS if c in cols),
-            any(c in cols for c in (*TIME_COLUMNS, *NUMBER_DEFAULTS)))
-
-
-def _comparable(v, key):
-    if key in JSON_COLUMNS:
-        return decode_json(v, key)[0] if isinstance(v, str) else v
-    if key == "protected":
-        return bool(v)
-    return v
+                  (time.time(), action, memory_id, audit_dump(before), audit_dump(after), actor, note))
 
 
 def _text(raw):
@@ -624,35 +510,22 @@ def _text(raw):
     return None if raw is None else decode_text(raw)[0]
 
 
-def _supersede_ids(sup) -> list[str]:
-    """The old ids named by an `attributes.supersedes` value (one id, or a JSON list of them)."""
-    if not sup:
-        return []
-    olds = sup if isinstance(sup, list) else [sup]
-    if isinstance(sup, str) and sup.startswith("["):
-        olds, _ = decode_json(sup, "source_ids")
-    return [str(o) for o in olds]
-
-
-def _audit_load(text):
-    if text is None:
-        return None
-    try:
-        d = json.loads(text)
-    except ValueError:
-        return {"$malformed": text}
-    return {k: base64.b64decode(v["$b64"]) if isinstance(v, dict) and "$b64" in v else v for k, v in d.items()}
-
-
 # --------------------------------------------------------------------- open / create
-def create(path: str) -> Store:
-    """Make a new, empty native store at `path` (refuses to overwrite an existing file)."""
+def new_file(path) -> tuple[str, str]:
+    """(path, its folder) for a store file to be made there: StoreError if the file exists (memviz
+    never overwrites one) or the folder does not."""
     path = os.fspath(path)
     if os.path.exists(path):
         raise StoreError(f"{path} already exists; memviz will not overwrite it.")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise StoreError(f"The folder {folder} does not exist.")
+    return path, folder
+
+
+def create(path: str) -> Store:
+    """Make a new, empty native store at `path` (refuses to overwrite an existing file)."""
+    path, _ = new_file(path)
     with store_errors(path, doing="creating it"):
         conn = connect(path, create=True)
         conn.execute("PRAGMA journal_mode=WAL")  # our own file: WAL lets the agent and memviz work together
@@ -672,13 +545,13 @@ def open_and_read(path: str, read: Callable[[Store], T] | None, *, read_only: bo
                   check_later: bool = False) -> tuple[Store, T | None]:
     """open_store, then `read(store)` run while SQLite's quick_check runs on a second connection.
     Both spend their time inside SQLite, which releases the GIL, so on a large store the check
-    costs almost nothing extra (it is 0.4 s of a 100k store's open). The outcome is the same as
+    costs little extra time. The outcome is the same as
     checking first: damage makes the store read-only with the reason, or fails the open, and
     no write can happen before the check has answered (nothing is written here; a store that
     needs migrating is checked before it is migrated).
     `check_later` (the window; files of CHECK_LATER_BYTES and more): the check starts once the
     read is done and this returns before it answers, so on two cores it does not compete with
-    the read (1.8 s of CPU at a million memories); the store refuses edits (`read_only_reason`
+    the read for a core; the store refuses edits (`read_only_reason`
     CHECKING) until it has passed, `store.checked()` waits for its answer, and damage stays as
     the read-only reason. A read that fails waits for the check, which explains damage better."""
     path = os.fspath(path)
@@ -754,7 +627,7 @@ def _open_and_read(path: str, read, read_only: bool, check_later: bool = False):
     if check_later and read is not None and report.version >= schema.SCHEMA_VERSION:
         check = _checked_in_thread(conn_path, path, mapped=failure is not None)
         if failure is None:
-            store._check, store.check_deferred = check, True
+            store._check, store.answers_later = check, True
             return store, result
     if check is not None:
         try:
@@ -799,7 +672,7 @@ def _checked_in_thread(conn_path: str, path: str, mapped: bool = True):
     """_quick_check on its own read-only connection, in a thread: a Future of its answer.
     `mapped` False (a check running after the window is up): every page is read through SQLite's
     small page cache, at half the speed, instead of a second memory map of the file, which would
-    count up to MMAP_BYTES more of it in the process's resident memory (1 GB at 1M)."""
+    count up to MMAP_BYTES more of it in the process's resident memory."""
     def check() -> list[str]:
         conn = connect(conn_path, readonly=True)
         if not mapped:
@@ -811,7 +684,7 @@ def _checked_in_thread(conn_path: str, path: str, mapped: bool = True):
     return in_thread(check, "memviz-quick-check")
 
 
-CHECK_LATER_BYTES = 64 << 20   # smaller files are checked in well under 0.2 s, beside the read, as before
+CHECK_LATER_BYTES = 64 << 20   # smaller files are checked quickly, beside the read
 CHECKING = "SQLite's quick check of the file is still running; edits wait until it has passed"
 
 

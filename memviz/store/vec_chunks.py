@@ -9,7 +9,7 @@ in runs of consecutive slots.
 The index is a copy of `memories.embedding` kept by memviz's triggers (vectors.py), so it is used
 only where that holds: the table layout is the one this reader knows, every trigger of the
 dimension is present with memviz's own SQL (an agent that dropped one leaves `memviz check`
-findings, and the rows are read as before), vec0's own tables agree with each other for every
+findings, and the rows are read instead), vec0's own tables agree with each other for every
 slot used, and a sample of rows spread over the store is compared byte for byte with
 `memories.embedding`. Memories missing from the index (vectors written before their dimension had
 a table) are read from their rows. Anything else unexpected answers False: the caller reads the rows.

@@ -60,7 +60,7 @@ class ClockDialog(QDialog):
         self.when.setTimeZone(QTimeZone.utc())
         self.when.setDateTime(QDateTime.fromSecsSinceEpoch(int(current.now()), QTimeZone.utc()))
         self.when.dateTimeChanged.connect(lambda *_: self.buttons[SIMULATED].setChecked(True))
-        overridden = getattr(store, "clock_override", None) is not None
+        overridden = store.clock_override is not None
         self.buttons[current.mode if overridden or current.mode != NEWEST else AUTO].setChecked(True)
         self.record = QCheckBox("Record in the store (otherwise for this session only)")
         self.record.setChecked(not store.read_only)

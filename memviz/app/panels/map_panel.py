@@ -190,8 +190,7 @@ class MapPanel(ScatterPanel):
             return
         arrays, previews = data.arrays, data.previews
         need_copies = self._copies_for is not data
-        cacheable = hasattr(data.store, "meta")  # a stand-in store (benchmarks) has no memviz_meta
-        cached = data.store.meta(L.META_KEY) if cacheable else None  # one row, read here: the store's thread
+        cached = data.store.meta(L.META_KEY)  # one row, read here: the store's thread
 
         def job(ticket):
             copies = None
@@ -215,7 +214,7 @@ class MapPanel(ScatterPanel):
                 self.copies, self._copies_for = copies, data
                 if (copies > 1).any():
                     self.redraw()
-            if made and cacheable:
+            if made:
                 try:
                     L.store_labels(data.store, key, found)
                 except (StoreError, apsw.ThreadingViolationError):

@@ -1,4 +1,4 @@
-"""The PostgreSQL + pgvector backend of the memory store (issue 13). No Qt here.
+"""The PostgreSQL + pgvector backend of the memory store. No Qt here.
 
 `create(dsn)` makes the native schema on a server; `open(dsn)` returns a PgStore, which
 implements `memviz.store.interface.MemoryStore` like the SQLite Store.

@@ -11,11 +11,8 @@ rowid order; the vectors come in that order already where the rowid index gives 
 With `sides` (more connections in the same snapshot, PgStore._sides_in) the vectors are read on
 one while the columns are read on the first: server processes and the client's decoding at
 once (psycopg waits without the GIL). A large table's columns, or its TOASTed vectors, are
-further cut in two ranges, one per connection (load_arrays).
-Measured on 100k x 256 (loaded machine, side by side, CPU seconds from /proc): the previous
-way (`string_agg(vector_send(...))` over 8 MB rowid ranges, after the columns) took 0.9 s of
-one server process and 0.2 s of the client; this one 0.35 + 0.22 s of two server processes
-and 0.4 s of the client (psycopg hands over the COPY a row at a time: ~4 us each).
+further cut in two ranges, one per connection (load_arrays). bench/postgres.py measures the
+read, with the CPU of the server processes and of the client.
 """
 from __future__ import annotations
 
@@ -25,7 +22,7 @@ from itertools import chain
 import numpy as np
 
 from ...background import in_thread
-from ..arrays import MemoryArrays, _normalize_rows, _one_line_text, _pick_model, rows_with_room, small_pages, spare_rows
+from ..arrays import MemoryArrays, normalize_rows, one_line, pick_model, rows_with_room, small_pages, spare_rows
 from ..errors import StoreError
 from .schema import vec_column
 from .vector_copy import VectorCopy
@@ -102,7 +99,7 @@ def load_arrays(conn, dims: list[int], model: str | None = None, preview: int = 
     vectors, when their column is known beforehand (a single vector column, or `dim`), on the
     first. A table of SPLIT_ROWS has its columns read in two page ranges (TID range scans, no
     index needed), the second on the second side: the columns' statement is one server
-    process's work, its binary output made element by element (3.5 s at 1M rows). Else a table
+    process's work, its binary output made element by element. Else a table
     of WIDE_SPLIT_ROWS with TOASTed vectors has them read in two rowid ranges, one per side."""
     early = second = None
     guess = dim if dim is not None else dims[0] if len(dims) == 1 else None
@@ -155,7 +152,7 @@ def load_arrays(conn, dims: list[int], model: str | None = None, preview: int = 
     names = {m.encode("utf-8"): i for m, i in seen.items()}
     model_code = np.fromiter(map(seen.__getitem__, listed), np.int64, count=n)
     size = np.where(dim_of >= 0, dim_of * 4, -1)
-    key, dim = _pick_model(list(names), model_code, size, None if model is None else model.encode("utf-8"), dim)
+    key, dim = pick_model(list(names), model_code, size, None if model is None else model.encode("utf-8"), dim)
     has = (model_code == names.get(key, -1)) & (size == 4 * dim) & (size > 0)
     # the matrix of a whole read (`whole`) gets spare rows: a live refresh appends below it
     emb = np.zeros((0, dim), np.float32) if has.all() else rows_with_room(n, (dim,)) if whole \
@@ -164,7 +161,7 @@ def load_arrays(conn, dims: list[int], model: str | None = None, preview: int = 
         if vectors is None or guess != dim:  # the column was not known beforehand: read it now
             vectors = _read_vectors(conn, dim, None if key is None else key.decode("utf-8"), rowids)
         emb = _place(vectors, rowid, has, emb, room=whole)
-        emb = _normalize_rows(emb, has)
+        emb = normalize_rows(emb, has)
     elif not len(emb):
         emb = np.zeros((n, dim), dtype=np.float32)
     return MemoryArrays(
@@ -176,7 +173,7 @@ def load_arrays(conn, dims: list[int], model: str | None = None, preview: int = 
         embedding_model=None if key is None else key.decode("utf-8"),
         bad_json=~json_ok.astype(bool), bad_text=np.zeros(n, bool),
         bad_value=np.zeros(n, bool),  # typed columns: a server holds no unreadable time or number
-        preview=texts(_one_line_text(row[first + 4] or [])) if preview > 0 else None,
+        preview=texts(one_line(row[first + 4] or [])) if preview > 0 else None,
     )
 
 
@@ -212,8 +209,7 @@ def _vector_halves(first, second, dim: int) -> tuple[np.ndarray, list[np.ndarray
     """_read_vectors(first, dim, None, None) in two rowid ranges of as many rows, the second on
     `second` (same snapshot) meanwhile, each written straight into its part of one matrix (with
     the spare rows of a whole read): wide vectors are TOASTed, and fetching them is most of the
-    work of one server process (1.5 s of 100k x 1536); now two share it. A lost `second`: its
-    half is read on `first` after."""
+    work of one server process; two share it. A lost `second`: its half is read on `first` after."""
     from psycopg import sql
     col = sql.Identifier(vec_column(dim))
     n = first.execute(sql.SQL("SELECT count(*) FROM memories WHERE {} IS NOT NULL").format(col)).fetchone()[0]
@@ -240,12 +236,12 @@ def _read_vectors(conn, dim: int, model: str | None, rowids: list[int] | None, b
     """(rowids, float32 blocks of rows) of the rows with a `dim` vector (of `model` when given,
     else of any model: the caller keeps the rows it wants), by binary COPY (vector_copy.VectorCopy;
     its matrix sized by the planner's estimate of the rows). In rowid order, the matrix is the one
-    the arrays keep; out of it, _place copies it into order (at 100k x 1536, 1.3 s of 2.7 on a
-    loaded machine). So the scan starts at the table's first page, not where the columns' scan
-    is (a synchronized scan's rows came as a rotation): rowid order unless edits moved rows.
-    Wide vectors (TOASTed: fetching them dominates) come in the rowid index's order, which costs
-    the server nothing more there and keeps edited rows in order too; at 256-d it cost 35% more
-    (1.95 s instead of 1.45 at 1M rows).
+    the arrays keep; out of it, _place copies it into order, costing about as much as the rest of
+    the read. So the scan starts at the table's first page, not where the columns' scan is (a
+    synchronized scan's rows came as a rotation): rowid order unless edits moved rows. Wide
+    vectors (TOASTed: fetching them dominates) come in the rowid index's order, which costs the
+    server nothing more there and keeps edited rows in order too; narrow ones would pay for the
+    index walk.
     `bounds`: rowids from, and before; `block`: the matrix to write into, as many rows as will
     come (_vector_halves). Must run inside a transaction (SET LOCAL)."""
     from psycopg import sql

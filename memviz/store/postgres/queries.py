@@ -158,7 +158,7 @@ class PgQueries:
                              "FOR UPDATE", (list(dict.fromkeys(ids)),)).fetchall()
             writes = decide({r[0]: dict(zip(fields, r[1:])) for r in rows})
             # one statement per run of writes to the same columns: the change log's statement trigger
-            # then fires once, not per row (10k rows: a fifth of the server's CPU of one UPDATE each)
+            # then fires once, not per row (a fraction of the server's CPU of one UPDATE each)
             for cols, run in _runs(writes):
                 c.execute(f"UPDATE memories m SET {', '.join(f'{k} = v.{k}' for k in cols)} "
                           "FROM json_populate_recordset(NULL::memories, %s) v WHERE m.id = v.id",

@@ -131,9 +131,9 @@ _V2 = [
 
 # Room on each heap page for an edited row's new version: an edit that fits on its page is a
 # HOT update, which leaves every index alone. Without it (pages packed full by COPY) each edit
-# also inserted the row into the HNSW index: 476 buffers and ~4 ms per edit at 100k x 256,
-# against 5 buffers and 0.15 ms (EXPLAIN ANALYZE). 20% holds one more version of a 256-d row
-# (~1.3 kB; wider vectors are TOASTed, their rows are small). Pages written from now on.
+# also inserts the row into the HNSW index, a hundred times the buffers an edit touches
+# (EXPLAIN ANALYZE shows it). 20% holds one more version of a 256-d row (~1.3 kB; wider vectors
+# are TOASTed, their rows are small). Pages written from now on.
 _V3 = ["ALTER TABLE memories SET (fillfactor = 80)"]
 
 MIGRATIONS = [(1, "native schema: memories (rowid, tsvector), entities, meta, audit, layouts", _V1),
@@ -163,25 +163,21 @@ def hnsw_method(col: str, options: dict[str, int] | None = None) -> str:
             + ", ".join(f"{k} = {int(v)}" for k, v in {**HNSW_OPTIONS, **(options or {})}.items()) + ")")
 
 
-#: the HNSW graph: pgvector's defaults. A sparser graph builds faster (bench/pg_index.py, 100k x 256:
-#: m 12 / ef_construction 56 takes 0.68 of the server CPU, which brings a copy of random vectors
-#: with its index from ~32 to ~23 s at load 2-5), but agents search this index with their own SQL,
-#: mostly at pgvector's ef_search 40, and there that graph's recall@10 falls from 0.955 to 0.89
-#: (clustered vectors): a copy must not make the agent's retrieval worse than the store it copied.
+#: the HNSW graph: pgvector's defaults. A sparser graph builds faster (bench/pg_index.py), but agents
+#: search this index with their own SQL, mostly at pgvector's ef_search 40, and there a sparser
+#: graph's recall@10 falls markedly (clustered vectors): a copy must not make the agent's retrieval
+#: worse than the store it copied.
 HNSW_OPTIONS = {"m": 16, "ef_construction": 64}
-#: memviz's own hnsw.ef_search (at least k): recall@10 0.98-0.99 from the default graph against
-#: 0.94-0.96 at pgvector's 40 (clustered vectors), for about 1.4 times the server time (~2 ms):
-#: reflection's evidence and the duplicate check are worth it
+#: memviz's own hnsw.ef_search (at least k): a higher recall@10 from the default graph than at
+#: pgvector's 40 (clustered vectors), for a little more server time (bench/pg_index.py): reflection's
+#: evidence and the duplicate check are worth it
 EF_SEARCH = 160
 
-#: the HNSW build: parallel workers (pgvector >= 0.6; measured on 100k x 256 on 2 loaded
-#: cores: 80 s with none, 46 s with 2) and memory enough for the whole graph (build_settings).
-#: bench/pg_index.py: the build is CPU-bound (at pgvector's defaults ~35 server CPU-s on clustered
-#: vectors, ~60 on random ones, whatever the workers); four workers on 2 cores wait for each other's locks in
-#: 4-6% of samples against 2% with one, and the leader runs alone ~3 s against ~1.5 s, but on a
-#: shared machine more processes get more of it (38 s against 52 s at load 8): kept at four.
-#: Once the graph outgrows maintenance_work_mem pgvector goes on inserting on disk, many times
-#: slower (a 1M x 256 fleet with 1 GB: 76% after 35 min)
+#: the HNSW build: parallel workers (pgvector >= 0.6) and memory enough for the whole graph
+#: (build_settings). The build is CPU-bound whatever the workers (bench/pg_index.py); more workers
+#: than cores wait a little more for each other's locks, but on a shared machine more processes get
+#: more of it: kept at four. Once the graph outgrows maintenance_work_mem pgvector goes on inserting
+#: on disk, many times slower.
 INDEX_BUILD_SETTINGS = {"maintenance_work_mem": "1GB", "max_parallel_maintenance_workers": "4"}
 GRAPH_BYTES_PER_ROW = 1024  # besides the vector: the element and its neighbour lists at m <= 16 (with a margin)
 MAX_BUILD_MEMORY_MB = 16 * 1024  # never asked beyond this much of the server

@@ -12,6 +12,7 @@ raised as ConnectionLostError (a BusyError, written=False) so the edit queue kee
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 import struct
@@ -22,20 +23,18 @@ from contextlib import contextmanager, nullcontext
 import numpy as np
 
 from ..arrays import MemoryArrays
-from ..common import StoreCommon, pick_fields
-from ..errors import UNKNOWN, ConnectionLostError, ReadOnlyError, StoreError, ValidationError, _written_text
+from ..boundary import ErrorBoundary
+from ..common import SCALAR_COLUMNS, Provenance, StoreCommon, audit_dump, audit_load, check_expected, decode_row, pick_fields, supersede_ids
+from ..errors import UNKNOWN, ConnectionLostError, ReadOnlyError, StoreError, _written_text
 from ..records import decode_json, embedding_blob
 from ..schema import MEMORY_COLUMNS
-from ..store import _EDITABLE, Provenance, Store, _audit_dump, _audit_load, _supersede_ids
-from ..times import to_epoch
 from . import arrays as pg_arrays
 from . import schema
 from .changes import PgChangeLog
-from .connect import PgVector, connect, scrub_first_line, translate
-from .dsn import redact
+from .connect import PgVector, _psycopg, connect, scrub_first_line, translate
+from .dsn import label, redact
 from .queries import PgQueries
 
-_SCALARS = tuple(c for c in MEMORY_COLUMNS if c != "embedding")
 RECONNECT_ATTEMPTS = 3
 RECONNECT_PAUSE_S = 0.25  # then 0.5, 0.75: a restarting server gets about 1.5 s
 
@@ -53,10 +52,29 @@ class _NoSide(Exception):
     """The snapshot could not be exported for other connections (PgStore._sides_in)."""
 
 
-class PgStore(StoreCommon, PgQueries, PgChangeLog):
-    """Use `memviz.store.open("postgresql://…")` or `memviz.store.create(...)` rather than this."""
+def _at_boundary(fn):
+    """psycopg errors escaping a PgStore method become StoreErrors. Its reads and writes translate
+    their own (`_read`, `_transaction`: a dropped connection is made again there); this is the
+    boundary for whatever else reaches the server."""
+    @functools.wraps(fn)
+    def guarded(self, *args, **kwargs):
+        try:
+            return fn(self, *args, **kwargs)
+        except StoreError:
+            raise
+        except Exception as e:
+            if isinstance(e, _psycopg().Error):
+                raise translate(e, self.dsn, write=False) from None
+            raise
+    return guarded
+
+
+class PgStore(StoreCommon, PgQueries, PgChangeLog, ErrorBoundary):
+    """Use `memviz.store.open("postgresql://…")` or `memviz.store.create(...)` rather than this.
+    Every public method, inherited ones too, translates psycopg's errors (boundary.py)."""
 
     backend = "postgresql"
+    guard = staticmethod(_at_boundary)
 
     def __init__(self, dsn: str, conn, *, read_only_reason: str | None = None, on_connect=None,
                  need_vector: bool = True):
@@ -74,6 +92,15 @@ class PgStore(StoreCommon, PgQueries, PgChangeLog):
         self._dims = schema.vector_dims(conn)
 
     # ----------------------------------------------------------------- basics
+    @property
+    def location(self) -> str:
+        return self.dsn
+
+    def describe(self) -> str:
+        """The database and host (a DSN's query string, e.g. a socket folder, would push the rest of
+        a message out of sight)."""
+        return label(self.path)
+
     def close(self) -> None:
         self.close_listener()
         for side in self._sides:
@@ -316,31 +343,31 @@ class PgStore(StoreCommon, PgQueries, PgChangeLog):
         rows = self._q(f"SELECT id, source_ids, {self._SUPERSEDES} FROM memories WHERE rowid = ANY(%s) "
                        "AND (source_ids NOT IN ('[]', '') OR attributes LIKE '%%supersedes%%') ORDER BY rowid",
                        ([int(r) for r in rowids],)).fetchall()
-        return [(mid, [str(x) for x in decode_json(src, "source_ids")[0]], _supersede_ids(sup)) for mid, src, sup in rows]
+        return [(mid, [str(x) for x in decode_json(src, "source_ids")[0]], supersede_ids(sup)) for mid, src, sup in rows]
 
     def _select_rows(self, where: str, params) -> list[dict]:
-        cols = ", ".join(_SCALARS)
+        cols = ", ".join(SCALAR_COLUMNS)
         rows = self._q(f"SELECT {cols}, {self._vec_select()} FROM memories {where}", params).fetchall()
         return [self._row(r) for r in rows]
 
     @staticmethod
     def _row(r) -> dict:
-        d = dict(zip(_SCALARS, r))
+        d = dict(zip(SCALAR_COLUMNS, r))
         d["embedding"] = vector_bytes(r[-1])
         return {c: d[c] for c in MEMORY_COLUMNS}
 
     def get(self, memory_id: str) -> dict | None:
         rows = self._select_rows("WHERE id = %s", (memory_id,))
-        return Store._decode_row(tuple(rows[0].values())) if rows else None
+        return decode_row(tuple(rows[0].values())) if rows else None
 
     def get_many(self, ids, fields=None) -> list[dict]:
         if fields is not None:  # only these columns (no vector): as the SQLite store's
             cols = ("id", *pick_fields(fields))
             rows = self._q(f"SELECT {', '.join(cols)} FROM memories WHERE id = ANY(%s) ORDER BY rowid",
                            (list(ids),)).fetchall()
-            return [Store._decode_row(r, cols) for r in rows]
+            return [decode_row(r, cols) for r in rows]
         rows = self._select_rows("WHERE id = ANY(%s) ORDER BY rowid", (list(ids),))
-        return [Store._decode_row(tuple(r.values())) for r in rows]
+        return [decode_row(tuple(r.values())) for r in rows]
 
     def counts(self) -> dict:
         rows = self._q("SELECT kind, agent, valid_until IS NULL, count(*) FROM memories GROUP BY 1, 2, 3").fetchall()
@@ -365,16 +392,13 @@ class PgStore(StoreCommon, PgQueries, PgChangeLog):
         known = {r[0] for r in self._q("SELECT id FROM memories")}
         prov = Provenance()
         for mid, src, sup in rows:
-            for s in map(str, decode_json(src, "source_ids")[0]):
-                (prov.sources.append((mid, s)) if s in known else prov.dangling.append((mid, s, "source")))
-            for o in _supersede_ids(sup):
-                (prov.supersedes.append((mid, o)) if o in known else prov.dangling.append((mid, o, "supersedes")))
+            prov.add(mid, map(str, decode_json(src, "source_ids")[0]), supersede_ids(sup), known.__contains__)
         return prov
 
     def supersede_links(self) -> list[tuple[str, str]]:
         return [(mid, o) for mid, sup in self._q(
             f"SELECT id, {self._SUPERSEDES} FROM memories WHERE attributes LIKE '%%supersedes%%'")
-            for o in _supersede_ids(sup)]
+            for o in supersede_ids(sup)]
 
     def entities(self) -> list[dict]:
         return [{"id": eid, "canonical_name": name, "type": typ, "aliases": decode_json(aliases, "tags")[0],
@@ -386,7 +410,7 @@ class PgStore(StoreCommon, PgQueries, PgChangeLog):
     def history(self, memory_id: str) -> list[dict]:
         rows = self._q("SELECT id, at, action, before, after, actor, note FROM memviz_audit WHERE memory_id = %s "
                        "ORDER BY id", (memory_id,))
-        return [{"id": i, "at": at, "action": a, "before": _audit_load(b), "after": _audit_load(af), "actor": actor,
+        return [{"id": i, "at": at, "action": a, "before": audit_load(b), "after": audit_load(af), "actor": actor,
                  "note": note} for i, at, a, b, af, actor, note in rows]
 
     def fts_search(self, query: str, limit: int = 100) -> list[tuple[str, float]]:
@@ -434,12 +458,12 @@ class PgStore(StoreCommon, PgQueries, PgChangeLog):
         for r in rows:
             by_dim.setdefault(None if r["embedding"] is None else len(r["embedding"]) // 4, []).append(r)
         for dim, group in by_dim.items():
-            cols = list(_SCALARS) + ([schema.vec_column(dim)] if dim else [])
+            cols = list(SCALAR_COLUMNS) + ([schema.vec_column(dim)] if dim else [])
             if dim:
                 self._ensure_vec_column(c, dim)
             sql = f"INSERT INTO memories ({', '.join(cols)}) VALUES ({', '.join(['%s'] * len(cols))})"
             with c.cursor() as cur:
-                cur.executemany(sql, [tuple(r[k] for k in _SCALARS) + ((PgVector(r["embedding"]),) if dim else ())
+                cur.executemany(sql, [tuple(r[k] for k in SCALAR_COLUMNS) + ((PgVector(r["embedding"]),) if dim else ())
                                       for r in group])
 
     def insert_memories(self, records, *, audit: bool = True, actor: str = "memviz", note: str | None = None) -> list[str]:
@@ -453,7 +477,7 @@ class PgStore(StoreCommon, PgQueries, PgChangeLog):
                     cur.executemany(
                         "INSERT INTO memviz_audit(at, action, memory_id, before, after, actor, note) "
                         "VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                        [(now, "insert", r["id"], None, _audit_dump(r), actor, note) for r in rows])
+                        [(now, "insert", r["id"], None, audit_dump(r), actor, note) for r in rows])
         return [r["id"] for r in rows]
 
     def _current(self, c, memory_id: str) -> dict:
@@ -461,7 +485,7 @@ class PgStore(StoreCommon, PgQueries, PgChangeLog):
         in the same round trip (a pipeline), the columns there are now: read again only if
         another session added one meanwhile."""
         def locked(dims):
-            return c.execute(f"SELECT {', '.join(_SCALARS)}, {self._vec_expr(dims)} FROM memories WHERE id = %s "
+            return c.execute(f"SELECT {', '.join(SCALAR_COLUMNS)}, {self._vec_expr(dims)} FROM memories WHERE id = %s "
                              "FOR UPDATE", (memory_id,))
         columns, asked = c.execute(schema.VECTOR_COLUMNS_SQL), locked(self._dims)
         row = asked.fetchone()
@@ -475,18 +499,13 @@ class PgStore(StoreCommon, PgQueries, PgChangeLog):
 
     def update_rows(self, changes: dict[str, dict], *, action: str = "update", expected: dict[str, dict] | None = None,
                     actor: str = "memviz", note: str | None = None) -> dict[str, tuple[dict, dict]]:
-        cleaned = {}
-        for memory_id, ch in changes.items():
-            bad = set(ch) - _EDITABLE
-            if bad:
-                raise ValidationError(f"these fields cannot be edited: {', '.join(sorted(bad))}")
-            cleaned[memory_id] = Store._clean_changes(self, ch)
+        cleaned = self._cleaned(changes)
         expected = expected or {}
         done = {}
         with self._transaction(pipeline=True) as c:
             for memory_id, clean in cleaned.items():
                 cur = self._current(c, memory_id)
-                Store._check_expected(memory_id, cur, expected.get(memory_id))
+                check_expected(memory_id, cur, expected.get(memory_id))
                 before = {k: cur[k] for k in clean}
                 sets, params = [], []
                 for k, v in clean.items():
@@ -506,28 +525,15 @@ class PgStore(StoreCommon, PgQueries, PgChangeLog):
                 done[memory_id] = (before, clean)
         return done
 
-    def supersede(self, memory_id: str, new_content: str, *, embedding=None, embedding_model: str | None = None,
-                  when=None, new_id_: str | None = None, expected: dict | None = None,
-                  actor: str = "memviz", note: str | None = None) -> str:
-        """As the SQLite store's supersede (the assistant memory's `correct_fact`), in one transaction."""
-        from ..records import new_id
-        when = to_epoch(when) if when is not None else int(time.time())
-        nid = new_id_ or new_id()
-        dim = self.model_dim(embedding_model) if embedding is not None else None
-        with self._transaction(pipeline=True) as c:
-            cur = self._current(c, memory_id)
-            Store._check_expected(memory_id, cur, expected)
-            row = self._superseding_row(cur, memory_id, new_content, nid, when, embedding, embedding_model, dim)
-            self._insert(c, [row])
-            c.execute("UPDATE memories SET valid_until = %s WHERE id = %s", (when, memory_id))
-            self.audit(c, "supersede", memory_id, {"valid_until": None}, {"valid_until": when, "superseded_by": nid},
-                       actor, note)
-            self.audit(c, "insert", nid, None, row, actor, note or f"correction of {memory_id}")
-        return nid
+    def _supersede_write(self):
+        return self._transaction(pipeline=True)
+
+    def _retire(self, c, memory_id: str, when: int) -> None:
+        c.execute("UPDATE memories SET valid_until = %s WHERE id = %s", (when, memory_id))
 
     @staticmethod
     def audit(c, action, memory_id, before, after, actor, note):
         """One audit row, inside the caller's open transaction (`with store.transaction() as c`)."""
         c.execute("INSERT INTO memviz_audit(at, action, memory_id, before, after, actor, note) "
                   "VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                  (time.time(), action, memory_id, _audit_dump(before), _audit_dump(after), actor, note))
+                  (time.time(), action, memory_id, audit_dump(before), audit_dump(after), actor, note))

@@ -4,10 +4,10 @@ libpq hands the stream over a message (a row) at a time. Messages are taken a ba
 1 MB at a time (the loop over them runs in C), joined, and numpy reads the batch's whole rows
 as one structured array and writes the vectors, byte-swapped from the wire's big-endian,
 straight into the matrix. The matrix is allocated once, for the planner's estimate of the rows
-(and a margin): a read of 100k x 1536 used to copy the stream four times (bytes per row, a
-join, a conversion, the placing) into two fresh 614 MB arrays, whose first touch is most of
-the cost; now the vectors are written into it once. The decoder does not rely on messages
-being rows: any split of the stream gives the same matrix.
+(and a margin), and the vectors are written into it once: the first touch of fresh memory is
+most of the cost of a wide read, so no intermediate copy (bytes per row, a join, a conversion)
+is made. The decoder does not rely on messages being rows: any split of the stream gives the
+same matrix.
 """
 from __future__ import annotations
 
@@ -33,17 +33,16 @@ def row_dtype(dim: int) -> np.dtype:
 
 PREFAULT_BYTES = 64 << 20  # a matrix this large has its pages faulted in ahead (prefault),
 PREFAULT_DIM = 512  # if its vectors are this wide: TOASTed, the server's fetch of them leaves the
-                    # client time to spare (100k x 1536: 3.91 -> 3.09 s); at 256-d the fleet's open
-                    # waits on the columns' query, and a prefault took CPU from it (10.4 -> 12.0 s)
+                    # client time to spare; narrower, an open waits on the columns' query, and a
+                    # prefault would take CPU from it (bench/postgres.py's 1536-d and 256-d opens)
 
 
 def prefault(block: np.ndarray) -> bool:
     """Fault in the pages of a freshly allocated `block` without writing to them (madvise
     MADV_POPULATE_WRITE), so that the decoder writing into it meanwhile does not pay for them:
-    the first touch of fresh memory cost 1.1 s of CPU per 614 MB on this VM (on huge pages; see
-    store.arrays.small_pages), most of a 100k x 1536 read's decoding. Safe beside that writer (the
-    contents are left alone); run in a thread. False where the system has no such call (not Linux,
-    an older kernel): the pages are then faulted in as they are written, as before."""
+    the first touch of fresh memory is most of a wide read's decoding (see store.arrays.small_pages).
+    Safe beside that writer (the contents are left alone); run in a thread. False where the system
+    has no such call (not Linux, an older kernel): the pages are then faulted in as they are written."""
     return madvise(block, MADV_POPULATE_WRITE)
 
 
