@@ -361,7 +361,9 @@ class Engine:
 
         The scores equal `score(params)`'s up to the cosines: relevance here comes from float32
         products (`Components.cosine_error` bounds each cosine's error), where `score` rescores
-        the rows near the k-th place exactly, so rankings agree but for near-ties."""
+        the rows near the k-th place exactly, so rankings agree but for near-ties. The arrays
+        are the engine's caches, read-only: the query-independent ones (recency, importance)
+        are the same arrays for every query with the same candidates and knobs."""
         p = preset(params.preset)
         run = self._run(params, p)
         if len(run.rows) == 0:

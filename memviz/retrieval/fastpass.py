@@ -112,7 +112,7 @@ def weighted_sum(terms, f=None, *, kernel=True):
         maxima = np.empty(-(-len(s) // BLOCK))
         ff = np.zeros(0) if f is None else np.ascontiguousarray(f, np.float64)
         # one thread: a slider move's whole budget is a few ms, and on a busy machine waiting for a
-        # helper's share (bench/rerank.py at load 10: 2.6 -> 18 ms) costs more than the pass
+        # helper's share costs more than the pass (bench/rerank.py measures it under load)
         K.weighted_sum3(p0, w0, p1, w1, p2, w2, ff, s, maxima)
         return s, maxima
     s, t = None, None

@@ -64,6 +64,9 @@ class Preset:
     def __post_init__(self):
         if not self.order:
             object.__setattr__(self, "order", tuple(self.components))
+        for name in ("defaults", "weights"):   # read-only: a preset is shared by every engine
+            if isinstance(getattr(self, name), Mapping):
+                object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
 
     @property
     def uses(self) -> frozenset:
