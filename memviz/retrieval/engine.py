@@ -435,17 +435,18 @@ class Engine:
         params, cs = run.params, run.cs
         ls = self._linear_static(run, p)
         order = p.order
-        W = {c: p.weight(c, params) for c in order}
-        P, maxP = dict(ls.P), dict(ls.maxP)
+        P, maxP = ls.P, ls.maxP
         has_rel = "relevance" in order
         if has_rel:
             rq = self._relevance_part(run, p, ls)
-            P["relevance"], maxP["relevance"] = rq.P, rq.maxP
+            P, maxP = {**P, "relevance": rq.P}, {**maxP, "relevance": rq.maxP}
         decay = self._decay(params, cs, run.ref_time)
         f = None if decay is None else decay.factor
+        terms = p.terms(P, params)
+        W = {c: 1.0 if w is None else w for c, (_, w) in zip(order, terms)}   # x * 1.0 == x: the same sums
 
         # fast pass over every candidate: a new array (it becomes all_scores) and its block maxima
-        s, maxima = fastpass.weighted_sum(p.terms(P, params), f)
+        s, maxima = fastpass.weighted_sum(terms, f)
         m = len(s)
         k = min(int(params.k), m)
         kth = fastpass.kth_largest(s, k, maxima)
@@ -533,10 +534,22 @@ class Engine:
 class _Run:
     """One `Engine.score` / `Engine.components` call, as a preset sees it (presets.base.Run)."""
 
+    __slots__ = ("_engine", "_preset", "ckey", "cs", "params", "ref_time")
+
     def __init__(self, engine: Engine, params: Params, p: Preset, ckey: tuple, cs: _Candidates, ref: float):
-        self._engine, self._preset, self.ckey, self.cs = engine, p, ckey, cs
-        self.params, self.ref_time = params, ref
-        self.arrays, self.store, self.rows = engine.arrays, engine.store, cs.idx
+        self._engine, self._preset, self.ckey, self.cs, self.params, self.ref_time = engine, p, ckey, cs, params, ref
+
+    @property
+    def arrays(self):
+        return self._engine.arrays
+
+    @property
+    def store(self):
+        return self._engine.store
+
+    @property
+    def rows(self) -> np.ndarray:
+        return self.cs.idx
 
     @property
     def query_text(self):
@@ -587,8 +600,9 @@ class _Run:
 
     def result(self, scores, positions, raw, weighted, notes=()) -> Result:
         a, rows = self.arrays, self.rows[positions]
+        all_scores = scores if self.cs.all_rows else _spread(scores, self.cs, len(a))   # scores are the call's own
         return Result(rows=rows, ids=[str(x) for x in a.ids[rows]], score=scores[positions], raw=raw,
-                      weighted=weighted, all_scores=_spread(scores, self.cs, len(a)), candidates=len(self.rows),
+                      weighted=weighted, all_scores=all_scores, candidates=len(self.rows),
                       params=self.params, notes=list(notes))
 
     def rank_linear(self, p: LinearPreset) -> Result:

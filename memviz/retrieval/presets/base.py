@@ -13,7 +13,7 @@ factor and the caches. Two kinds:
 - any other `Preset` ranks itself (`rank`) from what the `Run` lends it (hybrid's rank fusion,
   working-memory's product).
 
-Either way `components(run)` gives the per-candidate component values for one query and one
+Either way `component_values(run)` gives the per-candidate component values for one query and one
 setting of the preset's knobs, and `combine(components, params)` the scores for any weights:
 what an evaluator that scores many weight settings recombines without the top-k cascade.
 """
@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Any, Protocol
 
@@ -46,7 +47,7 @@ class Preset:
     """One preset. Register it with `register_preset` (presets/registry.py); the query panel and
     `memviz query --preset` list what is registered.
 
-    A preset that is not a LinearPreset implements `rank` and `components` (see hybrid.py)."""
+    A preset that is not a LinearPreset implements `rank` and `component_values` (see hybrid.py)."""
 
     name: str
     description: str                 # the formula in one line
@@ -60,13 +61,20 @@ class Preset:
                                      # left to right; float64 sums depend on it); () = `components`
     candidate_rule: Hashable = None  # None: every memory passing the filters; a preset overriding
                                      # `candidates` names its rule (presets with one rule share caches)
+    _sum: tuple = field(init=False, repr=False, default=())   # (component, its weight's field) in order
+    _knob_values: Callable = field(init=False, repr=False, default=None)   # params -> the knobs' values
 
     def __post_init__(self):
         if not self.order:
             object.__setattr__(self, "order", tuple(self.components))
-        for name in ("defaults", "weights"):   # read-only: a preset is shared by every engine
-            if isinstance(getattr(self, name), Mapping):
-                object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
+        # read-only: one preset object serves every engine (a non-mapping is check_preset's to refuse)
+        if isinstance(self.defaults, Mapping):
+            object.__setattr__(self, "defaults", MappingProxyType(dict(self.defaults)))
+        if isinstance(self.weights, Mapping):
+            object.__setattr__(self, "weights", MappingProxyType(dict(self.weights)))
+            object.__setattr__(self, "_sum", tuple((c, self.weights.get(c)) for c in self.order))
+        if isinstance(self.knobs, tuple) and all(isinstance(k, str) for k in self.knobs):
+            object.__setattr__(self, "_knob_values", attrgetter(*self.knobs) if self.knobs else _no_knobs)
 
     @property
     def uses(self) -> frozenset:
@@ -84,18 +92,20 @@ class Preset:
         `meta()` gives the RowMeta (tags, Generative Agents / ADA attributes)."""
         return rows
 
-    def weight(self, component: str, params: Params) -> float:
-        """The weight of a component under `params` (1 for a component without one)."""
+    def weight(self, component: str, params: Params) -> float | None:
+        """The weight of a component under `params`; None for a component without one (it
+        counts as it is, as with a weight of 1)."""
         name = self.weights.get(component)
-        return 1.0 if name is None else getattr(params, name)
+        return None if name is None else getattr(params, name)
 
-    def terms(self, values: Mapping[str, np.ndarray], params: Params) -> list[tuple[np.ndarray, float]]:
+    def terms(self, values: Mapping[str, np.ndarray], params: Params) -> list[tuple[np.ndarray, float | None]]:
         """(component values, weight) in the order they are added: the combination rule."""
-        return [(values[c], self.weight(c, params)) for c in self.order]
+        return [(values[c], None if w is None else getattr(params, w)) for c, w in self._sum]
 
     def combine(self, components: Components, params: Params) -> np.ndarray:
-        """Every candidate's score: the sum over `order` of value × weight (× the decay factor),
-        left to right in float64 (fastpass.weighted_sum, the engine's own first pass)."""
+        """Every candidate's score, as a new array: the sum over `order` of value × weight (×
+        the decay factor), left to right in float64 (fastpass.weighted_sum, the engine's own
+        first pass, so a linear preset's scores are the engine's but for its exact cosines)."""
         return fastpass.weighted_sum(self.terms(components.values, params), components.factor)[0]
 
     def weighted_at(self, components: Components, params: Params, positions: np.ndarray) -> dict[str, np.ndarray]:
@@ -104,7 +114,8 @@ class Preset:
         f = components.factor
         out = {}
         for c in self.components:
-            v = components.values[c][positions] * self.weight(c, params)
+            w = self.weight(c, params)
+            v = components.values[c][positions] if w is None else components.values[c][positions] * w
             out[c] = v if f is None else v * f[positions]
         return out
 
@@ -115,6 +126,10 @@ class Preset:
     def component_values(self, run: Run) -> Components:
         """Every candidate's component values for the query and `run.params` (not its weights)."""
         raise NotImplementedError
+
+
+def _no_knobs(params: Params) -> None:
+    return None
 
 
 @dataclass
@@ -144,7 +159,7 @@ class LinearPreset(Preset):
 
     def static_key(self, params: Params, ref: float) -> tuple:
         """What `static` depends on besides the candidates: the reference time and the knobs."""
-        return (ref if self.uses_ref_time else None, *(getattr(params, k) for k in self.knobs))
+        return ref if self.uses_ref_time else None, self._knob_values(params)
 
     def rank(self, run: Run) -> Result:
         return run.rank_linear(self)
@@ -153,13 +168,13 @@ class LinearPreset(Preset):
         return run.linear_components(self)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Components:
     """One query's per-candidate component values under one setting of a preset's knobs, ready
     to be recombined with any weights (`Preset.combine`): what `Engine.components` returns.
 
-    Relevance (where a preset has it) is the only component that depends on the query; the
-    others depend on the candidates, the reference time and the knobs (τ, decay, ...)."""
+    In a linear preset relevance is the only component that depends on the query; the others
+    depend on the candidates, the reference time and the knobs (τ, decay, ...)."""
 
     rows: np.ndarray                     # candidate rows (into engine.arrays), in scoring order
     values: Mapping[str, np.ndarray]     # component -> float64 per candidate, row weights applied
@@ -193,7 +208,8 @@ class Run(Protocol):
     def cosine_error32(self) -> float: ...             # their error bound
     def exact_cosines(self, rows: np.ndarray) -> np.ndarray: ...
     def top_k(self, scores: np.ndarray, k: int) -> np.ndarray: ...  # best first, ties in candidate order
-    def result(self, scores, positions, raw, weighted, notes=()) -> Result: ...
+    def result(self, scores, positions, raw, weighted, notes=()) -> Result: ...  # scores: the
+                                                       # call's own array (combine's): all_scores
     def rank_linear(self, preset: LinearPreset) -> Result: ...
     def linear_components(self, preset: LinearPreset) -> Components: ...
 

@@ -98,6 +98,10 @@ def check_preset(p) -> None:
         Params(preset=name, **p.defaults)
     except (TypeError, ValueError) as e:
         raise bad(f"its defaults are not valid parameters: {e}") from None
+    if not isinstance(p.weights, Mapping):
+        raise bad(f"weights must map components to Params fields, not {p.weights!r}")
+    if not isinstance(p.knobs, tuple) or not all(isinstance(k, str) for k in p.knobs):
+        raise bad(f"knobs must be a tuple of Params field names, not {p.knobs!r}")
     if set(p.weights) - set(comps):
         raise bad(f"weights name components it does not have: {sorted(set(p.weights) - set(comps))}")
     if set(p.weights.values()) - _NUMBERS:
