@@ -81,9 +81,8 @@ def check_preset(p) -> None:
 
     if not isinstance(name, str) or not name.strip() or name != name.strip():
         raise ValueError(f"a preset needs a name (text without surrounding spaces), not {name!r}")
-    for attr in ("description", "source"):
-        if not isinstance(getattr(p, attr), str):
-            raise bad(f"{attr} must be text")
+    if not isinstance(p.description, str) or not isinstance(p.source, str):
+        raise bad("its description (the formula) and source must be text")
     comps = p.components
     if not isinstance(comps, tuple) or not comps or not all(isinstance(c, str) for c in comps) \
             or len(set(comps)) != len(comps):
