@@ -124,7 +124,9 @@ def bench(n: int, dim: int, embedder) -> dict:
 
     # the plain loop (GA, the reference style), on the same query vector
     nodes = reference.load_nodes(store, arrays)
-    weights = engine._ga_weights
+    # imported here: bench/rerank.py imports this file with other source trees on the path
+    from memviz.retrieval.presets.generative_agents import read_ga_weights
+    weights = read_ga_weights(store)
     loop_reps = 3 if n <= 10_000 else 1
     for name, params in (("ga", gap), ("dual", dual)):
         engine.set_query(vector=qvecs[2])

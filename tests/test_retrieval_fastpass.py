@@ -46,6 +46,27 @@ def test_the_weighted_sum_kernel_equals_numpy_bit_for_bit(K, m):
             assert len(maxima) == -(-m // fastpass.BLOCK)
 
 
+@pytest.mark.parametrize("count", [1, 2, 3])
+def test_an_unweighted_term_sums_as_one_weighted_by_1_and_the_callers_arrays_stay(K, count):
+    """Presets without weights (hybrid, working-memory) pass w None: the same bits as w = 1.0
+    (x * 1.0 == x), a new array, and their cached component arrays never written."""
+    rng = np.random.default_rng(count)
+    m = 3000
+    for trial in range(3):
+        arrays = [_awkward(rng, m) if trial == 2 else rng.normal(size=m) for _ in range(count)]
+        arrays[0][5] = np.nan
+        kept = [a.copy() for a in arrays]
+        weights = [None if (i + trial) % 2 == 0 else float(rng.normal()) for i in range(count)]
+        for f in (None, rng.random(m)):
+            got, _ = fastpass.weighted_sum(list(zip(arrays, weights)), f)
+            want, _ = fastpass.weighted_sum([(a, 1.0 if w is None else w) for a, w in zip(arrays, weights)], f,
+                                            kernel=False)
+            np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
+            assert not any(np.shares_memory(got, a) for a in arrays)
+            for a, k in zip(arrays, kept):
+                np.testing.assert_array_equal(a.view(np.int64), k.view(np.int64))
+
+
 @pytest.mark.parametrize("dim", [256, 1536])
 def test_the_int8_kernel_equals_the_numpy_product_bit_for_bit(K, dim):
     rng = np.random.default_rng(dim)

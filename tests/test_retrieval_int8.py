@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from conftest import unit_vectors
 
-from memviz.retrieval import Engine, preset_params, quantized, reference
+from memviz.retrieval import Engine, preset, preset_params, quantized, reference
 from memviz.retrieval import components as C
 
 T0 = 1_700_000_000
@@ -140,11 +140,11 @@ def test_many_personas_get_their_exact_extremes_and_rank_like_the_reference(stor
         want = reference.retrieve(nodes, e.query_vector.tolist(), p, now=T0)
         assert got.ids == [i for i, _ in want]
         np.testing.assert_allclose(got.score, [s for _, s in want], rtol=0, atol=1e-12)
-        _, cs = e._candidates(p)
-        st = e._static_linear(p, cs, e.ref_time(p))
-        assert len(st["groups"]) == agents
-        los, his = e._exact_extremes_by_persona(cs.idx, e._relevance()[cs.idx], st)
-        for g, pos in enumerate(st["groups"]):
+        _, cs = e._candidates(p, preset(p.preset))
+        personas = cs.personas(arrays)
+        assert len(personas.groups) == agents
+        los, his = e._exact_extremes_by_persona(cs.idx, e._relevance()[cs.idx], personas)
+        for g, pos in enumerate(personas.groups):
             exact = C.exact_relevance(arrays.embedding, cs.idx[pos], e.query_vector)
             assert (los[g], his[g]) == (exact.min(), exact.max()), g
 
@@ -253,7 +253,7 @@ def test_a_view_of_the_same_vectors_shares_the_index_and_keeps_the_bound(store):
     view = dataclasses.replace(arrays, importance=arrays.importance[::-1].copy())
     view._index = arrays._index
     moved = fast.with_arrays(view)
-    assert view._int8_index is arrays._int8_index                   # shared, not built again
+    assert quantized.index_for(view) is quantized.index_for(arrays) is not None  # shared, not built again
     assert moved._rel_err == fast._rel_err > 100 * fast._delta      # the int8 bound travels with its cosines
     own = dataclasses.replace(view, embedding=view.embedding.copy())  # another matrix: the float32 product
     own._index = arrays._index

@@ -1,5 +1,10 @@
 """The retrieval engine: scores every candidate memory with numpy, explains every result.
 
+The scoring itself belongs to the presets (presets/): a preset says what its components are and
+how they combine; the engine lends every preset what they share (presets/base.py `Run`): the
+candidates, the query's cosines, the confidence-decay factor and the caches, and ranks every
+linear preset (a weighted sum of components) with the cascade below.
+
 `set_query` does the costly part once per query (embedding; on first use, one matrix-vector
 product for the cosine of every row); `score(params)` only recombines cached arrays, so moving a weight
 slider costs one pass over the candidates (fastpass.weighted_sum) and reads a few blocks of it.
@@ -12,35 +17,29 @@ an int8 first pass with float32 cosines of those rows only (bound `_delta`, ~1e-
 near-ties remain), then the survivors with exact cosines (components.exact_relevance), and the
 ranking is decided on the exact values, so the top
 k are those of a float64 reference loop (see reference.py). The same cascade finds the exact
-minimum and maximum cosine Generative Agents normalises by. `Result.all_scores` outside the
-rescored rows holds first-pass scores (colouring, not ranking).
+minimum and maximum cosine that a preset normalising relevance (Generative Agents) divides by.
+`Result.all_scores` outside the rescored rows holds first-pass scores (colouring, not ranking).
 """
 from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from ..embed import EmbedderUnavailable, embedder_for
-from ..store.check import known_fts_damage
 from ..store.clock import store_clock
 from . import components as C
 from . import fastpass, quantized
-from .candidates import filter_mask, ga_order, ga_rule, last_accessed_at
-from .hybrid import fts_ranks, fts_rows, vector_ranks
+from .candidates import filter_mask, last_accessed_at
+from .hybrid import fts_rows
 from .params import Params, Result
-from .presets import preset
-from .rowmeta import derived_cycles, load_row_meta
+from .presets import Components, LinearPreset, Personas, Preset, Static, preset
+from .rowmeta import load_row_meta
 
 _EPS = np.finfo(np.float64).eps
-
-#: the order in which each preset adds its terms (its source's formula, left to right)
-_SUM_ORDER = {
-    "generative-agents": ("recency", "relevance", "importance"),   # recency_w*rec*gw[0] + relevance... + importance...
-    "dual-memory": ("relevance", "recency", "importance"),         # α·relevance + β·recency + γ·importance
-    "ada": ("recency", "importance", "relevance"),                 # α·recency + β·importance + γ·relevance (ADA's names)
-}
 
 
 class _Candidates:
@@ -49,7 +48,58 @@ class _Candidates:
     def __init__(self, idx: np.ndarray, n: int):
         self.idx = idx
         self.all_rows = len(idx) == n and (n == 0 or (idx[0] == 0 and bool(np.all(np.diff(idx) == 1))))
-        self.cache: dict = {}
+        self.statics: dict[tuple, _LinearStatic] = {}   # (preset, its static key) -> its static part
+        self.decay: dict[tuple, _Decay] = {}            # (reference time, as_of) -> the decay factor
+        self.memo: dict = {}                            # presets' own values (Run.memo_candidates)
+        self._personas: Personas | None = None
+
+    def personas(self, arrays) -> Personas:
+        if self._personas is None:
+            self._personas = Personas.of_agents(arrays.agent[self.idx])
+        return self._personas
+
+
+@dataclass
+class _Decay:
+    """The assistant memory's confidence × exp(-decay_rate × days^0.8) of every candidate."""
+
+    factor: np.ndarray
+
+    @cached_property
+    def max(self) -> float:
+        return float(np.abs(self.factor).max())
+
+
+@dataclass
+class _LinearStatic:
+    """A linear preset's static part and what the cascade derives from it once."""
+
+    static: Static
+    P: dict[str, np.ndarray]            # row weight × component: what a weight change recombines
+    maxP: dict[str, float]              # max |P| of each (the sums' rounding bound)
+    rel_weight: float | np.ndarray      # relevance's row weight
+    no_vector: int                      # candidates without a vector of the store's model
+
+
+@dataclass
+class _Extremes:
+    """The exact minimum and maximum cosine of each persona's candidates (per candidate, or one
+    pair for one persona), and max 1/(hi - lo): how far an error in a cosine moves a normalised one."""
+
+    lo: float | np.ndarray
+    hi: float | np.ndarray
+    scale: float
+
+
+@dataclass
+class _Relevance:
+    """One query's relevance component over one candidate set, from the first-pass cosines."""
+
+    P: np.ndarray                       # row weight × (normalised) cosine
+    maxw: float                         # max |row weight|
+    maxP: float
+    row_weight: float | np.ndarray      # the row weight it was made with (an array: the same object)
+    extremes: _Extremes | None          # the min-max normalisation's, when the preset normalises
 
 
 class Engine:
@@ -60,10 +110,12 @@ class Engine:
     time, read at construction), else, on the wall clock, from the last `set_query` call.
 
     An Engine is a snapshot of the arrays it was given: after the store changes, build a new one.
-    Generative Agents: with `params.agent_weights` (default) the per-agent recency_w, relevance_w,
-    importance_w and recency_decay of memviz_meta "ga_weights" apply, so an agent's stored
-    recency_decay wins over `params.decay`; set agent_weights=False to use the parameters alone.
     """
+
+    query_text: str | None              #: the query's text (a query by example: that memory's content)
+    query_vector: np.ndarray | None     #: the query's unit vector (float32); None when it has none
+    like: str | None                    #: the memory id queried by example
+    query_error: EmbedderUnavailable | None  #: why the query text could not be embedded
 
     def __init__(self, store, arrays=None, *, embedder=None, now: float | None = None):
         self.store = store
@@ -72,8 +124,7 @@ class Engine:
         self.clock = store_clock(store, self.arrays)
         self._embedder = embedder
         self._meta = None
-        self._cycles = None
-        self._ga_weights = _read_ga_weights(store)
+        self._store_memo: dict = {}     # presets' values read once per Engine (Run.memo_store)
         self._delta = C.relevance_error_bound(self.arrays.dim)
         quantized.index_for(self.arrays)   # starts building the int8 index of a large store
         self._cands: OrderedDict = OrderedDict()
@@ -81,17 +132,19 @@ class Engine:
 
     # ----------------------------------------------------------------- the query
     def _clear_query(self):
-        self.query_text: str | None = None
-        self.query_vector: np.ndarray | None = None
-        self.like: str | None = None
-        self.query_error: EmbedderUnavailable | None = None
+        self.query_text = None
+        self.query_vector = None
+        self.like = None
+        self.query_error = None
         self._exclude: int | None = None
         self._rel_fast = None
         self._rel_err = self._delta
         self._rel32 = None
         self._exact: dict[int, float] = {}
         self._fts = None
-        self._qcache: dict = {}
+        self._extremes: dict[tuple, _Extremes] = {}      # candidates key -> exact extremes
+        self._relevance_parts: dict[tuple, _Relevance] = {}
+        self._query_memo: dict = {}                      # presets' own values (Run.memo_query)
         self._query_time = time.time()
 
     def embedder(self):
@@ -149,10 +202,6 @@ class Engine:
             # hybrid preset orders by float32 cosines and needs no int8 pass
             self.query_vector = np.ascontiguousarray(vec, dtype=np.float32)
 
-    @property
-    def has_relevance(self) -> bool:
-        return self.query_vector is not None
-
     def _relevance(self) -> np.ndarray:
         """Every row's first-pass cosine (error bound `_rel_err`): the int8 index of a large
         store, else (or when already made) the float32 product."""
@@ -195,17 +244,15 @@ class Engine:
         e = self._exact_rel(near)
         return float(e.min() if lowest else e.max())
 
-    def _exact_extremes_by_persona(self, idx, fast, st) -> tuple[np.ndarray, np.ndarray]:
+    def _exact_extremes_by_persona(self, idx, fast, personas: Personas) -> tuple[np.ndarray, np.ndarray]:
         """Every persona's exact minimum and maximum cosine (_exact_extreme per group) with a few
-        passes over all candidates instead of a dozen numpy calls per persona (100 agents: 200
-        small passes and ~1,000 exact cosines a query). Which rows are rescored differs from
-        _exact_extreme's (the float32 filter is applied to every persona's near rows), not the
-        values: each filter keeps the rows that can hold the exact extreme, and those are exact."""
-        persona, n_groups = st["persona"], len(st["groups"])
-        if "persona order" not in st:   # candidate positions grouped by persona, and where each group starts
-            order = np.concatenate(st["groups"])
-            st["persona order"] = (order, np.concatenate(([0], np.cumsum([len(g) for g in st["groups"]])[:-1])))
-        order, starts = st["persona order"]
+        passes over all candidates instead of a few numpy calls and exact cosines per persona
+        per query. Which rows are rescored differs from _exact_extreme's (the float32 filter is
+        applied to every persona's near rows), not the values: each filter keeps the rows that
+        can hold the exact extreme, and those are exact."""
+        persona, groups = personas.of, personas.groups
+        n_groups = len(groups)
+        order, starts = personas.concatenated
         by_group = fast[order]
         out = []
         for lowest, extreme, at in ((True, np.minimum, np.inf), (False, np.maximum, -np.inf)):
@@ -223,7 +270,7 @@ class Engine:
             extreme.at(e_ext, g, self._exact_rel(idx[pos]))
             empty = np.setdiff1d(np.arange(n_groups), g)
             for k in empty.tolist():   # a group without near rows (NaN): _exact_extreme says what it does
-                e_ext[k] = self._exact_extreme(idx[st["groups"][k]], fast[st["groups"][k]], lowest=lowest)
+                e_ext[k] = self._exact_extreme(idx[groups[k]], fast[groups[k]], lowest=lowest)
             out.append(e_ext)
         return out[0], out[1]
 
@@ -243,12 +290,8 @@ class Engine:
     def with_arrays(self, arrays) -> Engine:
         """An Engine on `arrays`, other values of this engine's rows (an as-of view of the same
         load: same ids, same rows, same vectors), with this engine's query: nothing embedded or
-        searched again. Score caches are not carried (they depend on the values)."""
-        if arrays.embedding is self.arrays.embedding and getattr(arrays, "_int8_index", None) is None:
-            # the same vectors: the int8 index is shared, not built again for every view
-            idx = getattr(self.arrays, "_int8_index", None)
-            if idx is not None:
-                arrays._int8_index = idx
+        searched again. Score caches are not carried (they depend on the values); the int8
+        index is shared through the matrix (quantized.index_for)."""
         new = Engine(self.store, arrays, embedder=self._embedder, now=self.now)
         new.query_text, new.query_vector, new.like, new.query_error = (
             self.query_text, self.query_vector, self.like, self.query_error)
@@ -266,18 +309,13 @@ class Engine:
             self._meta = load_row_meta(self.store, self.arrays.rowid)
         return self._meta
 
-    def _candidates(self, params: Params) -> tuple[tuple, _Candidates]:
-        ga = params.preset == "generative-agents"
-        key = ("ga" if ga else "all", params.as_of, params.agents, params.kinds, params.tags, params.time_range,
+    def _candidates(self, params: Params, p: Preset) -> tuple[tuple, _Candidates]:
+        key = (p.candidate_rule, params.as_of, params.agents, params.kinds, params.tags, params.time_range,
                params.include_retired, params.protected_only, self._exclude)
         cs = self._cands.get(key)
         if cs is None:
             mask = filter_mask(self.arrays, params, self.meta, self._exclude)
-            if ga:
-                mask &= ga_rule(self.arrays, self.meta())
-                idx = ga_order(self.arrays, self.meta(), np.flatnonzero(mask), params.as_of)
-            else:
-                idx = np.flatnonzero(mask)
+            idx = p.candidates(np.flatnonzero(mask), self.arrays, self.meta, params)
             cs = self._cands[key] = _Candidates(idx, len(self.arrays))
             if len(self._cands) > 16:
                 self._cands.popitem(last=False)
@@ -287,206 +325,145 @@ class Engine:
 
     def ref_time(self, params: Params) -> float:
         """The time recency is measured from under `params` (a live refresh's merge keeps it)."""
-        return self._ref_time(params)
-
-    def _ref_time(self, params: Params) -> float:
         if params.as_of is not None:
             return float(params.as_of)
         if self.now is not None:
             return float(self.now)
         return float(self.clock.at if self.clock.fixed else self._query_time)
 
-    def _decay_max(self, cs, f) -> float:
-        """max |f| of a decay factor array (1.0 without one), once per array."""
-        if f is None:
-            return 1.0
-        key = ("decay max", id(f))
-        hit = cs.cache.get(key)
-        if hit is None or hit[0] is not f:
-            hit = cs.cache[key] = (f, float(np.abs(f).max()))
-        return hit[1]
-
-    def _decay_factor(self, params, cs, ref):
-        """The assistant memory's confidence × exp(-decay_rate × days^0.8) (days since last access, else creation)."""
+    def _decay(self, params, cs, ref) -> _Decay | None:
+        """The assistant memory's confidence × exp(-decay_rate × days^0.8) (days since last access,
+        else creation) of every candidate; None when `params` leaves it out."""
         if not params.confidence_decay:
             return None
-        key = ("ebbinghaus", ref, params.as_of)
-        if key not in cs.cache:
+        key = (ref, params.as_of)
+        d = cs.decay.get(key)
+        if d is None:
             a, idx = self.arrays, cs.idx
             age = ref - last_accessed_at(a, params.as_of)[idx]
-            cs.cache[key] = C.ebbinghaus(a.confidence[idx], a.decay_rate[idx], age, a.protected[idx])
-        return cs.cache[key]
+            d = cs.decay[key] = _Decay(C.ebbinghaus(a.confidence[idx], a.decay_rate[idx], age, a.protected[idx]))
+        return d
 
     # ----------------------------------------------------------------- scoring
     def score(self, params: Params) -> Result:
-        """Rank the candidates under `params`; cheap when only weights or k changed."""
-        info = preset(params.preset)
-        ref = self._ref_time(params)
-        ckey, cs = self._candidates(params)
-        if len(cs.idx) == 0:
-            return self._empty(params, info)
-        if params.preset == "hybrid":
-            return self._score_hybrid(params, ckey, cs, ref)
-        if params.preset == "working-memory":
-            return self._score_working(params, cs, ref)
-        return self._score_linear(params, ckey, cs, ref)
+        """Rank the candidates under `params` with its preset; cheap when only weights or k changed."""
+        p = preset(params.preset)
+        run = self._run(params, p)
+        if len(run.rows) == 0:
+            return self._empty(params, p)
+        return p.rank(run)
 
-    def _empty(self, params, info) -> Result:
+    def components(self, params: Params) -> Components:
+        """The candidates (rows, in scoring order) and each one's component values for the
+        current query under `params`' knobs (τ, decay, filters, as_of, ...), without ranking:
+        `preset(params.preset).combine(components, params)` gives every candidate's score for
+        `params`' weights, and for any other weights without coming back here.
+
+        The scores equal `score(params)`'s up to the cosines: relevance here comes from float32
+        products (`Components.cosine_error` bounds each cosine's error), where `score` rescores
+        the rows near the k-th place exactly, so rankings agree but for near-ties. The arrays
+        are the engine's caches, read-only: the query-independent ones (recency, importance)
+        are the same arrays for every query with the same candidates and knobs."""
+        p = preset(params.preset)
+        run = self._run(params, p)
+        if len(run.rows) == 0:
+            return Components(run.rows, {c: np.zeros(0) for c in p.components})
+        return p.component_values(run)
+
+    def _run(self, params: Params, p: Preset) -> _Run:
+        ckey, cs = self._candidates(params, p)
+        return _Run(self, params, p, ckey, cs, self.ref_time(params))
+
+    def _empty(self, params, p: Preset) -> Result:
         z = np.zeros(0)
-        return Result(rows=np.zeros(0, np.int64), ids=[], score=z, raw={c: z for c in info.components},
-                      weighted={c: z for c in info.components}, all_scores=np.full(len(self.arrays), np.nan),
+        return Result(rows=np.zeros(0, np.int64), ids=[], score=z, raw={c: z for c in p.components},
+                      weighted={c: z for c in p.components}, all_scores=np.full(len(self.arrays), np.nan),
                       candidates=0, params=params, notes=["no memory passes the filters"])
 
-    def _static_linear(self, params, cs, ref) -> dict:
-        """The query-independent parts of dual-memory, generative-agents and ada over the candidates."""
-        a, idx = self.arrays, cs.idx
-        name = params.preset
-        if name == "generative-agents":
-            key = ("ga", params.decay, params.agent_weights)
-        elif name == "dual-memory":
-            key = ("dual", ref, params.tau_hours)
-        else:
-            key = ("ada", ref, params.decay)
-        st = cs.cache.get(key)
-        if st is not None:
-            return st
-        st = {"rowweight": {"recency": 1.0, "relevance": 1.0, "importance": 1.0}, "extra": {}}
-        imp_raw = a.importance[idx]
-        if name == "generative-agents":
-            # Generative Agents, retrieve.py new_retrieve, exactly:
-            # - candidates: events and thoughts (not chats) whose embedding_key lacks "idle"
-            #   (candidates.ga_rule; a memory without GA attributes counts unless it is dialogue);
-            # - ordered by last_accessed ascending, ties in store order = events newest first,
-            #   then thoughts newest first (candidates.ga_order, rebuilt from node_count);
-            # - recency of the i-th in that order (i from 1) = recency_decay ** i: a rank, not a
-            #   time (so the least recently accessed memory gets the highest recency, as in the code);
-            # - relevance = cosine; importance = poignancy;
-            # - each of the three min-max normalised to [0, 1] over the candidates, all equal -> 0.5;
-            # - score = recency_w·recency·0.5 + relevance_w·relevance·3 + importance_w·importance·2
-            #   (β, α, γ default to 0.5, 3, 2; the *_w are the persona's scratch weights, default 1);
-            # - top 30 by default, ties in candidate order (stable sort, like Python's sorted);
-            # - all in float64, the cosines exact where a near-tie could depend on float32 rounding.
-            # Several personas: each is ranked on its own, as each persona's own retrieve.py would
-            # (its recency order, its min and max); the lists are then merged by score.
-            w = self._ga_row_weights(idx, params)
-            decays = w.pop("recency_decay")
-            groups, st["persona"] = persona_groups(a.agent[idx])
-            st["groups"] = groups
-            rec_raw, rec, imp, rank = (np.empty(len(idx)) for _ in range(4))
-            for pos in groups:
-                rec_raw[pos] = C.ga_rank_recency(decays[pos])
-                rec[pos], imp[pos] = C.minmax(rec_raw[pos]), C.minmax(imp_raw[pos])
-                rank[pos] = np.arange(1, len(pos) + 1)
-            st["raw"] = {"recency": rec, "importance": imp}
-            st["rowweight"] = w
-            st["extra"] = {"recency_rank": rank.astype(np.int64), "recency_decayed": rec_raw, "poignancy": imp_raw}
-        elif name == "dual-memory":
-            # dual-memory design: recency = exp(-Δt/τ) with Δt the hours since the memory's timestamp
-            # (event_time); importance = importance / 10
-            age = ref - a.event_time[idx]
-            st["raw"] = {"recency": C.exp_recency(age, params.tau_hours), "importance": imp_raw / 10}
-            st["extra"] = {"age_hours": np.maximum(age, 0) / C.HOUR}
-        else:
-            # ADA cognitive memory: recency = λ^(cycles ago), the current cycle being the latest one logged
-            # by `ref`; importance = importance / 10
-            cycles = self._ada_cycles()
-            exists = a.created_at <= ref
-            current = cycles[exists].max() if exists.any() else cycles.max()
-            ago = np.maximum(current - cycles[idx], 0.0)
-            st["raw"] = {"recency": C.cycle_recency(ago, params.decay), "importance": imp_raw / 10}
-            st["extra"] = {"cycles_ago": ago}
-        # cached products row-weight × component: the slider only multiplies these
-        st["P"] = {c: st["rowweight"][c] * v for c, v in st["raw"].items()}
-        st["maxP"] = {c: float(np.abs(v).max()) for c, v in st["P"].items()}
-        st["no_vector"] = int((~a.has_embedding[idx]).sum())
-        cs.cache[key] = st
-        return st
+    # ----------------------------------------------------------------- linear presets
+    def _linear_static(self, run: _Run, p: LinearPreset) -> _LinearStatic:
+        """The preset's static part over the candidates, once per its static key."""
+        key = (p.name, p.static_key(run.params, run.ref_time))
+        ls = run.cs.statics.get(key)
+        if ls is None:
+            st = p.static(run)
+            want = set(p.components) - {"relevance"}
+            if set(st.values) != want:
+                raise ValueError(f"preset {p.name!r}: its static part gave {sorted(st.values)}, "
+                                 f"its components need {sorted(want)}")
+            # cached products row weight × component: the slider only multiplies these
+            P = {c: st.row_weight.get(c, 1.0) * v for c, v in st.values.items()}
+            ls = run.cs.statics[key] = _LinearStatic(
+                st, P, {c: float(np.abs(v).max()) for c, v in P.items()}, st.row_weight.get("relevance", 1.0),
+                int((~self.arrays.has_embedding[run.rows]).sum()))
+        return ls
 
-    def _ga_row_weights(self, idx, params) -> dict:
-        """Per-row recency_w / relevance_w / importance_w and recency_decay of each memory's agent
-        (memviz_meta "ga_weights"; weights default to 1, the decay to params.decay)."""
-        n = len(idx)
-        out = {"recency": 1.0, "relevance": 1.0, "importance": 1.0, "recency_decay": np.full(n, params.decay)}
-        if not (params.agent_weights and self._ga_weights):
-            return out
-        agents = self.arrays.agent[idx]
-        cols = {"recency": np.ones(n), "relevance": np.ones(n), "importance": np.ones(n)}
-        for agent, w in self._ga_weights.items():
-            rows = agents == agent
-            if not rows.any():
-                continue
-            for c in cols:
-                cols[c][rows] = w.get(c + "_w", 1.0)
-            out["recency_decay"][rows] = w.get("recency_decay", params.decay)
-        for c, v in cols.items():
-            out[c] = v if np.any(v != 1.0) else 1.0
-        return out
-
-    def _ada_cycles(self) -> np.ndarray:
-        if self._cycles is None:
-            self._cycles = derived_cycles(self.meta().cycle, self.arrays.event_time)
-        return self._cycles
-
-    def _relevance_part(self, params, ckey, cs, st) -> dict:
-        """Per query: the candidates' cosines (float32 product), and for generative-agents the
-        exact min and max that min-max normalisation divides by."""
-        key = (ckey, params.preset, params.agent_weights if params.preset == "generative-agents" else None)
-        q = self._qcache.get(key)
-        if q is not None:
-            return q
-        rel_c = self._relevance() if cs.all_rows else self._relevance()[cs.idx]
-        q = {"lo": None, "hi": None, "scale": 1.0}
-        if params.preset == "generative-agents":
-            groups = st["groups"]
-            if len(groups) == 1:
-                los = np.array([self._exact_extreme(cs.idx, rel_c, lowest=True)])
-                his = np.array([self._exact_extreme(cs.idx, rel_c, lowest=False)])
-            else:   # each persona's exact min and max
-                los, his = self._exact_extremes_by_persona(cs.idx, rel_c, st)
-            spans = his - los
-            if len(groups) == 1:
+    def _extremes_of(self, run: _Run, rel_c: np.ndarray) -> _Extremes:
+        """The exact min and max cosine of each persona's candidates, from their first-pass `rel_c`."""
+        ext = self._extremes.get(run.ckey)
+        if ext is None:
+            idx, personas = run.rows, run.personas()
+            if len(personas.groups) == 1:
+                los = np.array([self._exact_extreme(idx, rel_c, lowest=True)])
+                his = np.array([self._exact_extreme(idx, rel_c, lowest=False)])
                 lo, hi = float(los[0]), float(his[0])
             else:   # per candidate: its persona's
-                lo, hi = los[st["persona"]], his[st["persona"]]
-            q.update(lo=lo, hi=hi, scale=float((1.0 / spans[spans > 0]).max()) if (spans > 0).any() else 0.0)
-            rel_t = _minmax(rel_c, lo, hi)
-        else:
-            rel_t = rel_c
-        w = st["rowweight"]["relevance"]
-        q["P"] = rel_t if isinstance(w, float) and w == 1.0 else w * rel_t   # 1.0 * x == x
-        q["maxw"] = float(np.abs(w).max()) if isinstance(w, np.ndarray) else abs(w)
-        q["maxP"] = _max_abs(q["P"])
-        self._qcache[key] = q
-        return q
+                los, his = self._exact_extremes_by_persona(idx, rel_c, personas)
+                lo, hi = los[personas.of], his[personas.of]
+            spans = his - los
+            ext = self._extremes[run.ckey] = _Extremes(
+                lo, hi, float((1.0 / spans[spans > 0]).max()) if (spans > 0).any() else 0.0)
+        return ext
 
-    def _score_linear(self, params, ckey, cs, ref) -> Result:
-        st = self._static_linear(params, cs, ref)
-        rq = self._relevance_part(params, ckey, cs, st)
-        f = self._decay_factor(params, cs, ref)
-        W = {"relevance": params.alpha, "recency": params.beta, "importance": params.gamma}
-        order = _SUM_ORDER[params.preset]
-        P = dict(st["P"], relevance=rq["P"])
+    def _relevance_part(self, run: _Run, p: LinearPreset, ls: _LinearStatic) -> _Relevance:
+        """Per query: the candidates' first-pass cosines (min-max normalised when the preset
+        does), times relevance's row weight."""
+        w = ls.rel_weight
+        key = (run.ckey, p.relevance_minmax, id(w) if isinstance(w, np.ndarray) else w)
+        rq = self._relevance_parts.get(key)
+        if rq is not None and (rq.row_weight is w or not isinstance(w, np.ndarray)):
+            return rq
+        rel_c = self._relevance() if run.cs.all_rows else self._relevance()[run.rows]
+        ext = self._extremes_of(run, rel_c) if p.relevance_minmax else None
+        rel_t = rel_c if ext is None else _minmax(rel_c, ext.lo, ext.hi)
+        P = rel_t if isinstance(w, float) and w == 1.0 else w * rel_t   # 1.0 * x == x
+        maxw = float(np.abs(w).max()) if isinstance(w, np.ndarray) else abs(w)
+        rq = self._relevance_parts[key] = _Relevance(P, maxw, _max_abs(P), w, ext)
+        return rq
+
+    def _rank_linear(self, run: _Run, p: LinearPreset) -> Result:
+        params, cs = run.params, run.cs
+        ls = self._linear_static(run, p)
+        order = p.order
+        P, maxP = ls.P, ls.maxP
+        has_rel = "relevance" in order
+        if has_rel:
+            rq = self._relevance_part(run, p, ls)
+            P, maxP = {**P, "relevance": rq.P}, {**maxP, "relevance": rq.maxP}
+        decay = self._decay(params, cs, run.ref_time)
+        f = None if decay is None else decay.factor
+        terms = p.terms(P, params)
+        W = {c: 1.0 if w is None else w for c, (_, w) in zip(order, terms)}   # x * 1.0 == x: the same sums
 
         # fast pass over every candidate: a new array (it becomes all_scores) and its block maxima
-        s, maxima = fastpass.weighted_sum([(P[c], W[c]) for c in order], f)
+        s, maxima = fastpass.weighted_sum(terms, f)
         m = len(s)
         k = min(int(params.k), m)
         kth = fastpass.kth_largest(s, k, maxima)
-        fmax = self._decay_max(cs, f)
+        fmax = 1.0 if decay is None else decay.max
         # how far an error of 1 in a cosine can move a score; the sums' float64 rounding on top
-        per_cos = abs(params.alpha) * rq["maxw"] * rq["scale"] * fmax
-        maxP = dict(st["maxP"], relevance=rq["maxP"])
+        per_cos = abs(W["relevance"]) * rq.maxw * (rq.extremes.scale if rq.extremes else 1.0) * fmax if has_rel else 0.0
         rounding = 8 * _EPS * fmax * sum(abs(W[c]) * maxP[c] for c in order)
-        rw = st["rowweight"]["relevance"]
+        rw = ls.rel_weight
+        ext = rq.extremes if has_rel else None
 
         def scores_at(region, cos):
             """The scores of candidate positions `region` from their cosines `cos`, term by term in
             the preset's order (the exact pass's arithmetic)."""
-            if params.preset == "generative-agents":  # one min and max, or each persona's (per position)
-                lo, hi = rq["lo"], rq["hi"]
-                rel_t = _minmax(cos, lo if np.isscalar(lo) else lo[region], hi if np.isscalar(hi) else hi[region])
-            else:
-                rel_t = cos
+            rel_t = None
+            if has_rel:   # one min and max, or each persona's (per position)
+                rel_t = cos if ext is None else _minmax(cos, ext.lo if np.isscalar(ext.lo) else ext.lo[region],
+                                                        ext.hi if np.isscalar(ext.hi) else ext.hi[region])
             terms = {}
             for c in order:
                 pw = (rw[region] if isinstance(rw, np.ndarray) else rw) * rel_t if c == "relevance" else P[c][region]
@@ -497,7 +474,7 @@ class Engine:
             return total, terms, rel_t
 
         if per_cos * self._rel_err == 0:
-            # relevance cannot move any score (weight 0, or all cosines equal): the fast pass is exact
+            # relevance cannot move any score (weight 0, all cosines equal, none): the fast pass is exact
             region = np.sort(_topk(s, k, maxima))
         else:
             region = fastpass.at_least(s, kth - 2 * (per_cos * self._rel_err + rounding), maxima)
@@ -509,119 +486,144 @@ class Engine:
 
         # exact pass over the memories that can reach the top k
         rows = cs.idx[region]
-        cos = self._exact_rel(rows)
+        cos = self._exact_rel(rows) if has_rel else None
         exact, terms, rel_t = scores_at(region, cos)
-        raw = {c: v[region] for c, v in st["raw"].items()}
-        raw["relevance"] = rel_t
+        raw = {c: v[region] for c, v in ls.static.values.items()}
+        if has_rel:
+            raw["relevance"] = rel_t
         pick = np.argsort(-exact, kind="stable")[:k]   # region is in candidate order: ties keep it
 
         all_scores = s if cs.all_rows else _spread(s, cs, len(self.arrays))   # s is this call's own
         all_scores[rows] = exact
         sel = region[pick]
-        out_raw = {c: raw[c][pick] for c in ("relevance", "recency", "importance")}
-        out_raw["cosine"] = cos[pick]
-        for name, v in st["extra"].items():
+        out_raw = {c: raw[c][pick] for c in p.components}
+        if has_rel:
+            out_raw["cosine"] = cos[pick]
+        for name, v in ls.static.extra.items():
             out_raw[name] = v[sel]
         if f is not None:
             out_raw["decay_factor"] = f[sel]
-        notes = []
-        if params.preset == "generative-agents" and len(st["groups"]) > 1:
-            notes.append(f"{len(st['groups'])} personas: each is ranked on its own (its own recency order and "
-                         "min-max), as the Generative Agents code does, and the lists merged by score; "
-                         "choose one agent to see one persona's retrieval")
-        if st["no_vector"]:
-            notes.append(f"{st['no_vector']} candidate(s) have no vector of {self.arrays.embedding_model}; "
+        notes = list(ls.static.notes)
+        if has_rel and ls.no_vector:
+            notes.append(f"{ls.no_vector} candidate(s) have no vector of {self.arrays.embedding_model}; "
                          f"their relevance counts as 0")
         return Result(rows=cs.idx[sel], ids=[str(x) for x in self.arrays.ids[cs.idx[sel]]], score=exact[pick],
-                      raw=out_raw, weighted={c: terms[c][pick] for c in _display(order)},
+                      raw=out_raw, weighted={c: terms[c][pick] for c in p.components},
                       all_scores=all_scores, candidates=m, params=params, notes=notes)
 
-    def _score_hybrid(self, params, ckey, cs, ref) -> Result:
-        a, idx = self.arrays, cs.idx
-        hits = self._fts_hits()
-        if hits is None and self.query_vector is None:
-            if self.query_error is not None:
-                raise self.query_error
-            raise ValueError("the hybrid preset needs a query (text, vector or --like)")
-        key = (ckey, "hybrid")
-        h = self._qcache.get(key)
-        if h is None:
-            n = len(a)
-            h = {}
-            if hits is not None:
-                is_cand = np.zeros(n, dtype=bool)
-                is_cand[idx] = True
-                h["fts_rank"] = fts_ranks(n, hits[0], is_cand)[idx]
-                bm = np.full(n, np.nan)
-                bm[hits[0]] = hits[1]
-                h["bm25"] = bm[idx]
-            else:
-                h["fts_rank"] = np.zeros(len(idx), np.int64)
-                h["bm25"] = np.full(len(idx), np.nan)
-            if self.query_vector is not None:
-                h["vector_rank"] = vector_ranks(idx, self._relevance32(), a.has_embedding, self._exact_rel, self._delta,
-                                                top=max(4 * int(params.k), 200))
-            else:
-                h["vector_rank"] = np.zeros(len(idx), np.int64)
-            self._qcache[key] = h
-        tkey = (ckey, "hybrid", params.rrf_k)
-        terms = self._qcache.get(tkey)
-        if terms is None:
-            terms = self._qcache[tkey] = {"fts": C.rrf(h["fts_rank"], params.rrf_k),
-                                          "vector": C.rrf(h["vector_rank"], params.rrf_k)}
-        f = self._decay_factor(params, cs, ref)
-        if f is not None:
-            terms = {c: v * f for c, v in terms.items()}
-        s = terms["fts"] + terms["vector"]
-        sel = _topk(s, params.k)
-        rows = idx[sel]
-        cos = self._exact_rel(rows) if self.query_vector is not None else np.full(len(rows), np.nan)
-        cos = np.where(a.has_embedding[rows], cos, np.nan)
-        raw = {"relevance": cos, "bm25": h["bm25"][sel], "fts_rank": h["fts_rank"][sel],
-               "vector_rank": h["vector_rank"][sel]}
-        if f is not None:
-            raw["decay_factor"] = f[sel]
-        all_scores = _spread(s, cs, len(a))
-        notes = []
-        if hits is None:
-            notes.append("no query text: vector ranks only")
-        if self.query_vector is None:
-            notes.append("no query vector: full-text ranks only")
-        notes += [w for w in (known_fts_damage(self.store),) if w and hits is not None]
-        return Result(rows=rows, ids=[str(x) for x in a.ids[rows]], score=s[sel], raw=raw,
-                      weighted={c: v[sel] for c, v in terms.items()}, all_scores=all_scores,
-                      candidates=len(idx), params=params, notes=notes)
+    def _linear_components(self, run: _Run, p: LinearPreset) -> Components:
+        """Engine.components of a linear preset: its static part, and relevance from float32
+        cosines (normalised by the exact extremes where the preset normalises)."""
+        ls = self._linear_static(run, p)
+        values = dict(ls.P)
+        err = 0.0
+        if "relevance" in p.components:
+            cos = self._relevance32()   # before the first pass: that pass is then this one
+            rel_c = cos if run.cs.all_rows else cos[run.rows]
+            rel_t = rel_c
+            if p.relevance_minmax:
+                ext = self._extremes_of(run, self._relevance() if run.cs.all_rows else self._relevance()[run.rows])
+                rel_t = _minmax(rel_c, ext.lo, ext.hi)
+            w = ls.rel_weight
+            values["relevance"] = rel_t if isinstance(w, float) and w == 1.0 else w * rel_t
+            err = self._delta
+        decay = self._decay(run.params, run.cs, run.ref_time)
+        return Components(run.rows, {c: values[c] for c in p.order}, None if decay is None else decay.factor, err)
 
-    def _score_working(self, params, cs, ref) -> Result:
-        a, idx = self.arrays, cs.idx
-        key = ("working", ref)
-        st = cs.cache.get(key)
-        if st is None:
-            age = ref - a.created_at[idx]
-            rec, s = C.working_memory(a.importance[idx], age)
-            st = cs.cache[key] = {"recency": rec, "importance": a.importance[idx], "score": s,
-                                  "age_hours": np.maximum(age, 0) / C.HOUR}
-        f = self._decay_factor(params, cs, ref)
-        s = st["score"] if f is None else st["score"] * f
-        sel = _topk(s, params.k)
-        raw = {"recency": st["recency"][sel], "importance": st["importance"][sel], "age_hours": st["age_hours"][sel]}
-        if f is not None:
-            raw["decay_factor"] = f[sel]
-        all_scores = _spread(s, cs, len(a))
-        rows = idx[sel]
-        return Result(rows=rows, ids=[str(x) for x in a.ids[rows]], score=s[sel], raw=raw,
-                      weighted={"importance×recency": s[sel]}, all_scores=all_scores,
-                      candidates=len(idx), params=params)
+
+class _Run:
+    """One `Engine.score` / `Engine.components` call, as a preset sees it (presets.base.Run)."""
+
+    __slots__ = ("_engine", "_preset", "ckey", "cs", "params", "ref_time")
+
+    def __init__(self, engine: Engine, params: Params, p: Preset, ckey: tuple, cs: _Candidates, ref: float):
+        self._engine, self._preset, self.ckey, self.cs, self.params, self.ref_time = engine, p, ckey, cs, params, ref
+
+    @property
+    def arrays(self):
+        return self._engine.arrays
+
+    @property
+    def store(self):
+        return self._engine.store
+
+    @property
+    def rows(self) -> np.ndarray:
+        return self.cs.idx
+
+    @property
+    def query_text(self):
+        return self._engine.query_text
+
+    @property
+    def query_vector(self):
+        return self._engine.query_vector
+
+    @property
+    def query_error(self):
+        return self._engine.query_error
+
+    def meta(self):
+        return self._engine.meta()
+
+    def personas(self) -> Personas:
+        return self.cs.personas(self.arrays)
+
+    def decay_factor(self) -> np.ndarray | None:
+        d = self._engine._decay(self.params, self.cs, self.ref_time)
+        return None if d is None else d.factor
+
+    def memo_store(self, key, make):
+        return _memo(self._engine._store_memo, (self._preset.name, key), make)
+
+    def memo_candidates(self, key, make):
+        return _memo(self.cs.memo, (self._preset.name, key), make)
+
+    def memo_query(self, key, make):
+        return _memo(self._engine._query_memo, (self.ckey, self._preset.name, key), make)
+
+    def fts_hits(self):
+        return self._engine._fts_hits()
+
+    def cosines32(self) -> np.ndarray:
+        return self._engine._relevance32()
+
+    @property
+    def cosine_error32(self) -> float:
+        return self._engine._delta
+
+    def exact_cosines(self, rows: np.ndarray) -> np.ndarray:
+        return self._engine._exact_rel(rows)
+
+    def top_k(self, scores: np.ndarray, k: int) -> np.ndarray:
+        return _topk(scores, k)
+
+    def result(self, scores, positions, raw, weighted, notes=()) -> Result:
+        a, rows = self.arrays, self.rows[positions]
+        all_scores = scores if self.cs.all_rows else _spread(scores, self.cs, len(a))   # scores are the call's own
+        return Result(rows=rows, ids=[str(x) for x in a.ids[rows]], score=scores[positions], raw=raw,
+                      weighted=weighted, all_scores=all_scores, candidates=len(self.rows),
+                      params=self.params, notes=list(notes))
+
+    def rank_linear(self, p: LinearPreset) -> Result:
+        return self._engine._rank_linear(self, p)
+
+    def linear_components(self, p: LinearPreset) -> Components:
+        return self._engine._linear_components(self, p)
+
+
+def _memo(cache: dict, key, make):
+    try:
+        return cache[key]
+    except KeyError:
+        value = cache[key] = make()
+        return value
 
 
 def _max_abs(v: np.ndarray) -> float:
     """np.abs(v).max() (NaN if v holds NaN) without the temporary: two reductions of 1M values
     instead of a third pass and 8 MB written."""
     return float(max(abs(v.max()), abs(v.min())))
-
-
-def _display(order):
-    return [c for c in ("relevance", "recency", "importance") if c in order]
 
 
 def _topk(s: np.ndarray, k: int, maxima=None) -> np.ndarray:
@@ -639,38 +641,6 @@ def _spread(s: np.ndarray, cs: _Candidates, n: int) -> np.ndarray:
     out = np.full(n, np.nan)
     out[cs.idx] = s
     return out
-
-
-def _read_ga_weights(store) -> dict:
-    """memviz_meta "ga_weights": {agent: {recency_w, relevance_w, importance_w, recency_decay}};
-    anything malformed is ignored (the defaults apply)."""
-    try:
-        raw = store.meta("ga_weights", {}) or {}
-    except ValueError:
-        return {}
-    out = {}
-    if isinstance(raw, dict):
-        for agent, w in raw.items():
-            if isinstance(w, dict):
-                clean = {}
-                for k in ("recency_w", "relevance_w", "importance_w", "recency_decay"):
-                    try:
-                        v = float(w[k])
-                    except (KeyError, TypeError, ValueError):
-                        continue
-                    if np.isfinite(v):
-                        clean[k] = v
-                out[str(agent)] = clean
-    return out
-
-
-def persona_groups(agents: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
-    """Positions of each agent's candidates, in candidate order (one group when one agent), and
-    each candidate's group number."""
-    names, codes = np.unique(agents, return_inverse=True)
-    if len(names) <= 1:
-        return [np.arange(len(agents))], np.zeros(len(agents), np.intp)
-    return [np.flatnonzero(codes == g) for g in range(len(names))], codes
 
 
 def _minmax(values, lo, hi) -> np.ndarray:

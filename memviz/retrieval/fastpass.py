@@ -102,29 +102,38 @@ def ready():
 
 
 def weighted_sum(terms, f=None, *, kernel=True):
-    """(s, maxima): s[i] = sum over (p, w) of terms, in their order, of p[i]*w (times f[i]
-    first when f is given), as a new float64 array; maxima: the largest value of each BLOCK of
-    s (NaN where a block holds NaN), or None when numpy made s (kernel=False or not loaded)."""
+    """(s, maxima): s[i] = sum over (p, w) of terms, in their order, of p[i]*w (then times f[i]
+    when f is given), as a new float64 array; w None: p[i] itself (as p[i]*1.0 would be, without
+    the pass). maxima: the largest value of each BLOCK of s (NaN where a block holds NaN), or
+    None when numpy made s (kernel=False or not loaded)."""
     K = ready() if kernel else None
-    if K is not None and len(terms) == 3:
+    if K is not None and len(terms) == 3 and all(w is not None for _, w in terms):
         (p0, w0), (p1, w1), (p2, w2) = ((np.ascontiguousarray(p, np.float64), float(w)) for p, w in terms)
         s = np.empty(len(p0))
         maxima = np.empty(-(-len(s) // BLOCK))
         ff = np.zeros(0) if f is None else np.ascontiguousarray(f, np.float64)
         # one thread: a slider move's whole budget is a few ms, and on a busy machine waiting for a
-        # helper's share (bench/rerank.py at load 10: 2.6 -> 18 ms) costs more than the pass
+        # helper's share costs more than the pass (bench/rerank.py measures it under load)
         K.weighted_sum3(p0, w0, p1, w1, p2, w2, ff, s, maxima)
         return s, maxima
-    s, t = None, None
+    s = t = None
+    own = False   # s is this call's array (else a caller's term, never written)
     for p, w in terms:
-        t = np.multiply(p, w, out=t)
-        if f is not None:
-            np.multiply(t, f, out=t)
-        if s is None:
-            s, t = t, None
+        if w is None and f is None:
+            term = p
         else:
-            np.add(s, t, out=s)
-    return s, None
+            t = np.multiply(p, f if w is None else w, out=t)
+            if w is not None and f is not None:
+                np.multiply(t, f, out=t)
+            term = t
+        if s is None:
+            s, own = term, term is t
+            if own:
+                t = None   # s keeps this buffer: the next term gets its own
+        else:
+            s = np.add(s, term, out=s if own else None)
+            own = True
+    return (s if own else np.array(s, dtype=np.float64)), None
 
 
 def block_maxima(s: np.ndarray) -> np.ndarray:

@@ -37,10 +37,10 @@ def int8_cosines(codes, q, scale, sq, out):
     the numpy expression `dots * (scale * sq)` without its two temporaries.
 
     From memory (1M x 256 is 256 MB) the dot products stall on each row's four cache lines,
-    one row at a time: ~2.5x their cost when the codes sit in cache. Loading one byte of each
-    line AHEAD rows on starts those reads early (~25% less CPU per pass measured here, for
-    ~15% more when the codes are in cache). The loaded bytes are OR-ed into the returned
-    value only so that the loads are not optimised away."""
+    one row at a time. Loading one byte of each line AHEAD rows on starts those reads early:
+    less CPU per pass from memory, a little more when the codes sit in cache (bench/scale.py
+    measures both). The loaded bytes are OR-ed into the returned value only so that the loads
+    are not optimised away."""
     n, d = codes.shape
     flat = codes.reshape(n * d)
     sink = np.int32(0)

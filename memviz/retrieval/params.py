@@ -14,7 +14,7 @@ class Params:
     one field is `params.replace(alpha=0.7)` and the engine can cache by field values.
 
     alpha/beta/gamma weigh relevance/recency/importance in every preset that adds them
-    (the dual-memory design's naming, GLOSSARY). A preset ignores the fields it does not use (see presets.PRESETS[...].uses).
+    (the dual-memory design's naming, GLOSSARY). A preset ignores the fields it does not use (`preset(name).uses`).
     """
 
     preset: str = "dual-memory"

@@ -1,8 +1,8 @@
 """An int8 copy of the embedding matrix for the first pass of a query, with a proven error bound.
 
-Reading a 1M x 256 float32 matrix costs ~100 ms of memory bandwidth on this machine; its int8
-codes are a quarter of that, read by an integer kernel (numba; a large store's rows shared with a
-second thread, fastpass.in_two).
+A first pass over a large store is bound by memory bandwidth: the int8 codes are a quarter of the
+float32 matrix, read by an integer kernel (numba; a large store's rows shared with a second
+thread, fastpass.in_two).
 The first pass only *selects*: every memory it cannot rule out is rescored from the float32
 vectors (engine.py), so the top k are those of exact scoring. Why nothing is lost:
 
@@ -80,8 +80,7 @@ class Int8Index:
     `extended` makes the index of a grown matrix (a live refresh appended rows, re-embedded some)
     without quantising it all again: codes and scales sit in buffers with spare rows, shared
     between the two indexes like the matrix's rows are (memviz.session.refresh), as many spare as
-    the matrix has (store.arrays.spare_rows): running out copies them on the GUI thread (150 MB at
-    100k x 1536; at 1/16 of the rows that happened every 6,250 new rows)."""
+    the matrix has (store.arrays.spare_rows): running out copies them all, on the GUI thread."""
 
     def __init__(self, embedding: np.ndarray, kernel=None):
         n, d = embedding.shape
@@ -165,36 +164,62 @@ class Int8Index:
         return approx, float(err * (1 + 1e-9))
 
 
-_building: dict[int, threading.Thread] = {}
-_by_matrix: dict[int, tuple] = {}  # id(matrix) -> (weak ref to it, its index or False)
+class _ByIdentity:
+    """Values kept for objects by identity (MemoryArrays and numpy arrays are not hashable), each
+    dropped with its object: an index lives as long as the arrays or matrix it was made for."""
+
+    def __init__(self):
+        self._items: dict[int, tuple[weakref.ref, object]] = {}
+
+    def get(self, obj):
+        hit = self._items.get(id(obj))
+        return hit[1] if hit is not None and hit[0]() is obj else None
+
+    def set(self, obj, value) -> None:
+        key, items = id(obj), self._items
+
+        def gone(ref):  # runs before the id can be reused: only this object's entry goes
+            if items.get(key, (None,))[0] is ref:
+                items.pop(key, None)
+        items[key] = (weakref.ref(obj, gone), value)
+
+    def pop(self, obj) -> None:
+        if self.get(obj) is not None:
+            self._items.pop(id(obj), None)
+
+
+# what this module knows of each arrays (the arrays own no attribute of ours):
+_own = _ByIdentity()        # arrays -> its index, or False when none can be made (no numba, a failed build)
+_pending = _ByIdentity()    # arrays -> (older arrays, rows changed since): its index extends older's once built
+_by_matrix = _ByIdentity()  # embedding matrix -> its index or False: views of one load share it
+_building: dict[int, threading.Thread] = {}   # id(matrix) -> the thread building its index
 
 
 def index_for(arrays, *, wait: bool = False, min_rows: int = MIN_ROWS) -> Int8Index | None:
-    """The int8 index of `arrays.embedding`, built once per arrays in a background thread (the
+    """The int8 index of `arrays.embedding`, built once per matrix in a background thread (the
     first queries use the float32 product meanwhile); None until it is ready, or when the store
-    is small or numba is unavailable. `wait` blocks until it is built (benchmarks, tests)."""
-    idx = getattr(arrays, "_int8_index", None)
+    is small or numba is unavailable. Arrays sharing a matrix (as-of views of one load) share
+    its index. `wait` blocks until it is built (benchmarks, tests)."""
+    idx = _own.get(arrays)
     if idx is not None:
         return idx or None
-    base = getattr(arrays, "_int8_base", None)
+    base = _pending.get(arrays)
     if base is not None:  # made by a live refresh while the index it extends was being built
         older, changed = base
-        if getattr(older, "_int8_index", None) is None:
+        if _own.get(older) is None:
             if not wait:
                 return None
             index_for(older, wait=True, min_rows=0)
         _extend(older, arrays, changed)
-        return arrays._int8_index or None
-    n = len(arrays)
-    if n < min_rows or arrays.dim == 0:
-        return None
-    # views of one load (the store as of a past moment) share its matrix, and so its index
-    key = id(arrays.embedding)
+        return _own.get(arrays) or None
     with _build_lock:
-        done = _by_matrix.get(key)
-        if done is not None and done[0]() is arrays.embedding:
-            arrays._int8_index = done[1]
-            return done[1] or None
+        done = _by_matrix.get(arrays.embedding)
+    if done is not None:
+        _own.set(arrays, done)
+        return done or None
+    if len(arrays) < min_rows or arrays.dim == 0:
+        return None
+    key = id(arrays.embedding)
     with _build_lock:
         t = _building.get(key)
         if t is None:
@@ -203,23 +228,22 @@ def index_for(arrays, *, wait: bool = False, min_rows: int = MIN_ROWS) -> Int8In
             t.start()
     if wait:
         t.join()
-        idx = getattr(arrays, "_int8_index", None)
-        return idx or None
+        return index_for(arrays, min_rows=min_rows)
     return None
 
 
 def _build(arrays, key) -> None:
+    made = False
     try:
         idx = Int8Index(arrays.embedding)
-        arrays._int8_index = idx if idx.usable else False
+        made = idx if idx.usable else False
     except Exception:  # noqa: BLE001 - whatever stops the build, queries keep the float32 product
-        arrays._int8_index = False
+        made = False
     finally:
         with _build_lock:
             _building.pop(key, None)
-            for k in [k for k, (ref, _) in _by_matrix.items() if ref() is None]:
-                del _by_matrix[k]  # matrices gone: their indexes with them
-            _by_matrix[key] = (weakref.ref(arrays.embedding), arrays._int8_index)
+            _own.set(arrays, made)
+            _by_matrix.set(arrays.embedding, made)
 
 
 def carry(old, new, changed) -> None:
@@ -228,27 +252,26 @@ def carry(old, new, changed) -> None:
     `old`'s is ready, else when it is (index_for). Nothing when `old` has none."""
     if new.dim != old.dim:
         return
-    if getattr(old, "_int8_index", None) is not None:
+    if _own.get(old) is not None:
         _extend(old, new, changed)
         return
-    base = getattr(old, "_int8_base", None)
+    base = _pending.get(old)
     if base is not None:  # still waiting for the same build
-        new._int8_base = (base[0], np.union1d(base[1], changed).astype(np.int64))
+        _pending.set(new, (base[0], np.union1d(base[1], changed).astype(np.int64)))
         return
     with _build_lock:
         building = id(old.embedding) in _building
     if building:
-        new._int8_base = (old, np.asarray(changed, np.int64))
+        _pending.set(new, (old, np.asarray(changed, np.int64)))
 
 
 def _extend(old, new, changed) -> None:
     with _extend_lock:
-        if getattr(new, "_int8_index", None) is not None:
+        if _own.get(new) is not None:
             return  # another thread did
-        idx = old._int8_index
-        new._int8_index = idx.extended(new.embedding, changed) if idx else False
-        new._int8_base = None
+        idx = _own.get(old)
+        made = idx.extended(new.embedding, changed) if idx else False
+        _own.set(new, made)
+        _pending.pop(new)
     with _build_lock:
-        for k in [k for k, (ref, _) in _by_matrix.items() if ref() is None]:
-            del _by_matrix[k]  # matrices gone (one per refresh): their entries with them
-        _by_matrix[id(new.embedding)] = (weakref.ref(new.embedding), new._int8_index)
+        _by_matrix.set(new.embedding, made)

@@ -46,7 +46,7 @@ from PySide6.QtWidgets import (
 
 from memviz.app.plain_text import plain_tooltip
 from memviz.app.workers import Workers
-from memviz.retrieval import PRESETS, Engine, preset_params
+from memviz.retrieval import PRESETS, Engine, Result, preset_params
 from memviz.session.live_query import RERANK_S, merged
 from memviz.session.state import AppState, StoreData
 from memviz.store import iso
@@ -72,6 +72,17 @@ _TIP_COLUMNS = {RESULT_COLUMNS.index(c) for c in ("content", "agent", "kind")}
 _RIGHT_COLUMNS = {RESULT_COLUMNS.index(c) for c in ("rank", "score", "Δ")}
 _DELTA_COLUMN = RESULT_COLUMNS.index("Δ")
 _RIGHT = int(Qt.AlignRight | Qt.AlignVCenter)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Ranked:
+    """The last whole ranking, what a live refresh's merge (session.live_query.merged) starts from."""
+
+    result: Result
+    ref: float                       # the time its recency was measured from
+    clock_at: float | None           # the store clock's fixed time then (None: the wall clock)
+    query_vector: np.ndarray | None
+    at: float                        # time.monotonic() when it was ranked (RERANK_S)
 
 
 def component_color(name: str, i: int) -> QColor:
@@ -387,8 +398,7 @@ class QueryPanel(QWidget):
         self._rerun_next = 0.0        # monotonic time before which a live rerun waits (RERUN_SHARE)
         self._rerun_pending = False   # a refresh came while the query ran: once more when it is in
         self._touched: list = []      # rows live refreshes added or changed since the ranking shown
-        self._ranked = None           # (result, reference time, clock's fixed time, query vector, monotonic
-                                      # time): the last whole ranking, what a refresh's merge starts from
+        self._ranked: _Ranked | None = None  # the last whole ranking: what a refresh's merge starts from
         self._adjust_timer = QTimer(self, singleShot=True, interval=ADJUST_IDLE_MS, timeout=self.end_adjustment)
         for w in (self.alpha, self.beta, self.gamma):
             w.changed.connect(self._params_edited)
@@ -662,17 +672,18 @@ class QueryPanel(QWidget):
         self._submitted_at = time.perf_counter()
         touched = np.concatenate(self._touched) if rerun and self._touched else None
         self._touched = []
-        base = self._ranked if rerun and self._ranked is not None and self._ranked[0].params == params \
-            and time.monotonic() - self._ranked[4] < RERANK_S else None
+        base = self._ranked if rerun and self._ranked is not None and self._ranked.result.params == params \
+            and time.monotonic() - self._ranked.at < RERANK_S else None
         exclude = data.arrays.index_of(key[1]) if key[0] == "like" else None
 
         def job(task):
             t0 = time.monotonic()
             if base is not None and touched is not None:
                 # only the rows the refresh touched are scored when none of them can enter the top k
-                got = merged(base[0], data.store, data.arrays, touched, base[3], base[1], base[2], exclude)
+                got = merged(base.result, data.store, data.arrays, touched, base.query_vector, base.ref,
+                             base.clock_at, exclude)
                 if got is not None:  # the next merge starts from it (same reference time, same age)
-                    return got, None, base[3], time.monotonic() - t0, (got, *base[1:])
+                    return got, None, base.query_vector, time.monotonic() - t0, dataclasses.replace(base, result=got)
             eng = self._engine(data)
             task.check()
             err = None
@@ -687,9 +698,9 @@ class QueryPanel(QWidget):
                 if err is None:
                     raise
                 result = None
-            vec = _query_vector(eng, data, key)
-            ranked = None if result is None else (result, eng.ref_time(params), eng.clock.at, eng.query_vector,
-                                                  time.monotonic())
+            vec = eng.query_vector   # the map marks where the query sits
+            ranked = None if result is None else _Ranked(result, eng.ref_time(params), eng.clock.at, vec,
+                                                         time.monotonic())
             return result, err, vec, time.monotonic() - t0, ranked
 
         def done(out):
@@ -758,20 +769,6 @@ class QueryPanel(QWidget):
     def _result_clicked(self, index) -> None:
         if self.results.result is not None and index.isValid():
             self.state.select([self.results.row_of(index.row())], source=self)
-
-
-def _query_vector(engine, data: StoreData, key):
-    """The query's vector for the map marker: the engine's if it exposes one, else the liked
-    memory's own embedding."""
-    for name in ("query_vector", "vector", "_query_vec"):
-        v = getattr(engine, name, None)
-        if isinstance(v, np.ndarray) and v.ndim == 1:
-            return v
-    if key[0] == "like":
-        r = data.arrays.index_of(key[1])
-        if r is not None and data.arrays.has_embedding[r]:
-            return data.arrays.embedding[r]
-    return None
 
 
 def _clock_note(engine, params) -> str:
