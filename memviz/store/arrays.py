@@ -197,6 +197,8 @@ def _load(conn, model, dim, preview, in_sqlite, rowids=None) -> MemoryArrays:
         emb = np.zeros((n, dim), dtype=np.float32)
     if c.get("settle"):
         c["settle"]()  # a read of the vectors started early has ended before the savepoint does
+    access = num(c["access_count"])
+    odd_access = ~np.isfinite(access)  # an agent's inf: read again below with the other odd values
     arrays = MemoryArrays(
         ids=c["ids"],
         rowid=num(c["rowid"], np.int64),
@@ -209,7 +211,7 @@ def _load(conn, model, dim, preview, in_sqlite, rowids=None) -> MemoryArrays:
         valid_until=num(c["valid_until"]),
         confidence=num(c["confidence"]),
         decay_rate=num(c["decay_rate"]),
-        access_count=np.nan_to_num(num(c["access_count"])).astype(np.int64),
+        access_count=np.clip(np.where(odd_access, 0, access), -2.0 ** 63, 2.0 ** 63 - 1024).astype(np.int64),
         protected=np.nan_to_num(num(c["protected"])).astype(bool),
         embedding=emb,
         has_embedding=has,
@@ -218,7 +220,7 @@ def _load(conn, model, dim, preview, in_sqlite, rowids=None) -> MemoryArrays:
         bad_text=c["bad_text"],
         preview=c["preview"] if preview > 0 else None,
     )
-    arrays.bad_value = _read_odd_values(conn, arrays, c["odd_types"])
+    arrays.bad_value = _read_odd_values(conn, arrays, [*c["odd_types"], *arrays.rowid[odd_access].tolist()])
     return arrays
 
 
