@@ -6,11 +6,14 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import struct
 import subprocess
 import sys
 from pathlib import Path
 
 import apsw
+
+from memviz.store.connection import connect  # sqlite-vec loaded: a vec0 table's triggers run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -86,6 +89,33 @@ def foreign_wal(folder: Path) -> Path:
     shutil.copyfile(str(other) + "-wal", str(p) + "-wal")
     c.close()
     shutil.rmtree(folder / "other")
+    return p
+
+
+def misdeclared_vector_table(folder: Path) -> Path:
+    """The sample whose vector table vec_memories_256 is declared for 100 dimensions (its schema
+    text edited, as a hand-made table or a botched migration leaves it)."""
+    p = sample_copy(folder, "misdeclared.db")
+    c = connect(str(p))
+    (sql,) = c.execute("SELECT sql FROM sqlite_master WHERE name = 'vec_memories_256'").fetchone()
+    c.execute("PRAGMA writable_schema=ON")
+    c.execute("UPDATE sqlite_master SET sql = ? WHERE name = 'vec_memories_256'", (sql.replace("float[256]", "float[100]"),))
+    c.execute("PRAGMA writable_schema=OFF")
+    c.close()
+    return p
+
+
+#: what an agent writes into `memories.embedding` with plain SQL that is no usable 256-d vector
+ODD_VECTORS = {"nan": struct.pack("<256f", *[float("nan")] * 256), "d100": struct.pack("<100f", *[0.1] * 100),
+               "empty": b"", "ragged": b"\x00" * 10}
+
+
+def odd_vectors(folder: Path, kind: str, rows: int = 3) -> Path:
+    """The sample with the embeddings of its first `rows` memories replaced by ODD_VECTORS[kind]."""
+    p = sample_copy(folder, f"vectors-{kind}.db")
+    c = connect(str(p))
+    c.execute("UPDATE memories SET embedding = ? WHERE rowid <= ?", (ODD_VECTORS[kind], rows))
+    c.close()
     return p
 
 

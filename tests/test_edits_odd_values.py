@@ -16,18 +16,7 @@ from hypothesis import HealthCheck, given, settings
 
 import memviz.store as ms
 from memviz.cli import main
-from memviz.edits import (
-    Confirm,
-    Correct,
-    History,
-    Restore,
-    SetImportance,
-    SetTags,
-    SoftDelete,
-    Unprotect,
-    applicable,
-    shown_in_arrays,
-)
+from memviz.edits import Confirm, Correct, History, Restore, SetImportance, SetTags, SoftDelete, Unprotect, applicable, shown_in_arrays
 from memviz.embed import LOCAL_MODEL, default_embedder
 from memviz.store.records import shown_value
 

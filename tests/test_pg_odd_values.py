@@ -12,18 +12,7 @@ import pytest
 from pg_server import pg, pg_db  # noqa: F401 - fixtures
 
 import memviz.store as ms
-from memviz.edits import (
-    Confirm,
-    Correct,
-    History,
-    Restore,
-    SetImportance,
-    SetTags,
-    SoftDelete,
-    Unprotect,
-    applicable,
-    shown_in_arrays,
-)
+from memviz.edits import Confirm, Correct, History, Restore, SetImportance, SetTags, SoftDelete, Unprotect, applicable, shown_in_arrays
 
 #: (column, the agent's value as SQL) that a typed PostgreSQL column can hold
 FORMS = [("importance", "'Infinity'"), ("importance", "'NaN'"), ("confidence", "'-Infinity'"),

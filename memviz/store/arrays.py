@@ -528,8 +528,21 @@ def _flat(text: str) -> str:
 
 def normalize_rows(emb: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length (most already are: only those that are not are touched, and a
-    read-only matrix is copied only if one needs it)."""
+    read-only matrix is copied only if one needs it). A row with NaN or infinite values (an
+    agent wrote it) holds no usable vector: it is zeroed and cleared in `rows` (in place), so one
+    such vector does not make every point of a map NaN."""
     sq = np.einsum("ij,ij->i", emb, emb)
+    odd = np.flatnonzero(rows & ~np.isfinite(sq))  # NaN or inf, or a square sum past float32's range
+    if len(odd):
+        if not emb.flags.writeable:
+            emb = emb.copy()
+        block = emb[odd].astype(np.float64)
+        finite = np.isfinite(block).all(axis=1)
+        emb[odd[~finite]] = 0.0
+        rows[odd[~finite]] = False
+        sq[odd[~finite]] = 0.0
+        emb[odd[finite]] = block[finite] / np.linalg.norm(block[finite], axis=1)[:, None]
+        sq[odd[finite]] = 1.0
     fix = rows & (np.abs(sq - 1.0) > 1e-6) & (sq > 0)
     if fix.any():
         if not emb.flags.writeable:
