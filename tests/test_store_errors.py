@@ -10,6 +10,7 @@ import resource
 import signal
 import subprocess
 import sys
+import time
 
 import apsw
 import pytest
@@ -29,6 +30,7 @@ from bad_stores import (
 import memviz.store as ms
 from memviz.edits import Correct, EditKept, History, SetImportance, SoftDelete
 from memviz.edits.verify import problems
+from memviz.frameworks import open_source
 from memviz.store import connection, snapshot
 from memviz.store.errors import IN_USE, translate
 from memviz.store.fileheader import check_header
@@ -338,3 +340,17 @@ def test_store_left_mid_write_by_a_killed_process_is_recovered_by_sqlite_on_open
         assert not s.read_only
         assert s.conn.execute("SELECT count(*) FROM memories WHERE content LIKE '%(half written)'").fetchone()[0] == 0
         assert problems(s) == []
+
+
+def test_a_busy_open_waits_once_and_says_how_long(tmp_path, monkeypatch):
+    """The CLI's open of a store in exclusive use waits SQLite's busy timeout once, as its message
+    says (the framework probe's read waited first, then the native open again: 10.6 s for "5 s")."""
+    monkeypatch.setattr(connection, "BUSY_TIMEOUT_MS", 2000)
+    p = sample_copy(tmp_path)
+    with LockHolder(p, "exclusive-mode"):
+        began = time.monotonic()
+        with pytest.raises(ms.BusyError, match="memviz waited 2 s") as e:
+            open_source(str(p), read_only=True)
+        waited = time.monotonic() - began
+    assert "in exclusive use by another process" in str(e.value)
+    assert waited < 2 + 1.5, f"waited {waited:.1f} s where the message says 2 s"
