@@ -575,8 +575,14 @@ def open_and_read(path: str, read: Callable[[Store], T] | None, *, read_only: bo
     if not os.path.exists(path):
         raise StoreError(f"No such file: {path} (memviz does not create a store on open; use `memviz create`).")
     with store_errors(path, doing="opening it"):
-        return _open_and_read(path, read, read_only, check_later and os.path.getsize(path) >= CHECK_LATER_BYTES,
-                              to_repair)
+        try:
+            return _open_and_read(path, read, read_only, check_later and os.path.getsize(path) >= CHECK_LATER_BYTES,
+                                  to_repair)
+        except CorruptStoreError as e:  # whatever SQLite's words, a -wal with content beside the file is named
+            hint = wal_hint(path)
+            if not hint or hint in str(e):
+                raise
+            raise CorruptStoreError(str(e).rstrip(".") + hint + ".") from e
 
 
 def _open_and_read(path: str, read, read_only: bool, check_later: bool = False, to_repair: bool = False):
@@ -711,7 +717,7 @@ def _quick_check(conn, path) -> list[str]:
     try:
         return [r[0] for r in conn.execute("PRAGMA quick_check(20)") if r[0] != "ok"]
     except (apsw.CorruptError, apsw.NotADBError) as e:
-        raise CorruptStoreError(f"{path} is damaged and cannot be read ({e}).") from None
+        raise CorruptStoreError(f"{path} is damaged and cannot be read ({e}){wal_hint(path)}.") from None
     except apsw.SQLError as e:
         raise NotAStoreError(f"{path} cannot be read: {e}") from None
 
@@ -726,7 +732,7 @@ def _inspect(conn, path) -> schema.SchemaReport:
     try:
         report = schema.inspect(conn)
     except (apsw.CorruptError, apsw.NotADBError) as e:
-        raise CorruptStoreError(f"{path} is damaged and cannot be read ({e}).") from None
+        raise CorruptStoreError(f"{path} is damaged and cannot be read ({e}){wal_hint(path)}.") from None
     if report.kind != "native":
         raise NotAStoreError(f"{path} is an SQLite database but not a memviz memory store: {report.describe_difference()}.")
     return report
