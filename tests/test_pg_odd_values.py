@@ -88,3 +88,10 @@ def test_every_edit_applies_undoes_and_sees_real_conflicts(store, pg_db, key, ho
     _sql(pg_db, "UPDATE memories SET importance = 9.5 WHERE id = 'm'")  # a real change between show and edit
     with pytest.raises(ms.ConflictError, match="changed by someone else"):
         history.perform(_action(key, snap))
+
+
+def test_check_does_not_claim_every_value_is_readable(store, pg_db):  # noqa: F811
+    from memviz.store.check import check_store
+    _sql(pg_db, "UPDATE memories SET importance = 'Infinity' WHERE id = 'm'")
+    skipped = " ".join(check_store(store).skipped)
+    assert "every time and number is readable" not in skipped and "inf or NaN" in skipped

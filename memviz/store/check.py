@@ -84,8 +84,9 @@ def check_store(store, task: Task | None = None) -> CheckReport:
         report.skipped.append(f"SQLite integrity, full-text and vector index checks: {store.backend} keeps its "
                               "pages and indexes itself (memviz makes none of them from the rows), so there is "
                               "nothing for memviz to compare or rebuild")
-        report.skipped.append("unreadable values: the columns are typed on this server, so every time and number "
-                              "is readable")
+        report.skipped.append("unreadable values: not listed here on this server (its typed columns hold no text, "
+                              "but a number may be inf or NaN and a time milliseconds; memviz reads those as on "
+                              "SQLite and flags them ⚠ in the window)")
     for i, (label, step) in enumerate(steps):
         task.check()
         task.progress(i / len(steps), label)
