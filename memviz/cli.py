@@ -60,7 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "under $XDG_DATA_HOME, default ~/.local/share)")
     entry.add_argument("--uninstall-desktop-entry", action="store_true",
                        help="remove what --install-desktop-entry wrote")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # prog: a subcommand's usage starts `memviz COMMAND`, not the two-line USAGE above
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", prog="memviz")
     for name in COMMANDS:
         importlib.import_module(name).add_parser(sub)
     return parser

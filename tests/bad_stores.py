@@ -1,36 +1,47 @@
-"""Bad copies of the bundled sample store, one per case of issues 17 and 19, and a second process
-that holds a store's lock. Shared by the store-error tests and the CLI walk over bad stores.
-Every maker works on a fresh copy in the folder it is given; the sample itself is never touched."""
+"""Bad copies of the sample store, one per case of issues 17 and 19, and a second process that
+holds a store's lock. Shared by the store-error tests and the CLI walk over bad stores.
+Every maker works on a fresh copy, in the folder it is given, of the sample as the generator makes
+it (pristine_sample): the committed sample_dbs/ files are never opened here."""
 from __future__ import annotations
 
+import atexit
+import functools
 import os
 import random
 import shutil
+import struct
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import apsw
 
+from memviz.samples import generate
+from memviz.store.connection import connect  # sqlite-vec loaded: a vec0 table's triggers run
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _sample() -> Path:
-    for p in (ROOT / "sample_dbs" / "assistant.db", Path("/work/main/sample_dbs/assistant.db"),
-              ROOT / "memviz" / "samples" / "bundled" / "assistant.db"):
-        if p.is_file():
-            return p
-    raise FileNotFoundError("the bundled sample store (assistant.db) is missing")
+@functools.cache
+def pristine_sample(name: str = "assistant") -> Path:
+    """The sample store `name` as memviz's generator makes it, built once per test process in a
+    folder of its own. The committed sample_dbs/ files hold the same memories (tests/test_samples.py
+    checks), but a user's writable open of one (`memviz query sample_dbs/assistant.db`) may change
+    it: no test builds on those working-tree files."""
+    folder = Path(tempfile.mkdtemp(prefix="memviz-pristine-"))
+    atexit.register(shutil.rmtree, folder, True)
+    path, = generate(folder, names=(name,))
+    if os.path.exists(path + "-wal") and os.path.getsize(path + "-wal"):  # copies take the file alone
+        raise RuntimeError(f"the generated sample left commits in its -wal: {path}")
+    return Path(path)
 
 
-SAMPLE = _sample()
-
-
-def sample_copy(folder: Path, name: str = "m.db") -> Path:
-    """The sample's file alone (its -wal is empty: the store is whole in the file)."""
+def sample_copy(folder: Path, name: str = "m.db", sample: str = "assistant") -> Path:
+    """A copy of the pristine sample's file in `folder` (the store is whole in the file)."""
     folder.mkdir(parents=True, exist_ok=True)
     dst = folder / name
-    shutil.copyfile(SAMPLE, dst)
+    shutil.copyfile(pristine_sample(sample), dst)
     return dst
 
 
@@ -74,9 +85,7 @@ def index_missing_rows(folder: Path) -> Path:
 
 def foreign_wal(folder: Path) -> Path:
     """Case 19.2: a -wal of another store (with commits in it) beside the file."""
-    (folder / "other").mkdir(parents=True, exist_ok=True)
-    other = folder / "other" / "other.db"
-    shutil.copyfile(SAMPLE.with_name("simulation.db") if SAMPLE.with_name("simulation.db").is_file() else SAMPLE, other)
+    other = sample_copy(folder / "other", "other.db", "simulation")
     c = apsw.Connection(str(other))
     c.execute("PRAGMA wal_autocheckpoint=0")
     c.execute("CREATE TABLE scratch(x)")
@@ -86,6 +95,49 @@ def foreign_wal(folder: Path) -> Path:
     shutil.copyfile(str(other) + "-wal", str(p) + "-wal")
     c.close()
     shutil.rmtree(folder / "other")
+    return p
+
+
+def misdeclared_vector_table(folder: Path) -> Path:
+    """The sample whose vector table vec_memories_256 is declared for 100 dimensions (its schema
+    text edited, as a hand-made table or a botched migration leaves it)."""
+    p = sample_copy(folder, "misdeclared.db")
+    c = connect(str(p))
+    (sql,) = c.execute("SELECT sql FROM sqlite_master WHERE name = 'vec_memories_256'").fetchone()
+    c.execute("PRAGMA writable_schema=ON")
+    c.execute("UPDATE sqlite_master SET sql = ? WHERE name = 'vec_memories_256'", (sql.replace("float[256]", "float[100]"),))
+    c.execute("PRAGMA writable_schema=OFF")
+    c.close()
+    return p
+
+
+#: what an agent writes into `memories.embedding` with plain SQL that is no usable 256-d vector
+ODD_VECTORS = {"nan": struct.pack("<256f", *[float("nan")] * 256), "d100": struct.pack("<100f", *[0.1] * 100),
+               "empty": b"", "ragged": b"\x00" * 10}
+
+
+def odd_vectors(folder: Path, kind: str, rows: int = 3) -> Path:
+    """The sample with the embeddings of its first `rows` memories replaced by ODD_VECTORS[kind]."""
+    p = sample_copy(folder, f"vectors-{kind}.db")
+    c = connect(str(p))
+    c.execute("UPDATE memories SET embedding = ? WHERE rowid <= ?", (ODD_VECTORS[kind], rows))
+    c.close()
+    return p
+
+
+def schema_twice_in_wal(folder: Path) -> Path:
+    """The sample with a table listed twice in its schema, written to its -wal and not checkpointed:
+    SQLite's words for this damage ("malformed database schema … already exists") are not the
+    usual "database disk image is malformed"."""
+    p = sample_copy(folder, "schematwice.db")
+    c = apsw.Connection(str(p))
+    c.execute("PRAGMA wal_autocheckpoint=0")
+    c.execute("PRAGMA writable_schema=ON")
+    c.execute("INSERT INTO sqlite_master SELECT * FROM sqlite_master WHERE name = 'memviz_meta'")
+    c.execute("PRAGMA writable_schema=OFF")
+    wal = (folder / "schematwice.db-wal").read_bytes()  # the last close would checkpoint it into the file
+    c.close()
+    (folder / "schematwice.db-wal").write_bytes(wal)
     return p
 
 

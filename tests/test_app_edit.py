@@ -340,3 +340,26 @@ def test_window_closes_while_a_job_reads_on_the_edit_connection(qtbot, win):
     assert started.wait(5)
     win.close()
     assert win.edits.store is None or win.edits.store is win.state.data.store
+
+
+@pytest.mark.parametrize("column, value", [("confidence", float("inf")), ("importance", "very high"),
+                                           ("decay_rate", "NaN")])
+def test_confirm_on_a_value_the_agent_wrote_in_another_form(qtbot, make_window, db, column, value):
+    """Confirm on a memory whose confidence the agent wrote as inf (or importance as 'very high'):
+    no false "changed by someone else"; the undo puts the agent's value back as it stored it."""
+    c = connect(db)
+    c.execute(f"UPDATE memories SET {column} = ? WHERE id = 'ep05'", (value,))
+    raw = c.execute(f"SELECT typeof({column}), quote({column}) FROM memories WHERE id = 'ep05'").fetchone()
+    c.close()
+    win = make_window(db, size=(1200, 800))
+    win.state.select_ids(["ep05"])
+    menu_action(win, ["ep05"], "confirm").trigger()
+    settle(qtbot, win)
+    assert win.edits.dialog is None or not isinstance(win.edits.dialog, ConflictDialog)
+    assert row(win, "ep05")["protected"] and row(win, "ep05")["decay_rate"] == 0
+    win.undo_action.trigger()
+    settle(qtbot, win)
+    assert not row(win, "ep05")["protected"]
+    c = connect(db, readonly=True)
+    assert c.execute(f"SELECT typeof({column}), quote({column}) FROM memories WHERE id = 'ep05'").fetchone() == raw
+    c.close()

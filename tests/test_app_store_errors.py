@@ -2,6 +2,9 @@
 the reload say so in place, never "Unexpected error" and never a traceback; nothing is lost."""
 from __future__ import annotations
 
+import re
+import time
+
 import pytest
 from bad_stores import LockHolder, rollback_journal, sample_copy
 from PySide6.QtCore import QSettings
@@ -78,3 +81,29 @@ def test_cancel_stops_the_wait_and_keeps_the_store_shown(qtbot, tmp_path, monkey
         win.cancel_button.click()
         qtbot.waitUntil(lambda: not win.workers.running("open"), timeout=30000)
     assert win.state.data.store.path == str(first) and win.error_box is None
+
+
+def test_the_wait_counter_shows_the_real_time_waited(qtbot, tmp_path, monkeypatch):
+    """Each try waits SQLite's busy timeout once (the framework probe no longer waits a second time
+    before the schema read does), and the count shown is the time really waited."""
+    monkeypatch.setattr(connection, "BUSY_TIMEOUT_MS", 1000)
+    monkeypatch.setattr(window_module, "OPEN_WAIT_S", 120.0)
+    db = sample_copy(tmp_path)
+    win = make_window(qtbot, tmp_path)
+    seen = []  # (seconds shown, seconds really waited) at each change of the count
+    with LockHolder(db, "exclusive-mode"):
+        began = time.monotonic()
+        win.open_path(str(db))
+
+        def counted():
+            m = re.search(r"waiting \((\d+) s\)", win.progress.toolTip())
+            if m and (not seen or seen[-1][0] != int(m.group(1))):
+                seen.append((int(m.group(1)), time.monotonic() - began))
+            return len(seen) >= 4
+        qtbot.waitUntil(counted, timeout=60000)
+        win.cancel_button.click()
+        qtbot.waitUntil(lambda: not win.workers.running("open"), timeout=30000)
+    for shown, real in seen:
+        assert abs(real - shown) < 1.0, seen
+    tries = [b - a for (a, _), (b, _) in zip(seen, seen[1:])]
+    assert all(t <= 3 for t in tries), seen  # a try is one busy wait (1 s) and the pause (1 s), not two waits

@@ -5,8 +5,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import memviz.store as ms
-from memviz.cli import main
+from memviz.cli import COMMANDS, build_parser, main
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_dbs" / "assistant.db"
 
@@ -61,3 +63,22 @@ def test_output_cut_short_by_a_closed_pipe_is_not_an_error(tmp_path):
     sh = f"{sys.executable} -m memviz context {db} --json | head -c 1"
     p = subprocess.run(["bash", "-o", "pipefail", "-c", sh], capture_output=True, text=True, timeout=120)
     assert "Traceback" not in p.stderr and "Broken pipe" not in p.stderr, p.stderr
+
+
+def test_every_subcommands_help_starts_with_its_own_usage(capsys):
+    """`memviz import --help` reads `usage: memviz import [-h] …`, not the window's two-line usage
+    with the subcommand's tacked on."""
+    names = list(build_parser()._subparsers._group_actions[0].choices)
+    assert len(names) == len(COMMANDS)
+    for name in names:
+        with pytest.raises(SystemExit) as done:
+            main([name, "--help"])
+        assert done.value.code == 0
+        out = capsys.readouterr().out
+        assert out.startswith(f"usage: memviz {name} [-h]"), out[:200]
+        assert "COMMAND" not in out.split("\n\n")[0] and "[DB]" not in out, out[:200]
+    with pytest.raises(SystemExit):
+        main(["import", "--help"])
+    usage = capsys.readouterr().out.split("\n\n")[0]
+    assert " ".join(usage.split()) == "usage: memviz import [-h] -o OUTPUT [--force] [--reembed] " \
+                                      "[--embedding-model NAME] [--json] FORMAT SOURCE"

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 from bad_stores import (
-    SAMPLE,
     LockHolder,
     bit_flips,
     cli_env,
     foreign_wal,
     index_missing_rows,
+    pristine_sample,
     rollback_journal,
     sample_copy,
     some_id,
@@ -25,7 +25,7 @@ from bad_stores import (
 
 from memviz.cli import COMMANDS
 
-MID = some_id(SAMPLE)
+MID = some_id(pristine_sample())
 HAS_CHECK = "memviz.commands.check" in COMMANDS
 REPORTS_DAMAGE = ("stats", "check")  # their exit 1 means "damage found and reported"
 

@@ -400,3 +400,66 @@ def test_postgres_items_read_in_small_batches_are_the_items_read_whole(pg_db, mo
     assert whole["plain@memories.u0"].get("embedding") is None
     for batch in (1, 2, 3):   # every item's two rows split across batches somewhere
         assert read(batch) == whole
+
+
+# ------------------------------------------------------------------ the default index: fields ["$"]
+WHOLE = [put(("memories", "alice"), f"w{i}", {"content": f"memories/alice item {i}: {t}", "kind": "fact"})
+         for i, t in enumerate(["prefers tea", "lives in Lisbon", "plays the cello"])]
+WHOLE += [put(("memories", "alice"), "triple", {"subject": "alice", "predicate": "likes", "object": "figs"}),
+          put(("memories", "alice"), "noted", {"text": "a note in the text field", "source": "chat"})]
+
+
+def _whole(value) -> str:
+    """The text LangGraph embeds for the field "$": the whole value as JSON (get_text_at_path)."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _check_whole_value_store(s, client):
+    """An index of fields ["$"] (LangGraph's default) has one vector per item, of the whole value:
+    the memory's text is the value's main text field (content, text, … in MAIN_FIELDS' order), its
+    vector that "$" vector; the whole value stays in the detail; a correction re-embeds the whole
+    value, as LangGraph's put does, and LangGraph's own search finds it."""
+    w0 = s.get("w0@memories.alice")
+    assert w0["content"] == "memories/alice item 0: prefers tea" and w0["kind"] == "fact"
+    lg = w0["attributes"]["langgraph"]
+    assert lg["field"] == "content" and lg["vector_field"] == "$" and lg["indexed_fields"] == ["$"]
+    assert lg["value"] == {"content": "memories/alice item 0: prefers tea", "kind": "fact"}
+    assert w0["embedding_model"] == LOCAL_MODEL
+    np.testing.assert_allclose(np.frombuffer(w0["embedding"], "<f4"), _vec(_whole(lg["value"])), atol=1e-6)
+    assert s.get("noted@memories.alice")["content"] == "a note in the text field"
+    triple = s.get("triple@memories.alice")  # no text field: the whole value is its text, as before
+    assert json.loads(triple["content"]) == {"subject": "alice", "predicate": "likes", "object": "figs"}
+    a = s.arrays(preview=60)
+    assert not any(p.startswith("{") for i, p in zip(a.ids, a.preview) if i != "triple@memories.alice")
+    new = "memories/alice item 0: prefers jasmine tea"
+    Correct("w0@memories.alice", new).apply(s)
+    item, hits = client([get(("memories", "alice"), "w0"),
+                         {"op": "search", "ns": ["memories", "alice"], "query": _whole({"content": new, "kind": "fact"}),
+                          "limit": 1}])
+    assert item["value"] == {"content": new, "kind": "fact"}
+    assert hits[0]["key"] == "w0" and hits[0]["score"] > 0.99  # the stored "$" vector is the new whole value's
+    row = s.get("w0@memories.alice")
+    assert row["content"] == new and row["attributes"]["langgraph"]["value"] == {"content": new, "kind": "fact"}
+    np.testing.assert_allclose(np.frombuffer(row["embedding"], "<f4"), _vec(_whole(item["value"])), atol=1e-6)
+    with pytest.raises(ValidationError, match="the whole value"):
+        Correct("triple@memories.alice", "alice likes dates").apply(s)
+
+
+def test_a_sqlite_store_indexed_whole_shows_the_values_text(tmp_path):
+    path = tmp_path / "whole.db"
+    sqlite_agent(path, WHOLE, fields=("$",))
+    s = fw.open_source(str(path))
+    try:
+        _check_whole_value_store(s, lambda ops: sqlite_agent(path, ops, fields=("$",)))
+    finally:
+        s.close()
+
+
+def test_a_postgres_store_indexed_whole_shows_the_values_text(pg_db):  # noqa: F811
+    with postgres_store(pg_db, fields=("$",)) as store:
+        run_ops(store, WHOLE)
+        s = fw.open_source(pg_db)
+        try:
+            _check_whole_value_store(s, lambda ops: run_ops(store, ops))
+        finally:
+            s.close()

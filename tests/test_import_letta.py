@@ -16,6 +16,7 @@ V0643 = DATA / "memgpt_agent_v0.6.43.af"
 V0647 = DATA / "memgpt_agent_with_convo_v0.6.47.af"
 AS_STRING = DATA / "memgpt_agent_json_string.af"
 TWO_AGENTS = DATA / "two_agents_handmade.af"
+EZRA = DATA / "ezra_unattached_blocks.af"
 
 
 def rows(path):
@@ -29,7 +30,7 @@ def rows(path):
     return out, clock
 
 
-@pytest.mark.parametrize("path", [V0643, V0647, AS_STRING, TWO_AGENTS], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [V0643, V0647, AS_STRING, TWO_AGENTS, EZRA], ids=lambda p: p.stem)
 def test_every_schema_is_detected_and_imported(tmp_path, path):
     assert detect_format(path) == "letta-af"
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -37,7 +38,7 @@ def test_every_schema_is_detected_and_imported(tmp_path, path):
     assert hashlib.sha256(path.read_bytes()).hexdigest() == digest  # the source is only read
     assert report.imported > 0 and not report.skipped
     got, _ = rows(tmp_path / "a.db")
-    assert {r["kind"] for r in got} == {"core", "episode"}
+    assert {r["kind"] for r in got} <= {"core", "episode"} and "core" in {r["kind"] for r in got}
     assert all(r["content"].strip() for r in got)
 
 
@@ -106,6 +107,28 @@ def test_new_schema_two_agents_share_a_block_and_keep_their_context(tmp_path):
     assert "request_heartbeat" not in ada["message-2"]["content"]
     assert ada["message-3"]["content"].startswith("core_memory_append returned:")
     assert ada["message-4"]["content"].endswith("send_message: Nice to meet you, Priya! Noted: vegetarian, no red-eyes.")
+
+
+def test_blocks_no_agent_lists_are_imported_unattached_and_counted(tmp_path, capsys):
+    """ezra.af holds 56 blocks, 21 of them its one agent's: Letta's own import creates the other 35
+    unattached, so they are imported too (agent "(unattached)", tagged), and the report says so."""
+    doc = json.loads(EZRA.read_text())
+    listed = set(doc["agents"][0]["block_ids"])
+    loose = {b["id"]: b for b in doc["blocks"] if b["id"] not in listed}
+    assert len(doc["blocks"]) == 56 and len(loose) == 35
+    assert cli_main(["import", "letta-af", str(EZRA), "-o", str(tmp_path / "a.db")]) == 0
+    out = capsys.readouterr().out
+    assert "imported 56 of 56 memories" in out and "(unattached)" in out
+    assert "35 of 56 blocks are listed by no agent in the file" in out
+    got, _ = rows(tmp_path / "a.db")
+    unattached = [r for r in got if r["agent"] == "(unattached)"]
+    assert sorted(r["letta"]["id"] for r in unattached) == sorted(loose)
+    assert all(r["kind"] == "core" and "unattached" in r["tags"] and r["letta"]["attached"] is False
+               for r in unattached)
+    faq = next(r for r in unattached if r["letta"]["label"] == "system/faq")
+    assert faq["content"] == next(b["value"] for b in loose.values() if b["label"] == "system/faq").strip()
+    attached = [r for r in got if r["agent"] == "ezra-super"]
+    assert len(attached) == 21 and all("attached" not in r["letta"] for r in attached)
 
 
 def test_cli_import_and_wrong_files_get_one_message(tmp_path, capsys):

@@ -6,12 +6,14 @@ import shutil
 import subprocess
 import sys
 
+import apsw
 import numpy as np
 import pytest
 
 import memviz.store as ms
 from memviz.embed import LOCAL_DIM, LOCAL_MODEL, default_embedder
 from memviz.samples import assistant, simulation
+from memviz.store.schema import SCHEMA_VERSION, applied_version
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMALL = 0.05
@@ -195,6 +197,19 @@ def test_committed_sample_opens_and_is_sound(tmp_path, name):
                           r.get("valid_until")) for r in built]
 
 
+@pytest.mark.parametrize("name", ["simulation", "assistant"])
+def test_committed_sample_is_at_the_latest_migration(name):
+    """A user's first writable open of a sample (even `memviz query`) migrates nothing: the committed
+    files are at the current schema (regenerate them with scripts/make_samples.py after adding a
+    migration). Read as immutable: nothing is written beside the committed file."""
+    path = os.path.join(ROOT, "sample_dbs", f"{name}.db")
+    c = apsw.Connection(f"file:{path}?immutable=1", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+    try:
+        assert applied_version(c) == SCHEMA_VERSION
+    finally:
+        c.close()
+
+
 def test_script_rejects_bad_scale(tmp_path):
     res = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "make_samples.py"), "--out", str(tmp_path),
                           "--scale", "0"], capture_output=True, text=True, cwd=ROOT)
@@ -236,7 +251,6 @@ def test_the_users_sample_is_made_on_first_use_as_the_committed_one_and_then_kep
     """An installed memviz has no sample_dbs/: the generator makes the user's copy, at the
     current schema, the same memories as the committed store; later calls keep the user's edits."""
     from memviz.samples.bundled import user_sample, user_sample_path
-    from memviz.store.schema import SCHEMA_VERSION
     from memviz.tasks import Task
 
     monkeypatch.setenv("MEMVIZ_DATA_DIR", str(tmp_path / "data"))

@@ -10,25 +10,29 @@ import resource
 import signal
 import subprocess
 import sys
+import time
 
 import apsw
 import pytest
 from bad_stores import (
-    SAMPLE,
     LockHolder,
     bit_flips,
     cli_env,
     foreign_wal,
     index_missing_rows,
+    pristine_sample,
     rollback_journal,
     sample_copy,
+    schema_twice_in_wal,
     some_id,
     with_pending_wal,
 )
 
 import memviz.store as ms
+from memviz.cli import main
 from memviz.edits import Correct, EditKept, History, SetImportance, SoftDelete
 from memviz.edits.verify import problems
+from memviz.frameworks import open_source
 from memviz.store import connection, snapshot
 from memviz.store.errors import IN_USE, translate
 from memviz.store.fileheader import check_header
@@ -42,7 +46,7 @@ def _count(path) -> int:
         c.close()
 
 
-SAMPLE_N = _count(SAMPLE)  # the bundled sample's rows (it is regenerated now and then)
+SAMPLE_N = _count(pristine_sample())  # the bundled sample's rows (it is regenerated now and then)
 
 
 @pytest.fixture(autouse=True)
@@ -98,7 +102,7 @@ def test_bit_flipped_store_opens_read_only_and_its_failing_reads_are_store_error
             s.arrays()
         assert s.entities(), "a read the damage does not touch is still answered"
         with pytest.raises(ms.ReadOnlyError):
-            History(s).perform(SoftDelete(some_id(SAMPLE)))
+            History(s).perform(SoftDelete(some_id(pristine_sample())))
     assert digest(p) == before
 
 
@@ -113,7 +117,7 @@ def test_stats_on_a_bit_flipped_store_prints_what_it_can_read_and_names_the_rest
 
 def test_an_index_out_of_step_refuses_the_edit_whole_and_makes_the_store_read_only(tmp_path):
     p = index_missing_rows(tmp_path)
-    mid = some_id(SAMPLE)  # the damaged index would answer the lookup wrongly
+    mid = some_id(pristine_sample())  # the damaged index would answer the lookup wrongly
     with ms.open(str(p)) as s:
         assert not s.read_only  # quick_check does not compare an index with its table
         audit = s.conn.execute("SELECT count(*) FROM memviz_audit").fetchone()[0]
@@ -143,6 +147,34 @@ def test_a_foreign_wal_is_named_and_never_deleted(tmp_path):
             except ms.StoreError as e:
                 assert "move that -wal aside" in str(e)
     assert os.path.exists(str(p) + "-wal") and digest(str(p) + "-wal") == wal
+
+
+@pytest.mark.parametrize("make", [foreign_wal, schema_twice_in_wal])
+def test_every_damage_message_names_the_wal_beside_the_file(tmp_path, make, capsys):
+    """Whatever SQLite's words for the damage ("database disk image is malformed", "malformed
+    database schema … already exists"), every message about it names a -wal with content beside
+    the file, which may be another copy's; the -wal is never deleted."""
+    p = make(tmp_path)
+    wal = digest(str(p) + "-wal")
+    said = []
+    try:
+        s = ms.open(str(p))
+    except ms.CorruptStoreError as e:
+        said.append(str(e))
+    else:
+        with s:
+            said.append(s.read_only_reason)
+            for read in (s.counts, s.arrays, s.provenance):
+                try:
+                    read()
+                except ms.StoreError as e:
+                    said.append(str(e))
+    for argv in (["stats", str(p)], ["query", str(p), "coffee"]):
+        assert main(argv) == 2 or argv[0] == "stats"
+        said.append(capsys.readouterr().err)
+    said = [m for m in said if m]
+    assert said and all("-wal file lies beside it" in m and "move that -wal aside" in m for m in said), said
+    assert digest(str(p) + "-wal") == wal
 
 
 # ------------------------------------------------------------------ case 3: read-only media
@@ -338,3 +370,17 @@ def test_store_left_mid_write_by_a_killed_process_is_recovered_by_sqlite_on_open
         assert not s.read_only
         assert s.conn.execute("SELECT count(*) FROM memories WHERE content LIKE '%(half written)'").fetchone()[0] == 0
         assert problems(s) == []
+
+
+def test_a_busy_open_waits_once_and_says_how_long(tmp_path, monkeypatch):
+    """The CLI's open of a store in exclusive use waits SQLite's busy timeout once, as its message
+    says (the framework probe's read waited first, then the native open again: 10.6 s for "5 s")."""
+    monkeypatch.setattr(connection, "BUSY_TIMEOUT_MS", 2000)
+    p = sample_copy(tmp_path)
+    with LockHolder(p, "exclusive-mode"):
+        began = time.monotonic()
+        with pytest.raises(ms.BusyError, match="memviz waited 2 s") as e:
+            open_source(str(p), read_only=True)
+        waited = time.monotonic() - began
+    assert "in exclusive use by another process" in str(e.value)
+    assert waited < 2 + 1.5, f"waited {waited:.1f} s where the message says 2 s"

@@ -47,7 +47,7 @@ from memviz.app.workers import Workers
 from memviz.samples.bundled import user_sample
 from memviz.session.refresh import read_refresh
 from memviz.session.state import AppState, StoreData, load_store_data, open_store_data
-from memviz.store import connection, iso
+from memviz.store import iso
 from memviz.store.copy import copy_store
 from memviz.store.errors import user_message
 from memviz.store.postgres.dsn import label
@@ -455,7 +455,7 @@ class MainWindow(QMainWindow):
         t0 = time.perf_counter()
 
         def job(task):
-            early, waited = prefetched, 0.0
+            early, began = prefetched, time.monotonic()
             while True:  # a store in exclusive use: say so and wait (Cancel stops), up to OPEN_WAIT_S
                 try:
                     store, data = early.result() if early is not None else \
@@ -463,13 +463,12 @@ class MainWindow(QMainWindow):
                     break
                 except ms.BusyError:
                     early = None
-                    waited += connection.BUSY_TIMEOUT_MS / 1000  # each try waits SQLite's busy timeout
+                    waited = time.monotonic() - began  # each try waited SQLite's busy timeout, and then some
                     if waited >= OPEN_WAIT_S:
                         raise
                     task.progress(-1, f"{os.path.basename(path)} is in exclusive use by another process — "
                                       f"waiting ({waited:.0f} s); Cancel stops")
                     task.wait(1.0)
-                    waited += 1.0
             try:
                 task.check()
             except BaseException:

@@ -19,7 +19,7 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    with open_store(args.db, read_only=not args.repair) as store:
+    with open_store(args.db, read_only=not args.repair, to_repair=args.repair) as store:
         report = check_store(store)
         out = report.as_dict()
         plan = repair_plan(report) if args.repair else []

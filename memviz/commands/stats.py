@@ -68,7 +68,8 @@ def _integrity(store) -> list[str]:
         return problems + [f"skipped: {skipped}"] if problems else [f"ok (SQLite only; {skipped})"]
     for check in (fts_findings, vec_findings):
         found, skipped = check(store)
-        problems += [f.title + (f" ({f.count})" if f.count else "") + "; run `memviz check --repair`" for f in found]
+        problems += [f.title + (f" ({f.count})" if f.count else "")
+                     + ("; run `memviz check --repair`" if f.repairable else f" ({f.meaning})") for f in found]
         problems += [f"skipped {s}" for s in skipped]
     return problems or ["ok (SQLite, full-text index, vector index)"]
 

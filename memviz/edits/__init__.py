@@ -25,6 +25,7 @@ from .commands import (
     embed_text,
     shown,
     shown_id,
+    shown_in_arrays,
     without_embedding,
 )
 from .history import History
@@ -35,6 +36,6 @@ from .watch import Change, ChangeWatcher
 
 __all__ = [
     "Action", "FieldAction", "Outcome", "Correct", "Confirm", "Unprotect", "SoftDelete", "Restore", "SetImportance",
-    "SetTags", "shown", "shown_id", "embed_for_store", "embed_text", "without_embedding", "History", "EditKept", "Pending",
-    "PendingStep", "retired", "RetiredMemory", "ChangeWatcher", "Change", "consistency_problems",
+    "SetTags", "shown", "shown_id", "shown_in_arrays", "embed_for_store", "embed_text", "without_embedding", "History",
+    "EditKept", "Pending", "PendingStep", "retired", "RetiredMemory", "ChangeWatcher", "Change", "consistency_problems",
 ]

@@ -8,12 +8,14 @@ overwrite. Nothing here deletes a row; undoing a correction retires the new row.
 """
 from __future__ import annotations
 
+import math
 import re
 import time
 from dataclasses import dataclass, field
 
 from ..embed import Embedder, EmbedderUnavailable, EmbeddingError, embedder_for
 from ..store.errors import StoreError, ValidationError
+from ..store.records import as_stored, read_number
 
 #: Fields of a row as shown that an edit must not silently overwrite. Access counters are
 #: left out: the agent bumps them on every recall, which is no reason to refuse an edit.
@@ -27,6 +29,24 @@ DEFAULT_DECAY_RATE = 0.1
 def shown(row: dict) -> dict:
     """The `expected` snapshot of a row as displayed (a dict from `Store.get`)."""
     return {k: row[k] for k in SHOWN_FIELDS if k in row}
+
+
+def shown_in_arrays(arrays, ids) -> dict[str, dict]:
+    """The `expected` snapshots of `ids` as the window's panels show them (the loaded arrays; the
+    fields the arrays hold). Unreadable values are the arrays' readings, as the conflict check
+    reads the stored row (store.records.shown_value)."""
+    out = {}
+    for mid in ids:
+        r = arrays.index_of(mid)
+        if r is None:
+            continue
+        snap = {"importance": float(arrays.importance[r]), "decay_rate": float(arrays.decay_rate[r]),
+                "protected": bool(arrays.protected[r]),
+                "valid_until": None if math.isnan(arrays.valid_until[r]) else int(arrays.valid_until[r])}
+        if not math.isnan(arrays.confidence[r]):
+            snap["confidence"] = float(arrays.confidence[r])
+        out[mid] = snap
+    return out
 
 
 @dataclass
@@ -155,7 +175,9 @@ class FieldAction(Action):
         return Outcome(f"{self.past or self.verb + ':'} {_plural(len(done))}", list(done))
 
     def _undo(self, store) -> Outcome:
-        store.update_rows(self._before, action="undo:" + self.name, expected=self._after, note=self.note)
+        # the values as they were stored (an agent's 'very high' or ISO time too), put back as they were
+        store.update_rows({i: as_stored(b) for i, b in self._before.items()}, action="undo:" + self.name,
+                          expected=self._after, note=self.note)
         return Outcome(f"Undone: {self.verb.lower()} of {_plural(len(self._before))}", list(self._before))
 
     def _redo(self, store) -> Outcome:
@@ -189,11 +211,19 @@ class Unprotect(FieldAction):
 
 
 def _rate_before_confirm(store, memory_id: str) -> float:
+    """The decay rate the latest confirm replaced, as a number (an agent's unreadable rate was shown,
+    and is given back, as the default)."""
     for entry in reversed(store.history(memory_id)):
         before = entry["before"] or {}
         if entry["action"] in ("confirm", "redo:confirm") and before.get("decay_rate"):
-            return float(before["decay_rate"])
+            return read_number(before["decay_rate"], "decay_rate")[0]
     return DEFAULT_DECAY_RATE
+
+
+def _holds(row: dict, col: str, value) -> bool:
+    """`row` already holds `value` in `col`: it is shown so and stored so (an agent's 'very high',
+    shown as 5, does not hold 5: setting 5 repairs it)."""
+    return row[col] == value and col not in row["unreadable"]
 
 
 class SoftDelete(FieldAction):
@@ -243,7 +273,7 @@ class SetImportance(FieldAction):
         self.past = f"Set importance {self.importance:g} on"
 
     def changes_for(self, row):
-        return None if row["importance"] == self.importance else {"importance": self.importance}
+        return None if _holds(row, "importance", self.importance) else {"importance": self.importance}
 
 
 class SetTags(FieldAction):
@@ -259,7 +289,7 @@ class SetTags(FieldAction):
     def changes_for(self, row):
         tags = list(self.tags) if self.tags is not None else [str(t) for t in row["tags"]]
         tags = [t for t in tags + [a for a in self.add if a not in tags] if t not in self.remove]
-        return None if tags == row["tags"] else {"tags": tags}
+        return None if _holds(row, "tags", tags) else {"tags": tags}
 
 
 def _clean_tags(tags) -> list[str]:

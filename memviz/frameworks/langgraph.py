@@ -12,10 +12,13 @@ key escaped):
   else the namespace segment that varies least over the store's namespaces of that length
   (for ("memories", user) and (user, "memories") alike that is "memories"; on a tie the first
   segment made of letters only, else the first). agent: the other segments joined by '.'.
-- content: the text of the value's main field: among the fields it has vectors for, the first
-  of content/text/memory/data/page_content, else the first by name; without vectors, the first
-  of those keys the value has; else the whole value as JSON. Its embedding is that field's
-  vector (the other fields' vectors stay in the store, not shown).
+- content: the text of the value's main field: among the fields it has vectors for (but "$"),
+  the first of content/text/memory/data/page_content (MAIN_FIELDS), else the first by name;
+  without such vectors (none, or LangGraph's default index of fields ["$"], one vector of the
+  whole value), the first of those keys the value has; else the whole value as JSON. Its
+  embedding is that field's vector, else the "$" vector (attributes["langgraph"]["vector_field"]
+  says so; the whole value is then in attributes["langgraph"]["value"]); the other fields'
+  vectors stay in the store, not shown.
 - created_at / updated_at as stored; an item whose expires_at has passed (the store's TTL
   sweeper has not deleted it yet) is retired with valid_until = expires_at; namespace, key,
   expires_at, ttl_minutes, the indexed fields and the value's other fields are in
@@ -128,8 +131,11 @@ def text_at(value: Any, path: str) -> str | None:
 
 
 def main_field(value: Any, vector_fields) -> str:
-    """The field whose text is the memory's content (see the module docstring)."""
-    fields = sorted(vector_fields)
+    """The field whose text is the memory's content (see the module docstring). With `value`
+    None: the vector field that is the memory's embedding."""
+    fields = sorted(f for f in vector_fields if f != "$")
+    if not fields and value is None:
+        return "$"
     for name in MAIN_FIELDS:
         for f in (name, name + ".0"):
             if f in fields:
@@ -280,6 +286,7 @@ class LangGraphStore(Source):
                 value = {"unreadable value": raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)}
             vecs = vectors.get((prefix, key), {})
             field = main_field(value, vecs)
+            vec_field = field if field in vecs or "$" not in vecs else "$"  # "$": the whole value's vector
             content = text_at(value, field) or json.dumps(value, sort_keys=True, ensure_ascii=False)
             agent, kind = roles[prefix]
             if isinstance(value, dict) and isinstance(value.get("kind"), str) and "content" in value:
@@ -287,10 +294,14 @@ class LangGraphStore(Source):
             made = epoch(created) or now
             expires_s = epoch(expires)
             rest = {k: v for k, v in value.items() if k != field} if isinstance(value, dict) else {}
+            if vec_field != field:
+                rest = value  # its vector is of the whole value: the detail shows all of it
             tags = value.get("tags") if isinstance(value, dict) else None
-            vec = vecs.get(field)
+            vec = vecs.get(vec_field)
             own = {"namespace": prefix.split("."), "key": key, "field": field, "indexed_fields": sorted(vecs),
                    "updated_at": _iso(updated)}
+            if vec_field != field:
+                own["vector_field"] = vec_field
             if expires is not None:  # an item without a TTL has neither (as the other systems leave out what is None)
                 own["expires_at"] = _iso(expires)
             if ttl is not None:
@@ -352,9 +363,12 @@ class LangGraphStore(Source):
             a["updated_at"] = p["updated_at"]
             if p["expires_at"] is not None:
                 a["expires_at"] = p["expires_at"]
+            vec_field = a.get("vector_field", p["field"])
+            if vec_field != p["field"]:
+                a["value"] = p["value"]  # the whole value, as read (_mapped)
             out = {"content": changes[p["id"]]["content"], "attributes": {**rows[p["id"]].get("attributes", {}), "langgraph": a}}
-            if p["field"] in p["vectors"]:
-                out["embedding"] = p["vectors"][p["field"]]
+            if vec_field in p["vectors"]:
+                out["embedding"] = p["vectors"][vec_field]
                 out["embedding_model"] = self.model
             landed[p["id"]] = out
         return landed

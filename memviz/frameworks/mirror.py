@@ -56,7 +56,7 @@ from .source import Source
 
 #: bump when a system's mapping to memviz records (or the fingerprint of one) changes: every mirror
 #: is then rebuilt (what each bump was for is in git's history of this line)
-MIRROR_VERSION = 5
+MIRROR_VERSION = 6
 _FP_TABLE = "memviz_mirror"
 _BATCH = 5000
 #: a first build for the window of this many memories or more writes its indexes after the first read

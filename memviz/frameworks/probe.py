@@ -8,7 +8,7 @@ import os
 import apsw
 
 from ..sniff import sniff
-from ..store import StoreError, is_dsn, redact
+from ..store import BusyError, StoreError, is_dsn, redact, translate
 from ..store.connection import connect as connect_sqlite
 from ..store.fileheader import MAGIC, read_head
 from ..store.read_only_media import detour, needs_detour, release_copy
@@ -83,8 +83,11 @@ class Probe:
                 except apsw.Error:
                     out[name] = set()  # a virtual table of a module not loaded here
             return out
-        except apsw.Error:
-            return {}
+        except apsw.Error as e:
+            err = translate(e, path, doing="opening it")
+            if isinstance(err, BusyError):  # said now, after SQLite's one busy wait: the open would wait again
+                raise err from None
+            return {}  # not readable as SQLite: the native open says why
         finally:
             conn.close()
             release_copy(conn_path)

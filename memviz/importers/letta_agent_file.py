@@ -10,7 +10,9 @@ blocks and its messages, in every schema in use:
 
 Mapping: one agent per exported agent (its name); each core memory block of an agent is a
 memory of kind "core" (content = the block's value, its label as a tag; limit, description,
-read_only in attributes.letta); each message is an "episode" of its agent, in the file's order
+read_only in attributes.letta); a block of the file's `blocks` that no agent lists (Letta's own
+import creates it, unattached) is a "core" memory of the agent "(unattached)", tagged
+"unattached", with attributes.letta.attached false; each message is an "episode" of its agent, in the file's order
 (attributes.letta.position; created_at from the message), its text made readable (inner
 thoughts, tool calls such as send_message's text, a user message's text out of Letta's JSON
 envelope; the original in attributes.letta.text). Messages that were in the context window are
@@ -30,6 +32,8 @@ from .pipeline import ImportReport, NotThisFormat, Prepared, run
 
 FORMAT = "letta-af"
 IN_CONTEXT = "in-context"
+#: the agent (and tag) of blocks no agent in the file lists
+UNATTACHED = "(unattached)"
 #: Letta's JSON envelopes around a user/system event's text: {"type": ..., "message": ...}
 _ENVELOPES = {"user_message", "system_alert", "heartbeat", "login", "system_message"}
 
@@ -120,6 +124,13 @@ def message_text(m: dict) -> tuple[str, str]:
 
 
 # ----------------------------------------------------------------------- the two schemas
+def unattached_blocks(doc: dict) -> list:
+    """The blocks of an AgentFileSchema file that no agent lists in `block_ids` (a block an agent
+    holds inline, in `memory_blocks`, is its own)."""
+    listed = {bid for a in doc.get("agents") or [] if isinstance(a, dict) for bid in a.get("block_ids") or []}
+    return [b for b in doc.get("blocks") or [] if not (isinstance(b, dict) and b.get("id") in listed)]
+
+
 def _agents(doc: dict, report: ImportReport) -> list[dict]:
     """Every agent as {name, id, blocks: [block dicts], messages: [...], in_context: {index: place} | None}."""
     if "agents" not in doc:  # 0.6.x / 0.7.x: one agent
@@ -189,12 +200,19 @@ def read(path: str, report: ImportReport, task: Task, *, embedder=None) -> Prepa
             report.warn(f"{name}: the file does not say which messages were in the context window ({schema})")
         if t is not None and (last is None or t > last):
             last = t
+    loose = unattached_blocks(doc) if "agents" in doc else []
+    if loose:
+        _blocks(UNATTACHED, loose, as_time(doc.get("created_at"), "file", report, "created_at"), prep, report,
+                attached=False)
+        report.quirk("file", "unattached-blocks", f"{len(loose)} of {len(doc.get('blocks') or [])} blocks are "
+                     f"listed by no agent in the file (Letta's import keeps them unattached): imported as the agent "
+                     f"{UNATTACHED!r}, tagged {UNATTACHED[1:-1]!r}")
     if last is not None:
         prep.meta["clock"] = simulated(last, "the agent file's last message").to_meta()
     return prep
 
 
-def _blocks(agent: str, blocks: list, file_time, prep: Prepared, report: ImportReport) -> None:
+def _blocks(agent: str, blocks: list, file_time, prep: Prepared, report: ImportReport, attached: bool = True) -> None:
     for n, b in enumerate(blocks, start=1):
         where = f"{agent}: block {b.get('label') or n}" if isinstance(b, dict) else f"{agent}: block {n}"
         if not isinstance(b, dict):
@@ -213,10 +231,13 @@ def _blocks(agent: str, blocks: list, file_time, prep: Prepared, report: ImportR
         meta = b.get("metadata") if b.get("metadata") is not None else b.get("metadata_")
         if meta:
             attrs["metadata"] = meta
+        tags = [t for t in [label, *[str(x) for x in b.get("tags") or []]] if t]
+        if not attached:
+            attrs["attached"] = False
+            tags.append(UNATTACHED[1:-1])
         rec = {"id": f"{agent}/core/{b.get('id') or label or n}", "agent": agent, "kind": "core",
                "content": value.strip(), "created_at": created, "event_time": updated or created,
-               "tags": [t for t in [label, *[str(x) for x in b.get("tags") or []]] if t],
-               "attributes": {"letta": attrs}}
+               "tags": tags, "attributes": {"letta": attrs}}
         prep.add(rec, where, embed_text=rec["content"])
 
 

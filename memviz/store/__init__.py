@@ -32,12 +32,13 @@ def create(target):
     return _create_sqlite(target)
 
 
-def open_store(target, *, read_only: bool = False):
-    """Open an existing store: a file path, or a `postgresql://`/`postgres://` DSN."""
+def open_store(target, *, read_only: bool = False, to_repair: bool = False):
+    """Open an existing store: a file path, or a `postgresql://`/`postgres://` DSN. `to_repair`
+    (`memviz check --repair`): what the repair mends does not make the store read-only."""
     if is_dsn(target):
         from .postgres import open_store as open_pg
         return open_pg(target, read_only=read_only)
-    return _open_sqlite(target, read_only=read_only)
+    return _open_sqlite(target, read_only=read_only, to_repair=to_repair)
 
 
 def open_and_read(target, read, *, read_only: bool = False, check_later: bool = False):

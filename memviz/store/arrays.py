@@ -197,6 +197,8 @@ def _load(conn, model, dim, preview, in_sqlite, rowids=None) -> MemoryArrays:
         emb = np.zeros((n, dim), dtype=np.float32)
     if c.get("settle"):
         c["settle"]()  # a read of the vectors started early has ended before the savepoint does
+    access = num(c["access_count"])
+    odd_access = ~np.isfinite(access)  # an agent's inf: read again below with the other odd values
     arrays = MemoryArrays(
         ids=c["ids"],
         rowid=num(c["rowid"], np.int64),
@@ -209,7 +211,7 @@ def _load(conn, model, dim, preview, in_sqlite, rowids=None) -> MemoryArrays:
         valid_until=num(c["valid_until"]),
         confidence=num(c["confidence"]),
         decay_rate=num(c["decay_rate"]),
-        access_count=np.nan_to_num(num(c["access_count"])).astype(np.int64),
+        access_count=np.clip(np.where(odd_access, 0, access), -2.0 ** 63, 2.0 ** 63 - 1024).astype(np.int64),
         protected=np.nan_to_num(num(c["protected"])).astype(bool),
         embedding=emb,
         has_embedding=has,
@@ -218,7 +220,7 @@ def _load(conn, model, dim, preview, in_sqlite, rowids=None) -> MemoryArrays:
         bad_text=c["bad_text"],
         preview=c["preview"] if preview > 0 else None,
     )
-    arrays.bad_value = _read_odd_values(conn, arrays, c["odd_types"])
+    arrays.bad_value = _read_odd_values(conn, arrays, [*c["odd_types"], *arrays.rowid[odd_access].tolist()])
     return arrays
 
 
@@ -526,8 +528,21 @@ def _flat(text: str) -> str:
 
 def normalize_rows(emb: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length (most already are: only those that are not are touched, and a
-    read-only matrix is copied only if one needs it)."""
+    read-only matrix is copied only if one needs it). A row with NaN or infinite values (an
+    agent wrote it) holds no usable vector: it is zeroed and cleared in `rows` (in place), so one
+    such vector does not make every point of a map NaN."""
     sq = np.einsum("ij,ij->i", emb, emb)
+    odd = np.flatnonzero(rows & ~np.isfinite(sq))  # NaN or inf, or a square sum past float32's range
+    if len(odd):
+        if not emb.flags.writeable:
+            emb = emb.copy()
+        block = emb[odd].astype(np.float64)
+        finite = np.isfinite(block).all(axis=1)
+        emb[odd[~finite]] = 0.0
+        rows[odd[~finite]] = False
+        sq[odd[~finite]] = 0.0
+        emb[odd[finite]] = block[finite] / np.linalg.norm(block[finite], axis=1)[:, None]
+        sq[odd[finite]] = 1.0
     fix = rows & (np.abs(sq - 1.0) > 1e-6) & (sq > 0)
     if fix.any():
         if not emb.flags.writeable:

@@ -14,13 +14,14 @@ import time
 from dataclasses import asdict, dataclass, field
 
 import apsw
+import numpy as np
 
 from ..tasks import Task, quiet
 from .connection import connect
 from .errors import ReadOnlyError, StoreError
 from .records import NUMBER_DEFAULTS, ODD_VALUES_SQL, TIME_COLUMNS, decode_text, read_values
 from .schema import _V1, JSON_COLUMNS, NATIVE_TRIGGERS
-from .vectors import native_vec_triggers, vec_ddl, vec_table
+from .vectors import NOT_REPAIRABLE_VECTORS, misdeclared_text, native_vec_triggers, vec_ddl, vec_table
 
 FTS = "memories_fts"
 #: index name -> the SQL memviz made it with
@@ -83,8 +84,9 @@ def check_store(store, task: Task | None = None) -> CheckReport:
         report.skipped.append(f"SQLite integrity, full-text and vector index checks: {store.backend} keeps its "
                               "pages and indexes itself (memviz makes none of them from the rows), so there is "
                               "nothing for memviz to compare or rebuild")
-        report.skipped.append("unreadable values: the columns are typed on this server, so every time and number "
-                              "is readable")
+        report.skipped.append("unreadable values: not listed here on this server (its typed columns hold no text, "
+                              "but a number may be inf or NaN and a time milliseconds; memviz reads those as on "
+                              "SQLite and flags them ⚠ in the window)")
     for i, (label, step) in enumerate(steps):
         task.check()
         task.progress(i / len(steps), label)
@@ -263,23 +265,44 @@ def fts_integrity_error(store) -> tuple[str | None, str | None]:
 
 
 def vec_findings(store):
-    """Each embedding in the vec0 table of its dimension with the same bytes; nothing else there."""
+    """Each embedding in the vec0 table of its dimension with the same bytes; nothing else there.
+    Also what no table can hold (a blob that is no float32 vector, a vector with NaN or infinite
+    values) and vec0 tables declared for another dimension than their name's."""
     conn = store.conn
+    misdeclared = store.report.misdeclared if store.report else {}
     want: dict[int, dict[str, bytes]] = {}
+    not_vectors, not_finite = [], []
     for mid, blob in conn.execute("SELECT CAST(id AS BLOB), embedding FROM memories WHERE typeof(embedding) = 'blob'"):
         if len(blob) and len(blob) % 4 == 0:
             want.setdefault(len(blob) // 4, {})[_text(mid)] = bytes(blob)
+        else:
+            not_vectors.append((_text(mid), len(blob)))
+    for vectors in want.values():
+        matrix = np.frombuffer(b"".join(vectors.values()), dtype="<f4").reshape(len(vectors), -1)
+        not_finite += [mid for mid, ok in zip(vectors, np.isfinite(matrix).all(axis=1)) if not ok]
     tables = {int(n[len("vec_memories_"):]) for (n,) in conn.execute(
         "SELECT name FROM sqlite_master WHERE type='table' AND name GLOB 'vec_memories_[0-9]*' "
-        "AND name NOT GLOB 'vec_memories_*_*' AND sql LIKE '%vec0%'")}
-    out = []
-    no_table = {d: len(v) for d, v in want.items() if d not in tables}
+        "AND name NOT GLOB 'vec_memories_*_*' AND sql LIKE '%vec0%'") if n not in misdeclared}
+    out = [Finding("vec_table_misdeclared", misdeclared_text(name, dim),
+                   "Vector search cannot use it, and memviz opens the store read-only (its triggers would fail "
+                   "every write of a vector). It holds only copies of memories.embedding: the repair makes it again.",
+                   examples=[name], repairable=True) for name, dim in misdeclared.items()]
+    no_table = {d: len(v) for d, v in want.items() if d not in tables and vec_table(d) not in misdeclared}
     if no_table:
         n = sum(no_table.values())
         out.append(Finding("vec_table_missing", "embeddings with no vector table: " + ", ".join(
             f"{c} of {d} dimensions" for d, c in sorted(no_table.items())),
-            "Vector search does not see them (an agent wrote them with plain SQL); the next edit or a "
-            "repair makes the table.", n, repairable=True))
+            "Vector search does not see them (an agent wrote them with plain SQL); the repair makes the table.",
+            n, repairable=True))
+    if not_vectors:
+        sizes = sorted({size for _, size in not_vectors})
+        out.append(Finding("vec_not_a_vector", "embeddings of " + ", ".join(map(str, sizes)) + " bytes, which is no "
+                           "float32 vector", "These memories have no vector: search and the map leave them out. "
+                           + NOT_REPAIRABLE_VECTORS + ".", len(not_vectors), [m for m, _ in not_vectors[:EXAMPLES]]))
+    if not_finite:
+        out.append(Finding("vec_not_finite", "embeddings holding NaN or infinite values",
+                           "No distance to them can be computed: vector search and the map cannot place them. "
+                           + NOT_REPAIRABLE_VECTORS + ".", len(not_finite), not_finite[:EXAMPLES]))
     missing, extra, differ = [], [], []
     for dim in sorted(tables):
         expect = want.get(dim, {})
@@ -324,7 +347,9 @@ def value_findings(store):
         return [], []
     return [Finding("unreadable_values", "times or numbers that cannot be read ('yesterday', 'very high', inf …)",
                     "Shown as \"unreadable time\" or the column's default and flagged ⚠; such a memory sorts and "
-                    "scores as if it had no time. Fix them in the agent, or re-rate the memory.",
+                    "scores as if it had no time. Fix them in the agent, or edit them in memviz: Set importance "
+                    "writes over an unreadable importance, Restore over an unreadable retirement time, Confirm over "
+                    "an unreadable decay rate (undo puts the agent's value back).",
                     len(bad), bad[:EXAMPLES])], []
 
 
@@ -411,7 +436,12 @@ def repair_plan(report: CheckReport) -> list[str]:
         plan.append("re-create memviz's missing index triggers")
     if "fts_drift" in codes or "missing_triggers" in codes:
         plan.append("rebuild the full-text index from memories.content (FTS5 'rebuild')")
-    if codes & {"vec_table_missing", "vec_missing", "vec_extra", "vec_differ", "missing_triggers"}:
+    misdeclared = [f.examples[0] for f in report.repairable if f.code == "vec_table_misdeclared"]
+    if misdeclared:
+        plan.append(f"drop the vector table{'s' if len(misdeclared) > 1 else ''} {', '.join(misdeclared)} "
+                    "(declared for another dimension) and make it again")
+    if codes & {"vec_table_missing", "vec_missing", "vec_extra", "vec_differ", "missing_triggers",
+                "vec_table_misdeclared"}:
         plan.append("rebuild the vector tables' rows from memories.embedding")
     if plan:
         plan.append("write one audit entry; no memory is changed")
@@ -443,11 +473,16 @@ def repair(store, report: CheckReport, *, actor: str = "memviz", note: str | Non
         if any(line.startswith("rebuild the full-text") for line in plan):
             c.execute(f"INSERT INTO {FTS}({FTS}) VALUES ('rebuild')")
             done.append("rebuilt the full-text index")
+        misdeclared = dict(store.report.misdeclared) if store.report else {}
+        for name in misdeclared:  # vec0 drops its shadow tables with it; the triggers on memories stay
+            c.execute(f'DROP TABLE "{name}"')
+            done.append(f"rebuilt {name}")
         if any(line.startswith("rebuild the vector") for line in plan):
             dims = [int(d) for (d,) in c.execute(
                 "SELECT DISTINCT length(embedding) / 4 FROM memories WHERE typeof(embedding) = 'blob' "
                 "AND length(embedding) > 0 AND length(embedding) % 4 = 0")]
-            dims = sorted(set(dims) | set(store.report.vec_tables if store.report else ()))
+            dims = sorted(set(dims) | set(store.report.vec_tables if store.report else ())
+                          | {int(n.rsplit("_", 1)[1]) for n in misdeclared if n.rsplit("_", 1)[1].isdigit()})
             for dim in dims:
                 t = vec_table(dim)
                 have = {n for (n,) in c.execute("SELECT name FROM sqlite_master")}

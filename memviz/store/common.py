@@ -13,14 +13,15 @@ from .errors import ConflictError, ValidationError
 from .records import (
     NUMBER_DEFAULTS,
     TIME_COLUMNS,
+    clean_value,
     decode_json,
     decode_text,
     embedding_blob,
-    encode_json,
     new_id,
     normalize,
     normalize_many,
     read_values,
+    shown_value,
 )
 from .schema import JSON_COLUMNS, MEMORY_COLUMNS
 from .times import to_epoch
@@ -98,7 +99,8 @@ def audit_load(text):
 
 
 def decode_row(row, cols=MEMORY_COLUMNS) -> dict:
-    """A row of `cols` as get() gives it (text decoded, JSON parsed, times and numbers read)."""
+    """A row of `cols` as get() gives it (text decoded, JSON parsed, times and numbers read), with
+    `problems` (a line per value that could not be read) and `unreadable` (their columns)."""
     d = dict(zip(cols, row))
     texts, jsons, values = _column_kinds(cols)
     problems = []
@@ -106,15 +108,18 @@ def decode_row(row, cols=MEMORY_COLUMNS) -> dict:
         d[col], bad = decode_text(d[col])
         if bad:
             problems.append(f"`{col}` is not valid UTF-8 (shown with replacement characters)")
+    unreadable = []
     for col in jsons:
         d[col], ok = decode_json(d[col], col)
         if not ok:
             problems.append(f"`{col}` holds malformed JSON (shown as empty)")
+            unreadable.append(col)
     if values:
-        problems += read_values(d)
+        problems += read_values(d, unreadable)
     if "protected" in d:
         d["protected"] = bool(d["protected"])
     d["problems"] = problems
+    d["unreadable"] = unreadable  # the columns whose stored value is not what is shown (problems says why)
     return d
 
 
@@ -127,8 +132,9 @@ def _column_kinds(cols: tuple) -> tuple[tuple, tuple, bool]:
 
 
 def check_expected(memory_id, cur, expected) -> None:
-    """ConflictError when a field of `expected` (as the user was shown it) differs from `cur`
-    (the row as read inside the write)."""
+    """ConflictError when a field of `expected` (the row as the user was shown it, or as stored)
+    differs from `cur` (the row as read inside the write). Both are read through the reader the
+    panels show values by (records.shown_value): an agent's 'very high' is the 5 the user saw."""
     if not expected:
         return
     changed = [k for k, v in expected.items() if _comparable(cur.get(k), k) != _comparable(v, k)]
@@ -140,9 +146,11 @@ def check_expected(memory_id, cur, expected) -> None:
 
 def _comparable(v, key):
     if key in JSON_COLUMNS:
-        return decode_json(v, key)[0] if isinstance(v, str) else v
+        return decode_json(v, key)[0] if isinstance(v, (str, bytes)) else v
     if key == "protected":
         return bool(v)
+    if key in TIME_COLUMNS or key in NUMBER_DEFAULTS:
+        return shown_value(v, key)
     return v
 
 
@@ -220,24 +228,11 @@ class StoreCommon:
     def _clean_changes(self, changes: dict) -> dict:
         clean = {}
         for k, v in changes.items():
-            if k in JSON_COLUMNS:
-                v = encode_json(v, k)
-            elif k == "embedding" and v is not None:
+            if k == "embedding" and v is not None:
                 model = changes.get("embedding_model")
                 v = embedding_blob(v, self.model_dim(model) if model else None)
-            elif k in ("event_time", "created_at", "valid_until", "last_accessed"):
-                try:
-                    v = to_epoch(v)
-                except ValueError as e:
-                    raise ValidationError(str(e)) from None
-            elif k == "importance":
-                v = float(v)
-                if not 0 <= v <= 10:
-                    raise ValidationError(f"importance {v} is outside 0-10")
-            elif k == "protected":
-                v = 1 if v else 0
-            elif k in ("kind", "content") and not isinstance(v, str):
-                raise ValidationError(f"`{k}` must be text")
+            elif k != "embedding":
+                v = clean_value(k, v)
             clean[k] = v
         return clean
 
@@ -282,6 +277,7 @@ class StoreCommon:
         read_values(readable)
         new = {k: readable[k] for k in ("agent", "kind", "importance", "confidence", "decay_rate", "protected",
                                         "source_ids", "entity_ids", "tags")}
+        new["importance"] = min(max(new["importance"], 0.0), 10.0)  # an agent's 100 (a percentage?) is 10 here
         new.update(id=nid, content=new_content, attributes=attrs, event_time=readable["event_time"], created_at=when,
                    embedding=embedding, embedding_model=embedding_model if embedding is not None else None)
         return normalize(new, model_dims={embedding_model: dim} if dim else {}, now=when)

@@ -316,9 +316,37 @@ def read_number(value, col: str) -> tuple[float, bool]:
     return float(value), True
 
 
-def read_values(row: dict) -> list[str]:
+def read_typed_columns(columns: dict) -> np.ndarray:
+    """read_values over whole numeric columns (name -> float64 array, changed in place) of a store
+    whose columns are typed (PostgreSQL: a double holds inf or NaN, a bigint time milliseconds, but
+    none holds text): milliseconds become seconds, an unreadable time NaN (valid_until 0: still
+    retired), a non-finite number the column's default. Returns the per-row flag of values that
+    could not be read."""
+    bad = np.zeros(len(next(iter(columns.values()))) if columns else 0, dtype=bool)
+    for col in TIME_COLUMNS:
+        t = columns.get(col)
+        if t is None:
+            continue
+        big = np.abs(np.nan_to_num(t, nan=0.0, posinf=np.inf, neginf=np.inf)) >= MS_ABOVE
+        t[big] /= 1000.0
+        lost = np.isinf(t) | (np.abs(np.nan_to_num(t)) >= MS_ABOVE)
+        t[lost] = 0.0 if col == "valid_until" else np.nan
+        bad |= lost
+    for col, default in NUMBER_DEFAULTS.items():
+        v = columns.get(col)
+        if v is None:
+            continue
+        odd = ~np.isfinite(v)
+        v[odd] = default
+        bad |= odd
+    return bad
+
+
+def read_values(row: dict, unreadable: list | None = None) -> list[str]:
     """Make a row's times epoch seconds (None when unreadable) and its numbers floats, in place;
-    returns a problem line per value that could not be read."""
+    returns a problem line per value that could not be read (and appends its column to
+    `unreadable`). An unreadable `valid_until` is 0: the memory is retired (the column is set),
+    at a time that cannot be read; the arrays read it so too."""
     problems = []
     for col in TIME_COLUMNS:
         if col in row:
@@ -327,7 +355,12 @@ def read_values(row: dict) -> list[str]:
             if row[col] is not None and row[col] == int(row[col]):
                 row[col] = int(row[col])
             if not ok:
-                problems.append(f"`{col}` holds {_shown(raw)}: {UNREADABLE_TIME}")
+                if col == "valid_until":
+                    row[col] = 0
+                problems.append(f"`{col}` holds {_shown(raw)}: {UNREADABLE_TIME}"
+                                + (" (the memory counts as retired)" if col == "valid_until" else ""))
+                if unreadable is not None:
+                    unreadable.append(col)
     for col in NUMBER_DEFAULTS:
         if col in row:
             raw = row[col]
@@ -336,7 +369,81 @@ def read_values(row: dict) -> list[str]:
                 row[col] = int(row[col])
             if not ok:
                 problems.append(f"`{col}` holds {_shown(raw)}, not a number (shown as {NUMBER_DEFAULTS[col]:g})")
+                if unreadable is not None:
+                    unreadable.append(col)
     return problems
+
+
+def shown_value(value, col: str):
+    """A time or number of `col` (stored, or as shown) as the panels show it, for comparing: the
+    conflict check reads the row in the store and the row the user was shown through this one
+    reader, so an agent's 'very high', inf or ISO time is the value the user saw, not a change.
+    Times in whole seconds (the window's snapshot keeps whole seconds)."""
+    if col in NUMBER_DEFAULTS:
+        return read_number(value, col)[0]
+    t, ok = read_time(value)
+    if not ok:
+        return 0 if col == "valid_until" else None
+    return None if t is None else int(t)
+
+
+class Stored:
+    """A value as it was read from the store (an audit `before`), written back as it is by an undo:
+    an agent's 'very high', its ISO time or its JSON spacing comes back byte for byte instead of
+    being checked as a user's input (which it would fail, or be rewritten by)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"Stored({self.value!r})"
+
+
+def clean_value(col: str, value):
+    """A value for `col` (a time, a number, a JSON column, protected, kind or content) as update_rows
+    writes it, checked as normalize() checks a new record's; ValidationError when it cannot be
+    written. A Stored value is written as it is."""
+    if isinstance(value, Stored):
+        return value.value
+    if col in JSON_LIST_COLUMNS or col == "attributes":
+        return encode_json(value, col)
+    if col in TIME_COLUMNS:
+        try:
+            return to_epoch(value)
+        except ValueError as e:
+            raise ValidationError(str(e)) from None
+    if col in NUMBER_DEFAULTS:
+        try:
+            v = int(value) if col == "access_count" else float(value)
+        except (TypeError, ValueError, OverflowError):
+            raise ValidationError(f"`{col}` must be a number, not {_shown(value)}") from None
+        if col == "importance" and not 0 <= v <= 10:
+            raise ValidationError(f"importance {v:g} is outside 0-10")
+        return v
+    if col == "protected":
+        return 1 if value else 0
+    if col in ("kind", "content") and not isinstance(value, str):
+        raise ValidationError(f"`{col}` must be text")
+    return value
+
+
+def as_stored(before: dict) -> dict:
+    """An audit `before` (values as they were stored) made into changes that put them back as they
+    were: a value clean_value would refuse or rewrite is marked Stored."""
+    out = {}
+    for col, v in before.items():
+        try:
+            same = col != "embedding" and _same(clean_value(col, v), v)
+        except ValidationError:
+            same = False
+        out[col] = v if same or col == "embedding" else Stored(v)
+    return out
+
+
+def _same(a, b) -> bool:
+    return type(a) is type(b) and a == b
 
 
 def _shown(raw) -> str:

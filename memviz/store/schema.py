@@ -185,6 +185,9 @@ class SchemaReport:
     missing_columns: list[str] = field(default_factory=list)
     tables: list[str] = field(default_factory=list)
     vec_tables: dict[int, str] = field(default_factory=dict)  # declared dim -> table
+    #: vec0 tables whose declared dimension is not the one their name says: table -> declared dim
+    #: (None: none found). Vector search cannot use them; `memviz check --repair` makes them again.
+    misdeclared: dict[str, int | None] = field(default_factory=dict)
     foreign_objects: list[tuple[str, str, str]] = field(default_factory=list)  # (type, name, sql)
     problems: list[str] = field(default_factory=list)
 
@@ -217,12 +220,10 @@ def inspect(conn) -> SchemaReport:
             dim = declared_dim(sql)
             suffix = name[len(VEC_PREFIX):]
             if dim is None or not suffix.isdigit() or int(suffix) != dim:
-                report.problems.append(
-                    f"vector table {name} declares float[{dim}], which does not match its name; "
-                    "its vectors cannot be trusted"
-                )
-            if dim is not None:
+                report.misdeclared[name] = dim
+            else:
                 report.vec_tables[dim] = name
+            if suffix.isdigit() or dim is not None:
                 expected_triggers.update(native_vec_triggers(int(suffix) if suffix.isdigit() else dim))
             shadow |= vec_shadow_tables(name)
     for t, name, _, sql in rows:

@@ -20,6 +20,7 @@ from typing import TypeVar
 import apsw
 
 from ..background import in_thread
+from ..words import count
 from . import changes, schema
 from . import snapshot as snapshots
 from .arrays import MemoryArrays, load_arrays
@@ -44,7 +45,7 @@ from .read_only_media import detour, needs_detour, release_copy, share_copy
 from .records import MS_ABOVE, decode_json, decode_text, embedding_blob, read_time
 from .schema import MEMORY_COLUMNS
 from .sqlite_queries import SqliteQueries
-from .vectors import vec_ddl, vec_table
+from .vectors import NOT_REPAIRABLE_VECTORS, misdeclared_text, vec_ddl, vec_table
 
 T = TypeVar("T")
 
@@ -264,14 +265,28 @@ class Store(StoreCommon, SqliteQueries, ErrorBoundary):
         return [(m or "", int(d), int(n)) for m, d, n in rows]
 
     def vector_index_notes(self) -> list[str]:
-        """Embeddings whose dimension has no vec0 table yet (an agent wrote them with plain SQL).
-        Not checked on open: it reads every row, and one is made on the next edit anyway."""
-        have = set(self.report.vec_tables) if self.report else set()
-        by_dim: dict[int, int] = {}
-        for _, d, n in self.embedding_models():
-            by_dim[d] = by_dim.get(d, 0) + n
-        return [f"{n} embeddings of {d} dimensions have no vector index yet (one is made on the next edit)"
-                for d, n in sorted(by_dim.items()) if d not in have]
+        """What vector search cannot use, by the size of the embeddings (one grouped scan): blobs
+        that are no float32 vector, vectors of a dimension with no vec0 table (an agent wrote them
+        with plain SQL), and vec0 tables declared for another dimension than their name's. Each
+        says whether `memviz check --repair` mends it. Not checked on open: it reads every row."""
+        tables = self.report.vec_tables if self.report else {}
+        misdeclared = self.report.misdeclared if self.report else {}
+        main, main_dim = self.main_model()
+        notes = [misdeclared_text(name, dim) + " (vector search cannot use it); `memviz check --repair` makes it "
+                 "again from the memories' embeddings" for name, dim in misdeclared.items()]
+        for nbytes, n in self.conn.execute("SELECT length(embedding), count(*) FROM memories "
+                                           "WHERE typeof(embedding) = 'blob' GROUP BY 1 ORDER BY 1"):
+            verb = "holds" if n == 1 else "hold"
+            if nbytes == 0 or nbytes % 4:
+                notes.append(f"{count(n, 'memory')} {verb} an embedding of {nbytes} bytes, which is no float32 "
+                             "vector: search and the map leave them out. " + NOT_REPAIRABLE_VECTORS)
+            elif nbytes // 4 not in tables and vec_table(nbytes // 4) not in misdeclared:
+                other = "" if nbytes // 4 == main_dim else (
+                    f"; they are not of the store's main model ({main}, {main_dim}-d), the one the map and queries use")
+                notes.append(f"{count(n, 'memory')} {verb} embeddings of {nbytes // 4} dimensions with no vector "
+                             f"index (an agent wrote them with plain SQL), so vector search does not see them{other}; "
+                             "`memviz check --repair` makes it")
+        return notes
 
     def arrays(self, model: str | None = None, preview: int = 0, snapshot: bool = False) -> MemoryArrays:
         """Every memory (live and retired) as columns; the matrix holds the vectors of `model`
@@ -534,15 +549,17 @@ def create(path: str) -> Store:
         return Store(path, conn, report=schema.inspect(conn))
 
 
-def open_store(path: str, *, read_only: bool = False) -> Store:
+def open_store(path: str, *, read_only: bool = False, to_repair: bool = False) -> Store:
     """Open an existing store. Never creates a file. Checks the header and quick_check and
     recognises the schema; opens read-only (with the reason) when the file or folder is not
-    writable, the checks fail, or the file holds triggers/views memviz does not know."""
-    return open_and_read(path, None, read_only=read_only)[0]
+    writable, the checks fail, or the file holds triggers/views memviz does not know.
+    `to_repair` (`memviz check --repair`): a vector table declared for another dimension, which
+    the repair makes again, does not make the store read-only."""
+    return open_and_read(path, None, read_only=read_only, to_repair=to_repair)[0]
 
 
 def open_and_read(path: str, read: Callable[[Store], T] | None, *, read_only: bool = False,
-                  check_later: bool = False) -> tuple[Store, T | None]:
+                  check_later: bool = False, to_repair: bool = False) -> tuple[Store, T | None]:
     """open_store, then `read(store)` run while SQLite's quick_check runs on a second connection.
     Both spend their time inside SQLite, which releases the GIL, so on a large store the check
     costs little extra time. The outcome is the same as
@@ -558,10 +575,17 @@ def open_and_read(path: str, read: Callable[[Store], T] | None, *, read_only: bo
     if not os.path.exists(path):
         raise StoreError(f"No such file: {path} (memviz does not create a store on open; use `memviz create`).")
     with store_errors(path, doing="opening it"):
-        return _open_and_read(path, read, read_only, check_later and os.path.getsize(path) >= CHECK_LATER_BYTES)
+        try:
+            return _open_and_read(path, read, read_only, check_later and os.path.getsize(path) >= CHECK_LATER_BYTES,
+                                  to_repair)
+        except CorruptStoreError as e:  # whatever SQLite's words, a -wal with content beside the file is named
+            hint = wal_hint(path)
+            if not hint or hint in str(e):
+                raise
+            raise CorruptStoreError(str(e).rstrip(".") + hint + ".") from e
 
 
-def _open_and_read(path: str, read, read_only: bool, check_later: bool = False):
+def _open_and_read(path: str, read, read_only: bool, check_later: bool = False, to_repair: bool = False):
     check_header(path)
     conn_path, media = detour(path) if needs_detour(path) else (path, None)
     try:
@@ -583,7 +607,7 @@ def _open_and_read(path: str, read, read_only: bool, check_later: bool = False):
             check = None
         else:
             damage, check = [], None if check_later else _checked_in_thread(conn_path, path)
-        reasons = _reasons(report, damage, path)
+        reasons = _reasons(report, damage, path, to_repair)
     except BaseException:
         conn.close()
         release_copy(conn_path)
@@ -693,7 +717,7 @@ def _quick_check(conn, path) -> list[str]:
     try:
         return [r[0] for r in conn.execute("PRAGMA quick_check(20)") if r[0] != "ok"]
     except (apsw.CorruptError, apsw.NotADBError) as e:
-        raise CorruptStoreError(f"{path} is damaged and cannot be read ({e}).") from None
+        raise CorruptStoreError(f"{path} is damaged and cannot be read ({e}){wal_hint(path)}.") from None
     except apsw.SQLError as e:
         raise NotAStoreError(f"{path} cannot be read: {e}") from None
 
@@ -708,15 +732,21 @@ def _inspect(conn, path) -> schema.SchemaReport:
     try:
         report = schema.inspect(conn)
     except (apsw.CorruptError, apsw.NotADBError) as e:
-        raise CorruptStoreError(f"{path} is damaged and cannot be read ({e}).") from None
+        raise CorruptStoreError(f"{path} is damaged and cannot be read ({e}){wal_hint(path)}.") from None
     if report.kind != "native":
         raise NotAStoreError(f"{path} is an SQLite database but not a memviz memory store: {report.describe_difference()}.")
     return report
 
 
-def _reasons(report: schema.SchemaReport, damage: list[str], path: str | None = None) -> list[str]:
-    """Why the store must be opened read-only (empty: it may be written)."""
+def _reasons(report: schema.SchemaReport, damage: list[str], path: str | None = None,
+             to_repair: bool = False) -> list[str]:
+    """Why the store must be opened read-only (empty: it may be written). A misdeclared vector
+    table would fail every write of a vector (its triggers insert vectors of another size); the
+    repair drops and makes it again, so it may open the store."""
     reasons = [_damage_reason(damage, path)] if damage else []
+    if not to_repair:
+        reasons += [misdeclared_text(name, dim) + "; `memviz check --repair` makes it again from the memories' "
+                    "embeddings" for name, dim in report.misdeclared.items()]
     if report.version > schema.SCHEMA_VERSION:
         reasons.append(f"it was written by a newer memviz (schema {report.version}, this one knows {schema.SCHEMA_VERSION})")
     if report.version == 0:

@@ -48,3 +48,14 @@ def native_vec_triggers(dim: int) -> dict[str, str]:
 def vec_shadow_tables(name: str) -> set[str]:
     """Names sqlite-vec creates beside a vec0 table (they vary a little by version)."""
     return {name + s for s in ("_chunks", "_rowids", "_info", "_auxiliary", "_vector_chunks00", "_metadatachunks00")}
+
+
+def misdeclared_text(name: str, dim: int | None) -> str:
+    """What is wrong with vec0 table `name`, declared for `dim` (schema.SchemaReport.misdeclared)."""
+    return f"vector table {name} is declared for {dim if dim is not None else 'no number of'} dimensions, not " \
+           f"the {name.rsplit('_', 1)[-1]} its name says"
+
+
+#: the next step for vectors memviz cannot make again (another system's model made them)
+NOT_REPAIRABLE_VECTORS = ("memviz cannot repair them (it cannot run the model that made them): re-embed them in "
+                          "the agent; a memory corrected in memviz gets a vector for its new text")

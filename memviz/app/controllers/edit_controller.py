@@ -26,7 +26,6 @@ user's text, so nothing typed is lost.
 """
 from __future__ import annotations
 
-import math
 import time
 import traceback
 
@@ -53,6 +52,7 @@ from memviz.edits import (
     applicable,
     embed_text,
     shown_id,
+    shown_in_arrays,
     without_embedding,
 )
 from memviz.embed import LOCAL_MODEL, EmbedderUnavailable, default_embedder, embedder_for
@@ -313,19 +313,7 @@ class EditController(QObject):
     # ------------------------------------------------------------ running an action
     def shown_rows(self, ids: list[str]) -> dict[str, dict]:
         """The fields of each row as the panels show them (the loaded arrays): the conflict guard."""
-        data = self.state.data
-        a, out = data.arrays, {}
-        for mid in ids:
-            r = a.index_of(mid)
-            if r is None:
-                continue
-            snap = {"importance": float(a.importance[r]), "decay_rate": float(a.decay_rate[r]),
-                    "protected": bool(a.protected[r]),
-                    "valid_until": None if math.isnan(a.valid_until[r]) else int(a.valid_until[r])}
-            if not math.isnan(a.confidence[r]):
-                snap["confidence"] = float(a.confidence[r])
-            out[mid] = snap
-        return out
+        return shown_in_arrays(self.state.data.arrays, ids)
 
     def run(self, key: str, ids: list[str]) -> None:
         why = self.read_only_reason()

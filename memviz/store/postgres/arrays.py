@@ -24,6 +24,7 @@ import numpy as np
 from ...background import in_thread
 from ..arrays import MemoryArrays, normalize_rows, one_line, pick_model, rows_with_room, small_pages, spare_rows
 from ..errors import StoreError
+from ..records import read_typed_columns
 from .schema import vec_column
 from .vector_copy import VectorCopy
 
@@ -164,6 +165,7 @@ def load_arrays(conn, dims: list[int], model: str | None = None, preview: int = 
         emb = normalize_rows(emb, has)
     elif not len(emb):
         emb = np.zeros((n, dim), dtype=np.float32)
+    bad_value = read_typed_columns(num)  # a double may hold inf or NaN, a bigint time milliseconds
     return MemoryArrays(
         ids=ids, rowid=rowid, kind=kind, agent=agent,
         importance=num["importance"], event_time=num["event_time"], created_at=num["created_at"],
@@ -172,7 +174,7 @@ def load_arrays(conn, dims: list[int], model: str | None = None, preview: int = 
         protected=np.nan_to_num(num["protected"]).astype(bool), embedding=emb, has_embedding=has,
         embedding_model=None if key is None else key.decode("utf-8"),
         bad_json=~json_ok.astype(bool), bad_text=np.zeros(n, bool),
-        bad_value=np.zeros(n, bool),  # typed columns: a server holds no unreadable time or number
+        bad_value=bad_value,
         preview=texts(one_line(row[first + 4] or [])) if preview > 0 else None,
     )
 
