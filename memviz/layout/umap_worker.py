@@ -36,10 +36,12 @@ import sys
 import threading
 import time
 import traceback
+from concurrent import futures
 from pathlib import Path
 
 import numpy as np
 
+from ..background import in_thread
 from ..tasks import UNKNOWN, Cancelled, Task
 from ..userdirs import user_cache_dir
 from . import sampled
@@ -262,11 +264,9 @@ class UmapWorker:
                 self._warmed_large = None
                 self.warm.clear()
                 self.started_at = time.perf_counter()
-                sender = threading.Thread(target=self._send_loop, args=(parent, self._outbox), daemon=True,
-                                          name="memviz-umap-sender")
-                sender.start()
-                threading.Thread(target=self._listen, args=(proc, parent, self._outbox, sender), daemon=True,
-                                 name="memviz-umap-listener").start()
+                outbox = self._outbox
+                sender = in_thread(lambda: self._send_loop(parent, outbox), "memviz-umap-sender")
+                in_thread(lambda: self._listen(proc, parent, outbox, sender), "memviz-umap-listener")
             if warm and self._warmed_large is not True and (self._warmed_large is None or self._large):
                 self._warmed_large = self._large
                 self.warm.clear()
@@ -312,7 +312,7 @@ class UmapWorker:
                 job._finish("done", coords=msg[2]) if kind == "result" else job._finish("failed", error=msg[2])
         # The process is gone: stop the sender (its send fails or it is idle), then close.
         outbox.put(None)
-        sender.join()
+        futures.wait((sender,))
         conn.close()
         with self._lock:  # the process ended: whoever was waiting on it learns why
             job = self._job if proc is self._proc else None
