@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 
@@ -25,8 +26,7 @@ from .live_query import RERANK_S, merged
 from .state import AppState, Callbacks, StoreData
 
 
-@dataclasses.dataclass(frozen=True)
-class Query:
+class Query(NamedTuple):
     """What is asked: `text`, or `like` the memory whose id is `value`."""
 
     kind: str    # "text" | "like"
