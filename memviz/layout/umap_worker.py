@@ -7,22 +7,22 @@ umap's and pynndescent's kernels (umap itself declares almost none cacheable), s
 worker (the next run of the app, or after a cancel) loads compiled code instead of compiling.
 Up to EXACT_KNN_MAX points the neighbour graph is exact and computed with numpy
 (knn.nearest_self): pynndescent's NN-descent cannot be cached (numba refuses: dynamic globals)
-and costs ~40 s of compiling in every new process, more than the exact graph costs to compute.
+and is compiled again in every new process, which costs more than the exact graph.
 Only a `whole` job past that size uses NN-descent (the window's job fits at most
 sampled.SAMPLE points); `warm_up(n_points)` compiles it in advance only when a job will need it.
 
 A job reports its stages through a `memviz.tasks.Task` (`STAGE_TEXT`): "preparing" while
 the worker imports umap and compiles (or loads the compiled code), then "nearest neighbours",
-"neighbour graph", "initial layout", "optimising layout (epoch i/n)" and "placing". Where the
-time goes on a new install (measured, two busy cores): `import umap` ~25 s (umap and
-pynndescent compile their cached kernels at import) and the warm-up fit ~9 s, both while the
-job says "preparing" (see `prepare_text`); with the disk cache filled, 2.5 s and 0.1 s.
+"neighbour graph", "initial layout", "optimising layout (epoch i/n)" and "placing". On a new
+install `import umap` compiles umap's and pynndescent's cached kernels and the warm-up fit
+compiles the rest, both while the job says "preparing" (see `prepare_text`); with the disk
+cache filled both are short (bench/layout.py, docs/performance.md).
 `task.cancel()` (or `job.cancel()`) terminates the worker process (numba
 loops cannot be interrupted) and a fresh one is started and warmed, so the next job still
 finds a worker. Messages carry the job id: anything from a stale job is dropped, and
 submitting a job cancels the one still running. Progress and `on_done` run on the worker's
 listener thread; a Qt caller forwards them with a signal. `result()` is meant for the thread
-that owns the store (it writes the cache). Measured in bench/layout.py.
+that owns the store (it writes the cache).
 """
 from __future__ import annotations
 
@@ -164,7 +164,7 @@ def _cache_all_kernels() -> int:
                     obj.enable_caching()
                     count += 1
                 except RuntimeError:
-                    pass  # not cacheable (no source file): compiled per process as before
+                    pass  # not cacheable (no source file): compiled in each process
     return count
 
 

@@ -36,7 +36,7 @@ def load():
     with _lock:
         if _kernels is None:
             try:
-                from . import kernels as K  # numba: ~0.2 s, large stores only
+                from . import kernels as K  # numba loads slowly: large stores only
 
                 codes, cos = np.ones((2, 3), np.int8), np.empty(2)
                 K.int8_cosines(codes, np.ones(3, np.int8), np.full(2, 0.5), 2.0, cos)
