@@ -46,7 +46,7 @@ from ..store.arrays import MemoryArrays
 from ..store.boundary import ErrorBoundary
 from ..store.bulk import bulk_load, fill_indexes
 from ..store.common import StoreCommon, check_expected
-from ..store.connection import connect
+from ..store.connection import connect, immediate
 from ..store.errors import store_errors
 from ..store.records import normalize_many
 from ..store.schema import MEMORY_COLUMNS
@@ -272,8 +272,7 @@ class MirroredStore(StoreCommon, ErrorBoundary):
             try:
                 _stop_if(job)
                 conn.execute("PRAGMA synchronous = OFF")  # a cache, as its first build (bulk_load durable=False)
-                conn.execute("BEGIN IMMEDIATE")
-                try:
+                with immediate(conn):
                     fill_indexes(conn, job.upto, job.dims)
                     _stop_if(job)
                     cur = conn.execute(f"SELECT {', '.join(MEMORY_COLUMNS)} FROM memories WHERE rowid <= ? ORDER BY rowid",
@@ -283,11 +282,6 @@ class MirroredStore(StoreCommon, ErrorBoundary):
                     conn.executemany(f"INSERT INTO {_FP_TABLE}(id, fp) VALUES (?, ?)", fps)
                     conn.execute("DELETE FROM memviz_meta WHERE key = ?", (_PENDING,))
                     _stop_if(job)
-                    conn.execute("COMMIT")
-                except BaseException:
-                    if not conn.getautocommit():
-                        conn.execute("ROLLBACK")
-                    raise
             finally:
                 conn.close()
         job.times = []
