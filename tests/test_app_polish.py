@@ -373,7 +373,7 @@ def test_empty_window_says_what_to_do_instead_of_empty_axes(qtbot, make_window, 
         win2.open_path(str(bad))
     assert win2.start_page.isVisible() and "bad.db" in win2.start_page.problem.text()
     win2.error_box.close()
-    win2.start_page.set_recent(win2.recent_files())
+    win2.start_page.set_recent(win2.recent.files())
     item = win2.start_page.recent.item(0)
     assert item is not None and item.data(Qt.UserRole).endswith(".db")
     with qtbot.waitSignal(win2.opened, timeout=30000):

@@ -70,3 +70,58 @@ def test_a_warning_raised_in_memviz_code_fails_the_test():
         exec(warn, {"__name__": "memviz.example"})
     with pytest.warns(UserWarning):  # elsewhere (a library's own code) it stays a warning
         exec(warn, {"__name__": "somelib.example"})
+
+
+# ---------------------------------------------------------------- one way to run work off the caller's thread
+#: the modules that may start threads or processes (ARCHITECTURE.md, "Running work"): the core's
+#: one helper, the window's worker lanes, the UMAP worker process
+RUNNERS = {"memviz/background.py": {"Thread"}, "memviz/app/workers.py": {"QThreadPool", "QRunnable"},
+           "memviz/layout/umap_worker.py": {"multiprocessing"}}
+#: what starts a thread or a process
+STARTERS = {"Thread", "Timer", "ThreadPoolExecutor", "ProcessPoolExecutor", "QThread", "QThreadPool", "QRunnable",
+            "multiprocessing", "_thread", "start_new_thread", "fork", "Pool"}
+
+
+def thread_starts(source: str) -> set[tuple[int, str]]:
+    """(line, name) of every mention in `source` of something that starts a thread or a process
+    (an import of multiprocessing counts; threading's locks and events do not)."""
+    import ast
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {(node.lineno, a.name.split(".")[0]) for a in node.names if a.name.split(".")[0] in STARTERS}
+        elif isinstance(node, ast.ImportFrom):
+            module = (node.module or "").split(".")[0]
+            if module in STARTERS:
+                found.add((node.lineno, module))
+            found |= {(node.lineno, a.name) for a in node.names if a.name in STARTERS}
+        elif isinstance(node, ast.Attribute) and node.attr in STARTERS:
+            found.add((node.lineno, node.attr))
+        elif isinstance(node, ast.Name) and node.id in STARTERS:
+            found.add((node.lineno, node.id))
+    return found
+
+
+def test_threads_and_processes_start_only_in_the_named_runners():
+    from pathlib import Path
+    found = []
+    for path in sorted(Path(ROOT, "memviz").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        allowed = RUNNERS.get(rel, set())
+        found += [f"{rel}:{line}: {name}" for line, name in sorted(thread_starts(path.read_text())) if name not in allowed]
+    assert not found, ("run core work through memviz.background.in_thread, the window's through app/workers.py "
+                       "(ARCHITECTURE.md, Running work):\n" + "\n".join(found))
+
+
+def test_the_thread_walk_finds_every_way_the_code_once_started_one():
+    once = textwrap.dedent("""
+        import threading
+        from concurrent.futures import ThreadPoolExecutor
+        import multiprocessing as mp
+        from threading import Thread, Lock, Event
+        threading.Thread(target=f).start()
+        pool = ThreadPoolExecutor(1)
+        lock, done = threading.Lock(), threading.Event()
+        """)
+    assert sorted(thread_starts(once)) == [(3, "ThreadPoolExecutor"), (4, "multiprocessing"), (5, "Thread"),
+                                           (6, "Thread"), (7, "ThreadPoolExecutor")]

@@ -41,8 +41,8 @@ def make_app(argv=()):
     icon.addFile(str(ICON_PNG))  # where Qt has no SVG reader, the 256 px picture, scaled
     app.setWindowIcon(icon)
     # A worker's pure-Python job (labels, token counts) may keep the GIL for the whole switch
-    # interval each time a paint hands it back; a frame crosses into Python hundreds of times, so at
-    # the default 5 ms a 1M-point pan took 270 ms while jobs ran (bench/draw.py). 0.5 ms: ~45 ms.
+    # interval each time a paint hands it back, and a frame crosses into Python hundreds of times:
+    # a shorter interval keeps a large pan smooth while jobs run (bench/draw.py, docs/performance.md)
     sys.setswitchinterval(GUI_SWITCH_INTERVAL_S)
     return app
 

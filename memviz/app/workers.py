@@ -158,11 +158,12 @@ class Workers(QObject):
 
 
 class PacedCall(QObject):
-    """A GUI-thread call that requests coalesce into (live redraws after a refresh): `request()`
-    runs `fn` in a later event-loop turn, once for every request made meanwhile, and never
-    sooner after the previous run than that run cost × (1/share − 1), so a panel whose redraw
-    takes 100 ms spends at most `share` of the GUI thread on live redraws (at most `max_ms`
-    apart). A 10k-row panel redraws at once; a 100k-row one a few times a second."""
+    """The one pacer of the app: a call that requests coalesce into (live redraws after a
+    refresh, a query run again): `request()` runs `fn` in a later event-loop turn, once for
+    every request made meanwhile, and never sooner after the previous run than that run cost ×
+    (1/share − 1), so a panel whose redraw takes 100 ms spends at most `share` of the GUI
+    thread on live redraws (at most `max_ms` apart). When `fn` only starts a job, the job
+    reports what it cost with `took(seconds)` and that paces the next run instead."""
 
     def __init__(self, fn: Callable[[], None], parent: QObject | None = None, share: float = 0.25,
                  max_ms: int = 1000) -> None:
@@ -181,5 +182,8 @@ class PacedCall(QObject):
     def _run(self) -> None:
         t0 = time.monotonic()
         self._fn()
-        cost = time.monotonic() - t0
-        self._next = time.monotonic() + min(self._max_ms / 1000, cost * (1 / self._share - 1))
+        self.took(time.monotonic() - t0)
+
+    def took(self, seconds: float) -> None:
+        """The last run cost `seconds` (a job it started, measured where it ran)."""
+        self._next = time.monotonic() + min(self._max_ms / 1000, seconds * (1 / self._share - 1))

@@ -102,9 +102,7 @@ class HtmSource(Source):
         return out, list(now)
 
     def in_step(self, token) -> None:
-        conn = self._db.get()
-        with conn.transaction():  # one snapshot for the versions and the check against the token
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        with self._db.snapshot() as conn:  # one snapshot for the versions and the check against the token
             rows = conn.execute("SELECT key, xmin::text::bigint FROM nodes").fetchall()
             side = self._tags_now(conn)
         n, total = token[0]

@@ -26,6 +26,7 @@ mapping of a system changes (MIRROR_VERSION).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -45,7 +46,7 @@ from ..store.arrays import MemoryArrays
 from ..store.boundary import ErrorBoundary
 from ..store.bulk import bulk_load, fill_indexes
 from ..store.common import StoreCommon, check_expected
-from ..store.connection import connect
+from ..store.connection import connect, immediate
 from ..store.errors import store_errors
 from ..store.records import normalize_many
 from ..store.schema import MEMORY_COLUMNS
@@ -102,13 +103,13 @@ def _source_times(rec: dict) -> dict:
 class _Indexing:
     """The indexes and fingerprints of a first build still to be written (`MirroredStore.indexing`):
     rows up to `upto`, the source's times of each row in rowid order. `future` once started;
-    `owner` the store that built the mirror (its close stops the step, a reopened one's does not)."""
+    `owner` the store that built the mirror (its close cancels `task`, a reopened one's does not;
+    the writing connection registers its interrupt with the task, so a statement under way stops)."""
 
     def __init__(self, owner, upto: int, times: list[dict], dims: frozenset[int]):
         self.owner, self.upto, self.times, self.dims = owner, upto, times, dims  # dims: the vec0 tables written
         self.future = None
-        self.conn: apsw.Connection | None = None  # the writing connection, to interrupt on close
-        self.cancelled = False
+        self.task = Task("mirror indexes")
         self.lock = threading.Lock()
 
     def start(self):
@@ -217,9 +218,7 @@ class MirroredStore(StoreCommon, ErrorBoundary):
         self._fresh = None
         job = self._indexing
         if job is not None and job.owner is self and job.future is not None and not job.future.done():
-            job.cancelled = True  # a mirror left half done: rebuilt at its next open
-            if job.conn is not None:
-                job.conn.interrupt()
+            job.task.cancel()  # a mirror left half done: rebuilt at its next open
             try:
                 job.future.result()
             except BaseException:  # noqa: BLE001 - interrupted on purpose
@@ -264,12 +263,16 @@ class MirroredStore(StoreCommon, ErrorBoundary):
         back: the mirror holds them as normalize made them), in one transaction on a connection
         of its own, so that the window's reads on this one go on meanwhile (WAL)."""
         with store_errors(self.path, doing="building the mirror's indexes"):
-            conn = job.conn = connect(self.conn_path)
+            conn = connect(self.conn_path)
+
+            def interrupt() -> None:  # a close may come just after this connection's own
+                with contextlib.suppress(apsw.Error):
+                    conn.interrupt()
+            job.task.on_cancel(interrupt)
             try:
                 _stop_if(job)
                 conn.execute("PRAGMA synchronous = OFF")  # a cache, as its first build (bulk_load durable=False)
-                conn.execute("BEGIN IMMEDIATE")
-                try:
+                with immediate(conn):
                     fill_indexes(conn, job.upto, job.dims)
                     _stop_if(job)
                     cur = conn.execute(f"SELECT {', '.join(MEMORY_COLUMNS)} FROM memories WHERE rowid <= ? ORDER BY rowid",
@@ -279,13 +282,7 @@ class MirroredStore(StoreCommon, ErrorBoundary):
                     conn.executemany(f"INSERT INTO {_FP_TABLE}(id, fp) VALUES (?, ?)", fps)
                     conn.execute("DELETE FROM memviz_meta WHERE key = ?", (_PENDING,))
                     _stop_if(job)
-                    conn.execute("COMMIT")
-                except BaseException:
-                    if not conn.getautocommit():
-                        conn.execute("ROLLBACK")
-                    raise
             finally:
-                job.conn = None
                 conn.close()
         job.times = []
 
@@ -665,7 +662,7 @@ class MirroredStore(StoreCommon, ErrorBoundary):
 def _stop_if(job: _Indexing) -> None:
     """The store was closed while its indexes were being written (close interrupts a statement
     under way; this stops between them): nothing is committed, the next open rebuilds."""
-    if job.cancelled:
+    if job.task.cancelled:
         raise StoreError("the mirror was closed before its indexes were built; it is rebuilt at its next open")
 
 

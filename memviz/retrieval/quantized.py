@@ -37,9 +37,11 @@ from __future__ import annotations
 
 import threading
 import weakref
+from concurrent.futures import Future
 
 import numpy as np
 
+from ..background import in_thread
 from ..store.arrays import spare_rows
 from . import fastpass
 
@@ -192,7 +194,7 @@ class _ByIdentity:
 _own = _ByIdentity()        # arrays -> its index, or False when none can be made (no numba, a failed build)
 _pending = _ByIdentity()    # arrays -> (older arrays, rows changed since): its index extends older's once built
 _by_matrix = _ByIdentity()  # embedding matrix -> its index or False: views of one load share it
-_building: dict[int, threading.Thread] = {}   # id(matrix) -> the thread building its index
+_building: dict[int, Future] = {}   # id(matrix) -> the build under way
 
 
 def index_for(arrays, *, wait: bool = False, min_rows: int = MIN_ROWS) -> Int8Index | None:
@@ -221,13 +223,11 @@ def index_for(arrays, *, wait: bool = False, min_rows: int = MIN_ROWS) -> Int8In
         return None
     key = id(arrays.embedding)
     with _build_lock:
-        t = _building.get(key)
-        if t is None:
-            t = _building[key] = threading.Thread(target=_build, args=(arrays, key), name="memviz-int8-index",
-                                                  daemon=True)
-            t.start()
+        build = _building.get(key)
+        if build is None:
+            build = _building[key] = in_thread(lambda: _build(arrays, key), "memviz-int8-index")
     if wait:
-        t.join()
+        build.result()
         return index_for(arrays, min_rows=min_rows)
     return None
 

@@ -49,10 +49,6 @@ class Callbacks:
     def connect(self, fn: Callable) -> None:
         self._fns.append(fn)
 
-    def disconnect(self, fn: Callable) -> None:
-        if fn in self._fns:
-            self._fns.remove(fn)
-
     def emit(self, *args) -> None:
         for fn in list(self._fns):
             fn(*args)

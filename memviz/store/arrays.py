@@ -260,14 +260,14 @@ def _read_odd_values(conn, a: MemoryArrays, odd_types) -> np.ndarray:
     return bad
 
 
-#: the MemoryArrays columns read as numbers (the scans' and WrittenColumns')
-_NUMERIC = ("importance", "event_time", "created_at", "last_accessed", "valid_until", "confidence", "decay_rate",
+#: the MemoryArrays columns read as numbers (both backends' scans and WrittenColumns')
+NUMERIC_COLUMNS = ("importance", "event_time", "created_at", "last_accessed", "valid_until", "confidence", "decay_rate",
             "access_count", "protected")
 
 
 _SQL = _SQL.replace("{odd_types}", ODD_TYPES_SQL)
 #: the columns of _SQL's rows, in order (`preview` only when asked for)
-_ROW_COLUMNS = ("rowid", "id", "kind", "agent", *_NUMERIC, "embedding", "json_ok", "model", "size", "odd_type", "preview")
+_ROW_COLUMNS = ("rowid", "id", "kind", "agent", *NUMERIC_COLUMNS, "embedding", "json_ok", "model", "size", "odd_type", "preview")
 
 
 def _scan_by_row(conn, preview: int, rowids: list[int] | None = None) -> dict:
@@ -288,7 +288,7 @@ def _scan_by_row(conn, preview: int, rowids: list[int] | None = None) -> dict:
         buf = bytearray().join(blobs if has.all() else (b if h else zero for b, h in zip(blobs, has.tolist())))
         return np.frombuffer(buf, dtype="<f4").reshape(len(has), nbytes // 4)
     return {"rowid": cols["rowid"], "ids": ids, "kind": kind, "agent": agent, "bad_text": b1 | b2 | b3,
-            **{name: cols[name] for name in _NUMERIC}, "json_ok": cols["json_ok"], "model": cols["model"],
+            **{name: cols[name] for name in NUMERIC_COLUMNS}, "json_ok": cols["json_ok"], "model": cols["model"],
             "size": cols["size"], "odd_types": [r for r, odd in zip(cols["rowid"], cols["odd_type"]) if odd],
             "preview": one_line(cols["preview"]) if preview > 0 else None, "vectors": vectors}
 
@@ -315,7 +315,7 @@ SELECT json_group_array(rowid), json_group_array(id), json_group_array(kind), js
 FROM memories  -- a full scan of a rowid table goes in rowid order (checked on the result)
 """
 #: the columns of _SQL_AGG's one row, in order: each a JSON array over every row
-_AGG_COLUMNS = ("rowid", "id", "kind", "agent", *_NUMERIC, "json_ok", "model", "size", "preview")
+_AGG_COLUMNS = ("rowid", "id", "kind", "agent", *NUMERIC_COLUMNS, "json_ok", "model", "size", "preview")
 _AGG = {name: i for i, name in enumerate(_AGG_COLUMNS)}
 #: time or number column -> whether NULL is a value there (else it is an odd one, as a string is)
 _NULL_IS_VALUE = {"importance": False, "event_time": False, "created_at": False, "last_accessed": True,
@@ -348,7 +348,7 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
         # one column at a time, its JSON text dropped once read and numbers made an array at once:
         # at a million rows the texts and the lists of floats together would be half a gigabyte
         row, cols, odd = list(row), {}, set()
-        for name in ("kind", "agent", "model", "preview", *_NUMERIC, "json_ok"):
+        for name in ("kind", "agent", "model", "preview", *NUMERIC_COLUMNS, "json_ok"):
             i = _AGG[name]
             value = _loads(row[i])
             if name in _NULL_IS_VALUE and '"' in row[i]:   # text in a number column (ISO times, 'very high')
@@ -378,7 +378,7 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
         return _read_vectors(conn, rowid, size_, has, nbytes, ids)
 
     return {"rowid": rowid, "ids": ids, "kind": cols["kind"], "agent": cols["agent"],
-            "bad_text": np.zeros(n, bool), **{name: cols[name] for name in _NUMERIC}, "json_ok": cols["json_ok"],
+            "bad_text": np.zeros(n, bool), **{name: cols[name] for name in NUMERIC_COLUMNS}, "json_ok": cols["json_ok"],
             "model": cols["model"], "size": size,  # str here (valid UTF-8): encoded once per distinct name
             "odd_types": odd_types, "preview": cols["preview"] if preview > 0 else None, "vectors": vectors,
             "settle": (lambda: early.exception()) if early is not None else None}
@@ -560,7 +560,7 @@ class WrittenColumns:
     def __init__(self):
         self.first_rowid: int | None = None
         self.cols: dict[str, list] = {c: [] for c in ("id", "kind", "agent", "content", "embedding", "embedding_model",
-                                                       *_NUMERIC)}
+                                                       *NUMERIC_COLUMNS)}
 
     def add(self, rows: list[dict], first_rowid: int) -> None:
         """Rows written with rowids first_rowid, first_rowid + 1, ... (after the ones added before)."""
@@ -574,7 +574,7 @@ class WrittenColumns:
     def arrays(self, preview: int) -> MemoryArrays | None:
         c = self.cols
         n = len(c["id"])
-        num = {col: np.array(c[col], dtype=np.float64) if n else np.zeros(0) for col in _NUMERIC}
+        num = {col: np.array(c[col], dtype=np.float64) if n else np.zeros(0) for col in NUMERIC_COLUMNS}
         odd = np.zeros(n, bool)
         for col in TIME_COLUMNS:
             odd |= np.abs(np.nan_to_num(num[col])) >= MS_ABOVE

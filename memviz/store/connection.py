@@ -8,6 +8,7 @@ extension loading is switched off again before any statement from the file runs.
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 
 import apsw
 import sqlite_vec
@@ -35,3 +36,18 @@ def connect(path: str, *, readonly: bool = False, create: bool = False) -> apsw.
     conn.set_busy_timeout(BUSY_TIMEOUT_MS)
     conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
     return conn
+
+
+@contextmanager
+def immediate(conn: apsw.Connection):
+    """One BEGIN IMMEDIATE … COMMIT on a bare connection (a mirror's index step, a framework
+    file's write); rolled back on any error unless SQLite already did (a full disk). A `Store`'s
+    writes use `Store.transaction`, which also translates the errors."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise

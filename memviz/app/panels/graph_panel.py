@@ -44,7 +44,7 @@ ARROW_HALF = 3.5        # px: half the arrowhead's width
 ARROWS_MAX = 300        # links in view past which they get no arrowheads (a blur on every node; levels say the way)
 HOT_ARROWS_MAX = 40     # lineage links in view past which only its chain's links get arrowheads
 CHAIN_MAX = 64          # nodes of the selection's chain at most (a cycle in bad data cannot make it loop)
-DRAW_LINKS_MAX = 5_000   # past this many links (a frame of them costs ~40 ms) the graph is summarised: clusters
+DRAW_LINKS_MAX = 5_000   # past this many links (a frame of them is no longer cheap) the graph is summarised: clusters
 NEIGHBOURHOOD_MAX = 1_000  # nodes each way of a selection's neighbourhood drawn in a summarised graph
 CLUSTER_LABELS = 60      # the largest clusters are named on the plot (hover names any)
 
@@ -177,7 +177,7 @@ class GraphPanel(ScatterPanel):
         for w in (self.focus, self.fit):
             self.toolbar.addWidget(w)
         self.toolbar.addWidget(self.info, 1)
-        # links as SegmentsItems: ~70k at 100k memories cost what their distinct pixels cost.
+        # links as SegmentsItems: tens of thousands cost what their distinct pixels cost.
         # Three tiers: the rest faint and thin (a light web however many), the selection's lineage
         # translucent (a reflection over dozens of memories must not become a black wedge), its
         # chain dark and wide, drawn last
