@@ -51,12 +51,12 @@ def report(dsn: str | None = None) -> str:
     psycopg = _version("psycopg")
     lines.append(f"psycopg {psycopg} (PostgreSQL stores; `memviz --version postgresql://…` names the server's pgvector)"
                  if psycopg else "psycopg: not installed (PostgreSQL stores need `pip install 'memviz[pg]'`)")
-    if dsn:
-        lines.append(_server_line(dsn))
     found = load_plugins()
     lines.append("plugins: " + (f"{len(found)}" if found else
                                 f"none installed (entry point groups {', '.join(plugins.GROUPS)})"))
     lines.extend(f"  {p.line()}" for p in found)
+    if dsn:  # last: the one line that asked a server
+        lines.append(_server_line(dsn))
     return "\n".join(lines)
 
 
