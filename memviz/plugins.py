@@ -59,6 +59,31 @@ class Plugin:
         return f"{self.who()}: " + ("OK" if self.error is None else f"skipped: {self.error}")
 
 
+class Claims:
+    """Which plugin registered each name of one registry (a name not here is memviz's own), and
+    what a name already registered answers: the entry there first keeps it."""
+
+    def __init__(self, what: str):
+        self.what = what   # how the registry's names are named: "a preset named", "the memory system key"
+        self._by: dict[str, Plugin] = {}
+
+    def taken(self, name: str) -> ValueError:
+        held = self._by.get(name)
+        by = f"{held.who()}, loaded first" if held is not None else "memviz's own, which wins"
+        return ValueError(f"{self.what} {name!r} is already registered: {by}")
+
+    def add(self, name: str, plugin: Plugin | None) -> None:
+        if plugin is not None:
+            self._by[name] = plugin
+
+    def drop(self, name: str) -> None:
+        self._by.pop(name, None)
+
+    def plugin(self, name: str) -> Plugin | None:
+        """The plugin that registered `name`; None: memviz's own (or nothing registered)."""
+        return self._by.get(name)
+
+
 _lock = threading.RLock()   # one loader at a time; a plugin's import may list a registry (re-entrant)
 _loaded: dict[str, list[Plugin]] = {}   # group -> its plugins, once its loading began
 _complete: set[str] = set()             # the groups whose loading has ended (another thread need not wait)

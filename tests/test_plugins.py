@@ -180,8 +180,8 @@ def test_the_toy_import_format_is_detected_and_imports_with_the_toy_embedder(tmp
 SKIPPED = {  # plugin -> what its one line says
     "explodes": "it cannot be imported: RuntimeError: this plugin fails on purpose when it is imported",
     "no-records": "NoRecords does not implement records()",
-    "fake-mem0": "the memory system key 'mem0' is already registered: memviz's own mem0 support, which wins",
-    "dual-memory": "a preset named 'dual-memory' is already registered: memviz's own preset of that name, which wins",
+    "fake-mem0": "the memory system key 'mem0' is already registered: memviz's own, which wins",
+    "dual-memory": "a preset named 'dual-memory' is already registered: memviz's own, which wins",
     "toy-recency": "a preset named 'toy-recency' is already registered: plugin toy-recency (retrieval preset, "
                    "memviz.presets, from memviz-toy 0.1.0), loaded first",
     "not-a-preset": "is not a retrieval preset: make it a memviz.retrieval.presets.Preset",
@@ -205,7 +205,8 @@ def test_version_names_each_broken_plugin_and_why_in_one_line(tmp_path, plugin_d
     assert lines.keys() == SKIPPED.keys()
     for name, why in SKIPPED.items():
         assert why in lines[name], lines[name]
-    assert "plugin grabby (memory system, memviz.sources, from memviz-broken 0.0.1): OK" in out  # until it is used
+    for name in ("grabby", "wrong-answer"):  # OK until they are used
+        assert f"plugin {name} (memory system, memviz.sources, from memviz-broken 0.0.1): OK" in out
     assert out.count("from memviz-toy 0.1.0): OK") == 4  # the toy plugin works beside them
 
 
@@ -221,12 +222,14 @@ def test_a_command_says_each_skipped_plugin_on_stderr_and_goes_on_with_the_built
     assert "toy-recency: score = α·cosine + β/(1 + Δt/τ)" in mine  # memviz-toy's, loaded first
 
 
-def test_a_plugin_that_raises_when_it_recognises_is_skipped_and_stores_still_open(tmp_path, plugin_dirs, store):
+def test_a_plugin_that_raises_or_answers_the_wrong_type_when_it_recognises_is_skipped_and_stores_still_open(tmp_path, plugin_dirs, store):
     dirs = [plugin_dirs["toy"], plugin_dirs["broken"]]
     text = tmp_path / "notes.txt"
     text.write_text("nothing memviz reads\n", encoding="utf-8")
     unknown = memviz(tmp_path, dirs, "stats", text, code=2)
     assert "skipped: it raised RuntimeError: grabby cannot look at anything recognising a store" in unknown.stderr
+    assert "plugin wrong-answer (memory system, memviz.sources, from memviz-broken 0.0.1): skipped: its recognise() " \
+           "answered str, not a Source or None" in unknown.stderr
     assert "memviz: error: " in unknown.stderr and "is not an SQLite database" in unknown.stderr
     native = memviz(tmp_path, dirs, "stats", store.path)
     assert "integrity: ok" in native.stdout
@@ -290,12 +293,12 @@ def test_an_embedder_and_an_import_format_are_checked_against_their_contracts():
     with pytest.raises(TypeError, match="must be made with no arguments"):
         embed.register_embedder(NeedsArgs)
     with pytest.raises(ValueError, match="an embedder of the model 'wordllama/l2_supercat-256' is already registered: "
-                                         "memviz's own embedder"):
+                                         "memviz's own, which wins"):
         embed.register_embedder(type("Twin", (embed.LocalEmbedder,), {}))
     with pytest.raises(TypeError, match="is not an import format: make it a memviz.importers.ImportFormat"):
         importers.register_format({"name": "x"})
     with pytest.raises(ValueError, match="typed on the command line"):
         importers.register_format(importers.ImportFormat("Two Words", lambda s, o, **k: None, "x"))
-    with pytest.raises(ValueError, match="an import format named 'jsonl' is already registered: memviz's own"):
+    with pytest.raises(ValueError, match="an import format named 'jsonl' is already registered: memviz's own, which wins"):
         importers.register_format(importers.ImportFormat("jsonl", lambda s, o, **k: None, "x"))
     assert list(embed.embedders()) == [embed.LOCAL_MODEL] and tuple(importers.FORMATS) == BUILT_IN["formats"]

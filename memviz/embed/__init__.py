@@ -27,7 +27,7 @@ UNKNOWN_PREFIX = "unknown/"
 
 GROUP = "memviz.embedders"
 _MODELS: dict[str, type[Embedder]] = {}   # model name -> the embedder that makes its vectors
-_PLUGIN: dict[str, plugins.Plugin] = {}
+_CLAIMS = plugins.Claims("an embedder of the model")
 
 
 def check_embedder(cls) -> None:
@@ -57,18 +57,15 @@ def register_embedder(cls: type[Embedder], *, plugin: plugins.Plugin | None = No
     that model (the one there first wins: memviz's own is)."""
     check_embedder(cls)
     if cls.model in _MODELS:
-        held = _PLUGIN.get(cls.model)
-        by = f"{held.who()}, loaded first" if held is not None else "memviz's own embedder of that model, which wins"
-        raise ValueError(f"an embedder of the model {cls.model!r} is already registered: {by}")
+        raise _CLAIMS.taken(cls.model)
     _MODELS[cls.model] = cls
-    if plugin is not None:
-        _PLUGIN[cls.model] = plugin
+    _CLAIMS.add(cls.model, plugin)
     return cls.model
 
 
 def _unregister(plugin: plugins.Plugin) -> None:
     _MODELS.pop(plugin.registered, None)
-    _PLUGIN.pop(plugin.registered, None)
+    _CLAIMS.drop(plugin.registered)
 
 
 def load_plugins() -> None:
@@ -102,7 +99,7 @@ def embedder_for(model: str | None, dim: int | None = None, **openai_kwargs) -> 
     if cls is not None:
         if dim not in (None, cls.dim):
             raise EmbedderUnavailable(f"the store says {model} made {dim}-d vectors, but that model makes {cls.dim}-d ones")
-        plugin = _PLUGIN.get(model)
+        plugin = _CLAIMS.plugin(model)
         made = plugins.guarded(plugin, cls, doing="when it was made")
         if made is None:  # the plugin is skipped now (said once, by memviz/plugins.py)
             raise EmbedderUnavailable(f"the embedder of {model} ({plugin.who()}) could not be made: {plugin.error}")

@@ -46,7 +46,7 @@ _SYSTEM_KEY = re.compile(r"[a-z0-9][a-z0-9_.-]{0,39}")
 _REQUIRED = ("recognise", "token", "records")
 
 _systems: list[type[Source]] = []   # registered, in the order recognition tries them
-_plugin_of: dict[type[Source], plugins.Plugin] = {}  # a plugin's class -> its plugin
+_CLAIMS = plugins.Claims("the memory system key")  # a system's key -> the plugin that registered it
 _builtins = threading.Lock()
 _builtins_done = False
 
@@ -81,23 +81,19 @@ def register_source(cls: type[Source], *, plugin: plugins.Plugin | None = None) 
     it); returns its `system`. Raises TypeError / ValueError saying what it lacks, or when
     another distribution's entry holds its system key (the one there first wins; memviz's are)."""
     check_source(cls)
-    origin = plugin.dist if plugin is not None else None
-    for other in _systems:
-        held = _plugin_of.get(other)
-        if other.system == cls.system and (held.dist if held is not None else None) != origin:
-            by = f"{held.who()}, loaded first" if held is not None else f"memviz's own {other.title} support, which wins"
-            raise ValueError(f"the memory system key {cls.system!r} is already registered: {by}")
+    if any(other.system == cls.system for other in _systems):
+        held = _CLAIMS.plugin(cls.system)
+        if (held.dist if held is not None else None) != (plugin.dist if plugin is not None else None):
+            raise _CLAIMS.taken(cls.system)  # one distribution may give a system several classes (backends)
     _systems.append(cls)
-    if plugin is not None:
-        _plugin_of[cls] = plugin
+    _CLAIMS.add(cls.system, plugin)
     return cls.system
 
 
 def _unregister(plugin: plugins.Plugin) -> None:
-    for cls, p in list(_plugin_of.items()):
-        if p is plugin:
-            _systems.remove(cls)
-            del _plugin_of[cls]
+    for cls in [c for c in _systems if c.system == plugin.registered]:
+        _systems.remove(cls)
+    _CLAIMS.drop(plugin.registered)
 
 
 def load_plugins() -> None:
@@ -129,7 +125,7 @@ def recognise(target: str) -> Source | None:
     elif probe.is_file and probe.is_sqlite() and "memviz_meta" in probe.sqlite_tables():
         return None
     for cls in systems():
-        plugin = _plugin_of.get(cls)
+        plugin = _CLAIMS.plugin(cls.system)
         source = plugins.guarded(plugin, cls.recognise, probe, allow=(StoreError,), doing="recognising a store")
         if source is None:
             continue

@@ -38,7 +38,7 @@ class ImportFormat:
 
 
 _FORMATS: dict[str, ImportFormat] = {}
-_PLUGIN: dict[str, plugins.Plugin] = {}
+_CLAIMS = plugins.Claims("an import format named")
 
 
 def check_format(fmt) -> None:
@@ -70,18 +70,15 @@ def register_format(fmt: ImportFormat, *, plugin: plugins.Plugin | None = None) 
     is taken (the format there first wins: memviz's own are)."""
     check_format(fmt)
     if fmt.name in _FORMATS:
-        held = _PLUGIN.get(fmt.name)
-        by = f"{held.who()}, loaded first" if held is not None else "memviz's own format of that name, which wins"
-        raise ValueError(f"an import format named {fmt.name!r} is already registered: {by}")
+        raise _CLAIMS.taken(fmt.name)
     _FORMATS[fmt.name] = fmt
-    if plugin is not None:
-        _PLUGIN[fmt.name] = plugin
+    _CLAIMS.add(fmt.name, plugin)
     return fmt.name
 
 
 def _unregister(plugin: plugins.Plugin) -> None:
     _FORMATS.pop(plugin.registered, None)
-    _PLUGIN.pop(plugin.registered, None)
+    _CLAIMS.drop(plugin.registered)
 
 
 def load_plugins() -> None:
@@ -105,7 +102,7 @@ def detects(fmt: ImportFormat, what: str, arg) -> bool:
     """Whether `fmt`'s `file` or `folder` test (`what`) says yes for `arg`; a plugin's test that
     raises is skipped from then on (memviz/plugins.py)."""
     test = getattr(fmt, what)
-    return test is not None and bool(plugins.guarded(_PLUGIN.get(fmt.name), test, arg, default=False,
+    return test is not None and bool(plugins.guarded(_CLAIMS.plugin(fmt.name), test, arg, default=False,
                                                       doing=f"detecting {fmt.name!r}"))
 
 

@@ -13,7 +13,7 @@ from .base import LinearPreset, Preset
 
 GROUP = "memviz.presets"
 _REGISTRY: dict[str, Preset] = {}
-_PLUGIN: dict[str, plugins.Plugin] = {}  # name -> the plugin that registered it (the others are memviz's)
+_CLAIMS = plugins.Claims("a preset named")
 #: the Params fields a preset can set (all but `preset`)
 PARAM_FIELDS = frozenset(f.name for f in fields(Params)) - {"preset"}
 _NUMBERS = frozenset(f.name for f in fields(Params) if f.type in ("float", "int"))
@@ -25,12 +25,9 @@ def register_preset(p: Preset, *, replace: bool = False, plugin: plugins.Plugin 
     (which a plugin, `plugin` given, never has: the entry already there wins)."""
     check_preset(p)
     if p.name in _REGISTRY and (plugin is not None or not replace):
-        held = _PLUGIN.get(p.name)
-        by = f"{held.who()}, loaded first" if held is not None else "memviz's own preset of that name, which wins"
-        raise ValueError(f"a preset named {p.name!r} is already registered: {by}")
+        raise _CLAIMS.taken(p.name)
     _REGISTRY[p.name] = p
-    if plugin is not None:
-        _PLUGIN[p.name] = plugin
+    _CLAIMS.add(p.name, plugin)
     return p
 
 
@@ -38,7 +35,7 @@ def unregister_preset(name: str) -> None:
     """Remove a registered preset (a test's, or a plug-in's being unloaded)."""
     preset(name)
     del _REGISTRY[name]
-    _PLUGIN.pop(name, None)
+    _CLAIMS.drop(name)
 
 
 def load_plugins() -> None:

@@ -44,3 +44,19 @@ class Grabby(Source):
 
     def records(self, task=None):
         return []
+
+
+class WrongAnswer(Source):
+    """Loads well, then answers recognise() with text instead of a source or None."""
+
+    system, title = "wrong-answer", "Wrong answer"
+
+    @classmethod
+    def recognise(cls, probe):
+        return "yes, this one"
+
+    def token(self):
+        return 0
+
+    def records(self, task=None):
+        return []
