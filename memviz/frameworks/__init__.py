@@ -42,7 +42,7 @@ SYSTEM_MODULES: list[str] = [
 GROUP = "memviz.sources"
 #: a system's key names its mirror file (mirror.py) and its audit rows: short, lower case
 _SYSTEM_KEY = re.compile(r"[a-z0-9][a-z0-9_.-]{0,39}")
-#: what a Source must implement (the rest has defaults), and what one that lists edits adds
+#: what every Source must implement (the rest has defaults); one that lists edits implements write() too
 _REQUIRED = ("recognise", "token", "records")
 
 _systems: list[type[Source]] = []   # registered, in the order recognition tries them
