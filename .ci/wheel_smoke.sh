@@ -2,7 +2,8 @@
 # memviz as a user installs it: build the sdist and the wheel, check that the sdist builds the
 # same wheel as the tree, install the wheel into a new venv outside the tree, and use it there
 # with a new HOME: the sample store made and read through the public API, every command, the
-# window opened offscreen on the sample, the desktop entry written and removed. Anything the
+# window opened offscreen on the sample, the desktop entry written and removed, the example
+# plugin (tests/plugins/memviz-toy) installed beside it and used. Anything the
 # wheel lacks (a package-data entry, a module) fails here, not on a user's machine.
 #
 #   bash .ci/wheel_smoke.sh            (PYTHON=python3.12 to use another interpreter)
@@ -132,5 +133,15 @@ grep -q "^Exec=$BIN/memviz %f" "$HOME/.local/share/applications/memviz.desktop"
 test -s "$HOME/.local/share/icons/hicolor/256x256/apps/memviz.png"
 "$BIN/memviz" --uninstall-desktop-entry
 test ! -e "$HOME/.local/share/applications/memviz.desktop"
+
+step "a plugin installed beside it: the example package, listed, its store opened and ranked"
+cp -r "$ROOT/tests/plugins/memviz-toy" "$WORK/memviz-toy"  # built from a copy: the tree stays clean
+quiet "$BIN/python" -m pip install --no-deps "$WORK/memviz-toy"
+"$BIN/memviz" --version | tee "$WORK/version-plugins.txt"
+test "$(grep -c 'from memviz-toy 0.1.0): OK' "$WORK/version-plugins.txt")" = 4
+printf '{"toymem": 1, "records": [{"id": "r1", "text": "The user likes green tea.", "at": "2025-03-01T09:00:00Z"}]}\n' \
+  >"$WORK/toy.json"
+"$BIN/memviz" stats "$WORK/toy.json" | grep -q "memories: 1"
+"$BIN/memviz" query "$WORK/toy.json" "green tea" --preset toy-recency | grep -q "^toy-recency: "
 
 step "the wheel stands alone: $(basename "$WHEEL"), $(du -k "$WHEEL" | cut -f1) kB"

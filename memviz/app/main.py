@@ -70,15 +70,23 @@ def prefetch(path: str, read_only: bool) -> Future:
     return in_thread(read, "memviz-prefetch")
 
 
+def load_plugins() -> list[str]:
+    """Every installed plugin loaded (memviz/plugins.py); a line for each one skipped."""
+    from memviz.about import load_plugins
+    return [p.line() for p in load_plugins() if p.error is not None]
+
+
 def run(argv) -> int:
     args = parse_args(list(argv))
     early = prefetch(args.path, args.read_only) if args.path and os.path.isfile(args.path) else None
+    plugins = in_thread(load_plugins, "memviz-plugins")  # beside Qt's import
     app = make_app()
     from memviz.app.window import MainWindow  # after the QApplication exists
 
     win = MainWindow()
     win.show()
     report_slot_errors(win)
+    win.note_plugins(plugins.result())
     if os.environ.get("MEMVIZ_STARTUP_REPORT"):
         _report_startup(app, win, float(os.environ["MEMVIZ_STARTUP_REPORT"]))
     if args.path:

@@ -526,6 +526,17 @@ class MainWindow(QMainWindow):
         dlg.activateWindow()
         return dlg
 
+    def note_plugins(self, problems: list[str]) -> None:
+        """The plugins skipped at start-up (memviz/plugins.py), one line each: said in the status
+        bar, and kept there as a mark whose tooltip lists them."""
+        if problems:
+            mark = QLabel(f"⚠ {count(len(problems), 'plugin')} skipped")
+            mark.setTextFormat(Qt.PlainText)
+            mark.setToolTip(plain_tooltip("\n".join(problems)))
+            self.statusBar().addPermanentWidget(mark)
+            self.statusBar().showMessage(problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""),
+                                         15000)
+
     def describe(self) -> str:
         """One line on what is shown (the launcher's startup report)."""
         data = self.state.data
