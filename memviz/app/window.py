@@ -28,7 +28,7 @@ from memviz.app.controllers.edit_controller import EditController
 from memviz.app.dialogs.check_dialog import CheckDialog
 from memviz.app.dialogs.clock_dialog import ClockStatus
 from memviz.app.dialogs.database_dialogs import CopyStoreDialog, OpenDatabaseDialog
-from memviz.app.dialogs.help_dialogs import GuideDialog, ShortcutsDialog, shortcut_rows
+from memviz.app.dialogs.help_dialogs import AboutDialog, GuideDialog, ShortcutsDialog, shortcut_rows
 from memviz.app.dialogs.import_dialog import ImportDialog, is_import_source
 from memviz.app.panels.asof_bar import AsOfBar
 from memviz.app.panels.detail_panel import DetailPanel
@@ -265,7 +265,7 @@ class MainWindow(QMainWindow):
         help_.addAction("&Keyboard shortcuts", self.show_shortcuts).setShortcut(QKeySequence("Ctrl+/"))
         help_.addAction(sample)
         help_.addSeparator()
-        help_.addAction("&About memviz", self._about)
+        help_.addAction("&About memviz", self.show_about)
 
         # the toolbar's Undo/Redo keep a fixed label (the menu's say what; here the tooltip does),
         # so the buttons after them do not jump each time the label would change
@@ -719,18 +719,18 @@ class MainWindow(QMainWindow):
         return dlg
 
     def show_guide(self) -> GuideDialog:
-        """Help ▸ User guide: the README, with its screenshots."""
+        """Help ▸ User guide: the manual's pages (memviz.manual), with their screenshots where there are."""
         dlg = GuideDialog(self)
         dlg.show()
         self.help_dialog = dlg
         return dlg
 
-    def _about(self) -> None:
-        box = QMessageBox(QMessageBox.Information, "About memviz",
-                          "memviz — inspect, query and edit the long-term memory of LLM agents.",
-                          QMessageBox.Ok, self)
-        box.setTextFormat(Qt.PlainText)
-        box.open()
+    def show_about(self) -> AboutDialog:
+        """Help ▸ About: the version report (memviz --version's)."""
+        dlg = AboutDialog(self)
+        dlg.open()
+        self.help_dialog = dlg
+        return dlg
 
     # ------------------------------------------------------------ export
     def export_dialog(self, what: str, fmt: str) -> None:
