@@ -356,18 +356,17 @@ def assert_labels_apart_and_inside(graph):
 def test_graph_shows_direction_and_a_lineage_colour_no_kind_has(qtbot, make_window, store_file):
     from PySide6.QtGui import QColor
 
-    from memviz.app.plots import style
     win = make_window(store_file, graph=True)
     gp = win.graph
     win.state.select_ids(["refl0"])
     qtbot.wait(20)
-    taken = [QColor(c) for c in list(style.KIND_COLORS.values()) + style.PALETTE]
+    taken = [QColor(c) for c in list(gp.theme.kinds.values()) + list(gp.theme.palette)]
 
     def far_from_every_kind(c):
         return min(np.hypot(np.hypot(c.red() - k.red(), c.green() - k.green()), c.blue() - k.blue()) for k in taken) > 80
     for item in (gp.hot_edges, gp.hot_arrows):
         assert far_from_every_kind(item.opts["pen"].color())
-    assert far_from_every_kind(QColor(style.LINEAGE))
+    assert far_from_every_kind(QColor(gp.theme.lineage))
     # every drawn link has an arrowhead at its derived end: two strokes from a tip near that node
     g = gp.graph
     ax, ay = gp.arrows.getData()

@@ -43,6 +43,7 @@ from memviz.app.panels.start_page import StartPage
 from memviz.app.panels.table_panel import TablePanel
 from memviz.app.panels.timeline_panel import TimelinePanel
 from memviz.app.plain_text import plain_tooltip
+from memviz.app.theme import ThemeChooser
 from memviz.app.workers import Workers
 from memviz.samples.bundled import user_sample
 from memviz.session.refresh import read_refresh
@@ -248,6 +249,8 @@ class MainWindow(QMainWindow):
         self.retired_action.toggled.connect(self.state.set_show_retired)
         self.state.show_retired_changed.connect(self.retired_action.setChecked)
         view.addAction("Reset &layout", self.reset_docks)
+        self.theme = ThemeChooser(self.settings, self)  # System / Light / Dark, applied from the settings
+        view.addMenu(self.theme.menu)
 
         tools = mb.addMenu("&Tools")
         tools.addAction(self.reflect_action)

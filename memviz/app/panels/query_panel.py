@@ -45,6 +45,7 @@ from PySide6.QtWidgets import (
 )
 
 from memviz.app.plain_text import plain_tooltip
+from memviz.app.plots import style
 from memviz.app.workers import Workers
 from memviz.retrieval import PRESETS, Engine, Result, preset_params
 from memviz.session.live_query import RERANK_S, merged
@@ -52,8 +53,6 @@ from memviz.session.state import AppState, StoreData
 from memviz.store import iso
 from memviz.words import count
 
-COMPONENT_COLORS = {"relevance": "#4C78A8", "recency": "#F58518", "importance": "#54A24B"}
-OTHER_COLORS = ["#B279A2", "#72B7B2", "#EECA3B", "#9D755D"]
 RESULT_COLUMNS = ["rank", "Δ", "score", "why", "kind", "agent", "content"]
 #: starting widths (px) of every column but the content, which takes the rest of the view
 RESULT_WIDTHS = {"rank": 32, "Δ": 34, "score": 54, "why": 80, "kind": 66, "agent": 74}
@@ -86,7 +85,7 @@ class _Ranked:
 
 
 def component_color(name: str, i: int) -> QColor:
-    return QColor(COMPONENT_COLORS.get(name, OTHER_COLORS[i % len(OTHER_COLORS)]))
+    return QColor(style.theme().component(name, i))
 
 
 class ResultsModel(QAbstractTableModel):
@@ -103,7 +102,7 @@ class ResultsModel(QAbstractTableModel):
         self.components: list[str] = []
         self.bar_max = 1.0
         self._cells: list[list] = []            # per row: the DisplayRole of each column
-        self._delta_colors: list = []           # per row: the Δ column's colour (None: default)
+        self._delta_colors: list = []           # per row: the Δ column's mark (▲, ▼, "i" or "★"; None: default colour)
 
     def set_result(self, result, data: StoreData | None, previous: dict[str, int] | None,
                    fresh: set[str] = frozenset()) -> None:
@@ -143,8 +142,7 @@ class ResultsModel(QAbstractTableModel):
             self._cells.append([str(i + 1), self.delta[i], f"{float(self.result.score[i]):.4f}", None, a.kind[r],
                                 a.agent[r], previews[r]])
             d = self.delta[i]
-            self._delta_colors.append(None if not d else QColor("#2a7d2a") if d.startswith("▲") else
-                                      QColor("#b03030") if d.startswith("▼") else QColor("#1f5fbf"))
+            self._delta_colors.append(d[:1] or None)  # coloured by the theme in `data`
 
     def rowCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() or self.result is None else len(self.result.ids)
@@ -172,8 +170,9 @@ class ResultsModel(QAbstractTableModel):
             return self._cells[index.row()][index.column()]
         if role == Qt.ToolTipRole and index.column() in _TIP_COLUMNS:
             return plain_tooltip(self._cells[index.row()][index.column()])  # the whole text where the column cuts it
-        if role == Qt.ForegroundRole and index.column() == _DELTA_COLUMN:
-            return self._delta_colors[index.row()]
+        if role == Qt.ForegroundRole and index.column() == _DELTA_COLUMN and self._delta_colors[index.row()]:
+            t, mark = style.theme(), self._delta_colors[index.row()]
+            return QColor(t.up if mark == "▲" else t.down if mark == "▼" else t.new)
         if role == Qt.TextAlignmentRole and index.column() in _RIGHT_COLUMNS:
             return _RIGHT
         return None
@@ -354,10 +353,9 @@ class QueryPanel(QWidget):
         grid.setVerticalSpacing(2)
         grid.addWidget(QLabel("preset"), 0, 0)
         grid.addWidget(self.preset, 0, 1, 1, 3)
-        for r, (name, w) in enumerate((("α relevance", self.alpha), ("β recency", self.beta),
-                                       ("γ importance", self.gamma)), 1):
-            lab = QLabel(name)
-            lab.setStyleSheet(f"color: {component_color(name.split()[1], 0).name()}; font-weight: bold;")
+        for r, (name, part, w) in enumerate((("α relevance", "relevance", self.alpha), ("β recency", "recency", self.beta),
+                                             ("γ importance", "importance", self.gamma)), 1):
+            lab = style.ThemeLabel(name, lambda t, part=part: t.component(part, 0), bold=True)
             grid.addWidget(lab, r, 0)
             grid.addWidget(w, r, 1, 1, 3)
         grid.addWidget(QLabel("τ recency"), 4, 0)
