@@ -256,5 +256,7 @@ def test_custom_drawn_cells_follow_the_palette(qtbot, make_window, store_file):
         window = QApplication.palette().color(QPalette.Window)
         qtbot.waitUntil(lambda: info.palette().color(QPalette.Window) == window, timeout=5000)  # (posted to widgets)
         assert contrast(info.palette().color(QPalette.WindowText), info.palette().color(QPalette.Window)) >= 4.5
+        img = info.grab().toImage()  # drawn in it (a label in a toolbar draws in another role unless told)
+        assert QColor(t.alarm).name() in {img.pixelColor(x, img.height() // 2).name() for x in range(img.width())}
         win.state.set_as_of(None)
         assert info.palette().color(QPalette.WindowText) == QApplication.palette().color(QPalette.WindowText)

@@ -168,6 +168,8 @@ class ThemeLabel(QLabel):
                  parent=None) -> None:
         super().__init__(text, parent)
         self._own = False  # the text colour is set here (not the parent's)
+        self._pick = None
+        self.setForegroundRole(QPalette.WindowText)  # (in a toolbar a label would draw in ButtonText)
         if bold:
             font = QFont(self.font())
             font.setBold(True)
