@@ -26,7 +26,7 @@ from memviz.app.controllers.reflect_tools import ReflectTools
 from memviz.app.controllers.store_copier import StoreCopier
 from memviz.app.controllers.store_opener import StoreOpener
 from memviz.app.dialogs.check_dialog import CheckDialog
-from memviz.app.dialogs.help_dialogs import GuideDialog, ShortcutsDialog, shortcut_rows
+from memviz.app.dialogs.help_dialogs import AboutDialog, GuideDialog, ShortcutsDialog, shortcut_rows
 from memviz.app.dialogs.import_dialog import ImportDialog, is_import_source
 from memviz.app.panels.asof_bar import AsOfBar
 from memviz.app.panels.detail_panel import DetailPanel
@@ -40,6 +40,7 @@ from memviz.app.panels.start_page import StartPage
 from memviz.app.panels.table_panel import TablePanel
 from memviz.app.panels.timeline_panel import TimelinePanel
 from memviz.app.plain_text import plain_tooltip
+from memviz.app.theme import ThemeChooser
 from memviz.app.workers import Workers
 from memviz.session.refresh import read_refresh
 from memviz.session.state import AppState
@@ -253,6 +254,8 @@ class MainWindow(QMainWindow):
         self.retired_action.toggled.connect(self.state.set_show_retired)
         self.state.show_retired_changed.connect(self.retired_action.setChecked)
         view.addAction("Reset &layout", self.reset_docks)
+        self.theme = ThemeChooser(self.settings, self)  # System / Light / Dark, applied from the settings
+        view.addMenu(self.theme.menu)
 
         tools = mb.addMenu("&Tools")
         tools.addAction(self.reflect_action)
@@ -270,7 +273,7 @@ class MainWindow(QMainWindow):
         help_.addAction("&Keyboard shortcuts", self.show_shortcuts).setShortcut(QKeySequence("Ctrl+/"))
         help_.addAction(sample)
         help_.addSeparator()
-        help_.addAction("&About memviz", self._about)
+        help_.addAction("&About memviz", self.show_about)
 
         # the toolbar's Undo/Redo keep a fixed label (the menu's say what; here the tooltip does),
         # so the buttons after them do not jump each time the label would change
@@ -581,18 +584,18 @@ class MainWindow(QMainWindow):
         return dlg
 
     def show_guide(self) -> GuideDialog:
-        """Help ▸ User guide: the README, with its screenshots."""
+        """Help ▸ User guide: the manual's pages (memviz.manual), with their screenshots where there are."""
         dlg = GuideDialog(self)
         dlg.show()
         self.help_dialog = dlg
         return dlg
 
-    def _about(self) -> None:
-        box = QMessageBox(QMessageBox.Information, "About memviz",
-                          "memviz — inspect, query and edit the long-term memory of LLM agents.",
-                          QMessageBox.Ok, self)
-        box.setTextFormat(Qt.PlainText)
-        box.open()
+    def show_about(self) -> AboutDialog:
+        """Help ▸ About: the version report (memviz --version's)."""
+        dlg = AboutDialog(self)
+        dlg.open()
+        self.help_dialog = dlg
+        return dlg
 
     # ------------------------------------------------------------ settings
     def _restore_settings(self) -> None:

@@ -12,8 +12,10 @@ import time
 
 import numpy as np
 from PySide6.QtCore import QDateTime, Qt, QTimer, QTimeZone, Signal
+from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QComboBox, QDateTimeEdit, QHBoxLayout, QLabel, QSlider, QToolButton, QWidget
 
+from memviz.app.plots import style
 from memviz.edits.applicable import past_refusal
 from memviz.session.state import AppState
 
@@ -46,7 +48,7 @@ class AsOfBar(QWidget):
         self.play_button.setToolTip("Replay the store's growth from its first memory")
         self.speed = QComboBox()
         self.speed.addItems(list(SPEEDS))
-        self.info = QLabel()
+        self.info = style.ThemeLabel()
         self.info.setTextFormat(Qt.PlainText)
         lay = QHBoxLayout(self)
         lay.setContentsMargins(4, 0, 4, 0)
@@ -128,12 +130,16 @@ class AsOfBar(QWidget):
         if T is None or view is None:
             self.info.setText("now" if self.span else "")
             self.info.setToolTip("")
-            self.info.setStyleSheet("")
+            self.info.set_pick(None)
+            self.info.setFont(self.font())
             return
         n, then = self.state.data.n, int(view.visible.sum())
         self.info.setText(f"viewing the past: {then:,} of {n:,} memories existed · edits off")
         self.info.setToolTip(past_refusal(T))
-        self.info.setStyleSheet("color: #b00; font-weight: bold;")
+        self.info.set_pick(lambda t: t.alarm)
+        bold = QFont(self.font())
+        bold.setBold(True)
+        self.info.setFont(bold)
 
     # ------------------------------------------------------------ replay
     def _play_toggled(self, on: bool) -> None:

@@ -16,7 +16,7 @@ import apsw
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QFont
+from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QButtonGroup, QComboBox, QGraphicsItem, QLabel, QSizePolicy, QToolButton
 
 from memviz.app.plain_text import as_html, plain_tooltip
@@ -75,9 +75,10 @@ class MapPanel(ScatterPanel):
         self.umap_button.clicked.connect(self.start_umap)
         # how the map shown was made, on a line of its own under the map (the toolbar is full at the
         # panel's usual width: there a sampled layout's sentence was cut to "UMA")
-        self.method_label = QLabel(wordWrap=True, textFormat=Qt.PlainText)  # an error may quote a path
+        self.method_label = style.ThemeLabel(pick=lambda t: t.label_text_faint)
+        self.method_label.setWordWrap(True)
+        self.method_label.setTextFormat(Qt.PlainText)  # an error may quote a path
         self.method_label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
-        self.method_label.setStyleSheet("color: #444;")
         self.toolbar.addWidget(QLabel("colour by"))
         self.toolbar.addWidget(self.color_by)
         for b in bar:
@@ -101,7 +102,7 @@ class MapPanel(ScatterPanel):
         self.marker.setZValue(12)
         self.plot.addItem(self.topk)
         self.plot.addItem(self.marker)
-        self.legend = pg.LegendItem(offset=(10, 10), labelTextColor=(40, 40, 40), brush=pg.mkBrush(255, 255, 255, 200))
+        self.legend = pg.LegendItem(offset=(10, 10))
         self.legend.setParentItem(self.vb)
         self.legend.setCacheMode(QGraphicsItem.DeviceCoordinateCache)  # repainted from a picture under new points
         self._legend_rows: list[tuple] = []  # (brush, text) the legend should show
@@ -129,6 +130,22 @@ class MapPanel(ScatterPanel):
         state.time_filter_changed.connect(lambda _r: self.redraw())
         state.as_of_changed.connect(lambda _t: self.redraw())  # points and colours as of the moment shown
         state.result_changed.connect(self._on_result)
+        self.restyle()
+
+    def restyle(self) -> None:
+        super().restyle()
+        t = self.theme
+        self.legend.setBrush(pg.mkBrush(style.color(t.paper, 200)))
+        self.legend.setLabelTextColor(t.label_text)
+        self._legend_key = None  # rebuilt with the new colours
+        for item in self.label_items:
+            self._colour_label(item)
+        self.redraw()
+
+    def _colour_label(self, item: pg.TextItem) -> None:
+        item.setColor(self.theme.label_text)
+        item.fill = pg.mkBrush(style.color(self.theme.paper, 170))
+        item.update()
 
     # ------------------------------------------------------------ layouts
     def _on_data(self, data: StoreData | None) -> None:
@@ -234,8 +251,8 @@ class MapPanel(ScatterPanel):
         for lb in sorted(self.region_labels, key=lambda r: -r.size):  # larger regions claim their place first
             # anchored by where the region lies, so a label at the map's edge reads inwards, whole
             fx, fy = np.clip((np.array([lb.x, lb.y]) - lo) / span, 0.0, 1.0)
-            item = pg.TextItem(lb.text, anchor=(float(fx), float(1 - fy)), color=style.LABEL_TEXT,
-                               fill=pg.mkBrush(style.color(style.PAPER, 170)))
+            item = pg.TextItem(lb.text, anchor=(float(fx), float(1 - fy)))
+            self._colour_label(item)
             item.region = lb
             item.setFont(font)
             item.setToolTip(f"{lb.size:,} memories in this region; its most distinctive words")
@@ -514,13 +531,13 @@ class MapPanel(ScatterPanel):
         rows = np.asarray(result.rows, np.int64)
         rows = rows[np.isfinite(self.coords[rows, 0])]
         self.topk.set_data(self.coords[rows, 0], self.coords[rows, 1], size=13,
-                           styles=[{"pen": pg.mkPen(style.QUERY, width=2), "brush": None}])
+                           styles=[{"pen": pg.mkPen(self.theme.query, width=2), "brush": None}])
         at = self.query_position()
         if at is None:
             self.marker.clear()
         else:
-            self.marker.set_data([at[0]], [at[1]], size=20, styles=[{"symbol": "star", "pen": pg.mkPen("k", width=1),
-                                                                   "brush": pg.mkBrush(QColor(style.QUERY))}])
+            self.marker.set_data([at[0]], [at[1]], size=20, styles=[{"symbol": "star", "pen": pg.mkPen(self.theme.ink, width=1),
+                                                                   "brush": pg.mkBrush(self.theme.query)}])
 
     def query_position(self):
         """Where the query sits on the map: similarity-weighted centre of its 5 nearest memories

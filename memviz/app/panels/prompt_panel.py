@@ -38,6 +38,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from memviz.app.plots import style
 from memviz.app.workers import Workers
 from memviz.context import DEFAULT_BUDGET, STRATEGIES, TokenCounter, assemble, load_texts, report, result_ranking
 from memviz.session.state import AppState, StoreData
@@ -45,8 +46,6 @@ from memviz.session.state import AppState, StoreData
 COLUMNS = ["#", "", "tokens", "cumulative", "score", "kind", "content"]
 MAX_BUDGET = 1_000_000
 SLIDER_STEPS = 1000
-CUT_COLOR = QColor("#c0392b")
-PIN_COLOR = QColor("#7b4fa0")
 TEXT_MS = 120  # the assembled text (~0.5 MB at 128k tokens) is laid out when the plan settles
 
 
@@ -107,9 +106,9 @@ class PlanModel(QAbstractTableModel):
                 return (f"✂ cut: {p.used:,} of {p.usable:,} usable tokens used (budget {p.budget:,} less the "
                         f"margin) · {len(p.rows):,} of {p.candidates:,} memories in")
             if role == Qt.ForegroundRole:
-                return CUT_COLOR
+                return QColor(style.theme().cut)
             if role == Qt.BackgroundRole:
-                return QColor(250, 225, 220)
+                return QColor(style.theme().cut_fill)
             return None
         r = self.row_of(i)
         inside = i < self.n_in
@@ -134,9 +133,9 @@ class PlanModel(QAbstractTableModel):
             return drop.reason
         elif role == Qt.ForegroundRole:
             if not inside:
-                return QColor(130, 130, 130)
+                return QColor(style.theme().muted)
             if p.pinned[i]:
-                return PIN_COLOR
+                return QColor(style.theme().pin)
         elif role == Qt.TextAlignmentRole and col in ("#", "tokens", "score"):
             return int(Qt.AlignRight | Qt.AlignVCenter)
         return None
@@ -157,9 +156,10 @@ class CumulativeBar(QStyledItemDelegate):
         w = int(rect.width() * min(done / max(p.usable, 1), 1.0))
         painter.save()
         painter.setPen(Qt.NoPen)
-        painter.setBrush(QColor(76, 120, 168, 150))
+        t = style.theme()
+        painter.setBrush(style.color(t.bar, 150))
         painter.drawRect(QRect(rect.left(), rect.top(), w, rect.height()))
-        painter.setPen(QColor(30, 30, 30))
+        painter.setPen(QColor(t.ink))
         painter.drawText(rect, int(Qt.AlignRight | Qt.AlignVCenter), f"{done:,}")
         painter.restore()
 
@@ -188,7 +188,7 @@ class PromptPanel(QWidget):
         self.strategy.addItems(list(STRATEGIES))
         self.strategy.setToolTip("balanced: importance × 1/(1 + age hours) · recent: newest first · "
                                  "important: importance first · query: the query panel's ranking")
-        self.counting = QLabel()
+        self.counting = style.ThemeLabel()
         self.counting.setTextFormat(Qt.PlainText)
         self.summary = QLabel()
         self.summary.setTextFormat(Qt.PlainText)
@@ -386,7 +386,7 @@ class PromptPanel(QWidget):
     def _say(self, plan) -> None:
         c = self.counter
         self.counting.setText(f"tokens: {c.name}" + ("" if c.exact else " — an estimate; exact counts follow"))
-        self.counting.setStyleSheet("" if c.exact else "color: #8a6d00;")
+        self.counting.set_pick(None if c.exact else lambda t: t.caution)
         pinned = int(plan.pinned.sum())
         when = "" if self.state.as_of is None else " · as of the moment the window shows"
         self.summary.setText(

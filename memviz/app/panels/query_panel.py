@@ -47,6 +47,7 @@ from PySide6.QtWidgets import (
 )
 
 from memviz.app.plain_text import plain_tooltip
+from memviz.app.plots import style
 from memviz.app.workers import PacedCall, Workers
 from memviz.retrieval import PRESETS, preset_params
 from memviz.session.query import Outcome, Query, QueryModel
@@ -54,8 +55,6 @@ from memviz.session.state import AppState, StoreData
 from memviz.store import iso
 from memviz.words import count
 
-COMPONENT_COLORS = {"relevance": "#4C78A8", "recency": "#F58518", "importance": "#54A24B"}
-OTHER_COLORS = ["#B279A2", "#72B7B2", "#EECA3B", "#9D755D"]
 # a live refresh runs the query again in at most this share of the time (its own cost paces it)
 RERUN_SHARE = 0.1
 COMPACT_BELOW = 560   # px of results view: narrower than this, the columns beside the content shrink
@@ -67,7 +66,7 @@ _RIGHT = int(Qt.AlignRight | Qt.AlignVCenter)
 
 
 def component_color(name: str, i: int) -> QColor:
-    return QColor(COMPONENT_COLORS.get(name, OTHER_COLORS[i % len(OTHER_COLORS)]))
+    return QColor(style.theme().component(name, i))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,8 +87,11 @@ class ResultColumn:
 
 
 def _delta_color(d: str) -> QColor | None:
-    return None if not d else QColor("#2a7d2a") if d.startswith("▲") else \
-        QColor("#b03030") if d.startswith("▼") else QColor("#1f5fbf")
+    """▲ up, ▼ down, anything else (in, ★ new) in the theme's colour for new entries."""
+    if not d:
+        return None
+    t = style.theme()
+    return QColor(t.up if d.startswith("▲") else t.down if d.startswith("▼") else t.new)
 
 
 #: the built-in columns, in order; the content column, last, takes what the others leave
@@ -372,10 +374,9 @@ class QueryPanel(QWidget):
         grid.setVerticalSpacing(2)
         grid.addWidget(QLabel("preset"), 0, 0)
         grid.addWidget(self.preset, 0, 1, 1, 3)
-        for r, (name, w) in enumerate((("α relevance", self.alpha), ("β recency", self.beta),
-                                       ("γ importance", self.gamma)), 1):
-            lab = QLabel(name)
-            lab.setStyleSheet(f"color: {component_color(name.split()[1], 0).name()}; font-weight: bold;")
+        for r, (name, part, w) in enumerate((("α relevance", "relevance", self.alpha), ("β recency", "recency", self.beta),
+                                             ("γ importance", "importance", self.gamma)), 1):
+            lab = style.ThemeLabel(name, lambda t, part=part: t.component(part, 0), bold=True)
             grid.addWidget(lab, r, 0)
             grid.addWidget(w, r, 1, 1, 3)
         grid.addWidget(QLabel("τ recency"), 4, 0)
