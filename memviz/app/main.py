@@ -42,7 +42,7 @@ def make_app(argv=()):
     app.setWindowIcon(icon)
     # A worker's pure-Python job (labels, token counts) may keep the GIL for the whole switch
     # interval each time a paint hands it back, and a frame crosses into Python hundreds of times:
-    # a shorter interval keeps a large pan smooth while jobs run (bench/draw.py, docs/performance.md)
+    # a shorter interval keeps a large pan smooth while jobs run (bench/draw.py, the manual's performance page)
     sys.setswitchinterval(GUI_SWITCH_INTERVAL_S)
     return app
 

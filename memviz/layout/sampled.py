@@ -21,11 +21,11 @@ from .place import place_by_neighbours
 
 # stores up to this many distinct vectors are laid out whole: it is umap_worker.EXACT_KNN_MAX, past
 # which UMAP needs NN-descent (its compile in every new worker, and a slower graph); the sampled
-# layout takes a fraction of the whole one's time (bench/scale.py, docs/performance.md)
+# layout takes a fraction of the whole one's time (bench/scale.py, the manual's performance page)
 SAMPLE_ABOVE = 30_000
 # The fitted sample (knn.nearest_self's exact graph, no NN-descent) and its optimisation epochs
 # (umap's default is 200 past 10k points): these keep the map's neighbourhoods as 30,000 points
-# and 200 epochs did (kNN@10 and trustworthiness, bench/umap_job.py, docs/performance.md) for a
+# and 200 epochs did (kNN@10 and trustworthiness, bench/umap_job.py, the manual's performance page) for a
 # third of the fit's CPU
 SAMPLE = 20_000
 EPOCHS = 100

@@ -16,7 +16,7 @@ the worker imports umap and compiles (or loads the compiled code), then "nearest
 "neighbour graph", "initial layout", "optimising layout (epoch i/n)" and "placing". On a new
 install `import umap` compiles umap's and pynndescent's cached kernels and the warm-up fit
 compiles the rest, both while the job says "preparing" (see `prepare_text`); with the disk
-cache filled both are short (bench/layout.py, docs/performance.md).
+cache filled both are short (bench/layout.py, the manual's performance page).
 `task.cancel()` (or `job.cancel()`) terminates the worker process (numba
 loops cannot be interrupted) and a fresh one is started and warmed, so the next job still
 finds a worker. Messages carry the job id: anything from a stale job is dropped, and

@@ -1,4 +1,4 @@
-"""memviz-toy: an example memviz plugin (docs/plugins.md).
+"""memviz-toy: an example memviz plugin (memviz/manual/plugins.md).
 
 - `source.ToySource`: the toy memory system, a JSON file `{"toymem": 1, "records": [...]}`,
   opened in place; the one edit it allows is correcting a record's text.
