@@ -1,4 +1,4 @@
-"""memviz.session.live_query: after a live refresh, a query on screen re-scores only the rows
+"""memviz.session.live.query: after a live refresh, a query on screen re-scores only the rows
 the refresh touched, and the ranking is the one a whole query gives at the same moment."""
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ from conftest import unit_vectors
 
 from memviz.retrieval import Engine
 from memviz.retrieval.params import Params
-from memviz.session.live_query import merged
-from memviz.session.refresh import read_refresh
+from memviz.session.live import merged, refresh
 from memviz.session.state import AppState, load_store_data
 from memviz.store.clock import record_clock, simulated
 from memviz.store.connection import connect
@@ -43,7 +42,7 @@ def test_a_merge_keeps_the_top_k_a_whole_query_gives_and_declines_what_it_cannot
         agent.execute(f"UPDATE memories SET access_count = access_count + 1 WHERE id = 'm{200 + k}'")
         seen = []
         state.rows_changed.connect(seen.append)
-        assert state.apply_refresh(read_refresh(state.data)) == "delta"
+        assert refresh(state) == "delta"
         d = seen[0]
         touched = np.concatenate([d.changed, d.added])
         got = merged(result, state.data.store, state.data.arrays, touched, qvec, ref, clock_at)

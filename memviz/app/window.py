@@ -25,6 +25,7 @@ from PySide6.QtWidgets import QDockWidget, QFileDialog, QLabel, QMainWindow, QMe
 import memviz.frameworks as frameworks
 import memviz.store as ms
 from memviz.app.controllers.edit_controller import EditController
+from memviz.app.controllers.live_controller import LiveController
 from memviz.app.dialogs.check_dialog import CheckDialog
 from memviz.app.dialogs.clock_dialog import ClockStatus
 from memviz.app.dialogs.database_dialogs import CopyStoreDialog, OpenDatabaseDialog
@@ -45,8 +46,7 @@ from memviz.app.panels.timeline_panel import TimelinePanel
 from memviz.app.plain_text import plain_tooltip
 from memviz.app.workers import Workers
 from memviz.samples.bundled import user_sample
-from memviz.session.refresh import read_refresh
-from memviz.session.state import AppState, StoreData, load_store_data, open_store_data
+from memviz.session.state import AppState, StoreData, open_store_data
 from memviz.store import iso
 from memviz.store.copy import copy_store
 from memviz.store.errors import user_message
@@ -82,8 +82,6 @@ class MainWindow(QMainWindow):
         self.check_dialog: CheckDialog | None = None
         self.import_dialog: ImportDialog | None = None  # made on first use
         self.help_dialog = None  # the help dialog shown last
-        self.refreshes = {"delta": 0, "full": 0, "none": 0}
-        self._refresh_again = False
         self.setWindowTitle("memviz")
         self.setAcceptDrops(True)
         self.setDockNestingEnabled(True)
@@ -97,10 +95,13 @@ class MainWindow(QMainWindow):
         self.detail = DetailPanel(self.state)
         self.panels = {"timeline": self.timeline, "graph": self.graph, "map": self.map, "query": self.query,
                        "table": self.table, "detail": self.detail}
-        # the controllers: edits (actions, undo, external-change refresh), reflect/consolidate tools
+        # the controllers: live refresh, edits (actions, undo), reflect/consolidate tools
+        self.live = LiveController(self.state, self.workers, self)
+        self.live.message.connect(lambda text, ms: self.statusBar().showMessage(text, ms))
+        self.live.error.connect(self.show_error)
         self.edits = EditController(self.state, self.undo_stack, self.workers, self)
         self.edits.message.connect(lambda text, ms: self.statusBar().showMessage(text, ms))
-        self.edits.reload_requested.connect(self.refresh_changes)
+        self.edits.refresh_requested.connect(self.live.refresh)
         self.add_context_provider(self.edits.context_actions)
         self.retired = RetiredPanel(self.state, self.edits, self.workers)
         self.reflect_tools = ReflectTools(self.state, self.workers, self.settings, self.edits.perform, self)
@@ -586,43 +587,7 @@ class MainWindow(QMainWindow):
 
     def reload(self) -> None:
         """Re-read the whole open store (File ▸ Reload), keeping the selection and the view."""
-        data = self.state.data
-        if data is None:
-            return
-        store = data.store
-
-        def done(new: StoreData) -> None:
-            if self.state.data is not None and self.state.data.store is store:
-                self.refreshes["full"] += 1
-                self.state.set_data(new)
-        self.workers.submit("reload", lambda t: load_store_data(store), on_done=done,
-                            on_error=lambda e: self.show_error("Reload failed", str(ms.translate(e, store.path))))
-
-    def refresh_changes(self) -> None:
-        """Bring the panels up to date with the store after a write (another process's or the
-        user's own): only what changed is read and applied (memviz.session.refresh); a change a
-        delta cannot describe is a whole re-read. The view stays as the user left it.
-        `refreshes` counts each kind ("delta", "full", "none") for the status and the benchmark."""
-        data = self.state.data
-        if data is None:
-            return
-        if self.workers.running("refresh") or self.workers.running("reload"):
-            self._refresh_again = True  # one more once this one is in: it reads from its token
-            return
-        self._refresh_again = False
-
-        def done(out) -> None:
-            kind = self.state.apply_refresh(out)
-            if kind == "misfit":
-                self.reload()
-                return
-            self.refreshes[kind] += 1
-            if self._refresh_again:
-                self.refresh_changes()
-
-        def failed(err: Exception) -> None:
-            self.statusBar().showMessage(f"Could not read the store's changes: {err}", 8000)
-        self.workers.submit("refresh", lambda t: read_refresh(data), on_done=done, on_error=failed, lane="live")
+        self.live.reload()
 
     def show_error(self, title: str, text: str) -> None:
         """A non-blocking message box (plain text); kept in `error_box` so tests can read it."""
@@ -810,6 +775,7 @@ class MainWindow(QMainWindow):
         # jobs first: a poll or reload still reading on a connection would make its close fail
         # (apsw allows no close while another thread uses the connection)
         self.workers.shutdown()
+        self.live.close()
         self.edits.close()
         self.save_settings()
         if self.state.data is not None:

@@ -47,7 +47,7 @@ from PySide6.QtWidgets import (
 from memviz.app.plain_text import plain_tooltip
 from memviz.app.workers import Workers
 from memviz.retrieval import PRESETS, Engine, Result, preset_params
-from memviz.session.live_query import RERANK_S, merged
+from memviz.session.live import RERANK_S, merged
 from memviz.session.state import AppState, StoreData
 from memviz.store import iso
 from memviz.words import count
@@ -76,7 +76,7 @@ _RIGHT = int(Qt.AlignRight | Qt.AlignVCenter)
 
 @dataclasses.dataclass(frozen=True)
 class _Ranked:
-    """The last whole ranking, what a live refresh's merge (session.live_query.merged) starts from."""
+    """The last whole ranking, what a live refresh's merge (session.live.query.merged) starts from."""
 
     result: Result
     ref: float                       # the time its recency was measured from
