@@ -116,6 +116,9 @@ def test_rows_arriving_while_the_window_shows_the_past(make_window, lived, qtbot
     assert shown_ids(win, win.table.shown_rows()) == {"m1", "m2"}  # the new memory did not exist then
     assert win.state.shown_counts()["total"] == 2
     assert win.state.loaded_arrays.access_count[win.state.loaded_arrays.index_of("m3")] == 3
+    # the as-of bar counts the new memory, and its span ends at the newest memory's creation
+    assert f"2 of {n + 1} memories existed" in win.as_of_bar.info.text()
+    assert win.as_of_bar.span[1] == win.state.loaded_arrays.created_at.max() > START + 1000
     win.as_of_bar.go_to(None)
     assert shown_ids(win, win.table.shown_rows()) == {"m1", "m2", "m3", win.state.data.arrays.ids[-2], "agent1"}
     assert win.state.data.arrays.access_count[win.state.data.arrays.index_of("m3")] == 3

@@ -55,6 +55,7 @@ class LiveController(QObject):
             return  # the same store read again whole
         self._reads.cancel()
         self.workers.cancel(READ_JOB)
+        self._after_reload = False
         if self._poll is not None:
             self._retire(self._poll)
         self._poll = None if store is None else Poll(store)
