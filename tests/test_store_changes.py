@@ -5,7 +5,7 @@ import numpy as np
 from conftest import assert_same_arrays, unit_vectors
 
 import memviz.store as ms
-from memviz.session.live import FreshRows, apply_changes, read_changes, refresh
+from memviz.session.live import FreshRows, Poll, apply_changes, read_changes, refresh
 from memviz.session.state import AppState, StoreData, load_store_data
 from memviz.store.changes import changes_since, token_now
 from memviz.store.connection import connect
@@ -149,3 +149,18 @@ def test_counts_after_deltas_are_a_fresh_count(store, store_path):
         assert state.data.counts == fresh.counts, sql
         a = state.data.arrays
         assert state.data.counts == counts_of(a), sql
+
+
+def test_the_live_poll_asks_on_a_connection_of_its_own(store, store_path):
+    """Poll's first look always counts (what was committed between the window's read and it is
+    read then); after that it answers for commits of any other connection, the window's own
+    included, and closing it leaves the window's connection open."""
+    _fill(store, 5)
+    poll = Poll(store)
+    assert poll.changed() and not poll.changed()
+    store.update_fields("m1", {"importance": 3})  # on the window's connection: another one than the poll's
+    assert poll.changed() and not poll.changed()
+    _agent(store_path).execute("UPDATE memories SET access_count = 2 WHERE id = 'm2'")
+    assert poll.changed()
+    poll.close()
+    assert store.get("m2")["access_count"] == 2
