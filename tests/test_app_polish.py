@@ -236,7 +236,7 @@ def test_edits_from_the_window_record_a_reason_in_the_history(qtbot, make_window
     ctl = win.edits
 
     def settle():
-        qtbot.waitUntil(lambda: not ctl.embedding and not win.workers.running("reload"), timeout=10000)
+        qtbot.waitUntil(lambda: not ctl.corrections.embedding and not win.workers.running("reload"), timeout=10000)
         qtbot.wait(20)
 
     def notes(mid):

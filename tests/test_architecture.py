@@ -125,3 +125,70 @@ def test_the_thread_walk_finds_every_way_the_code_once_started_one():
         """)
     assert sorted(thread_starts(once)) == [(3, "ThreadPoolExecutor"), (4, "multiprocessing"), (5, "Thread"),
                                            (6, "Thread"), (7, "ThreadPoolExecutor")]
+
+
+def import_cycles(graph) -> list[list[str]]:
+    """The strongly connected components of more than one module in a grimp import graph (each a
+    set of modules that import each other, directly or through the others), found by Tarjan's
+    algorithm without recursion."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    found = []
+    for root in sorted(graph.modules):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.find_modules_directly_imported_by(root))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, edges = work[-1]
+            w = next(edges, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(graph.find_modules_directly_imported_by(w)))))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                component = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    component.append(w)
+                    if w == v:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_import_graph_of_memviz_has_no_cycle():
+    """No module of memviz imports one that imports it back, directly or around a longer loop
+    (imports inside functions count: the graph is import-linter's, grimp's)."""
+    import grimp
+
+    assert import_cycles(grimp.build_graph("memviz")) == []
+
+
+def test_the_cycle_finder_finds_a_cycle_and_only_cycles():
+    import grimp
+
+    graph = grimp.ImportGraph()
+    for name in ("p", "p.a", "p.b", "p.c", "p.d", "p.e"):
+        graph.add_module(name)
+    for importer, imported in (("p.a", "p.b"), ("p.b", "p.c"), ("p.c", "p.a"), ("p.c", "p.d"), ("p.d", "p.e"),
+                               ("p.e", "p.d")):
+        graph.add_import(importer=importer, imported=imported)
+    assert import_cycles(graph) == [["p.d", "p.e"], ["p.a", "p.b", "p.c"]]
+    graph.remove_import(importer="p.c", imported="p.a")
+    graph.remove_import(importer="p.e", imported="p.d")
+    assert import_cycles(graph) == []

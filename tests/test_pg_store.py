@@ -282,8 +282,8 @@ def test_dsn_passwords_are_never_shown():
 
 
 def test_layout_cache_and_change_watcher_work_on_postgres(store, pg_db):  # noqa: F811
-    from memviz.edits.watch import ChangeWatcher
     from memviz.layout.cache import LayoutCache
+    from memviz.store.changes import ChangeWatcher
 
     store.insert_memories(_records(6))
     a = store.arrays()

@@ -294,9 +294,9 @@ def test_an_extended_index_equals_one_built_afresh_and_keeps_both_bounds():
 
 
 def test_a_live_refresh_carries_the_index_instead_of_building_it_again(store):
-    """refresh.install hands the new arrays the old index extended (quantized.carry): the same
+    """A live refresh (session.live.delta.install) hands the new arrays the old index extended (quantized.carry): the same
     codes buffer, no build thread; a query on them ranks like the float32 path."""
-    from memviz.session.refresh import apply_rows
+    from memviz.session.live.delta import apply_rows
 
     dim = 256
     V = _adversarial_vectors(400, dim, 2)

@@ -25,6 +25,7 @@ from memviz.app.controllers.recent_files import RecentFiles
 from memviz.app.controllers.reflect_tools import ReflectTools
 from memviz.app.controllers.store_copier import StoreCopier
 from memviz.app.controllers.store_opener import StoreOpener
+from memviz.app.controllers.live_controller import LiveController
 from memviz.app.dialogs.check_dialog import CheckDialog
 from memviz.app.dialogs.help_dialogs import AboutDialog, GuideDialog, ShortcutsDialog, shortcut_rows
 from memviz.app.dialogs.import_dialog import ImportDialog, is_import_source
@@ -42,7 +43,6 @@ from memviz.app.panels.timeline_panel import TimelinePanel
 from memviz.app.plain_text import plain_tooltip
 from memviz.app.theme import ThemeChooser
 from memviz.app.workers import Workers
-from memviz.session.refresh import read_refresh
 from memviz.session.state import AppState
 from memviz.store import iso
 from memviz.store.postgres.dsn import label
@@ -70,8 +70,6 @@ class MainWindow(QMainWindow):
         self.check_dialog: CheckDialog | None = None
         self.import_dialog: ImportDialog | None = None  # made on first use
         self.help_dialog = None  # the help dialog shown last
-        self.refreshes = {"delta": 0, "full": 0, "none": 0}
-        self._refresh_again = False
         self.setWindowTitle("memviz")
         self.setAcceptDrops(True)
         self.setDockNestingEnabled(True)
@@ -85,8 +83,11 @@ class MainWindow(QMainWindow):
         self.detail = DetailPanel(self.state)
         self.panels = {"timeline": self.timeline, "graph": self.graph, "map": self.map, "query": self.query,
                        "table": self.table, "detail": self.detail}
-        # the controllers: opening and copying stores, export, edits (actions, undo, external-change
-        # refresh), reflect/consolidate tools, the store's clock
+        # the controllers: live refresh, edits (actions, undo), reflect/consolidate tools
+        self.live = LiveController(self.state, self.workers, self)
+        self.live.message.connect(lambda text, ms: self.statusBar().showMessage(text, ms))
+        self.live.error.connect(self.show_error)
+        # opening and copying stores, export
         self.recent = RecentFiles(self.settings)
         self.opener = StoreOpener(self.state, self.workers, self.recent, self.statusBar().currentMessage, self)
         self.opener.opened.connect(self.opened)
@@ -95,7 +96,6 @@ class MainWindow(QMainWindow):
         self.opener.error.connect(self.show_error)
         self.opener.import_requested.connect(self.show_import)
         self.opener.status_changed.connect(self._update_status)
-        self.opener.reloaded.connect(self._count_reload)
         self.copier = StoreCopier(self.state, self.workers, self.recent, self)
         self.copier.copied.connect(self.copied)
         self.copier.message.connect(self.statusBar().showMessage)
@@ -106,7 +106,7 @@ class MainWindow(QMainWindow):
         self.exporter.error.connect(self.show_error)
         self.edits = EditController(self.state, self.undo_stack, self.workers, self)
         self.edits.message.connect(lambda text, ms: self.statusBar().showMessage(text, ms))
-        self.edits.reload_requested.connect(self.refresh_changes)
+        self.edits.refresh_requested.connect(self.live.refresh)
         self.add_context_provider(self.edits.context_actions)
         self.retired = RetiredPanel(self.state, self.edits, self.workers)
         self.reflect_tools = ReflectTools(self.state, self.workers, self.settings, self.edits.perform, self)
@@ -463,36 +463,7 @@ class MainWindow(QMainWindow):
 
     def reload(self) -> None:
         """Re-read the whole open store (File ▸ Reload), keeping the selection and the view."""
-        self.opener.reload()
-
-    def _count_reload(self) -> None:
-        self.refreshes["full"] += 1
-
-    def refresh_changes(self) -> None:
-        """Bring the panels up to date with the store after a write (another process's or the
-        user's own): only what changed is read and applied (memviz.session.refresh); a change a
-        delta cannot describe is a whole re-read. The view stays as the user left it.
-        `refreshes` counts each kind ("delta", "full", "none") for the status and the benchmark."""
-        data = self.state.data
-        if data is None:
-            return
-        if self.workers.running("refresh") or self.workers.running("reload"):
-            self._refresh_again = True  # one more once this one is in: it reads from its token
-            return
-        self._refresh_again = False
-
-        def done(out) -> None:
-            kind = self.state.apply_refresh(out)
-            if kind == "misfit":
-                self.reload()
-                return
-            self.refreshes[kind] += 1
-            if self._refresh_again:
-                self.refresh_changes()
-
-        def failed(err: Exception) -> None:
-            self.statusBar().showMessage(f"Could not read the store's changes: {err}", 8000)
-        self.workers.submit("refresh", lambda t: read_refresh(data), on_done=done, on_error=failed, lane="live")
+        self.live.reload()
 
     def show_error(self, title: str, text: str) -> None:
         """A non-blocking message box (plain text); kept in `error_box` so tests can read it."""
@@ -627,6 +598,7 @@ class MainWindow(QMainWindow):
         # jobs first: a poll or reload still reading on a connection would make its close fail
         # (apsw allows no close while another thread uses the connection)
         self.workers.shutdown()
+        self.live.close()
         self.edits.close()
         self.save_settings()
         if self.state.data is not None:

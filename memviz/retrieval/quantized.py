@@ -81,7 +81,7 @@ class Int8Index:
 
     `extended` makes the index of a grown matrix (a live refresh appended rows, re-embedded some)
     without quantising it all again: codes and scales sit in buffers with spare rows, shared
-    between the two indexes like the matrix's rows are (memviz.session.refresh), as many spare as
+    between the two indexes like the matrix's rows are (memviz.session.buffers), as many spare as
     the matrix has (store.arrays.spare_rows): running out copies them all, on the GUI thread."""
 
     def __init__(self, embedding: np.ndarray, kernel=None):
@@ -126,7 +126,7 @@ class Int8Index:
         Why the bound stays valid, for both indexes: R and N are maxima over rows, kept in one
         list the two share and only ever raised, so every row either index holds is covered (a
         row re-embedded keeps its old residual in the maximum too, which only widens the bound).
-        A re-embedded row is patched where the matrix patched it (refresh.apply_rows): in the
+        A re-embedded row is patched where the matrix patched it (session.live.delta.apply_rows): in the
         shared buffer, for both, or in the new one when the rows were copied."""
         n, m = len(self.codes), len(embedding)
         new = object.__new__(Int8Index)

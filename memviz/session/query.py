@@ -22,7 +22,7 @@ import numpy as np
 
 from ..retrieval import Engine, Params, Result
 from ..tasks import Task
-from .live_query import RERANK_S, merged
+from .live import RERANK_S, merged
 from .state import AppState, Callbacks, StoreData
 
 
@@ -39,7 +39,7 @@ class Query(NamedTuple):
 
 @dataclasses.dataclass(frozen=True)
 class Ranked:
-    """The last whole ranking, what a live refresh's merge (session.live_query.merged) starts from."""
+    """The last whole ranking, what a live refresh's merge (session.live.query.merged) starts from."""
 
     result: Result
     ref: float                       # the time its recency was measured from

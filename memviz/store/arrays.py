@@ -16,7 +16,7 @@ from .records import MS_ABOVE, NUMBER_DEFAULTS, ODD_TYPES_SQL, TIME_COLUMNS, dec
 from .vec_chunks import read_from_index
 
 ROOM = 1 / 2  # spare rows below a matrix read whole, as a share of its rows (at least 256): a live refresh
-              # (session/refresh.py) appends new rows there without copying the matrix; untouched, they
+              # (session/buffers.py) appends new rows there without copying the matrix; untouched, they
               # are address space, not memory
 
 

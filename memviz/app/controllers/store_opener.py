@@ -1,5 +1,5 @@
 """Opening a store in the window, and what goes on after the open: File ▸ Open…, Open
-database…, Open Recent, the sample store, File ▸ Reload; SQLite's quick check or a framework
+database…, Open Recent, the sample store; SQLite's quick check or a framework
 mirror's indexes that answer after the window shows the store (`follow`), and the vector
 indexes a copy to PostgreSQL left unbuilt.
 
@@ -7,7 +7,7 @@ Every read is a worker job; the store shown stays until the new one is ready, an
 is said in a message box (`error`) with nothing lost. Signals: opened(path), open_failed(path,
 text), message(text, ms) for the status bar, error(title, text), import_requested(source) for
 a file that is an export to import rather than a store, status_changed() when a check or an
-index build has answered, reloaded() after File ▸ Reload's read is shown.
+index build has answered. File ▸ Reload is live refresh's whole re-read (LiveController.reload).
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from memviz.app.dialogs.database_dialogs import OpenDatabaseDialog
 from memviz.app.dialogs.import_dialog import is_import_source
 from memviz.app.workers import Workers
 from memviz.samples.bundled import user_sample
-from memviz.session.state import AppState, StoreData, load_store_data, open_store_data
+from memviz.session.state import AppState, StoreData, open_store_data
 from memviz.store.errors import user_message
 from memviz.store.postgres.index import build_missing_indexes
 
@@ -42,7 +42,6 @@ class StoreOpener(QObject):
     error = Signal(str, str)
     import_requested = Signal(str)
     status_changed = Signal()
-    reloaded = Signal()
 
     def __init__(self, state: AppState, workers: Workers, recent: RecentFiles,
                  shown_message: Callable[[], str], dialog_parent: QWidget | None = None) -> None:
@@ -138,20 +137,6 @@ class StoreOpener(QObject):
             self.open_failed.emit(ms.redact(path), text)
 
         self.workers.submit("open", job, on_done=done, on_error=failed)
-
-    def reload(self) -> None:
-        """Re-read the whole open store (File ▸ Reload), keeping the selection and the view."""
-        data = self.state.data
-        if data is None:
-            return
-        store = data.store
-
-        def done(new: StoreData) -> None:
-            if self.state.data is not None and self.state.data.store is store:
-                self.state.set_data(new)
-                self.reloaded.emit()
-        self.workers.submit("reload", lambda t: load_store_data(store), on_done=done,
-                            on_error=lambda e: self.error.emit("Reload failed", str(ms.translate(e, store.path))))
 
     # ------------------------------------------------------------ after the open
     def follow(self, store) -> None:

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QApplication, QGraphicsItem, QGraphicsPathItem, QH
 from memviz.app.plots import style
 from memviz.app.plots.density_item import DensityPointsItem
 from memviz.app.plots.points_item import PointsItem
-from memviz.session.refresh import grow
+from memviz.session.buffers import grow
 from memviz.session.state import AppState
 
 PICK_PIXELS = 8
