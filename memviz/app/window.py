@@ -21,11 +21,11 @@ from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QMenu, QMessageB
 from memviz.app.controllers.clock_status import ClockStatus
 from memviz.app.controllers.edit_controller import EditController
 from memviz.app.controllers.exporter import Exporter
+from memviz.app.controllers.live_controller import LiveController
 from memviz.app.controllers.recent_files import RecentFiles
 from memviz.app.controllers.reflect_tools import ReflectTools
 from memviz.app.controllers.store_copier import StoreCopier
 from memviz.app.controllers.store_opener import StoreOpener
-from memviz.app.controllers.live_controller import LiveController
 from memviz.app.dialogs.check_dialog import CheckDialog
 from memviz.app.dialogs.help_dialogs import AboutDialog, GuideDialog, ShortcutsDialog, shortcut_rows
 from memviz.app.dialogs.import_dialog import ImportDialog, is_import_source
