@@ -146,13 +146,15 @@ def test_on_the_sample_every_setting_ranks_as_the_brute_force(sample, name):
     s, a, judged = sample
     base = preset_params(name)
     ev = JudgedEvaluator(s, judged, base)
-    assert sum(ev.kept_sizes()) <= sum(ev.candidate_sizes())
+    assert ev.levels == (10, 100) and sum(ev.kept_sizes(10)) <= sum(ev.kept_sizes()) <= sum(ev.candidate_sizes())
     rng = np.random.default_rng(1)
     for w in rng.dirichlet(np.ones(3), 4).tolist() + [[0, 0, 1], [1, 0, 0]]:
         p = base.replace(alpha=w[0], beta=w[1], gamma=w[2]) if preset(name).weights else base
         for k in ev.searchable:
             p = p.replace(**{k: float(rng.choice([E.KNOBS[k].lo, getattr(base, k), E.KNOBS[k].hi]))})
-        assert ev.rankings(p) == brute(ev, p, ev.depth)
+        full = brute(ev, p, ev.depth)
+        assert ev.rankings(p) == full
+        assert ev.rankings(p, 10) == {q: r[:10] for q, r in full.items()}   # the shallow level's own kept
 
 
 @pytest.mark.parametrize("name", LINEAR)
@@ -221,6 +223,9 @@ def test_near_misses_what_would_change_and_wins(sample):
     assert ev.accepts(base.replace(tau_hours=3.0, alpha=9.0)) is None
     with pytest.raises(ValueError, match="prepare a new evaluator"):
         ev.metrics(preset_params("ada"))
+    g = ev.grid(base, "alpha", [0.0, 0.5, 1.0], "beta", [0.0, 1.0])
+    assert g.shape == (2, 3) and g[0, 2] == ev.metrics(base.replace(alpha=1.0, beta=0.0)).means["ndcg@10"]
+    assert g[1, 0] == ev.metrics(base.replace(alpha=0.0, beta=1.0), ("ndcg@10",)).means["ndcg@10"]
 
 
 def test_the_precompute_reports_progress_and_stops_on_cancel(sample):

@@ -190,7 +190,8 @@ class HtmSource(Source):
         out = []
         for at, robot, details in conn.execute(
                 "SELECT date_part('epoch', timestamp), robot_id::text, details::text FROM operations_log "
-                "WHERE operation = 'recall' ORDER BY id DESC LIMIT %s", (int(limit),)):
+                "WHERE operation = 'recall' AND jsonb_typeof(details::jsonb) = 'object' "
+                "AND btrim(coalesce(details::jsonb->>'topic', '')) <> '' ORDER BY id DESC LIMIT %s", (int(limit),)):
             d = json.loads(details) if details else {}
             topic = d.get("topic") if isinstance(d, dict) else None
             if not isinstance(topic, str) or not topic.strip() or at is None:

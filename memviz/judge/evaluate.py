@@ -67,6 +67,9 @@ DEPTH = 100
 #: candidates are kept unless dominated by DEPTH + MARGIN others: a few exact ties at the cut
 #: (duplicates) leave the pruned ranking certified
 MARGIN = 16
+#: candidates are also kept for rankings this deep alone (a fit of nDCG@10, recall@10, P@10
+#: reads no further): far fewer than for DEPTH, and a fit's every ranking costs that much less
+SHALLOW = 10
 #: the knobs a fit searches (and the evaluator re-ranks without a new precompute), their ranges
 KNOBS = {
     "tau_hours": Knob("tau_hours", 0.5, 24.0 * 730, LOG),           # half an hour to two years
@@ -125,15 +128,34 @@ class _Group:
 
 
 @dataclass
+class _Kept:
+    """What one query keeps for rankings down to one depth (a level)."""
+
+    positions: np.ndarray         # candidate positions kept (ascending)
+    pruned: bool                  # False: every candidate is kept
+    values: dict                  # component -> values there (relevance; every component for other presets)
+    factor: np.ndarray | None     # the confidence-decay factor there
+
+
+@dataclass
 class _Query:
     judged: JudgedQuery
     params: Params
     rows: np.ndarray              # the candidates, in the engine's scoring order
     group: _Group | None          # None: a preset that ranks itself (every component per query)
-    kept: np.ndarray              # candidate positions kept (ascending)
-    pruned: bool                  # False: every candidate is kept
-    values: dict                  # component -> values at the kept positions (relevance; all for others)
-    factor: np.ndarray | None     # the confidence-decay factor at the kept positions
+    levels: dict                  # depth -> _Kept (candidates that can reach the top `depth`)
+
+
+@dataclass
+class _Layout:
+    """Every query's kept candidates for one level, as flat arrays (one segment per query)."""
+
+    values: dict                  # the query-dependent components
+    factor: np.ndarray | None
+    offsets: np.ndarray           # segment q is offsets[q]:offsets[q + 1]
+    rows: np.ndarray              # the candidate rows (into the arrays)
+    pruned: np.ndarray            # per query: something was pruned (the certificate is needed)
+    by_group: list                # (group, its queries, their flat positions, candidate positions)
 
 
 @dataclass(frozen=True)
@@ -194,7 +216,10 @@ class JudgedEvaluator:
         self._cache: OrderedDict = OrderedDict()
         self._full: OrderedDict = OrderedDict()
         self._flat: OrderedDict = OrderedDict()
+        self._layouts: dict[int, _Layout] = {}
         self.query_ids = judged.ids
+        #: the depths candidates are pruned for: the evaluator's, and SHALLOW (a fit's nDCG@10)
+        self.levels = tuple(sorted({self.depth, min(SHALLOW, self.depth)}))
         self._by_id = judged.by_id()
         self._ids = np.asarray(self.arrays.ids)
         self.timings: dict[str, float] = {}
@@ -363,28 +388,30 @@ class JudgedEvaluator:
             dims.append(factor)
         prunable = n > self.depth + MARGIN and all(not np.isnan(d).any() for d in dims) and (
             factor is None or all(float(d.min()) >= 0 for d in dims)) and (group is None or group.valid[self._kappa0])
+        counts = np.zeros(n, np.int64)   # how many surely dominate each candidate (0: none counted)
         if prunable:
-            keep = []
             for pos, static_cut in group.parts if group else [(np.arange(n), [])]:
                 whole = len(pos) == n
                 cut = [prune.buckets(values[c] if whole else values[c][pos]) for c in self._dynamic] + list(static_cut)
                 if factor is not None:
                     cut.append(prune.buckets(factor if whole else factor[pos]))
-                keep.append(pos[prune.kept(cut, self.depth + MARGIN)])
-            kept = np.sort(np.concatenate(keep)) if len(keep) > 1 else keep[0]
-        else:
-            kept = np.arange(n)
-        return _Query(q, qp, comps.rows, group, kept, prunable and len(kept) < n,
-                      {c: v[kept] for c, v in values.items()}, None if factor is None else factor[kept])
+                counts[pos] = prune.dominators(cut) if len(pos) > self.depth + MARGIN else 0
+        levels = {}
+        for depth in self.levels:
+            kept = np.flatnonzero(counts < depth + MARGIN) if prunable else np.arange(n)
+            levels[depth] = _Kept(kept, len(kept) < n, {c: v[kept] for c, v in values.items()},
+                                  None if factor is None else factor[kept])
+        return _Query(q, qp, comps.rows, group, levels)
 
     def _check_relevance_is_query_only(self) -> None:
         """The fast re-ranking over knobs takes relevance as the query's alone: checked on the
         first query at the searched knobs' range ends (else every knob change ranks in full)."""
         q = self._queries[0]
+        kept = q.levels[self.depth]
         for end in ("lo", "hi"):
             p = q.params.replace(**{k: getattr(KNOBS[k], end) for k in self.searchable})
             comps = self._components(self._engine, q.judged, p)
-            if not all(np.array_equal(comps.values[c][q.kept], q.values[c]) for c in self._dynamic):
+            if not all(np.array_equal(comps.values[c][kept.positions], kept.values[c]) for c in self._dynamic):
                 self._rel_fixed = False
 
     # ------------------------------------------------------------------ static components per knob value
@@ -443,33 +470,57 @@ class JudgedEvaluator:
             raise ValueError(why + "; prepare a new evaluator for these parameters")
 
     # ------------------------------------------------------------------ ranking
-    def _flat_for(self, kappa: tuple):
-        """The kept candidates of every query as flat arrays (one segment per query) with the
-        static components at `kappa`, and the queries that must be ranked in full there."""
-        got = self._flat.get(kappa)
+    def _layout(self, level: int) -> _Layout:
+        """The kept candidates (for rankings `level` deep) of every query as flat arrays, one
+        segment per query: what does not move with the knobs, made once."""
+        got = self._layouts.get(level)
+        if got is None:
+            kept = [q.levels[level] for q in self._queries]
+            offsets = np.concatenate(([0], np.cumsum([len(k.positions) for k in kept]))).astype(np.int64)
+            values = {c: np.concatenate([k.values[c] for k in kept]) if kept else np.zeros(0) for c in self._dynamic}
+            factor = np.concatenate([k.factor for k in kept]) if kept and kept[0].factor is not None else None
+            rows = np.concatenate([q.rows[k.positions] for q, k in zip(self._queries, kept)]) if kept else \
+                np.zeros(0, np.int64)
+            members: dict[int, tuple[_Group, list[int]]] = {}
+            for i, q in enumerate(self._queries):
+                if q.group is not None:
+                    members.setdefault(id(q.group), (q.group, []))[1].append(i)
+            by_group = []
+            for g, queries in members.values():   # where each group's members sit in the flat arrays
+                at = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in queries])
+                pos = np.concatenate([kept[i].positions for i in queries])
+                by_group.append((g, queries, at, pos))
+            got = self._layouts[level] = _Layout(values, factor, offsets, rows, np.array([k.pruned for k in kept], bool),
+                                                 by_group)
+        return got
+
+    def _flat_for(self, kappa: tuple, level: int):
+        """The layout at `level` with the static components at `kappa`, and the queries that must
+        be ranked in full there (a group whose keys do not hold at `kappa`)."""
+        key = (kappa, level)
+        got = self._flat.get(key)
         if got is not None:
-            self._flat.move_to_end(kappa)
+            self._flat.move_to_end(key)
             return got
+        lay = self._layout(level)
         full: set[int] = set()
         if kappa != self._kappa0 and self._linear and not self._rel_fixed:
             full = set(range(len(self._queries)))
-        cols = {c: [] for c in self.preset.order}
-        factors, offsets = [], [0]
-        for i, q in enumerate(self._queries):
-            statics = self._statics(q.group, kappa) if q.group is not None else {}
-            if q.group is not None and q.pruned and not q.group.valid[kappa]:
-                full.add(i)
-            for c in self._dynamic:
-                cols[c].append(q.values[c])
+        values = dict(lay.values)
+        total = int(lay.offsets[-1])
+        for c in self._static:
+            values[c] = np.empty(total)
+        for g, queries, at, pos in lay.by_group:
+            statics = self._statics(g, kappa)
+            if not g.valid[kappa]:
+                full.update(i for i in queries if self._queries[i].levels[level].pruned)
             for c in self._static:
-                cols[c].append(statics[c][q.kept])
-            if q.factor is not None:
-                factors.append(q.factor)
-            offsets.append(offsets[-1] + len(q.kept))
-        values = {c: np.concatenate(v) if v else np.zeros(0) for c, v in cols.items()}
-        factor = np.concatenate(factors) if len(factors) == len(self._queries) and factors else None
-        got = (values, factor, np.asarray(offsets), full)
-        self._flat[kappa] = got
+                if len(at) == total:
+                    values[c] = statics[c][pos]
+                else:
+                    values[c][at] = statics[c][pos]
+        got = (values, lay.factor, lay.offsets, lay.rows, lay.pruned, full)
+        self._flat[key] = got
         while len(self._flat) > 8:
             self._flat.popitem(last=False)
         return got
@@ -479,8 +530,9 @@ class JudgedEvaluator:
         self._check(params)
         if not 1 <= d <= self.depth:
             raise ValueError(f"rankings go {self.depth} deep here; asked for {d}")
+        level = min(depth for depth in self.levels if depth >= d)
         kappa = self._kappa(params)
-        values, factor, offsets, full = self._flat_for(kappa)
+        values, factor, offsets, flat_rows, pruned, full = self._flat_for(kappa, level)
         weights = {c: w for c, (_v, w) in zip(self.preset.order, self.preset.terms(values, params))}
         if any(w is not None and not w >= 0 for w in weights.values()):   # negative (or NaN): no pruning holds
             return [self._full_top(q, params, d) for q in self._queries]
@@ -488,20 +540,21 @@ class JudgedEvaluator:
         static_only = self._linear and all(weights[c] == 0 for c in self._dynamic)
         scores = self.preset.combine(Components(np.zeros(0), values, factor), params)
         tops, reach = prune.top_segments(scores, offsets, d)
+        top_rows = flat_rows[np.maximum(tops, 0)]
+        lengths = np.minimum(np.diff(offsets), d)
+        doubt = (reach < 0) | (pruned & (reach >= level + MARGIN))
+        doubt[list(full)] = True
+        out = [top_rows[i, :m] for i, m in enumerate(lengths.tolist())]
         shared: dict[int, np.ndarray] = {}
-        out = []
-        for i, q in enumerate(self._queries):
-            if i in full or reach[i] < 0 or (q.pruned and reach[i] >= self.depth + MARGIN):
-                if static_only:
-                    g = id(q.group)
-                    if g not in shared:
-                        shared[g] = self._group_top(q.group, params, kappa, d)
-                    out.append(shared[g])
-                else:
-                    out.append(self._full_top(q, params, d))
+        for i in np.flatnonzero(doubt).tolist():   # ties at the cut, NaN, or a knob value the keys do not hold for
+            q = self._queries[i]
+            if static_only and q.group is not None:
+                g = id(q.group)
+                if g not in shared:
+                    shared[g] = self._group_top(q.group, params, kappa, d)
+                out[i] = shared[g]
             else:
-                t = tops[i]
-                out.append(q.rows[q.kept[t[t >= 0] - offsets[i]]])
+                out[i] = self._full_top(q, params, d)
         return out
 
     def _group_top(self, g: _Group, params: Params, kappa: tuple, d: int) -> np.ndarray:
@@ -617,6 +670,22 @@ class JudgedEvaluator:
             out.append(HeldBack(mid, grade, r, comp, short, mine, cutoff))
         return sorted(out, key=lambda h: (h.rank is None, h.rank or 0, -h.grade))
 
+    def grid(self, params: Params, x: str, xs: Sequence[float], y: str, ys: Sequence[float],
+             measure_name: str = "ndcg@10", task: Task | None = None) -> np.ndarray:
+        """The mean of one measure over a grid of two parameters (weights or searched knobs) at
+        `params`' others: values[j, i] for ys[j], xs[i] (the picture of the metric over α × β
+        with the current and the fitted point marked). `task`: progress per row, cancel."""
+        task = task or quiet()
+        out = np.empty((len(ys), len(xs)))
+        for j, yv in enumerate(ys):
+            task.check()
+            task.progress(j / max(len(ys), 1), f"{measure_name} over {x} × {y}: row {j + 1} of {len(ys)}")
+            for i, xv in enumerate(xs):
+                p = params.replace(**{x: float(xv), y: float(yv)})
+                out[j, i] = self.metrics(p, (measure_name,)).means[measure(measure_name).name]
+        task.progress(1.0, f"{measure_name} over {x} × {y}")
+        return out
+
     def metric_of(self, params: Params, measure_name: str):
         """The function the fit driver asks (fit.MetricOf): a point (weights and knobs) -> each
         query's value of one measure under `params` with that point."""
@@ -648,9 +717,11 @@ class JudgedEvaluator:
         return out
 
     # ------------------------------------------------------------------ what it kept
-    def kept_sizes(self) -> list[int]:
-        """How many candidates each query keeps (its candidates when nothing is pruned)."""
-        return [len(q.kept) for q in self._queries]
+    def kept_sizes(self, depth: int | None = None) -> list[int]:
+        """How many candidates each query keeps for rankings `depth` deep (default: the
+        evaluator's; its candidates when nothing is pruned)."""
+        level = min(d for d in self.levels if d >= (depth or self.depth))
+        return [len(q.levels[level].positions) for q in self._queries]
 
     def candidate_sizes(self) -> list[int]:
         return [len(q.rows) for q in self._queries]

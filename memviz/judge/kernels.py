@@ -37,12 +37,52 @@ def _sift_down(hv, hp, i, m):
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
+def _floor(s, a, b, m, hv):
+    """The m-th largest of up to 16·m values of s[a:b] spread over it (all of them when it is
+    short), taken in a scrambled order (a stride prime to their number) so that no order of the
+    scores makes every value enter the heap (hv, used as scratch)."""
+    n = b - a
+    ns = min(n, 16 * m)
+    step = 7919 if ns % 7919 else 7907   # primes: j * step mod ns visits every j once
+    size = 0
+    for j in range(ns):
+        x = s[a + (((j * step) % ns) * n) // ns]
+        if size < m:
+            hv[size] = x
+            c = size
+            size += 1
+            while c > 0:   # a min-heap of values
+                parent = (c - 1) >> 1
+                if hv[c] < hv[parent]:
+                    hv[c], hv[parent] = hv[parent], hv[c]
+                    c = parent
+                else:
+                    break
+        elif x > hv[0]:
+            hv[0] = x
+            i = 0
+            while True:
+                left = 2 * i + 1
+                if left >= m:
+                    break
+                w = left
+                if left + 1 < m and hv[left + 1] < hv[left]:
+                    w = left + 1
+                if hv[w] >= hv[i]:
+                    break
+                hv[i], hv[w] = hv[w], hv[i]
+                i = w
+    return hv[0]
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
 def top_segments(s, offsets, d, out, ge):
     """For each segment q of `s` (offsets[q]:offsets[q+1]): out[q, :m] the flat positions of its
     m = min(d, length) best values, best first, equal values in position order; ge[q] the number
     of its values ≥ the m-th best; ge[q] = -1 when the segment holds NaN (out is then unset).
     A heap of the m best so far, its root the worst of them: a later value enters only when it
-    beats the root (an equal one comes later, so it ranks below)."""
+    beats the root (an equal one comes later, so it ranks below); values below a floor known
+    from a sample are not looked at."""
     nq = len(offsets) - 1
     hv = np.empty(max(d, 1), np.float64)
     hp = np.empty(max(d, 1), np.int64)
@@ -54,14 +94,26 @@ def top_segments(s, offsets, d, out, ge):
             continue
         bad = False
         for i in range(a, b):
-            x = s[i]
-            if np.isnan(x):
+            if np.isnan(s[i]):
                 bad = True
                 break
-            k = i - a
-            if k < m:   # fill, keeping the heap order (sift up)
-                hv[k], hp[k] = x, i
-                c = k
+        if bad:
+            ge[q] = -1
+            continue
+        # a value below the m-th best of a sample cannot be among the m best (m values of the
+        # segment reach it): skipping those keeps the heap's work small whatever the order
+        # (scores rising with position, as recency does in store order, would otherwise enter
+        # the heap one by one). The sample is the whole segment when it is short.
+        floor = _floor(s, a, b, m, hv)
+        filled = 0
+        for i in range(a, b):
+            x = s[i]
+            if x < floor:
+                continue
+            if filled < m:   # fill, keeping the heap order (sift up)
+                hv[filled], hp[filled] = x, i
+                c = filled
+                filled += 1
                 while c > 0:
                     parent = (c - 1) >> 1
                     if _worse(hv, hp, c, parent):
@@ -73,9 +125,6 @@ def top_segments(s, offsets, d, out, ge):
             elif x > hv[0]:
                 hv[0], hp[0] = x, i
                 _sift_down(hv, hp, 0, m)
-        if bad:
-            ge[q] = -1
-            continue
         cut = hv[0]
         cnt = 0
         for i in range(a, b):

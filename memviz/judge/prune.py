@@ -92,6 +92,12 @@ def kept(dims: Sequence[Buckets], depth: int) -> np.ndarray:
     n = len(dims[0].index)
     if n <= depth:
         return np.arange(n)
+    return np.flatnonzero(dominators(dims) < depth)
+
+
+def dominators(dims: Sequence[Buckets]) -> np.ndarray:
+    """How many others surely dominate each candidate (a lower bound of how many do)."""
+    n = len(dims[0].index)
     sizes = [d.size for d in dims]
     flat = np.zeros(n, np.int64)
     for d in dims:
@@ -121,7 +127,7 @@ def kept(dims: Sequence[Buckets], depth: int) -> np.ndarray:
         first = np.repeat(starts, np.diff(np.r_[starts, len(order)]))
         earlier = np.arange(len(order)) - first
         dominated[order] -= counts.reshape(-1)[cells] - earlier
-    return np.flatnonzero(dominated < depth)
+    return dominated
 
 
 def certified(scores: np.ndarray, x: float, depth: int) -> bool:
@@ -202,4 +208,4 @@ def top_segments(s: np.ndarray, offsets: np.ndarray, d: int) -> tuple[np.ndarray
     return out, ge
 
 
-__all__ = ["Buckets", "above", "buckets", "certified", "kept", "kernels", "top", "top_segments"]
+__all__ = ["Buckets", "above", "buckets", "certified", "dominators", "kept", "kernels", "top", "top_segments"]
