@@ -49,7 +49,7 @@ sys.path.insert(0, str(HERE.parent))
 import memviz.store as ms  # noqa: E402
 from memviz.embed import LOCAL_MODEL, default_embedder  # noqa: E402
 from memviz.judge import JudgedQuery, JudgedSet, kfold, read_jsonl  # noqa: E402
-from memviz.judge.evaluate import JudgedEvaluator  # noqa: E402
+from memviz.judge.evaluator import JudgedEvaluator  # noqa: E402
 from memviz.judge.tune import NothingToFit, fit_preset, fit_space  # noqa: E402
 from memviz.retrieval import preset_params  # noqa: E402
 from memviz.retrieval.presets import preset  # noqa: E402

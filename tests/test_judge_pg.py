@@ -12,7 +12,7 @@ import memviz.store as ms
 from memviz.edits import History, consistency_problems
 from memviz.edits.judged import DeleteJudged
 from memviz.judge import JudgedQuery, JudgedSet
-from memviz.judge.evaluate import JudgedEvaluator
+from memviz.judge.evaluator import JudgedEvaluator
 from memviz.judge.stored import read_set, save_parameters, save_set, saved_parameter_sets
 from memviz.retrieval import preset_params
 from memviz.retrieval.presets import ParameterSet

@@ -14,7 +14,7 @@ import memviz.store as ms
 from memviz.embed import LOCAL_MODEL, LocalEmbedder
 from memviz.frameworks import open_source
 from memviz.judge import JudgedQuery, JudgedSet
-from memviz.judge.evaluate import JudgedEvaluator
+from memviz.judge.evaluator import JudgedEvaluator
 from memviz.retrieval import preset_params
 
 FACTS = [("db", "The user prefers PostgreSQL for time-series data", 2.0),

@@ -9,7 +9,7 @@ import pytest
 import memviz.store as ms
 from memviz.edits import History
 from memviz.judge import JudgedQuery, JudgedSet
-from memviz.judge.evaluate import JudgedEvaluator, query_params
+from memviz.judge.evaluator import JudgedEvaluator, query_params
 from memviz.judge.stored import parameter_choices, save_parameters
 from memviz.judge.tune import NothingToFit, fit_preset, fit_space, fitted_params, fitted_set
 from memviz.retrieval import Engine, preset_params

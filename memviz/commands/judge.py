@@ -22,7 +22,7 @@ import sys
 from ..edits import EditKept, History
 from ..frameworks import open_source
 from ..judge import JudgedSet, read_jsonl, read_trec, write_jsonl, write_trec
-from ..judge.evaluate import JudgedEvaluator
+from ..judge.evaluator import JudgedEvaluator
 from ..judge.stored import (
     delete_parameters,
     delete_set,

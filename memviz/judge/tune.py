@@ -1,12 +1,12 @@
 """A preset's weights and knobs fitted to judged queries over the engine: fit.py's search and
-cross-validation, asking a JudgedEvaluator (evaluate.py) for each point's per-query measure.
+cross-validation, asking a JudgedEvaluator (evaluator.py) for each point's per-query measure.
 
     report = fit_preset(evaluator, "dual-memory", metric="ndcg@10", folds=5, groups=by_conversation)
     if report.recommended: history.perform(save_parameters(fitted_set(report, "tuned", start)))
 
 What is searched is the preset's own: its weights (`preset.weights`: α, β, γ, on a simplex at
 the start's total — a weighted sum ranks the same for any positive multiple of its weights)
-and its searchable knobs (evaluate.KNOBS: τ in hours on a log scale, a decay factor on a log
+and its searchable knobs (evaluator.KNOBS: τ in hours on a log scale, a decay factor on a log
 scale of 1 − decay). Anything else (k, GA's agent_weights, the filters) stays as the start has
 it. A preset with neither (hybrid, working-memory) has nothing to fit: NothingToFit says so.
 """
@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from ..retrieval import Params
 from ..retrieval.presets import ParameterSet, preset, preset_params
 from ..tasks import Task
-from .evaluate import JudgedEvaluator, fit_knobs
+from .evaluator import JudgedEvaluator, fit_knobs
 from .fit import FitReport, Space, fit
 
 

@@ -134,7 +134,7 @@ def _m2_change_log(conn):
 # a judged query names memories by id, inside its JSON.
 JUDGED_TABLES = ("memviz_judged", "memviz_parameter_sets")
 _V3 = [
-    """CREATE TABLE memviz_judged (
+    """CREATE TABLE IF NOT EXISTS memviz_judged (
         set_name   TEXT NOT NULL,
         query_id   TEXT NOT NULL,
         position   INTEGER NOT NULL,             -- the query's place in its set
@@ -143,7 +143,7 @@ _V3 = [
         judged_at  REAL,                         -- UTC epoch seconds
         PRIMARY KEY (set_name, query_id)
     )""",
-    """CREATE TABLE memviz_parameter_sets (
+    """CREATE TABLE IF NOT EXISTS memviz_parameter_sets (
         name        TEXT PRIMARY KEY,
         preset      TEXT NOT NULL,
         values_json TEXT NOT NULL DEFAULT '{}',  -- Params fields -> values, a JSON object

@@ -139,7 +139,7 @@ _V3 = ["ALTER TABLE memories SET (fillfactor = 80)"]
 # memviz's own records about the store, as on SQLite (store/schema.py's migration 3: judged
 # queries and parameter sets; memviz.store.judged reads and writes them)
 _V4 = [
-    """CREATE TABLE memviz_judged (
+    """CREATE TABLE IF NOT EXISTS memviz_judged (
         set_name   text NOT NULL,
         query_id   text NOT NULL,
         position   bigint NOT NULL,
@@ -148,7 +148,7 @@ _V4 = [
         judged_at  double precision,
         PRIMARY KEY (set_name, query_id)
     )""",
-    """CREATE TABLE memviz_parameter_sets (
+    """CREATE TABLE IF NOT EXISTS memviz_parameter_sets (
         name        text PRIMARY KEY,
         preset      text NOT NULL,
         values_json text NOT NULL DEFAULT '{}',

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-import memviz.judge.evaluate as E
+import memviz.judge.evaluator as E
 import memviz.store as ms
 from memviz.judge import JudgedQuery, JudgedSet, prune
-from memviz.judge.evaluate import JudgedEvaluator, query_params
+from memviz.judge.evaluator import JudgedEvaluator, query_params
 from memviz.retrieval import Engine, preset_params
 from memviz.retrieval.presets import preset
 from memviz.tasks import Cancelled, Task
