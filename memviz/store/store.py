@@ -41,6 +41,7 @@ from .errors import (
     wal_hint,
 )
 from .fileheader import check_header
+from .judged import SqliteRecords
 from .read_only_media import detour, needs_detour, release_copy, share_copy
 from .records import MS_ABOVE, decode_json, decode_text, embedding_blob, read_time
 from .schema import MEMORY_COLUMNS
@@ -79,7 +80,7 @@ def _at_boundary(fn):
     return guarded
 
 
-class Store(StoreCommon, SqliteQueries, ErrorBoundary):
+class Store(StoreCommon, SqliteQueries, SqliteRecords, ErrorBoundary):
     """Use `memviz.store.open(path)` or `memviz.store.create(path)` rather than this constructor.
     Every public method, inherited ones too, translates SQLite's errors (boundary.py)."""
 
