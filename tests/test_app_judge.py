@@ -276,3 +276,37 @@ def test_unsaved_marks_are_kept_per_query_and_asked_about_at_quit(qtbot, make_wi
     discard = next(b for b in box.buttons() if b.text() == "Discard and quit")
     discard.click()
     qtbot.waitUntil(lambda: not win.isVisible(), timeout=WAIT)
+
+
+def test_store_text_in_the_judging_parts_shows_as_plain_text(qtbot, make_window, tmp_path):
+    from test_app_plain_text import Leaks, build_html_store, html
+    path = build_html_store(tmp_path / "html")
+    win = make_window(path, size=(1400, 900))
+    leaks = Leaks()
+    q, judge = win.query, win.judge
+    for text in ("peanuts recipe", "trip to Brazil"):   # two judged queries, in a set named in HTML
+        run(qtbot, win, text)
+        ids = [str(m) for m in q.results.result.ids]
+        judge.mark(ids[:2], 2)
+        judge.mark(ids[2:3], 0)
+        leaks.look(f"marked for {text}")
+        assert judge.save(html("set"), html(f"q-{text[:4]}"))
+    show_judged(qtbot, win)
+    readout(qtbot, win)
+    judge.choose_query(html("q-pean"))
+    qtbot.waitUntil(lambda: judge.tuning.readout is not None and judge.tuning.readout.query_id == html("q-pean")
+                    and not win.workers.running("query"), timeout=WAIT)
+    judge.mark([str(win.state.data.arrays.ids[-1])], 1)   # a memory below the cut: a near miss next time
+    leaks.look("the judged panel and its readout")
+    win.judged.tabs.setCurrentIndex(1)
+    qtbot.waitUntil(lambda: judge.tuning.grid is not None and win.judged.picture.grid is judge.tuning.grid, timeout=WAIT)
+    dlg = judge.fit()
+    qtbot.waitUntil(lambda: dlg.report is not None and dlg.changes.topLevelItemCount() == 2, timeout=WAIT)
+    dlg.changes.expandAll()
+    leaks.look("the fit's report")
+    win.judge.actions["save"].trigger()
+    leaks.look("the save dialog")
+    judge.dialog.reject()
+    dlg.close()
+    judge.book.discard()
+    leaks.check()

@@ -308,7 +308,8 @@ def make_axis(name: str, params: Params, n: int) -> Axis:
     if name in KNOBS:
         k, v = KNOBS[name], float(getattr(params, name))
         k = Knob(k.name, min(k.lo, v), max(k.hi, v), k.scale)
-        return Axis(name, tuple(k.value(u) for u in np.linspace(0.0, 1.0, n)), k)
+        inner = [k.value(u) for u in np.linspace(0.0, 1.0, n)[1:-1]]
+        return Axis(name, (k.lo, *inner, k.hi), k)   # the ends exact: a setting at one is on the axis
     return Axis(name, tuple(float(v) for v in np.linspace(0.0, weight_span(params), n)))
 
 

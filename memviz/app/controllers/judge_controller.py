@@ -27,7 +27,7 @@ import os
 import time
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 
@@ -148,6 +148,7 @@ class JudgeController(QObject):
         self._readout = PacedCall(self._start_readout, self, share=READOUT_SHARE, max_ms=500, job=True)
         self._grid = PacedCall(self._start_grid, self, share=GRID_SHARE, max_ms=3000, job=True)
         self._reprepare = PacedCall(self._prepare_if_needed, self, share=STALE_SHARE, max_ms=30_000, job=True)
+        workers.finished.connect(self._job_ended)
         self.book.changed.connect(self._marks_changed)
         query_model.query_changed.connect(self.book.show)
         state.data_changed.connect(self._on_data)
@@ -260,6 +261,21 @@ class JudgeController(QObject):
             self.workers.cancel(name)
             call.cancel()
 
+    def _job_ended(self, name: str) -> None:
+        """A precompute that ended without an answer (the status bar's Cancel) releases its pacer
+        and says so (one that answered has done both; this runs after its answer)."""
+        if name == "judge prepare":
+            QTimer.singleShot(0, self, self._prepare_ended)
+
+    def _prepare_ended(self) -> None:
+        if self.workers.running("judge prepare"):
+            return
+        self._reprepare.finished(None)
+        t = self.tuning
+        if t.judged is not None and self.state.data is not None and t.needs_evaluator(self.state.params) \
+                and t.status.startswith("Preparing"):
+            t.say(f"Not measured: preparing {t.set_name} was cancelled (choose the set again to measure it)")
+
     def setting_changed(self) -> None:
         """The setting (or the set, or what the panel shows) changed: the readout follows."""
         if self.state.data is None or self.tuning.judged is None:
@@ -302,6 +318,11 @@ class JudgeController(QObject):
         t, params = self.tuning, self.state.params
         if t.evaluator is None or t.needs_evaluator(params):
             return False
+        if t.pinned is not None and t.evaluator.accepts(t.pinned) is not None:   # pinned under another preset
+            t.pin(None)
+            self.actions["pin"].blockSignals(True)
+            self.actions["pin"].setChecked(False)
+            self.actions["pin"].blockSignals(False)
 
         def done(readout) -> None:
             self._readout.finished(readout.cost)
@@ -621,8 +642,9 @@ class JudgeController(QObject):
             dlg.accept_requested.connect(self.accept_fit)
             dlg.finished.connect(lambda _r: self.workers.cancel("judge fit"))
         existing = {ps.name for ps in saved_parameter_sets(self.store)} if self.store is not None else set()
+        agents = {q.agents for q in self.tuning.judged if q.agents}
         self.fit_dialog.prepare(self.tuning.set_name, len(self.tuning.judged), params, self.tuning.family,
-                                any(q.agents for q in self.tuning.judged), existing)
+                                len(agents), existing)
         self.fit_dialog.show()
         self.fit_dialog.raise_()
         self._start_fit(*self.fit_dialog.options())

@@ -196,7 +196,9 @@ class FitDialog(QDialog):
         self.resize(860, 600)
 
     # ------------------------------------------------------------ before a fit
-    def prepare(self, set_name: str, n: int, params: Params, family: str, has_agents: bool, existing: set[str]) -> None:
+    def prepare(self, set_name: str, n: int, params: Params, family: str, agent_groups: int, existing: set[str]) -> None:
+        """Before a fit of `n` judged queries; `agent_groups`: how many distinct agent filters
+        they have (when they make the folds, each group is held out whole: the default)."""
         k = int(params.k)
         self.existing = set(existing)
         self.title.setText(f"Fit the {params.preset} weights and knobs to “{set_name}” ({_queries(n)}), "
@@ -207,8 +209,8 @@ class FitDialog(QDialog):
         self.metric_box.setCurrentIndex(max(0, self.metric_box.findData(measure_name(family, k))))
         self.folds.setMaximum(max(2, min(20, n)))
         self.folds.setValue(min(5, max(2, n)))
-        self.by.setCurrentIndex(0)
-        self.by.setEnabled(has_agents)
+        self.by.setEnabled(agent_groups >= 2)
+        self.by.setCurrentIndex(1 if agent_groups >= self.folds.value() else 0)
         base = f"fitted-{set_name}"
         name, i = base, 2
         while name in existing:
