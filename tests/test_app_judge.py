@@ -204,7 +204,8 @@ def test_a_bad_jsonl_import_names_its_lines_and_changes_nothing(qtbot, make_wind
     good.write_text(bad.read_text().splitlines()[0] + "\n", encoding="utf-8")
     win.judge.import_file(str(good))
     qtbot.waitUntil(lambda: dict(store.judged_sets()).get("good") == 1, timeout=WAIT)
-    assert win.judge.tuning.set_name == "good" and win.undo_stack.count() == 1
+    qtbot.waitUntil(lambda: win.undo_stack.count() == 1, timeout=WAIT)
+    assert win.judge.tuning.set_name == "good"
 
 
 def test_fit_accepted_becomes_a_parameter_set_and_undo_takes_it_back(qtbot, make_window, judged_sample):
@@ -310,3 +311,15 @@ def test_store_text_in_the_judging_parts_shows_as_plain_text(qtbot, make_window,
     dlg.close()
     judge.book.discard()
     leaks.check()
+
+
+def test_the_readout_leaves_the_results_eight_rows_at_1100x700(qtbot, make_window, judged_sample):
+    win = make_window(judged_sample, size=(1100, 700))
+    win.reset_docks()
+    show_judged(qtbot, win)
+    readout(qtbot, win)
+    run(qtbot, win, "What does Elena drink in the morning these days?")
+    strip = win.query.below_settings.itemAt(0).widget()
+    assert strip.isVisible() and win.marks_bar.isVisible()
+    assert win.query.rows_visible() >= 8
+    assert all(c.value.width() >= c.value.sizeHint().width() for c in strip.cells)   # the numbers whole

@@ -42,7 +42,8 @@ AXIS_NAMES = {"alpha": "α relevance", "beta": "β recency", "gamma": "γ import
 #: the weight axes of the picture end at the first of these at least WEIGHT_ROOM × the largest weight
 NICE_SPANS = (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 15.0, 20.0, 50.0, 100.0)
 WEIGHT_ROOM = 1.25
-#: seconds a picture may take: its side is chosen from the last readout's cost
+#: seconds a picture may take: its side is chosen from what a setting cost (the last picture's, else
+#: a quarter of the last readout's, which measures four measures)
 GRID_BUDGET_S = 3.0
 GRID_SIDES = (9, 25)
 
@@ -314,7 +315,7 @@ def make_axis(name: str, params: Params, n: int) -> Axis:
 
 
 def grid_side(cost: float | None) -> int:
-    """Points per side of the picture, for a measure that costs `cost` seconds per setting."""
+    """Points per side of the picture, for one measure that costs `cost` seconds per setting."""
     lo, hi = GRID_SIDES
     if not cost or cost <= 0:
         return 15
@@ -342,6 +343,7 @@ class Tuning:
         self.grid: Grid | None = None
         self.report: FitReport | None = None
         self.report_start: Params | None = None
+        self.grid_cost: float | None = None      # seconds per setting of the last picture
         self.status = ""
         self.sets_changed = Callbacks()
         self.readout_changed = Callbacks()
@@ -477,6 +479,12 @@ class Tuning:
             return True   # the weights' span changed: the picture zooms to the setting
         return g.params.replace(**{x: 0.0, y: 0.0}) != params.replace(**{x: 0.0, y: 0.0})
 
+    def picture_side(self) -> int:
+        """Points per side of the next picture (GRID_BUDGET_S at what a setting cost lately)."""
+        cost = self.grid_cost if self.grid_cost is not None else \
+            (self.readout.cost / 4 if self.readout is not None else None)
+        return grid_side(cost)
+
     def grid_job(self, params: Params, side: int) -> Callable[[Task], Grid]:
         ev, measure = self.evaluator, self.measure(params)
         x, y = self.axes_for(params)
@@ -486,7 +494,9 @@ class Tuning:
             return Grid(ev, ax, ay, ev.grid(params, x, ax.values, y, ay.values, measure, task), measure, params)
         return job
 
-    def drawn(self, grid: Grid) -> bool:
+    def drawn(self, grid: Grid, seconds: float | None = None) -> bool:
+        if seconds is not None and grid.values.size:
+            self.grid_cost = seconds / grid.values.size
         if grid.evaluator is not self.evaluator:
             return False
         self.grid = grid

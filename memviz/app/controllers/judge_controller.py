@@ -51,7 +51,7 @@ from memviz.judge.stored import (
 from memviz.judge.tune import fitted_set
 from memviz.retrieval import Params
 from memviz.retrieval.presets import parameter_sets, preset
-from memviz.session.judging import GRADE_NAMES, MarkBook, Tuning, grade_mark, grid_side, judged_query, query_of, suggest_id
+from memviz.session.judging import GRADE_NAMES, MarkBook, Tuning, grade_mark, judged_query, query_of, suggest_id
 from memviz.session.query import QueryModel
 from memviz.session.state import AppState
 from memviz.store.clock import store_clock
@@ -338,12 +338,13 @@ class JudgeController(QObject):
         t, params = self.tuning, self.state.params
         if t.evaluator is None or t.needs_evaluator(params) or not t.grid_wanted(params) or not self.picture_shown:
             return False
-        side = grid_side(t.readout.cost if t.readout is not None else None)
+        side = t.picture_side()
         started = time.perf_counter()
 
         def done(grid) -> None:
-            self._grid.finished(time.perf_counter() - started)
-            t.drawn(grid)
+            took = time.perf_counter() - started
+            self._grid.finished(took)
+            t.drawn(grid, took)
             if t.grid_wanted(self.state.params):  # the setting moved on meanwhile
                 self._grid.request()
 
@@ -635,8 +636,8 @@ class JudgeController(QObject):
             self.message.emit(f"No fit: {why}", 8000)
             return None
         if self.fit_dialog is None:
-            dlg = self.fit_dialog = FitDialog(self._preview, lambda name: style.color(getattr(style.theme(), name)),
-                                              self.dialog_parent)
+            dlg = self.fit_dialog = FitDialog(self._preview, self._query_text,
+                                              lambda name: style.color(getattr(style.theme(), name)), self.dialog_parent)
             dlg.start_requested.connect(self._start_fit)
             dlg.cancel_requested.connect(lambda: self.workers.cancel("judge fit"))
             dlg.accept_requested.connect(self.accept_fit)
@@ -649,6 +650,11 @@ class JudgeController(QObject):
         self.fit_dialog.raise_()
         self._start_fit(*self.fit_dialog.options())
         return self.fit_dialog
+
+    def _query_text(self, query_id: str) -> str:
+        judged = self.tuning.judged
+        q = None if judged is None else judged.by_id().get(query_id)
+        return query_id if q is None else f"{query_id}: {q.query if q.query.strip() else 'like ' + str(q.like)}"
 
     def _preview(self, memory_id: str) -> str:
         data = self.state.data

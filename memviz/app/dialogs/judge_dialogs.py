@@ -110,15 +110,17 @@ class FitDialog(QDialog):
     parameter set and uses them. Nothing is applied before Accept.
 
     start_requested(metric, folds, by_agent), cancel_requested(), accept_requested(name).
+    `preview(memory id)` and `query_text(query id)`: what a memory and a judged query say;
     `tone(name)`: the colour of "up", "down" or "caution" (the window's theme)."""
 
     start_requested = Signal(str, int, bool)
     cancel_requested = Signal()
     accept_requested = Signal(str)
 
-    def __init__(self, preview: Callable[[str], str], tone: Callable[[str], QColor], parent=None) -> None:
+    def __init__(self, preview: Callable[[str], str], query_text: Callable[[str], str], tone: Callable[[str], QColor],
+                 parent=None) -> None:
         super().__init__(parent)
-        self.preview, self.tone = preview, tone
+        self.preview, self.query_text, self.tone = preview, query_text, tone
         self.report: FitReport | None = None
         self.start: Params | None = None
         self.running = False
@@ -287,6 +289,7 @@ class FitDialog(QDialog):
                 item.setTextAlignment(c, Qt.AlignRight | Qt.AlignVCenter)
             if abs(d.delta) > 1e-9:
                 item.setForeground(3, self.tone("up" if d.delta > 0 else "down"))
+            item.setToolTip(0, plain_tooltip(self.query_text(d.query_id)))
             self.per_query.addTopLevelItem(item)
         self.changes.clear()
         self.changes.addTopLevelItem(QTreeWidgetItem(["Comparing each top k before and after …", ""]))
@@ -299,6 +302,7 @@ class FitDialog(QDialog):
         self.changes.addTopLevelItem(head)
         for ch in changes.judged:
             q = QTreeWidgetItem([f"{ch.query_id}: {len(ch.entered)} in, {len(ch.left)} out", ""])
+            q.setToolTip(0, plain_tooltip(self.query_text(ch.query_id)))
             head.addChild(q)
             for mv in ch.entered:
                 q.addChild(self._move("in", mv.memory_id, mv.rank_before, mv.rank_after))

@@ -47,11 +47,16 @@ from memviz.session.state import AppState
 from memviz.store import iso
 
 _RIGHT = int(Qt.AlignRight | Qt.AlignVCenter)
-CAPTION_WIDTH = 84   # px of the readout strip's set name (cut, whole in its tooltip)
+STRIP_CAPTION_FROM = 520   # px of the readout strip from which it names the set beside the numbers
+CAPTION_WIDTH = 70   # px of the readout strip's set name (cut, whole in its tooltip)
 
 
-def _signed(d: float) -> str:
-    return "" if abs(d) < 5e-4 else f"{'▲' if d > 0 else '▼'}{abs(d):.3f}"
+def _signed(d: float, short: bool = False) -> str:
+    """A change as ▲0.021 / ▼0.013 (`short`: ▲.021), "" when below the third decimal."""
+    if abs(d) < 5e-4:
+        return ""
+    text = f"{abs(d):.3f}"
+    return ("▲" if d > 0 else "▼") + (text[1:] if short and text.startswith("0") else text)
 
 
 class JudgedQueriesModel(QAbstractTableModel):
@@ -148,7 +153,7 @@ class NearMissModel(QAbstractTableModel):
                 reason, tip = "", f"rank {h.rank}"
             else:
                 mine, cut = h.contributions.get(h.component, 0.0), h.cutoff.get(h.component, 0.0)
-                reason = f"{h.component} {mine:.3g} (k-th {cut:.3g})"
+                reason = f"{h.component} {mine:.2f} vs {cut:.2f}"
                 tip = ("weighted components, this memory → the k-th result:\n" + "\n".join(
                     f"{c}: {h.contributions[c]:.3g} → {h.cutoff[c]:.3g}" for c in h.contributions))
             self.rows.append((h.memory_id, "—" if h.rank is None else str(h.rank), GRADE_MARKS[h.grade], reason, tip,
@@ -231,8 +236,8 @@ class GridPicture(QWidget):
         self.bar.setColorMap(cmap)
         self.current.setBrush(pg.mkBrush(style.color(t.query)))
         self.current.setPen(pg.mkPen(style.color(t.paper), width=2))
-        self.fitted.setBrush(pg.mkBrush(style.color(t.selected)))
-        self.fitted.setPen(pg.mkPen(style.color(t.ink), width=1.2))
+        self.fitted.setBrush(pg.mkBrush(style.color(t.paper)))   # light on the dark end, ringed on the light one
+        self.fitted.setPen(pg.mkPen(style.color(t.ink), width=1.5))
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)
@@ -267,8 +272,8 @@ class GridPicture(QWidget):
                 ax.setTicks([ticks])
             else:
                 ax.setTicks(None)
-        self.plot.setXRange(xs[0] - dx / 2, xs[-1] + dx / 2, padding=0)
-        self.plot.setYRange(ys[0] - dy / 2, ys[-1] + dy / 2, padding=0)
+        self.plot.setXRange(xs[0] - dx / 2, xs[-1] + dx / 2, padding=0.02)   # room for a mark on an edge
+        self.plot.setYRange(ys[0] - dy / 2, ys[-1] + dy / 2, padding=0.03)
         self.move_marks(params, fitted)
 
     def move_marks(self, params, fitted: dict | None) -> None:
@@ -325,11 +330,14 @@ class MetricCell(QWidget):
         lay.addWidget(self.delta, 1, 1, Qt.AlignLeft | Qt.AlignBaseline)
         lay.setColumnStretch(0, 1)
         lay.setColumnStretch(1, 1)
+        for w in (self.name, self.value, self.delta):   # a narrow dock cuts them rather than growing
+            w.setMinimumWidth(0)
+            w.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
 
     def set_value(self, name: str, value: float | None, delta: float | None) -> None:
         self.name.setText(measure_label(name))
         self.value.setText("—" if value is None else f"{value:.3f}")
-        d = _signed(delta) if delta is not None else ""
+        d = _signed(delta, short=True) if delta is not None else ""
         self.delta.setText(d or ("=" if delta is not None else ""))
         self.delta.setToolTip("" if delta is None else f"change against the baseline: {delta:+.4f}")
         self.delta.set_pick(None if not d else (lambda t: t.up) if delta > 0 else (lambda t: t.down))
@@ -358,6 +366,10 @@ class ReadoutStrip(QFrame):
         tuning.sets_changed.connect(self.refresh)
         tuning.status_changed.connect(lambda _t: self.refresh())
         self.refresh()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self.caption.setVisible(self.width() >= STRIP_CAPTION_FROM)   # a narrow dock keeps the numbers whole
 
     def refresh(self) -> None:
         t, r = self.tuning, self.tuning.readout
