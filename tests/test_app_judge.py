@@ -323,3 +323,72 @@ def test_the_readout_leaves_the_results_eight_rows_at_1100x700(qtbot, make_windo
     assert strip.isVisible() and win.marks_bar.isVisible()
     assert win.query.rows_visible() >= 8
     assert all(c.value.width() >= c.value.sizeHint().width() for c in strip.cells)   # the numbers whole
+
+
+def test_a_memory_the_agent_retires_is_measured_again(qtbot, make_window, judged_sample):
+    """A live refresh prepares the evaluator again: a relevant memory retired before the judged
+    query's moment is no candidate any more, and its query's measure drops."""
+    win = make_window(judged_sample)
+    show_judged(qtbot, win)
+    t = win.judge.tuning
+    first = readout(qtbot, win)
+    ev = t.evaluator
+    was = first.now.per_query["lina-allergy"]["ndcg@10"]
+    agent = ms.open(judged_sample)   # the agent's own connection
+    try:
+        fact = "2bd8145952a1a97f1c13f92fc6525f03"   # "Lina is allergic to peanuts; …", graded 2
+        agent.set_valid_until(fact, t.judged.by_id()["lina-allergy"].as_of - 3600)
+    finally:
+        agent.close()
+    qtbot.waitUntil(lambda: t.evaluator is not None and t.evaluator is not ev and t.readout is not None
+                    and t.readout.evaluator is t.evaluator, timeout=WAIT)
+    assert t.readout.now.per_query["lina-allergy"]["ndcg@10"] < was
+    win.judge.choose_query("lina-allergy")   # its near misses: the fact is no candidate now
+    qtbot.waitUntil(lambda: t.readout.query_id == "lina-allergy" and not win.workers.running("query"), timeout=WAIT)
+    (gone,) = [h for h in t.readout.near if h.memory_id == fact]
+    row = next(r for r in win.judged.near.rows if r[0] == fact)
+    assert gone.rank is None and row[1:4] == ("—", "★★", "not a candidate")
+
+
+def test_a_read_only_store_keeps_marks_but_writes_nothing(qtbot, make_window, judged_sample):
+    win = make_window(judged_sample, read_only=True)
+    run(qtbot, win, "What food does Tom like?")
+    win.judge.mark([str(win.query.results.result.ids[0])], 2)
+    save = win.judge.actions["save"]
+    assert not save.isEnabled() and "read-only" in save.toolTip()
+    assert not win.judge.save("mine", "tom")
+    assert not win.judge.actions["import"].isEnabled()
+    show_judged(qtbot, win)
+    readout(qtbot, win)                       # a read-only store is still measured
+    dlg = win.judge.fit()                     # a fit is shown, and cannot be accepted
+    qtbot.waitUntil(lambda: dlg.report is not None, timeout=WAIT)
+    assert not dlg.accept_button.isEnabled() and "read-only" in dlg.accept_button.toolTip()
+    dlg.close()
+    win.query.preset.setCurrentText("hybrid")  # nothing to fit: Fit… says why
+    qtbot.waitUntil(lambda: not win.judge.actions["fit"].isEnabled(), timeout=WAIT)
+    assert "no weights or knobs" in win.judge.actions["fit"].toolTip()
+    win.judge.book.discard()
+
+
+def test_deleting_a_judged_query_and_a_set_is_undone_from_the_edit_menu(qtbot, make_window, judged_sample):
+    win = make_window(judged_sample)
+    show_judged(qtbot, win)
+    readout(qtbot, win)
+    t, store = win.judge.tuning, win.state.data.store
+    win.judge.choose_query("tom-food")
+    assert win.judge.actions["delete_query"].isEnabled()
+    win.judge.actions["delete_query"].trigger()
+    qtbot.waitUntil(lambda: t.judged is not None and len(t.judged) == 17 and "tom-food" not in t.judged.ids, timeout=WAIT)
+    assert win.judged.queries.rowCount() == 17
+    qtbot.waitUntil(lambda: len(readout(qtbot, win).now.query_ids) == 17, timeout=WAIT)   # measured again
+    qtbot.waitUntil(lambda: win.undo_stack.count() == 1, timeout=WAIT)
+    win.judge.actions["delete_set"].trigger()
+    qtbot.waitUntil(lambda: store.judged_sets() == [] and t.set_name is None, timeout=WAIT)
+    assert not win.query.below_settings.itemAt(0).widget().isVisible()   # no set: no readout strip
+    qtbot.waitUntil(lambda: win.undo_stack.index() == 2 and win.undo_action.isEnabled(), timeout=WAIT)
+    win.undo_action.trigger()
+    qtbot.waitUntil(lambda: dict(store.judged_sets()).get("sample") == 17, timeout=WAIT)
+    qtbot.waitUntil(lambda: win.undo_stack.index() == 1 and win.undo_action.isEnabled(), timeout=WAIT)
+    win.undo_action.trigger()
+    qtbot.waitUntil(lambda: dict(store.judged_sets()).get("sample") == 18, timeout=WAIT)
+    assert read_set(store, "sample").by_id()["tom-food"].query == "What food does Tom like?"

@@ -48,7 +48,7 @@ from memviz.judge.stored import (
     save_set,
     saved_parameter_sets,
 )
-from memviz.judge.tune import fitted_set
+from memviz.judge.tune import NothingToFit, fit_space, fitted_set
 from memviz.retrieval import Params
 from memviz.retrieval.presets import parameter_sets, preset
 from memviz.session.judging import GRADE_NAMES, MarkBook, Tuning, grade_mark, judged_query, query_of, suggest_id
@@ -278,6 +278,7 @@ class JudgeController(QObject):
 
     def setting_changed(self) -> None:
         """The setting (or the set, or what the panel shows) changed: the readout follows."""
+        self._update_fit()
         if self.state.data is None or self.tuning.judged is None:
             return
         if self.tuning.needs_evaluator(self.state.params):
@@ -645,7 +646,7 @@ class JudgeController(QObject):
         existing = {ps.name for ps in saved_parameter_sets(self.store)} if self.store is not None else set()
         agents = {q.agents for q in self.tuning.judged if q.agents}
         self.fit_dialog.prepare(self.tuning.set_name, len(self.tuning.judged), params, self.tuning.family,
-                                len(agents), existing)
+                                len(agents), existing, self._write_refusal())
         self.fit_dialog.show()
         self.fit_dialog.raise_()
         self._start_fit(*self.fit_dialog.options())
@@ -762,7 +763,20 @@ class JudgeController(QObject):
         self.actions["export"].setEnabled(chosen)
         self.actions["delete_set"].setEnabled(chosen and writable)
         self.actions["delete_query"].setEnabled(chosen and writable and self.tuning.query_id is not None)
-        self.actions["fit"].setEnabled(self.state.data is not None and chosen)
+        self._update_fit()
+
+    def _update_fit(self) -> None:
+        """Fit… is on with a judged set chosen and a preset that has weights or knobs to fit."""
+        act, why = self.actions["fit"], None
+        if self.state.data is None or self.tuning.set_name is None:
+            why = "choose a judged set first"
+        else:
+            try:
+                fit_space(self.state.params.preset)
+            except NothingToFit as e:
+                why = str(e)
+        act.setEnabled(why is None)
+        act.setToolTip(plain_tooltip(act.statusTip() + (f" — not now: {why}" if why else "")))
 
     def _open(self, dlg) -> None:
         self.dialog = dlg

@@ -125,6 +125,7 @@ class FitDialog(QDialog):
         self.start: Params | None = None
         self.running = False
         self.existing: set[str] = set()
+        self.read_only: str | None = None
         self.setWindowTitle("Fit the weights")
         self.setObjectName("fit_dialog")
         lay = QVBoxLayout(self)
@@ -198,9 +199,12 @@ class FitDialog(QDialog):
         self.resize(860, 600)
 
     # ------------------------------------------------------------ before a fit
-    def prepare(self, set_name: str, n: int, params: Params, family: str, agent_groups: int, existing: set[str]) -> None:
+    def prepare(self, set_name: str, n: int, params: Params, family: str, agent_groups: int, existing: set[str],
+                read_only: str | None = None) -> None:
         """Before a fit of `n` judged queries; `agent_groups`: how many distinct agent filters
-        they have (when they make the folds, each group is held out whole: the default)."""
+        they have (when they make the folds, each group is held out whole: the default);
+        `read_only`: why nothing can be saved (a fit is still shown)."""
+        self.read_only = read_only
         k = int(params.k)
         self.existing = set(existing)
         self.title.setText(f"Fit the {params.preset} weights and knobs to “{set_name}” ({_queries(n)}), "
@@ -339,9 +343,11 @@ class FitDialog(QDialog):
 
     def _check_name(self) -> None:
         name = self.name.text().strip()
-        ok = self.report is not None and bool(name)
+        ok = self.report is not None and bool(name) and self.read_only is None
         self.accept_button.setEnabled(ok)
-        if ok and name in self.existing:
+        if self.read_only is not None:
+            self.accept_button.setToolTip(plain_tooltip(f"Nothing can be saved: {self.read_only}"))
+        elif ok and name in self.existing:
             self.accept_button.setToolTip(plain_tooltip(f"A parameter set “{name}” is saved already: accepting replaces it"))
         else:
             self.accept_button.setToolTip("")

@@ -59,15 +59,31 @@ def _signed(d: float, short: bool = False) -> str:
     return ("▲" if d > 0 else "▼") + (text[1:] if short and text.startswith("0") else text)
 
 
-class JudgedQueriesModel(QAbstractTableModel):
+class _Rows(QAbstractTableModel):
+    """A table of tuples (`rows`) under HEADERS."""
+
+    HEADERS: tuple[str, ...] = ()
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.rows: list[tuple] = []
+
+    def rowCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.HEADERS)
+
+
+class JudgedQueriesModel(_Rows):
     """The judged set's queries with the readout's measure, its change and how many of each
-    query's relevant memories are in the top k."""
+    query's relevant memories are in the top k. A row: (id, text, tooltip, value, delta, found,
+    found tip)."""
 
     HEADERS = ("query", "measure", "Δ", "found")
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
-        self.rows: list[tuple] = []    # (id, text, tooltip, value, delta, found, found tip)
         self.measure = "nDCG@10"
 
     def set_rows(self, tuning: Tuning, state: AppState) -> None:
@@ -93,12 +109,6 @@ class JudgedQueriesModel(QAbstractTableModel):
                     found_tip = f"{got} of its {rel} relevant memories are in the top {k}"
                 self.rows.append((q.id, text, tip, value, delta, found, found_tip))
         self.endResetModel()
-
-    def rowCount(self, parent=QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self.rows)
-
-    def columnCount(self, parent=QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self.HEADERS)
 
     def headerData(self, section, orientation, role=Qt.DisplayRole):
         if orientation != Qt.Horizontal:
@@ -133,14 +143,11 @@ class JudgedQueriesModel(QAbstractTableModel):
         return next((i for i, r in enumerate(self.rows) if r[0] == query_id), None)
 
 
-class NearMissModel(QAbstractTableModel):
-    """The chosen query's relevant memories outside the top k: rank, grade, what held each back."""
+class NearMissModel(_Rows):
+    """The chosen query's relevant memories outside the top k: rank, grade, what held each back.
+    A row: (memory id, rank text, grade, reason, reason tip, preview)."""
 
     HEADERS = ("rank", "grade", "held back by", "memory")
-
-    def __init__(self, parent=None) -> None:
-        super().__init__(parent)
-        self.rows: list[tuple] = []   # (memory id, rank text, grade, reason, reason tip, preview)
 
     def set_rows(self, near, previews) -> None:
         self.beginResetModel()
@@ -159,12 +166,6 @@ class NearMissModel(QAbstractTableModel):
             self.rows.append((h.memory_id, "—" if h.rank is None else str(h.rank), GRADE_MARKS[h.grade], reason, tip,
                               previews(h.memory_id)))
         self.endResetModel()
-
-    def rowCount(self, parent=QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self.rows)
-
-    def columnCount(self, parent=QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self.HEADERS)
 
     def headerData(self, section, orientation, role=Qt.DisplayRole):
         if orientation == Qt.Horizontal and role == Qt.DisplayRole:
