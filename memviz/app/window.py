@@ -1,6 +1,7 @@
 """The main window: it builds and wires its parts. Dockable panels over one AppState, the
 controllers (app/controllers/: opening, copying and exporting stores, edits, reflect/consolidate
-tools, the store's clock), menus, toolbar, status bar, settings. It does no work of its own.
+tools, the store's clock, judging and tuning), menus, toolbar, status bar, settings. It does no
+work of its own.
 
 The window is the only module that knows all the parts: panels and controllers get what they
 need in their constructor (the state, the workers, the undo stack, the settings, a `perform`

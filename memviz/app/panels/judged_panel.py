@@ -410,6 +410,7 @@ class JudgedPanel(QWidget):
         super().__init__(parent)
         self.state, self.tuning, self.actions = state, tuning, actions
         self._loading = False
+        self._choices_for = None   # (k, preset, axes) the measure and axis lists were made for
         self.sets = QComboBox()
         self.sets.setMinimumContentsLength(10)
         self.sets.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
@@ -583,7 +584,12 @@ class JudgedPanel(QWidget):
 
     # ------------------------------------------------------------ showing the model
     def _fill_choices(self, params) -> None:
-        """The measure list (k is the setting's) and the picture's axes (the preset's)."""
+        """The measure list (k is the setting's) and the picture's axes (the preset's), made
+        again when k or the preset changes (not at each slider step)."""
+        key = (int(params.k), params.preset, self.tuning.axes_for(params))
+        if key == self._choices_for:
+            return
+        self._choices_for = key
         self._loading = True
         try:
             k = int(params.k)
