@@ -21,13 +21,14 @@ import sys
 
 from ..edits import EditKept, History
 from ..frameworks import open_source
-from ..judge import JudgedSet, read_jsonl, read_trec, write_jsonl, write_trec
+from ..judge import JudgedSet, write_jsonl, write_trec
 from ..judge.evaluator import JudgedEvaluator
 from ..judge.stored import (
     delete_parameters,
     delete_set,
     judged_set_names,
     parameter_choices,
+    read_file_for,
     read_set,
     save_parameters,
     save_set,
@@ -121,46 +122,14 @@ def _judged_inputs(p) -> None:
 
 
 # ------------------------------------------------------------------ reading what the user names
-def _known(store, ids) -> set[str]:
-    """Those of `ids` that name a memory of the store."""
-    ids = sorted(set(ids))
-    return {r["id"] for k in range(0, len(ids), 5000) for r in store.get_many(ids[k:k + 5000], fields=("kind",))}
-
-
-def _named(path: str, trec: bool) -> set[str]:
-    """Every memory id a judged file names, read leniently (its problems are read_jsonl's and
-    read_trec's to report): what to ask the store about."""
-    out: set[str] = set()
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if trec:
-                    fields = line.split()
-                    out.update(fields[2:3] if len(fields) == 4 else ())
-                    continue
-                try:
-                    obj = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(obj, dict):
-                    rel, like = obj.get("relevant"), obj.get("like")
-                    out.update(str(m) for m in (rel if isinstance(rel, (dict, list)) else ()) if isinstance(m, str))
-                    out.update([like] if isinstance(like, str) else [])
-    except OSError:
-        pass   # the reader says what is wrong with the file
-    return out
-
-
 def _read_file(store, args, name: str | None = None) -> JudgedSet:
     """The judged set of the file(s) the user gave, its memory ids checked against the store:
     every problem of the file with its line, in one JudgedFileError, or the set."""
     if args.qrels or args.topics:
         if not (args.qrels and args.topics):
             raise ValueError("give both --qrels FILE and --topics FILE")
-        known = _known(store, _named(args.qrels, trec=True))
-        return read_trec(args.qrels, args.topics, name=name, known_ids=known)
-    path = getattr(args, "file", None) or getattr(args, "judged", None)
-    return read_jsonl(path, name=name, known_ids=_known(store, _named(path, trec=False)))
+        return read_file_for(store, qrels=args.qrels, topics=args.topics, name=name)
+    return read_file_for(store, getattr(args, "file", None) or getattr(args, "judged", None), name=name)
 
 
 def _judged(store, args) -> JudgedSet:

@@ -3,6 +3,7 @@ to the judge layer's objects, and the undoable steps (edits/judged.py) that chan
 
     history.perform(save_set(judged))                   # every query of the set, one step
     read_set(store, "travel")                           # a JudgedSet
+    read_file_for(store, "travel.jsonl")                # a file's set, its ids checked against the store
     history.perform(save_parameters(ParameterSet.of("tuned", params)))
     parameter_choices(store)                            # the presets' defaults, then the saved sets
 
@@ -12,11 +13,12 @@ files.query_from_json: one format for files and stores.
 from __future__ import annotations
 
 import json
+import os
 
 from ..edits.judged import DeleteJudged, DeleteJudgedSet, DeleteParameterSet, SaveJudged, SaveParameterSet
 from ..retrieval.presets import ParameterSet, parameter_sets
 from ..store.judged import UNCHECKED, JudgedRow, SavedParameters
-from .files import query_from_json, query_to_json
+from .files import query_from_json, query_to_json, read_jsonl, read_trec
 from .model import InvalidJudgment, JudgedQuery, JudgedSet
 
 
@@ -73,6 +75,48 @@ def delete_set(set_name: str, *, note: str | None = None) -> DeleteJudgedSet:
     return DeleteJudgedSet(set_name, note=note)
 
 
+# ------------------------------------------------------------------ files checked against a store
+def known_ids(store, ids) -> set[str]:
+    """Those of `ids` that name a memory of the store."""
+    ids = sorted(set(ids))
+    return {r["id"] for k in range(0, len(ids), 5000) for r in store.get_many(ids[k:k + 5000], fields=("kind",))}
+
+
+def _named(path: str, trec: bool) -> set[str]:
+    """Every memory id a judged file names, read leniently (its problems are read_jsonl's and
+    read_trec's to report): what to ask the store about."""
+    out: set[str] = set()
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if trec:
+                    fields = line.split()
+                    out.update(fields[2:3] if len(fields) == 4 else ())
+                    continue
+                try:
+                    obj = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(obj, dict):
+                    rel, like = obj.get("relevant"), obj.get("like")
+                    out.update(str(m) for m in (rel if isinstance(rel, (dict, list)) else ()) if isinstance(m, str))
+                    out.update([like] if isinstance(like, str) else [])
+    except OSError:
+        pass   # the reader says what is wrong with the file
+    return out
+
+
+def read_file_for(store, path=None, *, qrels=None, topics=None, name: str | None = None) -> JudgedSet:
+    """The judged set in a JSON Lines file (`path`) or a TREC qrels + topics pair, its memory ids
+    checked against `store`: every problem of the file(s) with its line in one JudgedFileError
+    (nothing read), or the set (named `name`, else after the file)."""
+    if qrels or topics:
+        if not (qrels and topics):
+            raise ValueError("a TREC judged set is two files: the qrels and the topics")
+        return read_trec(qrels, topics, name=name, known_ids=known_ids(store, _named(os.fspath(qrels), trec=True)))
+    return read_jsonl(path, name=name, known_ids=known_ids(store, _named(os.fspath(path), trec=False)))
+
+
 # ------------------------------------------------------------------ parameter sets
 def to_saved(ps: ParameterSet) -> SavedParameters:
     return SavedParameters(ps.name, ps.preset, json.dumps(dict(ps.values), sort_keys=True), ps.description)
@@ -109,5 +153,5 @@ def delete_parameters(name: str, *, note: str | None = None) -> DeleteParameterS
 
 
 __all__ = ["StoredSetError", "delete_parameters", "delete_queries", "delete_set", "from_row", "from_saved",
-           "judged_set_names", "parameter_choices", "read_set", "save_parameters", "save_query", "save_set",
+           "judged_set_names", "known_ids", "parameter_choices", "read_file_for", "read_set", "save_parameters", "save_query", "save_set",
            "saved_parameter_sets", "to_row", "to_saved"]
