@@ -78,6 +78,11 @@ def load_plugins() -> list[str]:
 
 def run(argv) -> int:
     args = parse_args(list(argv))
+    from memviz.app.platform_check import platform_problem
+    problem = platform_problem()
+    if problem:
+        print(problem, file=sys.stderr)
+        return 1
     early = prefetch(args.path, args.read_only) if args.path and os.path.isfile(args.path) else None
     plugins = in_thread(load_plugins, "memviz-plugins")  # beside Qt's import
     app = make_app()
