@@ -260,3 +260,26 @@ def test_custom_drawn_cells_follow_the_palette(qtbot, make_window, store_file):
         assert QColor(t.alarm).name() in {img.pixelColor(x, img.height() // 2).name() for x in range(img.width())}
         win.state.set_as_of(None)
         assert info.palette().color(QPalette.WindowText) == QApplication.palette().color(QPalette.WindowText)
+
+
+def test_the_status_bar_reads_in_both_themes_and_new_rows_never_run_under_a_message(qtbot, make_window, store_file):
+    """"writable" / "READ-ONLY" take the theme's colours (a fixed dark red was unreadable in dark);
+    "+N new" stays beside a status message instead of being drawn over it."""
+    from memviz.app.plots import style
+    win = open_with_query(make_window, store_file)
+    for choice in ("dark", "light"):
+        win.theme.actions[choice].trigger()
+        t = style.theme()
+        ro = win.status_ro
+        assert ro.text() == "writable"
+        qtbot.waitUntil(lambda: ro.palette().color(QPalette.WindowText).name() == QColor(t.ok).name(),
+                        timeout=5000)  # (the palette change is posted to widgets)
+        assert contrast(QColor(t.ok), QApplication.palette().color(QPalette.Window)) >= 4.5
+    bar = win.statusBar()
+    win._new_ids = ["a", "b"]
+    win._show_new()
+    bar.showMessage("Corrected 427c3f60: a new memory supersedes it")
+    qtbot.waitUntil(lambda: win.new_button.isVisible(), timeout=5000)
+    # a permanent widget: the message takes the bar's left part (the counts step aside for it), never its place
+    assert bar.currentMessage() and win.new_button.text() == "+2 new" and not win.status_counts.isVisible()
+    assert QColor(t.new).name() in win.new_button.styleSheet()

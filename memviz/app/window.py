@@ -44,6 +44,7 @@ from memviz.app.panels.start_page import StartPage
 from memviz.app.panels.table_panel import TablePanel
 from memviz.app.panels.timeline_panel import TimelinePanel
 from memviz.app.plain_text import plain_tooltip
+from memviz.app.plots.style import ThemeLabel, theme
 from memviz.app.theme import ThemeChooser
 from memviz.app.workers import Workers
 from memviz.session.state import AppState
@@ -343,7 +344,7 @@ class MainWindow(QMainWindow):
         self.status_counts.setTextFormat(Qt.PlainText)
         self.status_model = QLabel()
         self.status_model.setTextFormat(Qt.PlainText)
-        self.status_ro = QLabel()
+        self.status_ro = ThemeLabel()  # "writable" in the theme's green, "READ-ONLY" in its alarm red
         self.status_ro.setTextFormat(Qt.PlainText)
         # a fixed width: in a crowded status bar Qt squeezed it until its text wrapped over the bar
         self.progress = QProgressBar(minimumWidth=PROGRESS_WIDTH, maximumWidth=PROGRESS_WIDTH, maximum=1000)
@@ -354,7 +355,6 @@ class MainWindow(QMainWindow):
         # "+N new": memories written since the user last looked; a click selects them (nothing moves by itself)
         self.new_button = QPushButton()
         self.new_button.setFlat(True)
-        self.new_button.setStyleSheet("color: #1f5fbf; font-weight: bold;")
         self.new_button.setToolTip("Memories written since you last looked: click to select them")
         self.new_button.hide()
         self.new_button.clicked.connect(self.select_new)
@@ -363,7 +363,7 @@ class MainWindow(QMainWindow):
         self.state.data_changed.connect(self._new_after_reload)
         sb.addWidget(self.status_store, 2)
         sb.addWidget(self.status_counts, 3)
-        sb.addWidget(self.new_button)
+        sb.addPermanentWidget(self.new_button)  # permanent: a status message never runs under it
         sb.addPermanentWidget(self.progress)
         sb.addPermanentWidget(self.cancel_button)
         sb.addPermanentWidget(self.status_model)
@@ -409,8 +409,7 @@ class MainWindow(QMainWindow):
     def _rows_changed(self, delta) -> None:
         data = self.state.data
         self._new_ids += data.arrays.ids[delta.added].tolist()  # (a delta removes no row: nothing to drop)
-        self.new_button.setText(f"+{len(self._new_ids):,} new")
-        self.new_button.setVisible(bool(self._new_ids))
+        self._show_new()
         self._update_status()
 
     def _new_after_reload(self, data) -> None:
@@ -419,7 +418,11 @@ class MainWindow(QMainWindow):
             self._forget_new()
             return
         self._new_ids = [m for m in self._new_ids if data.arrays.index_of(m) is not None]
+        self._show_new()
+
+    def _show_new(self) -> None:
         self.new_button.setText(f"+{len(self._new_ids):,} new")
+        self.new_button.setStyleSheet(f"color: {theme().new}; font-weight: bold;")  # the map's ring colour
         self.new_button.setVisible(bool(self._new_ids))
 
     def select_new(self) -> None:
@@ -480,7 +483,10 @@ class MainWindow(QMainWindow):
         self.status_model.setText(f"{model} ({dim}-d)" if model else "no embeddings")
         self.status_ro.setText("READ-ONLY" if s.read_only else "writable")
         self.status_ro.setToolTip(plain_tooltip(s.read_only_reason or "edits are written to this file"))
-        self.status_ro.setStyleSheet("color: #b00; font-weight: bold;" if s.read_only else "color: #2a7d2a;")
+        self.status_ro.set_pick((lambda t: t.alarm) if s.read_only else (lambda t: t.ok))
+        font = self.status_ro.font()
+        font.setBold(s.read_only)
+        self.status_ro.setFont(font)
         self.setWindowTitle(f"memviz — {label(s.path)}{' [read-only]' if s.read_only else ''}")
 
     # ------------------------------------------------------------ opening (app/controllers/store_opener.py)

@@ -102,6 +102,7 @@ class Theme:
     muted: str            # text of what is out (retired memories, memories left out of the prompt)
     alarm: str            # text that warns (the past is shown, a cut)
     caution: str          # text that qualifies (an estimate)
+    ok: str               # text that reassures (a writable store), on the window's background
     up: str               # a rank gained
     down: str             # a rank lost
     cut: str              # the prompt view's cut line: its text, over cut_fill
@@ -135,6 +136,7 @@ class Theme:
             hover_border=mix(fg, bg, 0.45), unknown=point("#969696"), muted=readable(mix(fg, bg, 0.5), bg),
             alarm=readable("#BB0000", pal.color(QPalette.Window), ratio=4.5),
             caution=readable("#8A6D00", pal.color(QPalette.Window), ratio=4.5),
+            ok=readable("#2A7D2A", pal.color(QPalette.Window), ratio=4.5),
             up=readable("#2A7D2A", bg, ratio=4.5), down=readable("#B03030", bg, ratio=4.5),
             cut=readable("#C0392B", QColor(mix(QColor(BROKEN), bg, 0.16)), ratio=4.5), cut_fill=mix(QColor(BROKEN), bg, 0.16),
             pin=readable("#7B4FA0", bg, ratio=4.5), bar=readable(KIND_COLORS["episode"], bg, 150 / 255),
