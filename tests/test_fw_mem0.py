@@ -217,6 +217,16 @@ def test_commands_open_it(m0, capsys):
     assert main(["stats", dsn]) == 0
     out = capsys.readouterr().out
     assert "4" in out and "alice" in out
+    # consolidation would rewrite the mirror alone: refused, nothing written to mem0 or the mirror
+    before = [m.get(i) for i in ids]
+    with open_source(dsn) as s:
+        audited = len(s.audit_entries())
+    assert main(["consolidate", dsn, "--below", "1.01", "--yes"]) != 0
+    err = capsys.readouterr().err
+    assert "mem0 store" in err and "adding memories (reflections, consolidation)" in err and "Traceback" not in err
+    assert [m.get(i) for i in ids] == before
+    with open_source(dsn) as s:
+        assert len(s.audit_entries()) == audited
 
 
 def test_reopened_unchanged_then_changed_reads_only_the_change(m0):

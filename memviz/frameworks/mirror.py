@@ -724,6 +724,9 @@ class MirroredStore(StoreCommon, ErrorBoundary):
         self.mirror.forget_layouts(method)
 
     def rewrite_rows(self, ids, fields, decide, *, actor: str = "memviz") -> list:
+        # consolidation's rewrite (confidence decayed, rows pruned) would land in the mirror alone,
+        # unseen by the agent and lost at the next rebuild: refused as its merges are, by "insert"
+        self.source.refuse({"insert"})
         self._writable()
         return self.mirror.rewrite_rows(ids, fields, decide, actor=actor)
 
