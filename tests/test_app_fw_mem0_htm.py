@@ -4,6 +4,7 @@ while the window is open, and the system's own writes arriving live."""
 from __future__ import annotations
 
 from pg_server import db_name, pg, pg_db  # noqa: F401 - fixtures
+from PySide6.QtWidgets import QLabel
 from test_fw_htm import add_node, htm, sql  # noqa: F401 - fixtures
 from test_fw_mem0 import FACTS, env, m0  # noqa: F401 - fixtures
 
@@ -22,6 +23,14 @@ def test_mem0_in_the_window(m0, make_window, qtbot):  # noqa: F811
     assert set(a.kind) == {"fact"} and a.embedding_model == "fake-embed"
     store = win.state.data.store
     assert store.describe().startswith("mem0 store on ") and not store.read_only
+    # the Correct dialog says what mem0 does: the memory is written over, keeping its id
+    menu = win.context_menu_for([ids[0]])
+    next(a for a in menu.actions() if a.objectName() == "edit_correct").trigger()
+    dlg = win.edits.dialog
+    texts = [w.text() for w in dlg.findChildren(QLabel)]
+    assert "Corrected text (written over the memory, which keeps its id):" in texts
+    assert not any("superseding" in t or "retired once" in t for t in texts)
+    dlg.reject()
     Correct(ids[1], "Alice is allergic to peanuts and sesame").apply(store)
     assert m.get(ids[1])["memory"] == "Alice is allergic to peanuts and sesame"
     m.add("Dana runs the Tuesday standup", agent_id="standup-bot", infer=False)

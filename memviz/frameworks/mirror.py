@@ -199,6 +199,10 @@ class MirroredStore(StoreCommon, ErrorBoundary):
         return self.source.describe()
 
     @property
+    def corrects_in_place(self) -> bool:
+        return self.source.corrects_in_place
+
+    @property
     def conn(self):
         return self.mirror.conn
 

@@ -172,6 +172,7 @@ class StoreCommon:
     `read_only_reason`; the defaults of a store that has no work going on after its open."""
 
     clock_override: Clock | None = None
+    corrects_in_place = False
     checking = False
     indexing = False
     index_failure: str | None = None

@@ -53,6 +53,9 @@ class MemoryStore(Protocol):
     #: the clock this session measures the store's ages from, chosen by the user (`--now`, Tools ▸
     #: Set store clock), over the store's own (store/clock.py `store_clock`); None: the store's own
     clock_override: Clock | None
+    #: a correction rewrites the memory where it is, keeping its id (another system's store that
+    #: keeps one version of each); False: the old memory is retired for a new one superseding it
+    corrects_in_place: bool
 
     def describe(self) -> str:
         """The store as a message names it ("Opened …"): a path, a server's database, another

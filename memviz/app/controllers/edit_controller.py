@@ -30,6 +30,7 @@ from PySide6.QtWidgets import QMessageBox, QWidget
 from memviz.app.controllers.correction_jobs import CorrectionJobs, model_embedder
 from memviz.app.dialogs.edit_dialogs import BusyDialog, ConflictDialog, CorrectDialog, ImportanceDialog, ReasonDialog, TagsDialog
 from memviz.app.plain_text import plain_tooltip
+from memviz.app.plots.style import theme
 from memviz.app.workers import Workers
 from memviz.edits import (
     Confirm,
@@ -319,7 +320,8 @@ class EditController(QObject):
             "needing an embedding; semantic search will not find it until it is embedded.")
         if note:
             warning = note if warning is None else f"{note}\n{warning}"
-        dlg = CorrectDialog(row, self.dialog_parent, text=text, warning=warning)
+        dlg = CorrectDialog(row, self.dialog_parent, text=text, warning=warning, in_place=self.store.corrects_in_place,
+                            caution=theme().caution)
 
         def done():
             shown = {**self.shown_rows(ids)[ids[0]], "content": row["content"]}

@@ -44,7 +44,10 @@ def _show(value, field: str) -> str:
 class CorrectDialog(QDialog):
     """The old text (plain, read-only) above the new text (editable, starts as the old one)."""
 
-    def __init__(self, row: dict, parent=None, *, text: str | None = None, warning: str | None = None) -> None:
+    def __init__(self, row: dict, parent=None, *, text: str | None = None, warning: str | None = None,
+                 in_place: bool = False, caution: str = "#a05a00") -> None:
+        """`in_place`: the store rewrites the memory where it is (MemoryStore.corrects_in_place);
+        `caution`: the warning's colour (the window's theme)."""
         super().__init__(parent)
         self.row = row
         self.setWindowTitle(f"Correct memory {row['id']}")
@@ -52,12 +55,15 @@ class CorrectDialog(QDialog):
         lay = QVBoxLayout(self)
         lay.addWidget(plain_label(f"{row['kind']} · {row['agent'] or '(no agent)'} · importance {row['importance']:g}"
                                   f" · {row['id']}"))
-        lay.addWidget(plain_label("Current text (kept, retired once the correction is written):"))
+        lay.addWidget(plain_label(
+            "Current text (replaced where it is; Undo puts it back):" if in_place
+            else "Current text (kept, retired once the correction is written):"))
         self.old_text = QPlainTextEdit(readOnly=True)
         self.old_text.setPlainText(row["content"])
-        self.old_text.setStyleSheet("QPlainTextEdit { background: #f3f3f3; color: #555; }")
+        self.old_text.setStyleSheet("QPlainTextEdit { background: palette(window); }")  # not the editable one's
         lay.addWidget(self.old_text, 1)
-        lay.addWidget(plain_label("Corrected text (a new memory superseding the old one):"))
+        lay.addWidget(plain_label("Corrected text (written over the memory, which keeps its id):" if in_place
+                                  else "Corrected text (a new memory superseding the old one):"))
         self.new_text = QPlainTextEdit()
         self.new_text.setPlainText(row["content"] if text is None else text)
         lay.addWidget(self.new_text, 2)
@@ -66,7 +72,7 @@ class CorrectDialog(QDialog):
         form.addRow("Reason (optional):", self.reason)
         lay.addLayout(form)
         self.warning = plain_label(warning or "")
-        self.warning.setStyleSheet("color: #a05a00;")
+        self.warning.setStyleSheet(f"color: {caution};")
         self.warning.setVisible(bool(warning))
         lay.addWidget(self.warning)
         self.buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
