@@ -286,13 +286,13 @@ class FitDialog(QDialog):
                                      "although their held-out gain is within the spread over folds: on queries you have "
                                      "not judged they may do worse than the current weights. Edit ▸ Undo takes it back.")
         self.per_query.clear()
-        for d in sorted(report.per_query.deltas, key=lambda d: -d.delta):
-            item = QTreeWidgetItem([d.query_id, f"{d.baseline:.3f}", f"{d.value:.3f}",
-                                    f"{d.delta:+.3f}" if abs(d.delta) > 1e-9 else "="])
+        for d in sorted(report.per_query.deltas, key=lambda d: -d.gain):
+            item = QTreeWidgetItem([d.query_id, f"{d.before:.3f}", f"{d.after:.3f}",
+                                    f"{d.gain:+.3f}" if abs(d.gain) > 1e-9 else "="])
             for c in (1, 2, 3):
                 item.setTextAlignment(c, Qt.AlignRight | Qt.AlignVCenter)
-            if abs(d.delta) > 1e-9:
-                item.setForeground(3, self.tone("up" if d.delta > 0 else "down"))
+            if abs(d.gain) > 1e-9:
+                item.setForeground(3, self.tone("up" if d.gain > 0 else "down"))
             item.setToolTip(0, plain_tooltip(self.query_text(d.query_id)))
             self.per_query.addTopLevelItem(item)
         self.changes.clear()
