@@ -88,24 +88,28 @@ class Claims:
 
 class Registry(Mapping):
     """The entries of one registry by name, in the order they were registered, and which plugin
-    registered each (`claims`). As a Mapping (name -> entry) it is live: listing it, or asking
-    it for a name it does not hold, loads `group`'s plugins first, each through `register(obj,
-    plugin)`, the registry's own register function (it checks the object, `add`s it and returns
-    the name it holds it under)."""
+    registered each (`claims`). Built-in entries and plugins' go in through `register`, which
+    checks an entry with the registry's `check` (TypeError / ValueError saying what it lacks) and
+    holds it under `name_of(entry)`. As a Mapping (name -> entry) it is live: listing it, or
+    asking it for a name it does not hold, loads `group`'s plugins first."""
 
-    def __init__(self, group: str, what: str, register: Callable[[object, Plugin], str]):
+    def __init__(self, group: str, what: str, check: Callable[[object], None], name_of: Callable[[object], str]):
         self.group = group
         self.claims = Claims(what)
-        self._register = register
+        self._check, self._name_of = check, name_of
         self._entries: dict[str, object] = {}
 
-    def add(self, name: str, entry, plugin: Plugin | None = None, *, replace: bool = False) -> None:
-        """Hold `entry` under `name`. A name taken raises ValueError (`Claims.taken`) unless
-        `replace`, which a plugin never has: the entry there first wins."""
+    def register(self, entry, plugin: Plugin | None = None, *, replace: bool = False) -> str:
+        """Check `entry` and hold it under its name, which it returns. A name taken raises
+        ValueError (`Claims.taken`) unless `replace`, which a plugin never has: the entry there
+        first wins."""
+        self._check(entry)
+        name = self._name_of(entry)
         if name in self._entries and (plugin is not None or not replace):
             raise self.claims.taken(name)
         self._entries[name] = entry
         self.claims.add(name, plugin)
+        return name
 
     def remove(self, name: str) -> None:
         self._entries.pop(name, None)
@@ -113,7 +117,7 @@ class Registry(Mapping):
 
     def load_plugins(self) -> None:
         """Register the installed plugins of `group`, once."""
-        load(self.group, self._register, lambda plugin: self.remove(plugin.registered))
+        load(self.group, self.register, lambda plugin: self.remove(plugin.registered))
 
     def plugin(self, name: str) -> Plugin | None:
         return self.claims.plugin(name)

@@ -26,9 +26,6 @@ from .openai_compat import OpenAIEmbedder
 UNKNOWN_PREFIX = "unknown/"
 
 GROUP = "memviz.embedders"
-#: model name -> the embedder that makes its vectors
-_MODELS = plugins.Registry(GROUP, "an embedder of the model",
-                           lambda cls, plugin: register_embedder(cls, plugin=plugin))
 
 
 def check_embedder(cls) -> None:
@@ -52,13 +49,15 @@ def check_embedder(cls) -> None:
         raise TypeError(f"{name} must be made with no arguments (memviz makes one when a store needs it)") from None
 
 
+#: model name -> the embedder that makes its vectors
+_MODELS = plugins.Registry(GROUP, "an embedder of the model", check_embedder, lambda cls: cls.model)
+
+
 def register_embedder(cls: type[Embedder], *, plugin: plugins.Plugin | None = None) -> str:
     """Make memviz embed text for stores whose vectors `cls.model` made; returns the model's
     name. Raises TypeError / ValueError saying what it lacks, or when another embedder makes
     that model (the one there first wins: memviz's own is)."""
-    check_embedder(cls)
-    _MODELS.add(cls.model, cls, plugin)
-    return cls.model
+    return _MODELS.register(cls, plugin)
 
 
 def load_plugins() -> None:

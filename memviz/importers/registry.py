@@ -37,9 +37,6 @@ class ImportFormat:
     folder: Callable[[str], bool] | None = None   # detection of a folder in this format
 
 
-_FORMATS = plugins.Registry(GROUP, "an import format named", lambda fmt, plugin: register_format(fmt, plugin=plugin))
-
-
 def check_format(fmt) -> None:
     """Raise TypeError / ValueError saying what `fmt` lacks to be an import format."""
     if not isinstance(fmt, ImportFormat):
@@ -63,13 +60,14 @@ def check_format(fmt) -> None:
             raise TypeError(f"import format {fmt.name!r}: {what} must be a function or None, not {test!r}")
 
 
+_FORMATS = plugins.Registry(GROUP, "an import format named", check_format, lambda fmt: fmt.name)
+
+
 def register_format(fmt: ImportFormat, *, plugin: plugins.Plugin | None = None) -> str:
     """Make `fmt` importable by its name and detectable (after the formats registered before
     it); returns its name. Raises TypeError / ValueError saying what it lacks, or when the name
     is taken (the format there first wins: memviz's own are)."""
-    check_format(fmt)
-    _FORMATS.add(fmt.name, fmt, plugin)
-    return fmt.name
+    return _FORMATS.register(fmt, plugin)
 
 
 def load_plugins() -> None:

@@ -12,7 +12,7 @@ from ..params import Params
 from .base import LinearPreset, Preset
 
 GROUP = "memviz.presets"
-_REGISTRY = plugins.Registry(GROUP, "a preset named", lambda obj, plugin: register_preset(obj, plugin=plugin).name)
+_REGISTRY = plugins.Registry(GROUP, "a preset named", lambda p: check_preset(p), lambda p: p.name)  # check_preset: below
 #: the Params fields a preset can set (all but `preset`)
 PARAM_FIELDS = frozenset(f.name for f in fields(Params)) - {"preset"}
 _NUMBERS = frozenset(f.name for f in fields(Params) if f.type in ("float", "int"))
@@ -22,8 +22,7 @@ def register_preset(p: Preset, *, replace: bool = False, plugin: plugins.Plugin 
     """Make `p` rankable by its name (the query panel, `memviz query --preset`, Params.preset).
     Raises TypeError or ValueError saying what `p` lacks; a name already taken needs `replace`
     (which a plugin, `plugin` given, never has: the entry already there wins)."""
-    check_preset(p)
-    _REGISTRY.add(p.name, p, plugin, replace=replace)
+    _REGISTRY.register(p, plugin, replace=replace)
     return p
 
 
