@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from memviz.app.dialogs.buttons import ok_cancel
 from memviz.app.plain_text import plain_label, plain_tooltip
 from memviz.judge import FitReport
 from memviz.retrieval import Params
@@ -72,10 +73,7 @@ class SaveJudgedDialog(QDialog):
         lay.addLayout(form)
         self.note = plain_label("")
         lay.addWidget(self.note)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
-        self.buttons.button(QDialogButtonBox.Ok).setText("Save")
-        self.buttons.accepted.connect(self.accept)
-        self.buttons.rejected.connect(self.reject)
+        self.buttons = ok_cancel(self, "Save")
         lay.addWidget(self.buttons)
         self.set_box.currentTextChanged.connect(self._check)
         self.id_edit.textChanged.connect(self._check)
