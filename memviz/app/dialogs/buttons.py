@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtWidgets import QDialog, QDialogButtonBox
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QHBoxLayout, QPushButton
 
 
 def ok_cancel(dialog: QDialog, text: str | None = None, *, accept: Callable[[], object] | None = None,
@@ -16,3 +16,15 @@ def ok_cancel(dialog: QDialog, text: str | None = None, *, accept: Callable[[], 
     box.accepted.connect(accept or dialog.accept)
     box.rejected.connect(dialog.reject)
     return box
+
+
+def action_and_close(dialog: QDialog, action: QPushButton) -> QHBoxLayout:
+    """The last row of a dialog that stays open while it works: its `action` button and Close
+    (which closes the dialog), on the right."""
+    close = QPushButton("Close")
+    close.clicked.connect(dialog.close)
+    row = QHBoxLayout()
+    row.addStretch(1)
+    row.addWidget(action)
+    row.addWidget(close)
+    return row
