@@ -6,7 +6,9 @@ packages, declared as entry points in their groups (GROUPS):
 
 Each registry has one register function that its built-in entries and the plugins go through
 (`frameworks.register_source`, `retrieval.presets.register_preset`, `importers.register_format`,
-`embed.register_embedder`), and each checks there what its group's interface declares. The
+`embed.register_embedder`), and each checks there what its group's interface declares; the
+entries of a registry of one entry per name are held by a `Registry` (a source's classes are a
+list: a system may have several). The
 built-in entries are registered in code when their registry is first used; the first time a
 registry is listed it calls `load(group, register, unregister)`, which imports the group's
 entry points and hands each object to the same register function. So an entry's way in is the
@@ -27,7 +29,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -82,6 +84,80 @@ class Claims:
     def plugin(self, name: str) -> Plugin | None:
         """The plugin that registered `name`; None: memviz's own (or nothing registered)."""
         return self._by.get(name)
+
+
+class Registry(Mapping):
+    """The entries of one registry by name, in the order they were registered, and which plugin
+    registered each (`claims`). Built-in entries and plugins' go in through `register`, which
+    checks an entry with the registry's `check` (TypeError / ValueError saying what it lacks) and
+    holds it under `name_of(entry)`. As a Mapping (name -> entry) it is live: listing it, or
+    asking it for a name it does not hold, loads `group`'s plugins first."""
+
+    def __init__(self, group: str, what: str, check: Callable[[object], None], name_of: Callable[[object], str]):
+        self.group = group
+        self.claims = Claims(what)
+        self._check, self._name_of = check, name_of
+        self._entries: dict[str, object] = {}
+
+    def register(self, entry, plugin: Plugin | None = None, *, replace: bool = False) -> str:
+        """Check `entry` and hold it under its name, which it returns. A name taken raises
+        ValueError (`Claims.taken`) unless `replace`, which a plugin never has: the entry there
+        first wins."""
+        self._check(entry)
+        name = self._name_of(entry)
+        if name in self._entries and (plugin is not None or not replace):
+            raise self.claims.taken(name)
+        self._entries[name] = entry
+        self.claims.add(name, plugin)
+        return name
+
+    def remove(self, name: str) -> None:
+        self._entries.pop(name, None)
+        self.claims.drop(name)
+
+    def load_plugins(self) -> None:
+        """Register the installed plugins of `group`, once."""
+        load(self.group, self.register, lambda plugin: self.remove(plugin.registered))
+
+    def plugin(self, name: str) -> Plugin | None:
+        return self.claims.plugin(name)
+
+    def view(self, value_of: Callable) -> Mapping:
+        """name -> value_of(entry), as live as the registry."""
+        return _View(self, value_of)
+
+    def __getitem__(self, name: str):
+        if name not in self._entries:
+            self.load_plugins()
+        return self._entries[name]
+
+    def __iter__(self) -> Iterator[str]:
+        self.load_plugins()
+        return iter(list(self._entries))
+
+    def __len__(self) -> int:
+        self.load_plugins()
+        return len(self._entries)
+
+    def __repr__(self) -> str:
+        return f"Registry({self.group!r}, {list(self._entries)!r})"
+
+
+class _View(Mapping):
+    def __init__(self, registry: Registry, value_of: Callable):
+        self._registry, self._value_of = registry, value_of
+
+    def __getitem__(self, name: str):
+        return self._value_of(self._registry[name])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._registry)
+
+    def __len__(self) -> int:
+        return len(self._registry)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
 
 
 _lock = threading.RLock()   # one loader at a time; a plugin's import may list a registry (re-entrant)

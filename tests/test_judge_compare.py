@@ -13,7 +13,7 @@ def test_wins_and_losses_against_a_pinned_baseline():
     assert (wl.better, wl.worse, wl.same) == (2, 1, 1)  # c moved by float noise only: the same
     assert [d.query_id for d in wl.deltas] == ["a", "b", "c", "d"]  # the baseline's order
     assert [d.query_id for d in wl.wins()] == ["b", "a"]  # largest gain first
-    assert [(d.query_id, d.delta) for d in wl.losses()] == [("d", -0.75)]
+    assert [(d.query_id, d.gain) for d in wl.losses()] == [("d", -0.75)]
     assert wl.mean_delta == pytest.approx((0.1 + 0.4 + 0 - 0.75) / 4)
     assert wl.summary() == "2 better, 1 worse, 1 same (mean change -0.0625)"
     with pytest.raises(ValueError, match="missing: 'd'"):

@@ -301,9 +301,9 @@ def run_fit(args) -> int:
         print(line)
     wins, losses = report.per_query.wins(), report.per_query.losses()
     if wins:
-        print("largest wins:   " + ", ".join(f"{d.query_id} {d.delta:+.3f}" for d in wins[:5]))
+        print("largest wins:   " + ", ".join(f"{d.query_id} {d.gain:+.3f}" for d in wins[:5]))
     if losses:
-        print("largest losses: " + ", ".join(f"{d.query_id} {d.delta:+.3f}" for d in losses[:5]))
+        print("largest losses: " + ", ".join(f"{d.query_id} {d.gain:+.3f}" for d in losses[:5]))
     if args.save:
         print(f"saved as parameter set {saved!r} (memviz judge eval DB SET --preset {saved})" if saved else
               f"not saved as {args.save!r}: the fit does not recommend it (--force saves it anyway)")

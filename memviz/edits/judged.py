@@ -144,68 +144,66 @@ class DeleteJudgedSet(DeleteJudged):
         return Outcome(f"Deleted judged set {self.set_name!r} ({_queries(len(self._removed))})")
 
 
-class SaveParameterSet(RecordAction):
-    """Save a named parameter set (replacing one of that name). `shown`: the set of that name as
-    last seen (None: absent); without it, whatever is there is replaced."""
+class _ChangeParameterSet(RecordAction):
+    """Put `after` (a SavedParameters; None: nothing) under the name `set_name`; undo puts back
+    what was there. `shown`: what the name held as last seen (None: absent); without it,
+    whatever is there is replaced. A subclass says what it did (`done()`, and `undone` and
+    `redone`, formatted with the set's name)."""
 
-    name, verb = SAVE_PARAMETERS, "Save parameter set"
+    undone: str
+    redone: str
 
-    def __init__(self, saved: SavedParameters, *, shown=UNCHECKED, note: str | None = None):
+    def __init__(self, set_name: str, after: SavedParameters | None, *, shown=UNCHECKED, note: str | None = None):
         super().__init__(note=note)
-        self.saved = saved
+        self.set_name = set_name
+        self.after = after
         self.shown = shown
         self._before: SavedParameters | None = None
 
     @property
     def label(self) -> str:
-        return f"Save parameter set {self.saved.name}"
+        return f"{self.verb} {self.set_name}"
+
+    def done(self) -> str:
+        raise NotImplementedError
+
+    def _change(self, store, to: SavedParameters | None, expected, action: str) -> SavedParameters | None:
+        return store.change_parameter_set(self.set_name, to, expected=expected, action=action, note=self.note)
 
     def _do(self, store) -> Outcome:
-        self._before = store.change_parameter_set(self.saved.name, self.saved, expected=self.shown,
-                                                  action=self.name, note=self.note)
-        verb = "Saved" if self._before is None else "Replaced"
-        return Outcome(f"{verb} parameter set {self.saved.name!r} ({self.saved.preset})")
+        self._before = self._change(store, self.after, self.shown, self.name)
+        return Outcome(self.done())
 
     def _undo(self, store) -> Outcome:
-        store.change_parameter_set(self.saved.name, self._before, expected=self.saved, action="undo:" + self.name,
-                                   note=self.note)
-        return Outcome(f"Undone: saving parameter set {self.saved.name!r}")
+        self._change(store, self._before, self.after, "undo:" + self.name)
+        return Outcome(self.undone.format(self.set_name))
 
     def _redo(self, store) -> Outcome:
-        store.change_parameter_set(self.saved.name, self.saved, expected=self._before, action="redo:" + self.name,
-                                   note=self.note)
-        return Outcome(f"Redone: saving parameter set {self.saved.name!r}")
+        self._change(store, self.after, self._before, "redo:" + self.name)
+        return Outcome(self.redone.format(self.set_name))
 
 
-class DeleteParameterSet(RecordAction):
+class SaveParameterSet(_ChangeParameterSet):
+    """Save a named parameter set (replacing one of that name)."""
+
+    name, verb = SAVE_PARAMETERS, "Save parameter set"
+    undone, redone = "Undone: saving parameter set {!r}", "Redone: saving parameter set {!r}"
+
+    def __init__(self, saved: SavedParameters, *, shown=UNCHECKED, note: str | None = None):
+        super().__init__(saved.name, saved, shown=shown, note=note)
+
+    def done(self) -> str:
+        return f"{'Saved' if self._before is None else 'Replaced'} parameter set {self.set_name!r} ({self.after.preset})"
+
+
+class DeleteParameterSet(_ChangeParameterSet):
     """Remove a saved parameter set (the audit keeps it; undo puts it back)."""
 
     name, verb = DELETE_PARAMETERS, "Delete parameter set"
+    undone, redone = "Undone: parameter set {!r} is back", "Redone: deleted parameter set {!r}"
 
     def __init__(self, set_name: str, *, shown=UNCHECKED, note: str | None = None):
-        super().__init__(note=note)
-        self.set_name = set_name
-        self.shown = shown
-        self._removed: SavedParameters | None = None
+        super().__init__(set_name, None, shown=shown, note=note)
 
-    @property
-    def label(self) -> str:
-        return f"Delete parameter set {self.set_name}"
-
-    def _do(self, store) -> Outcome:
-        self._removed = store.change_parameter_set(self.set_name, None, expected=self.shown, action=self.name,
-                                                   note=self.note)
-        return Outcome(f"Deleted parameter set {self.set_name!r}")
-
-    def _undo(self, store) -> Outcome:
-        store.change_parameter_set(self.set_name, self._removed, expected=None, action="undo:" + self.name,
-                                   note=self.note)
-        return Outcome(f"Undone: parameter set {self.set_name!r} is back")
-
-    def _redo(self, store) -> Outcome:
-        store.change_parameter_set(self.set_name, None, expected=self._removed, action="redo:" + self.name,
-                                   note=self.note)
-        return Outcome(f"Redone: deleted parameter set {self.set_name!r}")
-
-
-__all__ = ["DeleteJudged", "DeleteJudgedSet", "DeleteParameterSet", "RecordAction", "SaveJudged", "SaveParameterSet"]
+    def done(self) -> str:
+        return f"Deleted parameter set {self.set_name!r}"

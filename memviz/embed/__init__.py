@@ -26,8 +26,6 @@ from .openai_compat import OpenAIEmbedder
 UNKNOWN_PREFIX = "unknown/"
 
 GROUP = "memviz.embedders"
-_MODELS: dict[str, type[Embedder]] = {}   # model name -> the embedder that makes its vectors
-_CLAIMS = plugins.Claims("an embedder of the model")
 
 
 def check_embedder(cls) -> None:
@@ -51,31 +49,24 @@ def check_embedder(cls) -> None:
         raise TypeError(f"{name} must be made with no arguments (memviz makes one when a store needs it)") from None
 
 
+#: model name -> the embedder that makes its vectors
+_MODELS = plugins.Registry(GROUP, "an embedder of the model", check_embedder, lambda cls: cls.model)
+
+
 def register_embedder(cls: type[Embedder], *, plugin: plugins.Plugin | None = None) -> str:
     """Make memviz embed text for stores whose vectors `cls.model` made; returns the model's
     name. Raises TypeError / ValueError saying what it lacks, or when another embedder makes
     that model (the one there first wins: memviz's own is)."""
-    check_embedder(cls)
-    if cls.model in _MODELS:
-        raise _CLAIMS.taken(cls.model)
-    _MODELS[cls.model] = cls
-    _CLAIMS.add(cls.model, plugin)
-    return cls.model
-
-
-def _unregister(plugin: plugins.Plugin) -> None:
-    _MODELS.pop(plugin.registered, None)
-    _CLAIMS.drop(plugin.registered)
+    return _MODELS.register(cls, plugin)
 
 
 def load_plugins() -> None:
     """Register the installed plugins' embedders, once."""
-    plugins.load(GROUP, lambda cls, plugin: register_embedder(cls, plugin=plugin), _unregister)
+    _MODELS.load_plugins()
 
 
 def embedders() -> dict[str, type[Embedder]]:
     """model name -> its registered embedder (the plugins' loaded first)."""
-    load_plugins()
     return dict(_MODELS)
 
 
@@ -93,13 +84,11 @@ def embedder_for(model: str | None, dim: int | None = None, **openai_kwargs) -> 
     if model.startswith(UNKNOWN_PREFIX):
         raise EmbedderUnavailable(f"this store does not record which model made its {dim or ''}-d vectors, "
                                   "so memviz cannot embed text the same way")
-    if model not in _MODELS:
-        load_plugins()
     cls = _MODELS.get(model)
     if cls is not None:
         if dim not in (None, cls.dim):
             raise EmbedderUnavailable(f"the store says {model} made {dim}-d vectors, but that model makes {cls.dim}-d ones")
-        plugin = _CLAIMS.plugin(model)
+        plugin = _MODELS.plugin(model)
         made = plugins.guarded(plugin, cls, doing="when it was made")
         if made is None:  # the plugin is skipped now (said once, by memviz/plugins.py)
             raise EmbedderUnavailable(f"the embedder of {model} ({plugin.who()}) could not be made: {plugin.error}")

@@ -41,10 +41,9 @@ from functools import lru_cache
 import numpy as np
 
 from ..store import StoreError
-from ..store.connection import connect as connect_sqlite
-from ..store.errors import store_errors
 from ..tasks import Task
 from .source import Source, identify_model, scoped_id
+from .sqlite_reader import SqliteReader
 
 DB_NAME = "chroma.sqlite3"
 CHROMA_TABLES = {"collections", "segments", "embeddings", "embedding_metadata", "embeddings_queue"}
@@ -176,7 +175,7 @@ class ChromaFolder(Source):
     def __init__(self, folder: str):
         super().__init__(folder)
         self.db = os.path.join(folder, DB_NAME)
-        self._conn = None
+        self._reader = SqliteReader(self.db, "reading the Chroma folder")
         self._seq: int | None = None   # the newest embeddings.seq_id of the last read (changed_since)
         self._models: dict = {}        # (collection id, dim) -> the name of its vectors
         self._names: dict = {}         # vector folder -> (index_metadata.pickle's stat, its labels, max_seq_id)
@@ -202,15 +201,10 @@ class ChromaFolder(Source):
                 f" ({names}), read-only")
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        self._reader.close()
 
     def _q(self, sql, params=()):
-        with store_errors(self.db, doing="reading the Chroma folder"):
-            if self._conn is None:
-                self._conn = connect_sqlite(self.db, readonly=True)
-            return list(self._conn.execute(sql, params))
+        return self._reader.query(sql, params)
 
     def _vector_folders(self) -> dict[str, str]:
         """collection id -> its vector segment's folder."""
@@ -258,23 +252,17 @@ class ChromaFolder(Source):
         if self._seq is None:
             return None
         collections = self._collections()
-        with store_errors(self.db, doing="reading the Chroma folder"):
-            if self._conn is None:
-                self._conn = connect_sqlite(self.db, readonly=True)
-            self._conn.execute("BEGIN")  # one snapshot of the rows, their metadata, the queue and the count
-            try:
-                rows = self._q(self._ROWS + " WHERE e.seq_id > ? ORDER BY e.id", (self._seq,))
-                meta = self._metadata([r[0] for r in rows])
-                vectors = self._vectors(collections, task, {(r[3], r[1]) for r in rows}) if rows else {}
-                names = {cid: name for cid, (name, _d, _ef) in collections.items()}
-                ids = [scoped_id(eid, names.get(coll, coll)) for _rid, eid, _c, coll, _s in rows]
-                new = sum(1 for i in set(ids) if i not in known)
-                deleted = self._q("SELECT count(*) FROM embeddings")[0][0] != len(known) + new
-                present = [scoped_id(eid, names.get(coll, coll)) for eid, coll in self._q(
-                    "SELECT e.embedding_id, s.collection FROM embeddings e JOIN segments s ON s.id = e.segment_id")] \
-                    if deleted else [*known, *ids]
-            finally:
-                self._conn.execute("COMMIT")
+        with self._reader.snapshot():  # one snapshot of the rows, their metadata, the queue and the count
+            rows = self._q(self._ROWS + " WHERE e.seq_id > ? ORDER BY e.id", (self._seq,))
+            meta = self._metadata([r[0] for r in rows])
+            vectors = self._vectors(collections, task, {(r[3], r[1]) for r in rows}) if rows else {}
+            names = {cid: name for cid, (name, _d, _ef) in collections.items()}
+            ids = [scoped_id(eid, names.get(coll, coll)) for _rid, eid, _c, coll, _s in rows]
+            new = sum(1 for i in set(ids) if i not in known)
+            deleted = self._q("SELECT count(*) FROM embeddings")[0][0] != len(known) + new
+            present = [scoped_id(eid, names.get(coll, coll)) for eid, coll in self._q(
+                "SELECT e.embedding_id, s.collection FROM embeddings e JOIN segments s ON s.id = e.segment_id")] \
+                if deleted else [*known, *ids]
         self._seq = _newest_seq(rows, self._seq)
         self._name_models(collections, {(coll, len(v)) for (coll, _i), v in vectors.items()})
         return list(self._mapped(rows, collections, meta, vectors, task)), present

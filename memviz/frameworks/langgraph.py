@@ -59,6 +59,7 @@ from ..store.errors import store_errors
 from ..tasks import Task
 from .pgvectors import fetch_ahead, vectors_as_bytes
 from .source import Source, identify_model, scoped_id
+from .sqlite_reader import SqliteReader
 
 STORE_COLUMNS = {"prefix", "key", "value", "created_at", "updated_at"}
 #: an item's columns as every read selects them, in this order (`_mapped` takes rows of them; a
@@ -441,7 +442,7 @@ class LangGraphSqlite(LangGraphStore):
 
     def __init__(self, target: str, label: str | None = None):
         super().__init__(target, label)
-        self._reader = None
+        self._reader = SqliteReader(target, "reading the LangGraph store", opening="opening the LangGraph store")
         # where the last whole read stood, for changed_since: the newest updated_at then, and the
         # namespaces (a new one may change every item's agent and kind: then all is read again)
         self._since: str | None = None
@@ -455,20 +456,11 @@ class LangGraphSqlite(LangGraphStore):
             return cls(probe.target)
         return None
 
-    def _conn(self):
-        if self._reader is None:
-            with store_errors(self.target, doing="opening the LangGraph store"):
-                self._reader = connect_sqlite(self.target, readonly=True)
-        return self._reader
-
     def close(self) -> None:
-        if self._reader is not None:
-            self._reader.close()
-            self._reader = None
+        self._reader.close()
 
     def _q(self, sql, params=()):
-        with store_errors(self.target, doing="reading the LangGraph store"):
-            return list(self._conn().execute(sql, params))
+        return self._reader.query(sql, params)
 
     def _has_vectors(self) -> bool:
         return bool(self._q("SELECT 1 FROM sqlite_master WHERE type='table' AND name='store_vectors'"))
@@ -532,32 +524,27 @@ class LangGraphSqlite(LangGraphStore):
         exp = "expires_at" if "expires_at" in cols else "NULL"
         ttl = "ttl_minutes" if "ttl_minutes" in cols else "NULL"
         now = _sqlite_now()
-        with store_errors(self.target, doing="reading the LangGraph store"):
-            conn = self._conn()
-            conn.execute("BEGIN")  # one snapshot: the rows, their vectors and the count agree
-            try:
-                got = list(conn.execute(
-                    f"SELECT rowid, prefix, key, value, created_at, updated_at, {exp}, {ttl} FROM store "
-                    "WHERE rowid > ? OR updated_at > ?" + (" OR (expires_at > ? AND expires_at <= ?)"
-                                                           if exp != "NULL" else ""),
-                    (self._top, self._since, self._looked, now) if exp != "NULL" else (self._top, self._since)))
-                rows = [r[1:] for r in got]
-                vectors: dict = defaultdict(dict)
-                if rows and self._has_vectors():
-                    for prefix, key, *_r in rows:
-                        for field, blob in conn.execute("SELECT field_name, embedding FROM store_vectors "
-                                                        "WHERE prefix = ? AND key = ? AND embedding IS NOT NULL",
-                                                        (prefix, key)):
-                            if isinstance(blob, bytes) and blob and len(blob) % 4 == 0:
-                                vectors[(prefix, key)][field] = blob
-                ids = [memory_id(r[0], r[1]) for r in rows]
-                new = sum(1 for i in set(ids) if i not in known)
-                # as many items as the mirror's and the new ones: none was deleted
-                deleted = conn.execute("SELECT count(*) FROM store").fetchone()[0] != len(known) + new
-                present = [memory_id(p, k) for p, k in conn.execute("SELECT prefix, key FROM store")] if deleted \
-                    else [*known, *ids]
-            finally:
-                conn.execute("COMMIT")
+        with self._reader.snapshot() as conn:  # one snapshot: the rows, their vectors and the count agree
+            got = list(conn.execute(
+                f"SELECT rowid, prefix, key, value, created_at, updated_at, {exp}, {ttl} FROM store "
+                "WHERE rowid > ? OR updated_at > ?" + (" OR (expires_at > ? AND expires_at <= ?)"
+                                                       if exp != "NULL" else ""),
+                (self._top, self._since, self._looked, now) if exp != "NULL" else (self._top, self._since)))
+            rows = [r[1:] for r in got]
+            vectors: dict = defaultdict(dict)
+            if rows and self._has_vectors():
+                for prefix, key, *_r in rows:
+                    for field, blob in conn.execute("SELECT field_name, embedding FROM store_vectors "
+                                                    "WHERE prefix = ? AND key = ? AND embedding IS NOT NULL",
+                                                    (prefix, key)):
+                        if isinstance(blob, bytes) and blob and len(blob) % 4 == 0:
+                            vectors[(prefix, key)][field] = blob
+            ids = [memory_id(r[0], r[1]) for r in rows]
+            new = sum(1 for i in set(ids) if i not in known)
+            # as many items as the mirror's and the new ones: none was deleted
+            deleted = conn.execute("SELECT count(*) FROM store").fetchone()[0] != len(known) + new
+            present = [memory_id(p, k) for p, k in conn.execute("SELECT prefix, key FROM store")] if deleted \
+                else [*known, *ids]
         self._top, self._looked = max([self._top] + [r[0] for r in got]), now
         self._prefixes = prefixes
         self._since = max([self._since] + [r[_UPDATED] for r in rows if isinstance(r[_UPDATED], str)])

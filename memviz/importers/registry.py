@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from .. import plugins
@@ -37,10 +37,6 @@ class ImportFormat:
     folder: Callable[[str], bool] | None = None   # detection of a folder in this format
 
 
-_FORMATS: dict[str, ImportFormat] = {}
-_CLAIMS = plugins.Claims("an import format named")
-
-
 def check_format(fmt) -> None:
     """Raise TypeError / ValueError saying what `fmt` lacks to be an import format."""
     if not isinstance(fmt, ImportFormat):
@@ -64,37 +60,27 @@ def check_format(fmt) -> None:
             raise TypeError(f"import format {fmt.name!r}: {what} must be a function or None, not {test!r}")
 
 
+_FORMATS = plugins.Registry(GROUP, "an import format named", check_format, lambda fmt: fmt.name)
+
+
 def register_format(fmt: ImportFormat, *, plugin: plugins.Plugin | None = None) -> str:
     """Make `fmt` importable by its name and detectable (after the formats registered before
     it); returns its name. Raises TypeError / ValueError saying what it lacks, or when the name
     is taken (the format there first wins: memviz's own are)."""
-    check_format(fmt)
-    if fmt.name in _FORMATS:
-        raise _CLAIMS.taken(fmt.name)
-    _FORMATS[fmt.name] = fmt
-    _CLAIMS.add(fmt.name, plugin)
-    return fmt.name
-
-
-def _unregister(plugin: plugins.Plugin) -> None:
-    _FORMATS.pop(plugin.registered, None)
-    _CLAIMS.drop(plugin.registered)
+    return _FORMATS.register(fmt, plugin)
 
 
 def load_plugins() -> None:
     """Register the installed plugins' import formats, once."""
-    plugins.load(GROUP, lambda fmt, plugin: register_format(fmt, plugin=plugin), _unregister)
+    _FORMATS.load_plugins()
 
 
 def formats() -> list[ImportFormat]:
     """Every registered format, in the order detection tries them."""
-    load_plugins()
     return list(_FORMATS.values())
 
 
 def import_format(name: str) -> ImportFormat | None:
-    if name not in _FORMATS:
-        load_plugins()
     return _FORMATS.get(name)
 
 
@@ -102,28 +88,9 @@ def detects(fmt: ImportFormat, what: str, arg) -> bool:
     """Whether `fmt`'s `file` or `folder` test (`what`) says yes for `arg`; a plugin's test that
     raises is skipped from then on (memviz/plugins.py)."""
     test = getattr(fmt, what)
-    return test is not None and bool(plugins.guarded(_CLAIMS.plugin(fmt.name), test, arg, default=False,
+    return test is not None and bool(plugins.guarded(_FORMATS.plugin(fmt.name), test, arg, default=False,
                                                       doing=f"detecting {fmt.name!r}"))
 
 
-class _Formats(Mapping):
-    """name -> import function of every registered format (a live view of the registry)."""
-
-    def __getitem__(self, name: str):
-        fmt = import_format(name)
-        if fmt is None:
-            raise KeyError(name)
-        return fmt.run
-
-    def __iter__(self) -> Iterator[str]:
-        return iter([f.name for f in formats()])
-
-    def __len__(self) -> int:
-        return len(formats())
-
-    def __repr__(self) -> str:
-        return repr(dict(self))
-
-
 #: format name (as on the command line) -> import function(source, output, **options)
-FORMATS: Mapping[str, Callable] = _Formats()
+FORMATS: Mapping[str, Callable] = _FORMATS.view(lambda fmt: fmt.run)

@@ -12,15 +12,25 @@ from dataclasses import dataclass
 SAME_WITHIN = 1e-9
 
 
-@dataclass(frozen=True)
-class QueryDelta:
-    query_id: str
-    baseline: float
-    value: float
+class Change:
+    """A measure before and after a change (the `before` and `after` fields of a dataclass) and
+    its gain (negative: a loss)."""
+
+    before: float
+    after: float
 
     @property
-    def delta(self) -> float:
-        return self.value - self.baseline
+    def gain(self) -> float:
+        return self.after - self.before
+
+
+@dataclass(frozen=True)
+class QueryDelta(Change):
+    """One query's measure under the baseline (before) and under the setting (after)."""
+
+    query_id: str
+    before: float
+    after: float
 
 
 @dataclass(frozen=True)
@@ -35,15 +45,15 @@ class WinsLosses:
 
     @property
     def mean_delta(self) -> float:
-        return math.fsum(d.delta for d in self.deltas) / len(self.deltas) if self.deltas else 0.0
+        return math.fsum(d.gain for d in self.deltas) / len(self.deltas) if self.deltas else 0.0
 
     def wins(self) -> list[QueryDelta]:
         """The queries that got better, largest gain first (ties in the queries' order)."""
-        return sorted((d for d in self.deltas if d.delta > SAME_WITHIN), key=lambda d: -d.delta)
+        return sorted((d for d in self.deltas if d.gain > SAME_WITHIN), key=lambda d: -d.gain)
 
     def losses(self) -> list[QueryDelta]:
         """The queries that got worse, largest loss first."""
-        return sorted((d for d in self.deltas if d.delta < -SAME_WITHIN), key=lambda d: d.delta)
+        return sorted((d for d in self.deltas if d.gain < -SAME_WITHIN), key=lambda d: d.gain)
 
     def summary(self) -> str:
         return f"{self.better} better, {self.worse} worse, {self.same} same (mean change {self.mean_delta:+.4f})"
@@ -60,8 +70,8 @@ def wins_losses(values: Mapping[str, float], baseline: Mapping[str, float], *,
                          + (f"; missing: {', '.join(map(repr, missing[:5]))}" if missing else "")
                          + (f"; not in the baseline: {', '.join(map(repr, extra[:5]))}" if extra else ""))
     deltas = tuple(QueryDelta(q, float(baseline[q]), float(values[q])) for q in baseline)
-    better = sum(d.delta > same_within for d in deltas)
-    worse = sum(d.delta < -same_within for d in deltas)
+    better = sum(d.gain > same_within for d in deltas)
+    worse = sum(d.gain < -same_within for d in deltas)
     return WinsLosses(deltas, better, worse, len(deltas) - better - worse)
 
 
@@ -140,5 +150,5 @@ def held_back_by(missed: Mapping[str, float], cutoff: Mapping[str, float]) -> tu
     return max(((c, float(cutoff[c]) - float(missed[c])) for c in missed), key=lambda cd: cd[1])
 
 
-__all__ = ["Move", "NearMiss", "QueryDelta", "SAME_WITHIN", "TopKChange", "WinsLosses", "held_back_by", "near_misses",
+__all__ = ["Change", "Move", "NearMiss", "QueryDelta", "SAME_WITHIN", "TopKChange", "WinsLosses", "held_back_by", "near_misses",
            "top_k_changes", "wins_losses"]

@@ -40,7 +40,7 @@ from dataclasses import dataclass, replace
 from itertools import product
 
 from ..tasks import Task, quiet
-from .compare import SAME_WITHIN, WinsLosses, wins_losses
+from .compare import SAME_WITHIN, Change, WinsLosses, wins_losses
 from .folds import Fold, kfold
 
 LOG, LOG_COMPLEMENT = "log", "log-complement"
@@ -105,7 +105,7 @@ class Space:
 
 
 @dataclass(frozen=True)
-class FoldResult:
+class FoldResult(Change):
     """One fold: the parameters fitted without its queries and, on its queries, the mean metric
     of the start (before) and of those parameters (after)."""
 
@@ -115,13 +115,9 @@ class FoldResult:
     before: float
     after: float
 
-    @property
-    def gain(self) -> float:
-        return self.after - self.before
-
 
 @dataclass(frozen=True)
-class FitReport:
+class FitReport(Change):
     """What a fit found and whether it recommends it (the rule is in the module's docstring)."""
 
     metric: str
@@ -136,10 +132,6 @@ class FitReport:
     per_query: WinsLosses  # each query held out: its fold's parameters against the start
     evaluations: int       # parameter sets ranked (metric_of calls)
     seed: int
-
-    @property
-    def gain(self) -> float:
-        return self.after - self.before
 
     @property
     def params(self) -> dict:
@@ -170,7 +162,7 @@ class FitReport:
             "folds": [{"index": f.index, "queries": f.test_size, "params": f.params, "before": f.before,
                        "after": f.after, "gain": f.gain} for f in self.folds],
             "per_query": {"better": self.per_query.better, "worse": self.per_query.worse, "same": self.per_query.same,
-                          "deltas": {d.query_id: d.delta for d in self.per_query.deltas}},
+                          "deltas": {d.query_id: d.gain for d in self.per_query.deltas}},
         }
 
 

@@ -541,34 +541,14 @@ class Engine:
 class _Run:
     """One `Engine.score` / `Engine.components` call, as a preset sees it (presets.base.Run)."""
 
-    __slots__ = ("_engine", "_preset", "ckey", "cs", "params", "ref_time")
+    __slots__ = ("_engine", "_preset", "arrays", "ckey", "cs", "params", "query_error", "query_text", "query_vector",
+                 "ref_time", "rows", "store")
 
     def __init__(self, engine: Engine, params: Params, p: Preset, ckey: tuple, cs: _Candidates, ref: float):
         self._engine, self._preset, self.ckey, self.cs, self.params, self.ref_time = engine, p, ckey, cs, params, ref
-
-    @property
-    def arrays(self):
-        return self._engine.arrays
-
-    @property
-    def store(self):
-        return self._engine.store
-
-    @property
-    def rows(self) -> np.ndarray:
-        return self.cs.idx
-
-    @property
-    def query_text(self):
-        return self._engine.query_text
-
-    @property
-    def query_vector(self):
-        return self._engine.query_vector
-
-    @property
-    def query_error(self):
-        return self._engine.query_error
+        # the engine's data and query as the call found them: one call never sees them change
+        self.arrays, self.store, self.rows = engine.arrays, engine.store, cs.idx
+        self.query_text, self.query_vector, self.query_error = engine.query_text, engine.query_vector, engine.query_error
 
     def meta(self):
         return self._engine.meta()

@@ -211,20 +211,13 @@ def _write_pg(dst: str, reader, total: int, task: Task) -> None:
     import psycopg
 
     from .postgres import schema as pg_schema
-    from .postgres.connect import PgVector, connect, no_vector_message, register_vector, translate, vector_oid
-    where = redact(dst)
+    from .postgres.connect import PgVector, connect, prepare_new_store, register_vector, translate, vector_oid
     with ExitStack() as stack:
         conn = connect(dst, need_vector=False)
         stack.callback(conn.close)
         try:
             with conn.transaction():
-                if conn.execute("SELECT to_regclass('memories')").fetchone()[0] is not None:
-                    raise StoreError(f"{where} already has a `memories` table; copy into an empty database.")
-                if vector_oid(conn) is None:
-                    try:
-                        conn.execute("CREATE EXTENSION vector")
-                    except psycopg.errors.InsufficientPrivilege:
-                        raise StoreError(no_vector_message(where) + " This role may not add it.") from None
+                prepare_new_store(conn, redact(dst), taken="copy into an empty database.")
                 register_vector(conn)
                 conn.execute("CREATE TABLE memviz_migrations "
                              "(version integer PRIMARY KEY, name text NOT NULL, applied_at double precision NOT NULL)")

@@ -63,11 +63,13 @@ READOUT_SHARE = 0.5
 GRID_SHARE = 0.3
 #: re-preparing after the agent wrote: at most this share of the thread
 STALE_SHARE = 0.2
+#: the marks' actions: key -> the grade it gives (None: it takes the grade off)
+GRADE_OF = {f"mark{g}": g for g in GRADE_NAMES} | {"unmark": None}
+MARK_KEYS = tuple(GRADE_OF)
 #: (key, menu text, shortcut, status tip); the marks' keys work while the results have the focus
 ACTIONS = (
-    ("mark2", "Mark &highly relevant", "2", "Grade the selected results highly relevant (2) for the query on screen"),
-    ("mark1", "Mark &relevant", "1", "Grade the selected results relevant (1) for the query on screen"),
-    ("mark0", "Mark &not relevant", "0", "Grade the selected results not relevant (0) for the query on screen"),
+    *((f"mark{g}", f"Mark &{name}", str(g), f"Grade the selected results {name} ({g}) for the query on screen")
+      for g, name in GRADE_NAMES.items()),
     ("unmark", "C&lear mark", "Backspace", "Take the grade off the selected results"),
     ("save", "&Save query to judged set…", "Ctrl+S", "Keep the query on screen, its moment, filters and marks in a "
                                                     "judged set of the store"),
@@ -81,8 +83,6 @@ ACTIONS = (
     ("fit", "&Fit weights…", "", "Search the preset's weights and knobs for the best measure over the judged set, "
                                  "cross-validated; nothing changes until you accept"),
 )
-MARK_KEYS = ("mark2", "mark1", "mark0", "unmark")
-GRADE_OF = {"mark2": 2, "mark1": 1, "mark0": 0, "unmark": None}
 
 
 def user_name() -> str:

@@ -8,18 +8,9 @@ query, the map's score colouring, the meter and consolidation measure from the n
 from __future__ import annotations
 
 from PySide6.QtCore import QDateTime, Qt, QTimeZone
-from PySide6.QtWidgets import (
-    QButtonGroup,
-    QCheckBox,
-    QDateTimeEdit,
-    QDialog,
-    QDialogButtonBox,
-    QGridLayout,
-    QLabel,
-    QRadioButton,
-    QVBoxLayout,
-)
+from PySide6.QtWidgets import QButtonGroup, QCheckBox, QDateTimeEdit, QDialog, QGridLayout, QLabel, QRadioButton, QVBoxLayout
 
+from memviz.app.dialogs.buttons import ok_cancel
 from memviz.app.plain_text import plain_tooltip
 from memviz.store import iso
 from memviz.store.clock import NEWEST, SIMULATED, WALL, Clock, newest_time, record_clock, store_clock
@@ -69,9 +60,7 @@ class ClockDialog(QDialog):
             grid.addWidget(self.buttons[key], r, 0, 1, 2)
         grid.addWidget(self.buttons[SIMULATED], 3, 0)
         grid.addWidget(self.when, 3, 1)
-        box = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
-        box.accepted.connect(self.accept)
-        box.rejected.connect(self.reject)
+        box = ok_cancel(self)
         lay = QVBoxLayout(self)
         lay.addWidget(intro)
         lay.addLayout(grid)

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from memviz.app.dialogs.buttons import action_and_close
 from memviz.app.plain_text import plain_tooltip
 from memviz.reflect import plan_consolidation
 from memviz.reflect.consolidation import describe
@@ -92,8 +93,6 @@ class ConsolidateDialog(QDialog):
         self.apply_button = QPushButton("Apply")
         self.apply_button.setEnabled(False)
         self.apply_button.clicked.connect(self.apply)
-        close = QPushButton("Close")
-        close.clicked.connect(self.close)
 
         def titled(text, w):
             box = QWidget()
@@ -115,15 +114,11 @@ class ConsolidateDialog(QDialog):
         top.addWidget(QLabel("Agent"))
         top.addWidget(self.agent, 1)
         top.addWidget(self.clock)
-        bottom = QHBoxLayout()
-        bottom.addStretch(1)
-        bottom.addWidget(self.apply_button)
-        bottom.addWidget(close)
         lay = QVBoxLayout(self)
         lay.addLayout(top)
         lay.addWidget(self.summary)
         lay.addWidget(split, 1)
-        lay.addLayout(bottom)
+        lay.addLayout(action_and_close(self, self.apply_button))
         self.resize(820, 600)
 
     def make_plan(self) -> None:

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from memviz.app.dialogs.buttons import ok_cancel
 from memviz.app.plain_text import plain_label
 from memviz.store.postgres.dsn import is_dsn, redact, with_password
 from memviz.store.postgres.password import remember_password, stored_password
@@ -71,9 +72,7 @@ class OpenDatabaseDialog(QDialog):
         self.connection = _Connection([r for r in recent if is_dsn(r)])
         self.error = plain_label()
         self.error.setStyleSheet("color: #b00;")
-        buttons = QDialogButtonBox(QDialogButtonBox.Open | QDialogButtonBox.Cancel)
-        buttons.accepted.connect(self._accept)
-        buttons.rejected.connect(self.reject)
+        buttons = ok_cancel(self, accept=self._accept, ok=QDialogButtonBox.Open)
         lay = QVBoxLayout(self)
         lay.addWidget(self.connection)
         lay.addWidget(self.error)
@@ -109,10 +108,7 @@ class CopyStoreDialog(QDialog):
         self.connection.recent.currentTextChanged.connect(lambda *_: self.to_db.setChecked(True))
         self.error = plain_label()
         self.error.setStyleSheet("color: #b00;")
-        buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
-        buttons.button(QDialogButtonBox.Ok).setText("Copy")
-        buttons.accepted.connect(self._accept)
-        buttons.rejected.connect(self.reject)
+        buttons = ok_cancel(self, "Copy", accept=self._accept)
         row = QHBoxLayout()
         row.addWidget(self.file_edit)
         row.addWidget(browse)

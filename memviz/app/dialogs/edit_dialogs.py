@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from memviz.app.dialogs.buttons import ok_cancel
 from memviz.app.plain_text import plain_label
 from memviz.edits.commands import SHOWN_FIELDS
 from memviz.store import iso
@@ -75,10 +76,7 @@ class CorrectDialog(QDialog):
         self.warning.setStyleSheet(f"color: {caution};")
         self.warning.setVisible(bool(warning))
         lay.addWidget(self.warning)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
-        self.buttons.button(QDialogButtonBox.Ok).setText("Correct")
-        self.buttons.accepted.connect(self.accept)
-        self.buttons.rejected.connect(self.reject)
+        self.buttons = ok_cancel(self, "Correct")
         lay.addWidget(self.buttons)
         self.new_text.textChanged.connect(self._check)
         self._check()
@@ -116,10 +114,7 @@ class ReasonDialog(QDialog):
         lay.addRow(plain_label(f"{verb}: {count(n, 'memory')}."))
         self.reason = reason_field()
         lay.addRow("Reason (optional):", self.reason)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
-        self.buttons.button(QDialogButtonBox.Ok).setText(verb)
-        self.buttons.accepted.connect(self.accept)
-        self.buttons.rejected.connect(self.reject)
+        self.buttons = ok_cancel(self, verb)
         lay.addRow(self.buttons)
         self.resize(460, 120)
         self.reason.setFocus()
@@ -208,10 +203,7 @@ class ImportanceDialog(QDialog):
         lay = QFormLayout(self)
         self.spin = QDoubleSpinBox(minimum=0, maximum=10, decimals=1, singleStep=0.5, value=value)
         lay.addRow(f"Importance of {count(n, 'memory')} (0-10):", self.spin)
-        box = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
-        box.accepted.connect(self.accept)
-        box.rejected.connect(self.reject)
-        lay.addRow(box)
+        lay.addRow(ok_cancel(self))
 
 
 class TagsDialog(QDialog):
@@ -231,7 +223,4 @@ class TagsDialog(QDialog):
             lay.addRow(plain_label(f"{count(n, 'memory')} selected"))
             lay.addRow("Add tags:", self.add)
             lay.addRow("Remove tags:", self.remove)
-        box = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
-        box.accepted.connect(self.accept)
-        box.rejected.connect(self.reject)
-        lay.addRow(box)
+        lay.addRow(ok_cancel(self))

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from memviz.app.dialogs.buttons import ok_cancel
 from memviz.app.plain_text import plain_label, plain_tooltip
 from memviz.judge import FitReport
 from memviz.retrieval import Params
@@ -72,10 +73,7 @@ class SaveJudgedDialog(QDialog):
         lay.addLayout(form)
         self.note = plain_label("")
         lay.addWidget(self.note)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
-        self.buttons.button(QDialogButtonBox.Ok).setText("Save")
-        self.buttons.accepted.connect(self.accept)
-        self.buttons.rejected.connect(self.reject)
+        self.buttons = ok_cancel(self, "Save")
         lay.addWidget(self.buttons)
         self.set_box.currentTextChanged.connect(self._check)
         self.id_edit.textChanged.connect(self._check)
@@ -286,13 +284,13 @@ class FitDialog(QDialog):
                                      "although their held-out gain is within the spread over folds: on queries you have "
                                      "not judged they may do worse than the current weights. Edit ▸ Undo takes it back.")
         self.per_query.clear()
-        for d in sorted(report.per_query.deltas, key=lambda d: -d.delta):
-            item = QTreeWidgetItem([d.query_id, f"{d.baseline:.3f}", f"{d.value:.3f}",
-                                    f"{d.delta:+.3f}" if abs(d.delta) > 1e-9 else "="])
+        for d in sorted(report.per_query.deltas, key=lambda d: -d.gain):
+            item = QTreeWidgetItem([d.query_id, f"{d.before:.3f}", f"{d.after:.3f}",
+                                    f"{d.gain:+.3f}" if abs(d.gain) > 1e-9 else "="])
             for c in (1, 2, 3):
                 item.setTextAlignment(c, Qt.AlignRight | Qt.AlignVCenter)
-            if abs(d.delta) > 1e-9:
-                item.setForeground(3, self.tone("up" if d.delta > 0 else "down"))
+            if abs(d.gain) > 1e-9:
+                item.setForeground(3, self.tone("up" if d.gain > 0 else "down"))
             item.setToolTip(0, plain_tooltip(self.query_text(d.query_id)))
             self.per_query.addTopLevelItem(item)
         self.changes.clear()

@@ -11,6 +11,7 @@ import json
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QComboBox, QDialog, QDialogButtonBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout
 
+from memviz.app.dialogs.buttons import ok_cancel
 from memviz.reflect import LLMSettings, SettingsError, save_api_key, test_connection
 
 QSETTINGS_KEY = "llm/settings"
@@ -67,9 +68,7 @@ class LLMSettingsDialog(QDialog):
         test_row = QHBoxLayout()
         test_row.addWidget(self.test_button)
         test_row.addWidget(self.result_label, 1)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.Save | QDialogButtonBox.Cancel)
-        self.buttons.accepted.connect(self.save)
-        self.buttons.rejected.connect(self.reject)
+        self.buttons = ok_cancel(self, accept=self.save, ok=QDialogButtonBox.Save)
         lay = QVBoxLayout(self)
         lay.addLayout(form)
         lay.addLayout(test_row)

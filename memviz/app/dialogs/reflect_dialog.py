@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from memviz.app.dialogs.buttons import action_and_close
 from memviz.app.dialogs.llm_settings import load_llm_settings
 from memviz.app.plain_text import plain_tooltip
 from memviz.reflect import LLMClient, ReflectError, ReflectionConfig, Reflector, engine_retriever
@@ -133,8 +134,6 @@ class ReflectDialog(QDialog):
         self.write_button = QPushButton("Write accepted")
         self.write_button.setEnabled(False)
         self.write_button.clicked.connect(self.write)
-        close = QPushButton("Close")
-        close.clicked.connect(self.close)
 
         top = QHBoxLayout()
         top.addWidget(QLabel("Agent"))
@@ -152,10 +151,6 @@ class ReflectDialog(QDialog):
         run.addWidget(self.propose_button)
         run.addWidget(self.progress, 1)
         run.addWidget(self.cancel_button)
-        bottom = QHBoxLayout()
-        bottom.addStretch(1)
-        bottom.addWidget(self.write_button)
-        bottom.addWidget(close)
         lay = QVBoxLayout(self)
         lay.addLayout(top)
         lay.addLayout(llm)
@@ -163,7 +158,7 @@ class ReflectDialog(QDialog):
         lay.addWidget(self.message)
         lay.addWidget(self.problems)
         lay.addWidget(scroll, 1)
-        lay.addLayout(bottom)
+        lay.addLayout(action_and_close(self, self.write_button))
         self.resize(760, 640)
         self.workers.finished.connect(self._job_ended)
         self._show_llm()

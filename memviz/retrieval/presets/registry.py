@@ -4,7 +4,7 @@ that names a preset finds it with `preset(name)`. The plugins load when the regi
 listed, or asked for a name it does not hold."""
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import fields
 
 from ... import plugins
@@ -12,8 +12,7 @@ from ..params import Params
 from .base import LinearPreset, Preset
 
 GROUP = "memviz.presets"
-_REGISTRY: dict[str, Preset] = {}
-_CLAIMS = plugins.Claims("a preset named")
+_REGISTRY = plugins.Registry(GROUP, "a preset named", lambda p: check_preset(p), lambda p: p.name)  # check_preset: below
 #: the Params fields a preset can set (all but `preset`)
 PARAM_FIELDS = frozenset(f.name for f in fields(Params)) - {"preset"}
 _NUMBERS = frozenset(f.name for f in fields(Params) if f.type in ("float", "int"))
@@ -23,43 +22,30 @@ def register_preset(p: Preset, *, replace: bool = False, plugin: plugins.Plugin 
     """Make `p` rankable by its name (the query panel, `memviz query --preset`, Params.preset).
     Raises TypeError or ValueError saying what `p` lacks; a name already taken needs `replace`
     (which a plugin, `plugin` given, never has: the entry already there wins)."""
-    check_preset(p)
-    if p.name in _REGISTRY and (plugin is not None or not replace):
-        raise _CLAIMS.taken(p.name)
-    _REGISTRY[p.name] = p
-    _CLAIMS.add(p.name, plugin)
+    _REGISTRY.register(p, plugin, replace=replace)
     return p
 
 
 def unregister_preset(name: str) -> None:
     """Remove a registered preset (a test's, or a plug-in's being unloaded)."""
-    preset(name)
-    del _REGISTRY[name]
-    _CLAIMS.drop(name)
+    _REGISTRY.remove(preset(name).name)
 
 
 def load_plugins() -> None:
     """Register the installed plugins' presets, once (memviz/plugins.py)."""
-    plugins.load(GROUP, lambda obj, plugin: register_preset(obj, plugin=plugin).name,
-                 lambda plugin: unregister_preset(plugin.registered))
+    _REGISTRY.load_plugins()
 
 
 def preset(name: str) -> Preset:
     """The registered preset of that name (ValueError naming the registered ones if none)."""
     try:
         return _REGISTRY[name]
-    except (KeyError, TypeError):
-        pass
-    load_plugins()
-    try:
-        return _REGISTRY[name]
-    except (KeyError, TypeError):
+    except (KeyError, TypeError):  # TypeError: not a name (unhashable)
         raise ValueError(f"unknown preset {name!r}; choose one of: {', '.join(_REGISTRY)}") from None
 
 
 def all_presets() -> tuple[Preset, ...]:
     """Every registered preset (the plugins' loaded first), in the order they were registered."""
-    load_plugins()
     return tuple(_REGISTRY.values())
 
 
@@ -69,24 +55,8 @@ def preset_params(name: str, **overrides) -> Params:
     return Params(preset=p.name, **{**p.defaults, **overrides})
 
 
-class _Descriptions(Mapping):
-    """name -> one-line description of every registered preset (a live view of the registry)."""
-
-    def __getitem__(self, name: str) -> str:
-        return preset(name).description
-
-    def __iter__(self) -> Iterator[str]:
-        return iter([p.name for p in all_presets()])
-
-    def __len__(self) -> int:
-        return len(all_presets())
-
-    def __repr__(self) -> str:
-        return repr(dict(self))
-
-
 #: preset name -> one-line description, for lists and help texts
-PRESETS: Mapping[str, str] = _Descriptions()
+PRESETS: Mapping[str, str] = _REGISTRY.view(lambda p: p.description)
 
 
 def check_preset(p) -> None:

@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 from contextlib import contextmanager
 
-from ..errors import NotAStoreError, StoreError
+from ..errors import NotAStoreError
 from . import foreign, schema
-from .connect import _psycopg, connect, no_vector_message, translate, vector_oid
+from .connect import _psycopg, connect, no_vector_message, prepare_new_store, translate, vector_oid
 from .dsn import is_dsn, redact
 from .store import PgStore
 
@@ -23,18 +23,9 @@ def create(dsn: str) -> PgStore:
     """Make the native schema in the (existing, empty) database of `dsn`; refuses a database
     that already holds memories."""
     psycopg = _psycopg()
-    where = redact(dsn)
     conn = connect(dsn, need_vector=False)
     with _closed_on_error(conn, dsn, psycopg):
-        if conn.execute("SELECT to_regclass('memories')").fetchone()[0] is not None:
-            raise StoreError(f"{where} already has a `memories` table; memviz will not overwrite it.")
-        if vector_oid(conn) is None:
-            try:
-                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-            except psycopg.errors.InsufficientPrivilege:
-                raise StoreError(no_vector_message(where) + " This role may not add it.") from None
-            except (psycopg.errors.UndefinedFile, psycopg.errors.FeatureNotSupported) as e:
-                raise StoreError(no_vector_message(where) + f" The server said: {str(e).splitlines()[0]}") from None
+        prepare_new_store(conn, redact(dsn), taken="memviz will not overwrite it.")
         schema.migrate(conn)
         conn.execute("INSERT INTO memviz_meta(key, value) VALUES ('created_by', %s)", (json.dumps("memviz"),))
     conn.close()

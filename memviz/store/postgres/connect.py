@@ -80,6 +80,23 @@ def no_vector_message(where: str) -> str:
             "(e.g. the postgresql-NN-pgvector package).")
 
 
+def prepare_new_store(conn, where: str, *, taken: str) -> None:
+    """Before memviz makes its schema in the database of `conn` (a create, a copy into it): a
+    database that holds a `memories` table already is refused (`taken` ends the message), and
+    the `vector` extension it lacks is added, or a StoreError says why it cannot be."""
+    psycopg = _psycopg()
+    if conn.execute("SELECT to_regclass('memories')").fetchone()[0] is not None:
+        raise StoreError(f"{where} already has a `memories` table; {taken}")
+    if vector_oid(conn) is not None:
+        return
+    try:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except psycopg.errors.InsufficientPrivilege:
+        raise StoreError(no_vector_message(where) + " This role may not add it.") from None
+    except (psycopg.errors.UndefinedFile, psycopg.errors.FeatureNotSupported) as e:
+        raise StoreError(no_vector_message(where) + f" The server said: {str(e).splitlines()[0]}") from None
+
+
 def _connect_message(msg: str, where: str) -> str:
     # libpq's first line ends in the reason ("... port 5432 failed: Connection refused"); its
     # later lines are hints ("\tIs the server running on that host ...?") that the message below gives better
