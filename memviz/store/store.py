@@ -50,7 +50,7 @@ from .vectors import NOT_REPAIRABLE_VECTORS, misdeclared_text, vec_ddl, vec_tabl
 
 T = TypeVar("T")
 
-#: how long the main thread waits for a worker's call on the connection before giving way (_turn)
+#: how long the main thread waits for a worker's call on the connection before going on without its turn (_turn)
 MAIN_THREAD_WAIT_S = 0.25
 
 _SELECT_ROW = "SELECT " + ", ".join(
@@ -160,16 +160,17 @@ class Store(StoreCommon, SqliteQueries, SqliteRecords, ErrorBoundary):
     def _turn(self):
         """This thread's turn on the connection. apsw refuses a second thread while one is inside
         a call ("Connection is busy in another thread"), so a worker waits for the one before it
-        (a reload beside the map's labels); the main (GUI) thread waits at most MAIN_THREAD_WAIT_S
-        and then gets apsw's ThreadingViolationError, which its callers retry, rather than
-        freezing the window behind a long read."""
+        (a reload beside the map's labels). The main (GUI) thread waits at most
+        MAIN_THREAD_WAIT_S and then goes on without its turn rather than freeze the window behind
+        a long read: a call that needs no connection (refuses, describe) simply answers, one that
+        does meets apsw's ThreadingViolationError, which its callers retry."""
         main = threading.current_thread() is threading.main_thread()
-        if not self._lock.acquire(timeout=MAIN_THREAD_WAIT_S if main else -1):
-            raise apsw.ThreadingViolationError("Connection is busy in another thread")
+        held = self._lock.acquire(timeout=MAIN_THREAD_WAIT_S) if main else self._lock.acquire()
         try:
             yield
         finally:
-            self._lock.release()
+            if held:
+                self._lock.release()
 
     # ----------------------------------------------------------------- basics
     @property
