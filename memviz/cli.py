@@ -37,6 +37,7 @@ COMMANDS = (
     "memviz.commands.clock",
     "memviz.commands.copy",
     "memviz.commands.index",
+    "memviz.commands.judge",
 )
 
 #: errors whose message is meant for the user (anything else is a bug and keeps its traceback)

@@ -278,7 +278,6 @@ def run_query(qtbot, win, text="peanut allergy"):
 
 @pytest.mark.parametrize("size", [(1100, 700), (1500, 950), (1920, 1080)])
 def test_default_docks_keep_the_results_readable(qtbot, make_window, store_file, size):
-    from memviz.app.panels.query_panel import RESULT_COLUMNS
     win = make_window(store_file, size=size)
     win.reset_docks()
     qtbot.wait(50)
@@ -286,14 +285,15 @@ def test_default_docks_keep_the_results_readable(qtbot, make_window, store_file,
     q = win.query
     assert q.rows_visible() >= 8, size
     h = q.view.horizontalHeader()
-    content = h.sectionSize(RESULT_COLUMNS.index("content"))
+    columns = [c.name for c in q.results.columns]   # the built-in ones and those added (the grades)
+    content = h.sectionSize(columns.index("content"))
     assert content >= (120 if size[0] < 1300 else 220), (size, content)
     # every header's text fits its column
     fm = h.fontMetrics()
-    for i, name in enumerate(RESULT_COLUMNS):
+    for i, name in enumerate(columns):
         if not h.isSectionHidden(i):
             assert h.sectionSize(i) >= fm.horizontalAdvance(name) + 8, name
-    assert not h.isSectionHidden(RESULT_COLUMNS.index("agent"))  # alice and bob: an agent column
+    assert not h.isSectionHidden(columns.index("agent"))  # alice and bob: an agent column
     # the table shows its memories' text without scrolling sideways
     t = win.table.view
     th = t.horizontalHeader()

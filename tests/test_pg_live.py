@@ -184,7 +184,7 @@ def test_a_store_from_before_the_log_upgrades_on_a_writable_open(pg, pg_db):  # 
         assert out.arrays.importance[1] == 3
 
     with ms.open(pg_db) as s, pg.admin(db_name(pg_db)) as c:  # writable: migrated
-        assert [v for (v,) in c.execute("SELECT version FROM memviz_migrations ORDER BY 1")] == [1, 2, 3]
+        assert [v for (v,) in c.execute("SELECT version FROM memviz_migrations ORDER BY 1")] == [1, 2, 3, 4]
         assert s.has_change_log()
         token = token_now(s)
         agent(pg_db, "UPDATE memories SET importance = 4 WHERE id = 'm2'")

@@ -1,6 +1,7 @@
 """The main window: it builds and wires its parts. Dockable panels over one AppState, the
 controllers (app/controllers/: opening, copying and exporting stores, edits, reflect/consolidate
-tools, the store's clock), menus, toolbar, status bar, settings. It does no work of its own.
+tools, the store's clock, judging and tuning), menus, toolbar, status bar, settings. It does no
+work of its own.
 
 The window is the only module that knows all the parts: panels and controllers get what they
 need in their constructor (the state, the workers, the undo stack, the settings, a `perform`
@@ -21,6 +22,7 @@ from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QMenu, QMessageB
 from memviz.app.controllers.clock_status import ClockStatus
 from memviz.app.controllers.edit_controller import EditController
 from memviz.app.controllers.exporter import Exporter
+from memviz.app.controllers.judge_controller import MARK_KEYS, JudgeController
 from memviz.app.controllers.live_controller import LiveController
 from memviz.app.controllers.recent_files import RecentFiles
 from memviz.app.controllers.reflect_tools import ReflectTools
@@ -33,6 +35,7 @@ from memviz.app.panels.asof_bar import AsOfBar
 from memviz.app.panels.detail_panel import DetailPanel
 from memviz.app.panels.diff_panel import DiffPanel
 from memviz.app.panels.graph_panel import GraphPanel
+from memviz.app.panels.judged_panel import JudgedPanel, MarksBar, ReadoutStrip
 from memviz.app.panels.map_panel import MapPanel
 from memviz.app.panels.prompt_panel import PromptPanel
 from memviz.app.panels.query_panel import QueryPanel
@@ -49,7 +52,7 @@ from memviz.store.postgres.dsn import label
 from memviz.words import count
 
 PROGRESS_WIDTH = 220  # px of the status bar's progress bar; its text is cut to fit, whole in the tooltip
-SETTINGS_VERSION = 2  # bump when the dock layout changes incompatibly (restoreState then falls back)
+SETTINGS_VERSION = 3  # bump when the dock layout changes incompatibly (restoreState then falls back)
 
 
 class MainWindow(QMainWindow):
@@ -119,12 +122,39 @@ class MainWindow(QMainWindow):
         self.prompt = PromptPanel(self.state, self.workers)
         self.diff = DiffPanel(self.state, self.workers)
         self.as_of_bar = AsOfBar(self.state)
+        # judging and tuning: marks on the results, judged sets, the quality readout, fits
+        self.judge = JudgeController(self.state, self.workers, self.query.model, self.edits.perform, self,
+                                     targets=lambda: self.query.result_ids_in_focus() or self.state.selected_ids)
+        self.judge.message.connect(lambda text, ms: self.statusBar().showMessage(text, ms))
+        self.judge.error.connect(self.show_error)
+        self.judge.run_requested.connect(self.query.run)
+        self.judge.choices_changed.connect(self.query.set_parameter_choices)
+        self.judge.marks_changed.connect(self.query.results.reformat)
+        self.edits.edited.connect(lambda _out: self.judge.read_records())
+        self.add_context_provider(self.judge.context_actions)
+        self.query.results.add_column(self.judge.grade_column())
+        self.query.show_column("grade", self.judge.judging())
+        self.judge.judging_changed.connect(lambda on: self.query.show_column("grade", on))
+        self.query.add_result_actions([self.judge.actions[k] for k in MARK_KEYS])
+        self.marks_bar = MarksBar(self.judge.book, self.judge.actions)
+        self.marks_bar.query_requested.connect(self.query.run)
+        self.query.add_below_results(self.marks_bar)
+        self.query.add_below_settings(ReadoutStrip(self.state, self.judge.tuning))
+        self.judged = JudgedPanel(self.state, self.judge.tuning, self.judge.actions)
+        self.judged.set_chosen.connect(self.judge.choose_set)
+        self.judged.query_chosen.connect(self.judge.choose_query)
+        self.judged.memory_chosen.connect(self.judge.select_memory)
+        self.judged.measure_chosen.connect(self.judge.set_measure)
+        self.judged.axes_chosen.connect(self.judge.set_axes)
+        self.judged.point_chosen.connect(self.judge.try_point)
+        self.judged.picture_shown.connect(self.judge.set_picture_shown)
 
         self.docks: dict[str, QDockWidget] = {}
         titles = {"timeline": "Timeline", "graph": "Reflection graph", "map": "Map", "query": "Query",
                   "table": "Memories", "detail": "Detail", "retired": "Retired", "prompt": "Prompt view",
-                  "diff": "Diff"}
-        for name, panel in {**self.panels, "retired": self.retired, "prompt": self.prompt, "diff": self.diff}.items():
+                  "diff": "Diff", "judged": "Judged queries"}
+        for name, panel in {**self.panels, "retired": self.retired, "prompt": self.prompt, "diff": self.diff,
+                            "judged": self.judged}.items():
             dock = QDockWidget(titles[name], self)
             dock.setObjectName(f"dock_{name}")
             dock.setWidget(panel)
@@ -132,6 +162,7 @@ class MainWindow(QMainWindow):
             panel.context_requested.connect(self.show_context_menu)
         self.docks["retired"].visibilityChanged.connect(self.retired.set_shown)  # read only while in view
         self.docks["prompt"].visibilityChanged.connect(self.prompt.set_shown)  # assembles only while in view
+        self.docks["judged"].visibilityChanged.connect(self.judge.set_shown)  # measures only while in view
         self.as_of_toolbar = QToolBar("As of")
         self.as_of_toolbar.setObjectName("toolbar_as_of")
         self.as_of_toolbar.addWidget(self.as_of_bar)
@@ -170,6 +201,7 @@ class MainWindow(QMainWindow):
         # one tab group only: Qt (6.x) leaves a stale copy of the tab bar of a second group on screen
         self.tabifyDockWidget(d["table"], d["prompt"])
         self.tabifyDockWidget(d["table"], d["diff"])
+        self.tabifyDockWidget(d["table"], d["judged"])
         d["table"].raise_()
         self._size_docks()
 
@@ -256,6 +288,13 @@ class MainWindow(QMainWindow):
         view.addAction("Reset &layout", self.reset_docks)
         self.theme = ThemeChooser(self.settings, self)  # System / Light / Dark, applied from the settings
         view.addMenu(self.theme.menu)
+
+        judge = mb.addMenu("&Judge")
+        for key in (*MARK_KEYS, None, "save", None, "import", "import_trec", "export", "delete_query", "delete_set",
+                    None, "pin", "fit"):
+            judge.addSeparator() if key is None else judge.addAction(self.judge.actions[key])
+        judge.addSeparator()
+        judge.addAction("Show judged &queries", lambda: (self.docks["judged"].show(), self.docks["judged"].raise_()))
 
         tools = mb.addMenu("&Tools")
         tools.addAction(self.reflect_action)
@@ -395,7 +434,8 @@ class MainWindow(QMainWindow):
 
     def _job_progress(self, name: str, fraction: float, text: str) -> None:
         # quick or quiet jobs: no progress bar flicker
-        if name in ("score", "query", "graph", "refresh", "place", "watch", "table", "table ahead"):
+        if name in ("score", "query", "graph", "refresh", "place", "watch", "table", "table ahead", "judge readout",
+                    "judge grid", "judge changes", "judge fit"):  # (a fit shows its progress in its dialog)
             return
         self._job = name
         self.progress.setRange(0, 0 if fraction < 0 else 1000)
@@ -595,6 +635,9 @@ class MainWindow(QMainWindow):
         s.sync()
 
     def closeEvent(self, event) -> None:
+        if not self.judge.may_close(self.close):  # unsaved marks: asked first (never lost silently)
+            event.ignore()
+            return
         # jobs first: a poll or reload still reading on a connection would make its close fail
         # (apsw allows no close while another thread uses the connection)
         self.workers.shutdown()

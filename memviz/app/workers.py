@@ -10,7 +10,9 @@ Lanes are separate pools: "engine" has one thread so the retrieval engine is nev
 by two threads at once; "live" has one thread for a live refresh (and the poll that asks
 whether one is due), so it never waits behind a long job (a layout, labels, the graph);
 "place" has one for the placing of new points on the map (a k-NN product over the whole
-matrix: at 1M rows it would hold refreshes back); "bg" runs everything else.
+matrix: at 1M rows it would hold refreshes back); "judge" has one for the judged queries'
+evaluator (the quality readout, its picture, a fit: one evaluator is used by one thread, and a
+fit never holds the query's engine back); "bg" runs everything else.
 """
 from __future__ import annotations
 
@@ -88,7 +90,7 @@ class Workers(QObject):
     def pool(self, lane: str) -> QThreadPool:
         if lane not in self._pools:
             p = QThreadPool(self)
-            p.setMaxThreadCount(1 if lane in ("engine", "live", "place") else 2)
+            p.setMaxThreadCount(1 if lane in ("engine", "live", "place", "judge") else 2)
             self._pools[lane] = p
         return self._pools[lane]
 

@@ -12,7 +12,11 @@ ones. The results table shows rank, rank change against the model's baseline, sc
 stacked bar of the weighted components (ResultBarDelegate); entries ("in") and exits (listed
 under the table) count as changes too. Another module adds a column with
 `results.add_column(ResultColumn(...))`; actions on result rows come from the window's
-context providers (the table's context menu asks for the selected ids).
+context providers (the table's context menu asks for the selected ids), actions on the selected
+results with keys that work while the results have the focus from `add_result_actions`, and a
+row under them from `add_below_results` (the judging marks bar) and one under the sliders from
+`add_below_settings` (the quality readout). The preset list holds every
+preset's defaults and the parameter sets saved with the store (`set_parameter_choices`).
 
 After any write (the agent's or the user's) the current query runs again on the new data,
 same text or example, same setting, paced by its own cost (a `workers.PacedCall`); memories
@@ -49,7 +53,9 @@ from PySide6.QtWidgets import (
 from memviz.app.plain_text import plain_tooltip
 from memviz.app.plots import style
 from memviz.app.workers import PacedCall, Workers
-from memviz.retrieval import PRESETS, preset_params
+from memviz.retrieval import preset_params
+from memviz.retrieval.presets import ParameterSet, parameter_sets, preset
+from memviz.session.judging import describe
 from memviz.session.query import Outcome, Query, QueryModel
 from memviz.session.state import AppState, StoreData
 from memviz.store import iso
@@ -165,6 +171,13 @@ class ResultsModel(QAbstractTableModel):
             self.dataChanged.emit(self.index(0, 0), self.index(before - 1, len(self.columns) - 1))
         else:
             self.endResetModel()
+
+    def reformat(self) -> None:
+        """Format the cells again: a column's values changed without a new ranking (the grades)."""
+        if self.result is None or not len(self.result.ids):
+            return
+        self._format()
+        self.dataChanged.emit(self.index(0, 0), self.index(len(self.result.ids) - 1, len(self.columns) - 1))
 
     def _format(self) -> None:
         self._cells = []
@@ -350,6 +363,7 @@ class QueryPanel(QWidget):
         self._compact: bool | None = None
         self._size_columns(False)
         self.view.viewport().installEventFilter(self)
+        self.results.columnsInserted.connect(lambda *_: self._size_columns(bool(self._compact)))  # add_column
         h.setStretchLastSection(True)  # the content column takes what the others leave
         h.setSectionResizeMode(QHeaderView.Interactive)
         self.view.setColumnHidden(self.results.column_of("agent"), True)
@@ -404,8 +418,14 @@ class QueryPanel(QWidget):
         lay.setContentsMargins(4, 4, 4, 4)
         lay.addLayout(top)
         lay.addLayout(grid)
+        self.below_settings = QVBoxLayout()  # rows other parts add under the setting (add_below_settings)
+        self.below_settings.setContentsMargins(0, 0, 0, 0)
+        lay.addLayout(self.below_settings)
         lay.addWidget(self.message)
         lay.addWidget(self.view, 1)
+        self.below_results = QVBoxLayout()   # rows other parts add under the results (add_below_results)
+        self.below_results.setContentsMargins(0, 0, 0, 0)
+        lay.addLayout(self.below_results)
         foot = QHBoxLayout()
         foot.addWidget(self.legend, 1)
         foot.addWidget(self.pin_button)
@@ -451,19 +471,53 @@ class QueryPanel(QWidget):
 
     # ------------------------------------------------------------ widgets <-> state.params
     def _fill_presets(self) -> None:
+        self.set_parameter_choices(parameter_sets())
+
+    def set_parameter_choices(self, choices: list[ParameterSet]) -> None:
+        """The preset list: each preset's defaults (by the preset's name), then the parameter sets
+        saved with the store (judge.stored.parameter_choices), chosen like a preset."""
+        self._choices = []
+        for ps in choices:
+            try:
+                ps.params()
+            except ValueError:  # a set saved for a preset not installed here (a plugin's)
+                continue
+            self._choices.append(ps)
+        presets = {ps.name for ps in self._choices if ps.name == ps.preset}
         self.preset.blockSignals(True)
-        for name, desc in PRESETS.items():
-            self.preset.addItem(name)
-            self.preset.setItemData(self.preset.count() - 1, str(desc), Qt.ToolTipRole)
+        self.preset.clear()
+        for ps in self._choices:
+            builtin = ps.name == ps.preset and ps.name in presets
+            self.preset.addItem(ps.name if builtin or ps.name not in presets else f"{ps.name} (saved)")
+            tip = ps.description if builtin else f"saved {ps.preset} setting: {describe(ps.params())}" + (
+                f"\n{ps.description}" if ps.description else "")
+            self.preset.setItemData(self.preset.count() - 1, plain_tooltip(tip), Qt.ToolTipRole)
         self.preset.blockSignals(False)
         self._show_params(self.state.params)
+
+    def _choice_of(self, p) -> int:
+        """The preset list's entry for `p`: a saved parameter set holding exactly its setting, else
+        its preset's own entry."""
+        for i, ps in enumerate(self._choices):
+            if ps.name != ps.preset and ps.preset == p.preset:
+                try:
+                    mine = ps.params()
+                except ValueError:
+                    continue
+                if all(getattr(mine, f) == getattr(p, f) for f in preset(p.preset).settings):
+                    return i
+        return next((i for i, ps in enumerate(self._choices) if ps.name == ps.preset == p.preset), -1)
+
+    def _chosen_preset(self) -> str:
+        i = self.preset.currentIndex()
+        return self._choices[i].preset if 0 <= i < len(self._choices) else self.state.params.preset
 
     def _show_params(self, p) -> None:
         """Make every widget show `p` (the state's parameters), without writing them back."""
         self._loading = True
         try:
             self.preset.blockSignals(True)
-            self.preset.setCurrentText(p.preset)
+            self.preset.setCurrentIndex(self._choice_of(p))
             self.preset.blockSignals(False)
             self._load_params(p)
             for combo, values in ((self.agent, p.agents), (self.kind, p.kinds)):
@@ -497,7 +551,7 @@ class QueryPanel(QWidget):
 
     def _widget_params(self):
         """The Params the widgets describe now (fields without a widget, e.g. tags, kept from the state)."""
-        name = self.preset.currentText()
+        name = self._chosen_preset()
         base = self.state.params if self.state.params.preset == name else preset_params(name)
         return dataclasses.replace(
             base, alpha=self.alpha.value(), beta=self.beta.value(), gamma=self.gamma.value(),
@@ -516,7 +570,8 @@ class QueryPanel(QWidget):
         self._params_edited()
 
     def _preset_chosen(self) -> None:
-        self._load_params(preset_params(self.preset.currentText()))
+        i = self.preset.currentIndex()
+        self._load_params(self._choices[i].params() if 0 <= i < len(self._choices) else preset_params(self._chosen_preset()))
         self._params_edited()
 
     def _params_edited(self, *_):
@@ -655,6 +710,46 @@ class QueryPanel(QWidget):
         text = self.text.text().strip()
         if text:
             self._submit_query(Query("text", text))
+
+    def run(self, query: Query) -> None:
+        """Ask `query` (a text, or like a memory) as if typed or chosen (a judged query, marks kept
+        for another query)."""
+        data = self.state.data
+        if data is None:
+            return
+        if query.kind == "text":
+            self.text.setText(query.value)
+        else:
+            i = data.arrays.index_of(query.value)
+            self.text.setText("")
+            self.text.setPlaceholderText(f"like memory {query.value}" + ("" if i is None else f": {data.previews[i][:60]}"))
+        self._submit_query(query)
+
+    def result_ids_in_focus(self) -> list[str]:
+        """The ids of the selected results while the results have the focus (keys act on them,
+        however the rows were selected), else []."""
+        res = self.results.result
+        if res is None or not self.view.hasFocus():
+            return []
+        return [str(res.ids[i.row()]) for i in self.view.selectionModel().selectedRows()]
+
+    def show_column(self, name: str, shown: bool) -> None:
+        """Show or hide an added column (the grades, shown while the user judges)."""
+        self.view.setColumnHidden(self.results.column_of(name), not shown)
+
+    def add_result_actions(self, actions) -> None:
+        """Actions on the selected results whose keys work while the results have the focus."""
+        for a in actions:
+            a.setShortcutContext(Qt.WidgetWithChildrenShortcut)
+            self.view.addAction(a)
+
+    def add_below_settings(self, widget: QWidget) -> None:
+        """A row under the sliders (the judged set's quality readout)."""
+        self.below_settings.addWidget(widget)
+
+    def add_below_results(self, widget: QWidget) -> None:
+        """A row under the results (the marks bar)."""
+        self.below_results.addWidget(widget)
 
     def query_selected(self) -> None:
         data, cur = self.state.data, self.state.current
