@@ -8,8 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memviz.session.table_order import (MOVED_MAX, ColumnOrders, TextSearch, insert_sorted, moved_in, stable_order,
-                                        text_order, utf8_rows)
+from memviz.session.table_order import MOVED_MAX, ColumnOrders, TextSearch, insert_sorted, moved_in, stable_order, text_order, utf8_rows
 from memviz.tasks import Cancelled, Task
 
 ALPHABET = ["a", "A", "b", "z", " ", "\x00", "\x01", "é", "É", "ß", "ẞ", "İ", "Σ", "σ", "ς", "ﬁ", "😀", "\ud800",
