@@ -10,7 +10,8 @@ other insert: the insert-only rows, comparable with earlier runs. `--agent` is a
 write: inserts, recalls, rewrites of its own memories' text (content and a re-embedded vector,
 which the vec0 and FTS triggers follow), soft-deletes and tag changes of its own memories, each
 at the rate `--mix` gives (per second; `--rates` is then ignored). `--recall-only`: `rate` recalls
-a second and nothing else (RSS over a long run: every 5 minutes it prints RSS, threads and fds).
+a second and nothing else (RSS over a long run: every --sample-every seconds it prints RSS,
+threads and fds).
 `--query`: a query (by a memory) on screen, brought up to date after writes. `--umap` starts a
 UMAP just before the writes and reports when it finished.
 
@@ -18,10 +19,11 @@ Per case (store size × writer) prints: commit-to-screen latency of new memories
 from the writer's commit to the end of the window's rows_changed, i.e. every panel has updated
 what it draws) and of rewrites (p95, to the rows_changed naming the row), the window process's
 CPU-seconds per second of writing, event-loop stalls over 50 and 100 ms (a 10 ms timer's
-lateness), delta refreshes vs full re-reads, RSS at start, at end and for the same store opened
-afresh in a new process, threads and open files at start and end. `--profile FILE` writes a
-cProfile of the window's GUI thread and a per-step cost of the live lane's jobs (memviz's own
-timers) to FILE.
+lateness) and those in which the GUI thread itself ran over 100 ms (`GUI>100`; `GUI max`: the
+most it ran between two ticks), delta refreshes vs full re-reads, RSS at start, at end and for
+the same store opened afresh in a new process, threads and open files at start and end. `--profile FILE` writes a
+cProfile of the window's GUI thread to FILE and, to FILE.stalls, the GUI thread's stack every
+20 ms of each event-loop stall over 80 ms (a watcher thread samples it), the most frequent first.
 
 Stores come from bench/app.py's generator, kept under $TMPDIR/memviz-bench/ (a fresh copy per
 case). The machine may be shared: the figures are as measured; they are on the manual's
@@ -68,6 +70,38 @@ def threads_and_fds() -> tuple[int, int]:
 def cpu_s() -> float:
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
+
+
+class StallWatch:
+    """The GUI thread's stacks while its event loop is late: `beat()` from a GUI timer; a thread
+    samples the GUI thread's stack every 20 ms once the last beat is more than `after` s old."""
+
+    def __init__(self, after: float = 0.080) -> None:
+        import threading
+        self.after, self.last, self.stacks = after, time.monotonic(), {}
+        self._gui = threading.get_ident()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="stall-watch")
+        self._thread.start()
+
+    def beat(self) -> None:
+        self.last = time.monotonic()
+
+    def _run(self) -> None:
+        import traceback
+        while not self._stop.wait(0.020):
+            if time.monotonic() - self.last > self.after:
+                frame = sys._current_frames().get(self._gui)
+                if frame is not None:
+                    stack = "".join(traceback.format_list(traceback.extract_stack(frame)[-14:]))
+                    self.stacks[stack] = self.stacks.get(stack, 0) + 1
+
+    def write(self, path: str) -> None:
+        self._stop.set()
+        self._thread.join()
+        with open(path, "w") as f:
+            for stack, count in sorted(self.stacks.items(), key=lambda kv: -kv[1]):
+                f.write(f"--- {count} samples ({count * 20} ms)\n{stack}\n")
 
 
 # ------------------------------------------------------------------ the writer process
@@ -180,15 +214,23 @@ def run_case(app, template: str, n: int, case: dict) -> dict:
     rss0, (th0, fd0) = rss_mb(), threads_and_fds()
     # event-loop lateness: a 10 ms timer
     # (counts, not a list of gaps: an hour of ticks would be 15 MB of the RSS measured)
-    gaps, last = {"50": 0, "100": 0, "longest": 0.0}, [time.monotonic()]
+    # and of each stall, how much the GUI thread itself ran (its CPU time over the gap): a stall
+    # the thread spent mostly waiting (the machine's other work, the GIL) is not the window's work
+    gaps, last = {"50": 0, "100": 0, "longest": 0.0, "busy100": 0, "busiest": 0.0}, [time.monotonic(), time.thread_time()]
+
+    watch = StallWatch() if case["profile"] else None
 
     def tick():
-        t = time.monotonic()
-        gap = t - last[0] - 0.010
+        t, ran = time.monotonic(), time.thread_time()
+        if watch is not None:
+            watch.beat()
+        gap, busy = t - last[0] - 0.010, ran - last[1]
         gaps["50"] += gap > 0.050
         gaps["100"] += gap > 0.100
         gaps["longest"] = max(gaps["longest"], gap)
-        last[0] = t
+        gaps["busy100"] += busy > 0.100
+        gaps["busiest"] = max(gaps["busiest"], busy)
+        last[0], last[1] = t, ran
     timer = QTimer(interval=10, timeout=tick)
     timer.start()
     log = os.path.join(DIR, f"live-writer-{os.getpid()}.log")
@@ -200,7 +242,7 @@ def run_case(app, template: str, n: int, case: dict) -> dict:
         profile.enable()
     print(f"writing from {time.time():.3f}", file=sys.stderr, flush=True)  # (a profiler may attach now)
     cpu0, t0 = cpu_s(), time.monotonic()
-    samples = []  # a long run: RSS, threads, fds every 5 minutes (to stderr), to see it level off
+    samples = []  # a long run: RSS, threads, fds every `sample_s` (to stderr), to see it level off
     if rate > 0:
         from memviz.embed import LOCAL_DIM, LOCAL_MODEL
         proc = subprocess.Popen([sys.executable, WRITER, "agent", db, "--seconds", str(seconds), "--dim", str(LOCAL_DIM),
@@ -208,7 +250,7 @@ def run_case(app, template: str, n: int, case: dict) -> dict:
                                  *writer_args(rate, case["recall_only"], case["mix"])], stdout=subprocess.DEVNULL)
 
         def sample():
-            if time.monotonic() - t0 >= 300 * (len(samples) + 1):
+            if time.monotonic() - t0 >= case.get("sample_s", 300) * (len(samples) + 1):
                 samples.append((time.monotonic() - t0, rss_mb(), *threads_and_fds()))
                 at, rss, th, fd = samples[-1]
                 print(f"  {at:5.0f} s  RSS {rss:4.0f} MB  threads {th}  fds {fd}", file=sys.stderr, flush=True)
@@ -221,6 +263,7 @@ def run_case(app, template: str, n: int, case: dict) -> dict:
     if profile is not None:
         profile.disable()
         profile.dump_stats(case["profile"])
+        watch.write(case["profile"] + ".stalls")
     with open(log) as f:
         writes = [line.split() for line in f if line.strip()]
     commits = {m: float(t) for op, m, t in writes if op == "insert"}
@@ -238,6 +281,7 @@ def run_case(app, template: str, n: int, case: dict) -> dict:
         "rewrite_p95": rewrite_lat[int(0.95 * (len(rewrite_lat) - 1))] if rewrite_lat else float("nan"),
         "cpu_per_s": (cpu1 - cpu0) / (t1 - t0),
         "stalls50": gaps["50"], "stalls100": gaps["100"], "longest_ms": 1000 * gaps["longest"],
+        "busy100": gaps["busy100"], "busiest_ms": 1000 * gaps["busiest"],
         "delta": win.live.refreshes["delta"] - refreshes0["delta"], "full": win.live.refreshes["full"] - refreshes0["full"],
         "rss0": rss0, "rss1": rss_mb(), "threads": (th0, threads_and_fds()[0]), "fds": (fd0, threads_and_fds()[1]),
         "umap_s": (umap_done[0] - t0) if umap_done else None, "samples": samples,
@@ -277,6 +321,7 @@ def main(argv=None) -> int:
     ap.add_argument("--agent", action="store_true", help="an agent as agents write (--mix), instead of --rates")
     ap.add_argument("--mix", default=MIX, help="with --agent: writes per second of each kind")
     ap.add_argument("--query", action="store_true", help="a query (by a memory) on screen, brought up to date after writes")
+    ap.add_argument("--sample-every", type=float, default=300, help="seconds between samples of RSS, threads and fds")
     ap.add_argument("--profile", default="", help="a cProfile of the window's GUI thread while the agent writes, to this file")
     args = ap.parse_args(argv)
     rows = []
@@ -285,7 +330,8 @@ def main(argv=None) -> int:
         template_for(n)
         for rate in rates:
             case = {"rate": rate, "seconds": args.seconds, "umap": args.umap, "recall_only": args.recall_only,
-                    "query": args.query, "mix": args.mix if args.agent else None, "profile": args.profile}
+                    "query": args.query, "mix": args.mix if args.agent else None, "profile": args.profile,
+                    "sample_s": args.sample_every}
             # each case in its own process: its RSS is its own, not what the previous case left
             got = subprocess.run([sys.executable, os.path.abspath(__file__), "--case", str(n), json.dumps(case)],
                                  stdout=subprocess.PIPE, text=True)  # its stderr: the long run's samples, errors
@@ -296,12 +342,14 @@ def main(argv=None) -> int:
             rows.append(r)
             print(json.dumps(r), file=sys.stderr, flush=True)
     print(f"\n{'memories':>9} {'writer':>30} {'writes':>6} {'lat med':>8} {'lat p95':>8} {'rw p95':>7} {'CPU-s/s':>7} "
-          f"{'>50ms':>5} {'>100ms':>6} {'longest':>8} {'delta':>5} {'full':>4} {'RSS start':>9} {'end':>6} {'fresh':>6} "
+          f"{'>50ms':>5} {'>100ms':>6} {'longest':>8} {'GUI>100':>7} {'GUI max':>7} {'delta':>5} {'full':>4} "
+          f"{'RSS start':>9} {'end':>6} {'fresh':>6} "
           f"{'threads':>7} {'fds':>7}" + ("  UMAP" if args.umap else ""))
     for r in rows:
         print(f"{r['n']:>9,} {r['writer']:>30} {r['writes']:>6} {r['lat_med'] * 1000:>6.0f}ms {r['lat_p95'] * 1000:>6.0f}ms "
               f"{r['rewrite_p95'] * 1000:>5.0f}ms {r['cpu_per_s']:>7.2f} {r['stalls50']:>5} {r['stalls100']:>6} "
-              f"{r['longest_ms']:>6.0f}ms {r['delta']:>5} {r['full']:>4} {r['rss0']:>7.0f}MB {r['rss1']:>4.0f}MB "
+              f"{r['longest_ms']:>6.0f}ms {r['busy100']:>7} {r['busiest_ms']:>5.0f}ms {r['delta']:>5} {r['full']:>4} "
+              f"{r['rss0']:>7.0f}MB {r['rss1']:>4.0f}MB "
               f"{r['rss_fresh']:>4.0f}MB {r['threads'][0]:>3}→{r['threads'][1]:<3} {r['fds'][0]:>3}→{r['fds'][1]:<3}"
               + (f"  {r['umap_s']:.0f} s" if args.umap and r['umap_s'] else "  -" if args.umap else ""))
     return 0
