@@ -21,9 +21,11 @@ what it draws) and of rewrites (p95, to the rows_changed naming the row), the wi
 CPU-seconds per second of writing, event-loop stalls over 50 and 100 ms (a 10 ms timer's
 lateness) and those in which the GUI thread itself ran over 100 ms (`GUI>100`; `GUI max`: the
 most it ran between two ticks), delta refreshes vs full re-reads, RSS at start, at end and for
-the same store opened afresh in a new process, threads and open files at start and end. `--profile FILE` writes a
-cProfile of the window's GUI thread to FILE and, to FILE.stalls, the GUI thread's stack every
-20 ms of each event-loop stall over 80 ms (a watcher thread samples it), the most frequent first.
+the same store opened afresh in a new process, threads and open files at start and end.
+`--profile FILE` writes a cProfile of the window's GUI thread to FILE and, to FILE.stalls, the
+garbage collector's pauses (count, longest, total per generation), then the GUI thread's stack
+every 20 ms of each event-loop stall over 80 ms (a watcher thread samples it), the most frequent
+first.
 
 Stores come from bench/app.py's generator, kept under $TMPDIR/memviz-bench/ (a fresh copy per
 case). The machine may be shared: the figures are as measured; they are on the manual's
@@ -77,12 +79,22 @@ class StallWatch:
     samples the GUI thread's stack every 20 ms once the last beat is more than `after` s old."""
 
     def __init__(self, after: float = 0.080) -> None:
+        import gc
         import threading
         self.after, self.last, self.stacks = after, time.monotonic(), {}
+        self.gc_pauses: dict[int, list] = {0: [], 1: [], 2: []}   # generation -> each collection's seconds
+        self._gc_start = 0.0
+        gc.callbacks.append(self._gc)
         self._gui = threading.get_ident()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="stall-watch")
         self._thread.start()
+
+    def _gc(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._gc_start = time.perf_counter()
+        else:
+            self.gc_pauses[info["generation"]].append(time.perf_counter() - self._gc_start)
 
     def beat(self) -> None:
         self.last = time.monotonic()
@@ -100,6 +112,9 @@ class StallWatch:
         self._stop.set()
         self._thread.join()
         with open(path, "w") as f:
+            for gen, pauses in self.gc_pauses.items():
+                f.write(f"gc generation {gen}: {len(pauses)} collections, longest {1000 * max(pauses, default=0):.0f} ms, "
+                        f"total {1000 * sum(pauses):.0f} ms\n")
             for stack, count in sorted(self.stacks.items(), key=lambda kv: -kv[1]):
                 f.write(f"--- {count} samples ({count * 20} ms)\n{stack}\n")
 
