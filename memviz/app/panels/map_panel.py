@@ -40,7 +40,8 @@ RECOMPUTE_SHARE = 0.1  # past this share of points placed by neighbours, the map
 PLACE_GAP_S = 2.0
 PLACE_SHARE = 0.05
 PLACE_ANCHORS = 16_384  # a new point's neighbours are searched among at most this many laid-out ones
-                        # (twice a sampled layout's own ANCHORS): a batch costs ~20 ms at any size
+                        # (twice a sampled layout's own ANCHORS): a batch costs the same at any size
+
 
 def layout_api():
     """The memviz.layout module (imported on first use: it brings scipy)."""
