@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import shutil
 import threading
-from contextlib import contextmanager
 from pathlib import Path
 
 import apsw
@@ -46,9 +45,7 @@ def test_workers_reading_one_store_at_once_all_get_their_answers(store):
     assert errors == [] and len(sizes) == 330 and set(sizes) == {n}
 
 
-@contextmanager
-def held_by_a_worker(store):
-    """A worker inside a long call on the store's connection while the body runs."""
+def test_the_main_thread_waits_briefly_then_gives_way_and_a_write_after_lands(store):
     held, release = threading.Event(), threading.Event()
 
     def long_read():
@@ -57,24 +54,10 @@ def held_by_a_worker(store):
             release.wait(30)
     worker = threading.Thread(target=long_read)
     worker.start()
-    try:
-        assert held.wait(30)
-        yield
-    finally:
-        release.set()
-        worker.join(30)
-
-
-def test_the_main_thread_waits_briefly_then_gives_way_and_a_write_after_lands(store):
-    with held_by_a_worker(store), pytest.raises(apsw.ThreadingViolationError):
+    assert held.wait(30)
+    with pytest.raises(apsw.ThreadingViolationError):
         store.set_meta("probe", 1)
+    release.set()
+    worker.join(30)
     store.set_meta("probe", 2)  # the caller's retry
     assert store.meta("probe") == 2
-
-
-def test_what_needs_no_connection_answers_the_main_thread_while_a_worker_reads(store):
-    # (the window asks `refuses` for its menus while the open's workers read: it waited, then failed)
-    with held_by_a_worker(store):
-        assert store.refuses("content") is None
-        with pytest.raises(apsw.ThreadingViolationError):
-            store.counts()   # (and what reads still waits its turn)

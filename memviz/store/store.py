@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from typing import TypeVar
 
 import apsw
@@ -52,9 +52,6 @@ T = TypeVar("T")
 
 #: how long the main thread waits for a worker's call on the connection before giving way (_turn)
 MAIN_THREAD_WAIT_S = 0.25
-# public methods that never use the connection: no turn to wait for (the GUI thread asks `refuses`
-# for its menus while a worker reads)
-NO_CONNECTION = frozenset({"refuses"})
 
 _SELECT_ROW = "SELECT " + ", ".join(
     f"CAST({c} AS BLOB)" if c in TEXT_COLUMNS else c for c in MEMORY_COLUMNS
@@ -74,12 +71,10 @@ def _at_boundary(fn):
     """Translate apsw errors escaping a Store method (the store's public surface) into StoreErrors.
     Damage met by any read makes the store read-only: quick_check at open does not see every
     kind (an index out of step with its table), and no edit may be written over it."""
-    turn = (lambda self: nullcontext()) if fn.__name__ in NO_CONNECTION else (lambda self: self._turn())
-
     @functools.wraps(fn)
     def guarded(self, *args, **kwargs):
         try:
-            with turn(self), store_errors(self.path):
+            with self._turn(), store_errors(self.path):
                 return fn(self, *args, **kwargs)
         except CorruptStoreError:
             if self._read_only_reason is None:
