@@ -1,84 +1,41 @@
-"""The window beside a busy agent (issue 21): a writer process commits at a steady rate while the
-real window (offscreen) follows.
+"""The window beside a busy agent: a writer process commits at a steady rate while the real
+window (offscreen) follows.
 
-    PYTHONPATH=. python bench/live.py [--sizes 10000,100000] [--rates 1,20,100] [--seconds 30] [--umap]
+    PYTHONPATH=. python bench/live.py [--sizes 10000,100000] [--rates 1,20,100] [--seconds 30]
+        [--agent [--mix insert=20,recall=2,rewrite=1,delete=0.1,tag=0.1]] [--recall-only] [--query] [--umap]
 
-Per case (store size × write rate) prints: commit-to-screen latency of new memories (median,
-p95: from the writer's commit to the end of the window's rows_changed, i.e. every panel has
-updated what it draws), the window process's CPU-seconds per second of writing, event-loop
-stalls over 50 and 100 ms (a 10 ms timer's lateness), delta refreshes vs full re-reads, RSS at
-start, at end and for the same store opened afresh in a new process, threads and open files at
-start and end. The writer is the agent of tests/agent_writer.py's shape: one memory per
-transaction and, every other write, a recall (access count and time) of an older memory.
-`--umap` starts a UMAP just before the writes and reports when it finished.
+The writer is tests/agent_writer.py's agent (plain SQL, one write per transaction). By default it
+inserts `rate` memories a second and recalls an older one (access count and time) after every
+other insert: the insert-only rows, comparable with earlier runs. `--agent` is an agent as agents
+write: inserts, recalls, rewrites of its own memories' text (content and a re-embedded vector,
+which the vec0 and FTS triggers follow), soft-deletes and tag changes of its own memories, each
+at the rate `--mix` gives (per second; `--rates` is then ignored). `--recall-only`: `rate` recalls
+a second and nothing else (RSS over a long run: every --sample-every seconds it prints RSS,
+threads and fds).
+`--query`: a query (by a memory) on screen, brought up to date after writes. `--umap` starts a
+UMAP just before the writes and reports when it finished.
+
+Per case (store size × writer) prints: commit-to-screen latency of new memories (median, p95:
+from the writer's commit to the end of the window's rows_changed, i.e. every panel has updated
+what it draws) and of rewrites (p95, to the rows_changed naming the row), the window process's
+CPU-seconds per second of writing, event-loop stalls over 50 and 100 ms (a 10 ms timer's
+lateness) and those in which the GUI thread itself ran over 100 ms (`GUI>100`; `GUI max`: the
+most it ran between two ticks), delta refreshes vs full re-reads, RSS at start, at end and for
+the same store opened afresh in a new process, threads and open files at start and end.
+`--profile FILE` writes a cProfile of the window's GUI thread to FILE and, to FILE.stalls, the
+garbage collector's pauses (count, longest, total per generation), then the GUI thread's stack
+every 20 ms of each event-loop stall over 80 ms (a watcher thread samples it), the most frequent
+first.
 
 Stores come from bench/app.py's generator, kept under $TMPDIR/memviz-bench/ (a fresh copy per
-case). The machine may be shared: the figures are as measured.
-
-Measured 2026-11-25 14:31-14:45 (issue 21, branch live3: poll on the live lane, refreshes at most
-every 0.75 s, new points placed in batches every 2 s on their own lane, counts shifted, buffers
-grown by half off the GUI thread, query merges), back to back with the code before it (81e010c),
-30 s per case, on the shared two-core machine at load average 8-16 (other sessions' jobs):
-
-     memories  w/s writes  lat med  lat p95 CPU-s/s >50ms >100ms  longest delta full RSS start    end  fresh
-  before 100,000   20    600    371ms    777ms    0.17   107     64    650ms    56    0     879MB  859MB  892MB
-  after  100,000   20    600    412ms    776ms    0.08    70     41    376ms    39    0     910MB  891MB  909MB
-  after  100,000  100   3000    378ms    754ms    0.17    40     19    525ms    41    0     888MB  872MB  931MB
-  after 1,000,000  20    600    661ms   8646ms    0.51    68     44   1737ms    27    0    3188MB 4389MB 3263MB
-  after  100,000   20    600    395ms    731ms    0.16    13      3    232ms    41    0     995MB 1058MB  909MB  --query, load 5-10
-  after  100,000   20    600    381ms    721ms    0.14     3      3    474ms    41    0     894MB  857MB  895MB  load 3-8
-  (1M at load 12-20: the first refresh copies every column into buffers with spare rows, ~1.5 GB,
-  and O(n) work left on the GUI thread at 1M was not profiled yet; see the note of issue 21.)
-
-Measured 2026-11-25 11:37-11:48 (after the incremental-repaint work), on the shared two-core
-machine at load average 3-13 (other sessions' jobs), 20 s per case, 1500×950 offscreen, the
-window at rest before the writer starts (settle); rate 0 = no writer (the machine's own stalls):
-
-     memories  w/s writes  lat med  lat p95 CPU-s/s >50ms >100ms  longest delta full RSS start    end  fresh
-       10,000    0      0        -        -    0.02     4      0     90ms     0    0     303MB  303MB  300MB
-       10,000    1     20    160ms    176ms    0.09    16      2    120ms    20    0     303MB  303MB  309MB
-       10,000   20    400    264ms    472ms    0.15    25      5    680ms    41    0     318MB  320MB  320MB
-       10,000  100   1957    252ms    496ms    0.22    39     15    567ms    41    0     321MB  360MB  314MB
-      100,000    0      0        -        -    0.02     4      1    104ms     0    0     821MB  818MB  762MB
-      100,000    1     20    405ms    885ms    0.11    18      6    413ms    20    0     804MB  784MB  828MB
-      100,000   20    400    593ms   3761ms    0.09    67     32    705ms    23    0     820MB  824MB  818MB
-      100,000  100   2000   1818ms   6786ms    0.21    39     16    504ms     7    0     818MB 1071MB  806MB
-  Threads 10-12 and open files 19-21 at start and end in every case.
-  --recall-only, 10,000 at 20 recalls/s for 3600 s (code of 398c727, before the repaint work):
-  7,129 delta refreshes, 0 full, 0.04 CPU-s/s, RSS 302 MB → 274 MB (fresh open: 295 MB),
-  sampled every 5 min: 298 MB flat for 30 min, then down to 274 MB; threads 11 → 11, fds 19 → 19.
-  The same for 900 s on the code of 7fd1929 (after it): 1,801 delta refreshes, 0 full, 0.04 CPU-s/s,
-  RSS 318 MB → 315 MB (fresh open: 302 MB), 315 MB at 300, 600 and 900 s; threads 8, fds 16 at
-  every sample (12 and 20 at the start, while the pool threads of the open were still alive).
-
-Before that work (same machine, quieter, 20 s per case, measured without settling):
-Measured 2026-11-25 on the shared two-core machine (5 other sessions running), 20 s per case,
-1500×950 offscreen; rate 0 = no writer (the machine's own stalls):
-
-     memories  w/s writes  lat med  lat p95 CPU-s/s >50ms >100ms  longest delta full  RSS start   end  fresh
-       10,000    0      0        -        -    0.03     0      0     29ms     0    0     209MB  209MB  208MB
-       10,000    1     20    359ms    372ms    0.13     5      1    115ms    20    0     209MB  199MB  208MB
-       10,000   20    400    297ms    499ms    0.22    10      2    139ms    40    0     209MB  201MB  210MB
-       10,000  100   2000    260ms    477ms    0.23    20      4    162ms    40    0     209MB  234MB  215MB
-      100,000    0      0        -        -    0.02     3      0     98ms     0    0     545MB  545MB  527MB
-      100,000    1     20     61ms    525ms    0.11    37     24    348ms    20    0     545MB  436MB  545MB
-      100,000   20    400    288ms    508ms    0.27    76     46    430ms    41    0     545MB  439MB  546MB
-      100,000  100   2000   1643ms   8338ms    0.50    26     17    618ms    11    0     545MB 1163MB  524MB
-  --umap, 10,000 at 20 w/s for 90 s: the UMAP started before the writes finished after 12 s of
-  them (180 delta refreshes, 0 full, p95 459 ms, 2 stalls over 100 ms).
-  --query (a query by a memory on screen, run again after every write), 20 w/s for 20 s:
-       10,000   20    400    257ms    457ms    0.26     2      0     55ms    40    0     211MB  204MB  210MB
-      100,000   20    400    341ms    624ms    0.34    71     51    496ms    41    0     559MB  462MB  543MB
-  --recall-only, 10,000 at 20 recalls/s for 240 s: 481 delta refreshes, 0 full, 0.05 CPU-s/s,
-  0 stalls over 100 ms, RSS 209 MB → 206 MB (fresh open: 209 MB).
-Threads and open files stayed at 8-10 and 17-19 in every case.
+case). The machine may be shared: the figures are as measured; they are on the manual's
+performance page (memviz/manual/performance.md).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import random
 import resource
 import shutil
 import statistics
@@ -87,12 +44,13 @@ import sys
 import tempfile
 import time
 
+import numpy as np
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
-import numpy as np  # noqa: E402
 
 DIR = os.path.join(tempfile.gettempdir(), "memviz-bench")
 
@@ -116,44 +74,75 @@ def cpu_s() -> float:
     return r.ru_utime + r.ru_stime
 
 
+class StallWatch:
+    """The GUI thread's stacks while its event loop is late: `beat()` from a GUI timer; a thread
+    samples the GUI thread's stack every 20 ms once the last beat is more than `after` s old."""
+
+    def __init__(self, after: float = 0.080) -> None:
+        import gc
+        import threading
+        self.after, self.last, self.stacks = after, time.monotonic(), {}
+        self.gc_pauses: dict[int, list] = {0: [], 1: [], 2: []}   # generation -> each collection's seconds
+        self._gc_start = 0.0
+        gc.callbacks.append(self._gc)
+        self._gui = threading.get_ident()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="stall-watch")
+        self._thread.start()
+
+    def _gc(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._gc_start = time.perf_counter()
+        else:
+            self.gc_pauses[info["generation"]].append(time.perf_counter() - self._gc_start)
+
+    def beat(self) -> None:
+        self.last = time.monotonic()
+
+    def _run(self) -> None:
+        import traceback
+        while not self._stop.wait(0.020):
+            if time.monotonic() - self.last > self.after:
+                frame = sys._current_frames().get(self._gui)
+                if frame is not None:
+                    stack = "".join(traceback.format_list(traceback.extract_stack(frame)[-14:]))
+                    self.stacks[stack] = self.stacks.get(stack, 0) + 1
+
+    def write(self, path: str) -> None:
+        self._stop.set()
+        self._thread.join()
+        with open(path, "w") as f:
+            for gen, pauses in self.gc_pauses.items():
+                f.write(f"gc generation {gen}: {len(pauses)} collections, longest {1000 * max(pauses, default=0):.0f} ms, "
+                        f"total {1000 * sum(pauses):.0f} ms\n")
+            for stack, count in sorted(self.stacks.items(), key=lambda kv: -kv[1]):
+                f.write(f"--- {count} samples ({count * 20} ms)\n{stack}\n")
+
+
 # ------------------------------------------------------------------ the writer process
-def writer(db: str, rate: float, seconds: float, log: str, recall_only: bool = False) -> int:
-    """Plain SQL like an agent; one line "id commit_time" per new memory, after its commit.
-    `recall_only`: every write is a recall (access count and time), the store keeps its rows."""
-    import apsw
+WRITER = os.path.join(os.path.dirname(HERE), "tests", "agent_writer.py")
+MIX = "insert=20,recall=2,rewrite=1,delete=0.1,tag=0.1"  # an agent as the issue measured it (per second)
 
-    from memviz.embed import LOCAL_DIM, LOCAL_MODEL
-    from memviz.store.connection import connect
 
-    conn = connect(db)
-    rng, vrng = random.Random(1), np.random.default_rng(1)
-    existing = [r[0] for r in conn.execute("SELECT id FROM memories ORDER BY random() LIMIT 5000")]
-    start, n = time.monotonic(), 0
-    with open(log, "w", buffering=1) as out:
-        while time.monotonic() - start < seconds:
-            n += 1
-            mid = f"live-{os.getpid()}-{n}"
-            vec = vrng.normal(size=LOCAL_DIM).astype("<f4")
-            vec /= np.linalg.norm(vec)
-            now = int(time.time())
-            insert = None if recall_only else (
-                    "INSERT INTO memories(id, agent, kind, content, embedding, embedding_model, event_time, created_at) "
-                    "VALUES (?, 'assistant', 'episode', ?, ?, ?, ?, ?)",
-                    (mid, f"live observation {n}", vec.tobytes(), LOCAL_MODEL, now, now))
-            recall = ("UPDATE memories SET access_count = access_count + 1, last_accessed = ? WHERE id = ?",
-                      (now, rng.choice(existing))) if n % 2 == 0 or recall_only else (None, None)
-            for sql, args in (insert or (None, None), recall):
-                while sql:
-                    try:
-                        conn.execute(sql, args)
-                        break
-                    except apsw.BusyError:
-                        time.sleep(0.001)
-                if sql and sql.startswith("INSERT"):
-                    out.write(f"{mid} {time.time():.6f}\n")
-            time.sleep(max(0.0, start + n / rate - time.monotonic()))
-    conn.close()
-    return 0
+def writer_args(rate: float, recall_only: bool, mix: str | None) -> list[str]:
+    """tests/agent_writer.py's options for the case's writer."""
+    if recall_only:
+        return ["--rate", "0", "--recall-rate", str(rate)]
+    if mix is None:
+        return ["--rate", str(rate)]  # a recall after every other insert
+    got = dict(part.split("=") for part in mix.split(","))
+    flags = {"insert": "--rate", "recall": "--recall-rate", "rewrite": "--rewrite-rate", "delete": "--delete-rate",
+             "tag": "--tag-rate"}
+    return [x for op, flag in flags.items() for x in (flag, got.get(op, "0"))]
+
+
+def mix_label(rate: float, recall_only: bool, mix: str | None) -> str:
+    if recall_only:
+        return f"{rate:g} recalls/s"
+    if mix is None:
+        return f"{rate:g} inserts/s"
+    short = {"insert": "ins", "recall": "rec", "rewrite": "rw", "delete": "del", "tag": "tag"}
+    return " ".join(f"{v} {short.get(k, k)}" for k, v in (part.split("=") for part in mix.split(",")))
 
 
 # ------------------------------------------------------------------ the window
@@ -197,12 +186,13 @@ def pump(app, until, seconds: float) -> bool:
     return False
 
 
-def run_case(app, template: str, n: int, rate: float, seconds: float, umap: bool, recall_only: bool = False,
-             query: bool = False) -> dict:
+def run_case(app, template: str, n: int, case: dict) -> dict:
+    """One case in this process: `case` holds rate, seconds, umap, recall_only, query, mix, profile."""
     from PySide6.QtCore import QSettings, QTimer
 
     from memviz.app.window import MainWindow
 
+    rate, seconds = case["rate"], case["seconds"]
     db = os.path.join(DIR, f"live-case-{n}-{os.getpid()}.db")  # per process: cases may run side by side
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(db + suffix):
@@ -217,43 +207,65 @@ def run_case(app, template: str, n: int, rate: float, seconds: float, umap: bool
     win.open_path(db)
     pump(app, lambda: opened, 600)
     settle(app, win)
-    if query:  # a query on screen: it runs again after every write
+    if case["query"]:  # a query on screen: brought up to date after writes
         ranked = []
         win.query.ranked.connect(lambda *a: ranked.append(1))
         win.state.select([5])
         win.query.query_selected()
         pump(app, lambda: ranked, 60)
     shown_at: dict[str, float] = {}
-    win.state.rows_changed.connect(lambda d: shown_at.update(
-        (m, time.time()) for m in win.state.data.arrays.ids[d.added].tolist()))
+    changed_at: dict[str, list] = {}  # id -> when a rows_changed named it changed (a rewrite on screen)
+
+    def on_rows(d):
+        t, ids = time.time(), win.state.data.arrays.ids
+        shown_at.update((m, t) for m in ids[d.added].tolist())
+        for m in ids[np.concatenate([d.added, d.changed])].tolist():  # (rewritten soon after its insert: added)
+            changed_at.setdefault(m, []).append(t)
+    win.state.rows_changed.connect(on_rows)
     umap_done = []
-    if umap:
+    if case["umap"]:
         win.map.layout_changed.connect(lambda m: m.startswith("UMAP") and umap_done.append(time.monotonic()))
         win.map.start_umap()
     rss0, (th0, fd0) = rss_mb(), threads_and_fds()
     # event-loop lateness: a 10 ms timer
     # (counts, not a list of gaps: an hour of ticks would be 15 MB of the RSS measured)
-    gaps, last = {"50": 0, "100": 0, "longest": 0.0}, [time.monotonic()]
+    # and of each stall, how much the GUI thread itself ran (its CPU time over the gap): a stall
+    # the thread spent mostly waiting (the machine's other work, the GIL) is not the window's work
+    gaps, last = {"50": 0, "100": 0, "longest": 0.0, "busy100": 0, "busiest": 0.0}, [time.monotonic(), time.thread_time()]
+
+    watch = StallWatch() if case["profile"] else None
 
     def tick():
-        t = time.monotonic()
-        gap = t - last[0] - 0.010
+        t, ran = time.monotonic(), time.thread_time()
+        if watch is not None:
+            watch.beat()
+        gap, busy = t - last[0] - 0.010, ran - last[1]
         gaps["50"] += gap > 0.050
         gaps["100"] += gap > 0.100
         gaps["longest"] = max(gaps["longest"], gap)
-        last[0] = t
+        gaps["busy100"] += busy > 0.100
+        gaps["busiest"] = max(gaps["busiest"], busy)
+        last[0], last[1] = t, ran
     timer = QTimer(interval=10, timeout=tick)
     timer.start()
     log = os.path.join(DIR, f"live-writer-{os.getpid()}.log")
     refreshes0 = dict(win.live.refreshes)
+    profile = None
+    if case["profile"]:
+        import cProfile
+        profile = cProfile.Profile()  # the GUI thread's calls
+        profile.enable()
+    print(f"writing from {time.time():.3f}", file=sys.stderr, flush=True)  # (a profiler may attach now)
     cpu0, t0 = cpu_s(), time.monotonic()
+    samples = []  # a long run: RSS, threads, fds every `sample_s` (to stderr), to see it level off
     if rate > 0:
-        proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--writer", db, str(rate), str(seconds), log,
-                                 "1" if recall_only else "0"])
-        samples = []  # a long run: RSS, threads, fds every 5 minutes (to stderr), to see it level off
+        from memviz.embed import LOCAL_DIM, LOCAL_MODEL
+        proc = subprocess.Popen([sys.executable, WRITER, "agent", db, "--seconds", str(seconds), "--dim", str(LOCAL_DIM),
+                                 "--model", LOCAL_MODEL, "--log", log,
+                                 *writer_args(rate, case["recall_only"], case["mix"])], stdout=subprocess.DEVNULL)
 
         def sample():
-            if time.monotonic() - t0 >= 300 * (len(samples) + 1):
+            if time.monotonic() - t0 >= case.get("sample_s", 300) * (len(samples) + 1):
                 samples.append((time.monotonic() - t0, rss_mb(), *threads_and_fds()))
                 at, rss, th, fd = samples[-1]
                 print(f"  {at:5.0f} s  RSS {rss:4.0f} MB  threads {th}  fds {fd}", file=sys.stderr, flush=True)
@@ -263,21 +275,31 @@ def run_case(app, template: str, n: int, rate: float, seconds: float, umap: bool
         open(log, "w").close()
         pump(app, lambda: False, seconds)
     cpu1, t1 = cpu_s(), time.monotonic()
+    if profile is not None:
+        profile.disable()
+        profile.dump_stats(case["profile"])
+        watch.write(case["profile"] + ".stalls")
     with open(log) as f:
-        commits = dict(line.split() for line in f if line.strip())
+        writes = [line.split() for line in f if line.strip()]
+    commits = {m: float(t) for op, m, t in writes if op == "insert"}
     pump(app, lambda: all(m in shown_at for m in commits), 30)  # the last ones arrive
     timer.stop()
-    lat = sorted(shown_at[m] - float(c) for m, c in commits.items() if m in shown_at)
+    lat = sorted(shown_at[m] - c for m, c in commits.items() if m in shown_at)
+    rewrite_lat = sorted(min((s for s in changed_at.get(m, []) if s >= float(t)), default=float("inf")) - float(t)
+                         for op, m, t in writes if op == "rewrite")
     pump(app, lambda: False, 2)
     out = {
-        "n": n, "rate": rate, "writes": len(commits), "shown": len(lat),
+        "n": n, "rate": rate, "writer": mix_label(rate, case["recall_only"], case["mix"]),
+        "writes": len(writes), "inserts": len(commits), "shown": len(lat),
         "lat_med": statistics.median(lat) if lat else float("nan"),
         "lat_p95": lat[int(0.95 * (len(lat) - 1))] if lat else float("nan"),
+        "rewrite_p95": rewrite_lat[int(0.95 * (len(rewrite_lat) - 1))] if rewrite_lat else float("nan"),
         "cpu_per_s": (cpu1 - cpu0) / (t1 - t0),
         "stalls50": gaps["50"], "stalls100": gaps["100"], "longest_ms": 1000 * gaps["longest"],
+        "busy100": gaps["busy100"], "busiest_ms": 1000 * gaps["busiest"],
         "delta": win.live.refreshes["delta"] - refreshes0["delta"], "full": win.live.refreshes["full"] - refreshes0["full"],
         "rss0": rss0, "rss1": rss_mb(), "threads": (th0, threads_and_fds()[0]), "fds": (fd0, threads_and_fds()[1]),
-        "umap_s": (umap_done[0] - t0) if umap_done else None,
+        "umap_s": (umap_done[0] - t0) if umap_done else None, "samples": samples,
     }
     win.close()
     pump(app, lambda: False, 1)
@@ -311,16 +333,22 @@ def main(argv=None) -> int:
     ap.add_argument("--seconds", type=float, default=30)
     ap.add_argument("--umap", action="store_true")
     ap.add_argument("--recall-only", action="store_true", help="the agent only recalls (RSS over a long run)")
-    ap.add_argument("--query", action="store_true", help="a query (by a memory) on screen, run again after writes")
+    ap.add_argument("--agent", action="store_true", help="an agent as agents write (--mix), instead of --rates")
+    ap.add_argument("--mix", default=MIX, help="with --agent: writes per second of each kind")
+    ap.add_argument("--query", action="store_true", help="a query (by a memory) on screen, brought up to date after writes")
+    ap.add_argument("--sample-every", type=float, default=300, help="seconds between samples of RSS, threads and fds")
+    ap.add_argument("--profile", default="", help="a cProfile of the window's GUI thread while the agent writes, to this file")
     args = ap.parse_args(argv)
     rows = []
+    rates = [1.0] if args.agent else [float(x) for x in args.rates.split(",")]
     for n in [int(x) for x in args.sizes.split(",")]:
         template_for(n)
-        for rate in [float(x) for x in args.rates.split(",")]:
+        for rate in rates:
+            case = {"rate": rate, "seconds": args.seconds, "umap": args.umap, "recall_only": args.recall_only,
+                    "query": args.query, "mix": args.mix if args.agent else None, "profile": args.profile,
+                    "sample_s": args.sample_every}
             # each case in its own process: its RSS is its own, not what the previous case left
-            got = subprocess.run([sys.executable, os.path.abspath(__file__), "--case", str(n), str(rate),
-                                  str(args.seconds), "1" if args.umap else "0", "1" if args.recall_only else "0",
-                                  "1" if args.query else "0"],
+            got = subprocess.run([sys.executable, os.path.abspath(__file__), "--case", str(n), json.dumps(case)],
                                  stdout=subprocess.PIPE, text=True)  # its stderr: the long run's samples, errors
             try:
                 r = json.loads(got.stdout.strip().splitlines()[-1])
@@ -328,29 +356,27 @@ def main(argv=None) -> int:
                 continue
             rows.append(r)
             print(json.dumps(r), file=sys.stderr, flush=True)
-    print(f"\n{'memories':>9} {'w/s':>4} {'writes':>6} {'lat med':>8} {'lat p95':>8} {'CPU-s/s':>7} {'>50ms':>5} "
-          f"{'>100ms':>6} {'longest':>8} {'delta':>5} {'full':>4} {'RSS start':>9} {'end':>6} {'fresh':>6} "
+    print(f"\n{'memories':>9} {'writer':>30} {'writes':>6} {'lat med':>8} {'lat p95':>8} {'rw p95':>7} {'CPU-s/s':>7} "
+          f"{'>50ms':>5} {'>100ms':>6} {'longest':>8} {'GUI>100':>7} {'GUI max':>7} {'delta':>5} {'full':>4} "
+          f"{'RSS start':>9} {'end':>6} {'fresh':>6} "
           f"{'threads':>7} {'fds':>7}" + ("  UMAP" if args.umap else ""))
     for r in rows:
-        print(f"{r['n']:>9,} {r['rate']:>4g} {r['writes']:>6} {r['lat_med'] * 1000:>6.0f}ms {r['lat_p95'] * 1000:>6.0f}ms "
-              f"{r['cpu_per_s']:>7.2f} {r['stalls50']:>5} {r['stalls100']:>6} {r['longest_ms']:>6.0f}ms {r['delta']:>5} "
-              f"{r['full']:>4} {r['rss0']:>7.0f}MB {r['rss1']:>4.0f}MB {r['rss_fresh']:>4.0f}MB "
-              f"{r['threads'][0]:>3}→{r['threads'][1]:<3} {r['fds'][0]:>3}→{r['fds'][1]:<3}"
+        print(f"{r['n']:>9,} {r['writer']:>30} {r['writes']:>6} {r['lat_med'] * 1000:>6.0f}ms {r['lat_p95'] * 1000:>6.0f}ms "
+              f"{r['rewrite_p95'] * 1000:>5.0f}ms {r['cpu_per_s']:>7.2f} {r['stalls50']:>5} {r['stalls100']:>6} "
+              f"{r['longest_ms']:>6.0f}ms {r['busy100']:>7} {r['busiest_ms']:>5.0f}ms {r['delta']:>5} {r['full']:>4} "
+              f"{r['rss0']:>7.0f}MB {r['rss1']:>4.0f}MB "
+              f"{r['rss_fresh']:>4.0f}MB {r['threads'][0]:>3}→{r['threads'][1]:<3} {r['fds'][0]:>3}→{r['fds'][1]:<3}"
               + (f"  {r['umap_s']:.0f} s" if args.umap and r['umap_s'] else "  -" if args.umap else ""))
     return 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--writer":
-        sys.exit(writer(sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), sys.argv[5], sys.argv[6:7] == ["1"]))
     if len(sys.argv) > 1 and sys.argv[1] == "--fresh-rss":
         sys.exit(fresh_rss(sys.argv[2]))
     if len(sys.argv) > 1 and sys.argv[1] == "--case":
         from memviz.app.main import make_app
 
         _app = make_app()   # the window's process as `memviz` runs it (GIL switch interval included)
-        n_, rate_, secs_, umap_, recall_, query_ = sys.argv[2:8]
-        print(json.dumps(run_case(_app, template_for(int(n_)), int(n_), float(rate_), float(secs_), umap_ == "1",
-                                  recall_ == "1", query_ == "1")))
+        print(json.dumps(run_case(_app, template_for(int(sys.argv[2])), int(sys.argv[2]), json.loads(sys.argv[3]))))
         sys.exit(0)
     sys.exit(main())

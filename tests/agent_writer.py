@@ -45,40 +45,90 @@ def write(conn, sql, params, patience=60.0) -> int:
                 raise
 
 
+def schedule(rates: dict, seconds: float):
+    """(time, op) of every write in order: each op at its own steady rate (k / rate seconds after the
+    start, k = 1, 2, ...); writes due at the same moment in the order of `rates`."""
+    due = sorted((k / rate, i, op) for i, (op, rate) in enumerate(rates.items()) if rate > 0
+                 for k in range(1, int(seconds * rate) + 1))
+    return [(t, op) for t, _, op in due]
+
+
 def run_agent(args) -> int:
+    """Inserts at --rate and, unless --recall-rate is given, a recall after every other insert
+    (the shape of the agent the tests have always run); every other write at its own rate:
+    recalls of older memories, rewrites of its own memories' text (content and a re-embedded
+    vector: the vec0 and FTS triggers follow), soft-deletes and tag changes of its own memories,
+    --retire-every: a soft-delete of an older memory every N inserts."""
     from memviz.store.connection import connect
 
     conn = connect(args.db)
     rng = random.Random(args.seed)
     vrng = np.random.default_rng(args.seed)
     inserted, touches, retired, busy = [], {}, [], 0
+    rewritten, deleted, tagged = {}, [], {}
+    own: dict[str, np.ndarray] = {}  # the agent's own memories still current: id -> vector
     existing = [r[0] for r in conn.execute("SELECT id FROM memories")]
+    recall_rate = args.rate / 2 if args.recall_rate is None else args.recall_rate
+    rates = {"insert": args.rate, "recall": recall_rate,
+             "retire": args.rate / args.retire_every if args.retire_every else 0,
+             "rewrite": args.rewrite_rate, "delete": args.delete_rate, "tag": args.tag_rate}
+    log = open(args.log, "w", buffering=1) if args.log else None
     start = time.monotonic()
     n = 0
-    while time.monotonic() - start < args.seconds:
-        n += 1
-        mid = f"agent-{os.getpid()}-{n}"
-        content = f"agent observation {n}: " + " ".join(rng.choice(WORDS) for _ in range(6))
-        vec = vrng.normal(size=args.dim).astype("<f4")
-        vec /= np.linalg.norm(vec)
-        now = int(time.time())
-        busy += write(conn, "INSERT INTO memories(id, agent, kind, content, embedding, embedding_model, event_time, created_at) "
-                            "VALUES (?, 'agent', 'episode', ?, ?, ?, ?, ?)", (mid, content, vec.tobytes(), args.model, now, now))
-        inserted.append([mid, content])
-        if existing and n % 2 == 0:  # the agent recalls an older memory
-            target = rng.choice(existing)
-            busy += write(conn, "UPDATE memories SET access_count = access_count + 1, last_accessed = ? WHERE id = ?",
-                          (now, target))
-            touches[target] = touches.get(target, 0) + 1
-        if args.retire_every and n % args.retire_every == 0 and len(existing) > 1:  # the agent forgets one
-            target = existing.pop(rng.randrange(len(existing)))
-            busy += write(conn, "UPDATE memories SET valid_until = ? WHERE id = ? AND valid_until IS NULL", (now, target))
-            retired.append(target)
+
+    def vector(near=None):
+        v = vrng.normal(size=args.dim) if near is None else near + 0.3 * vrng.normal(size=args.dim) / np.sqrt(args.dim)
+        return (v / np.linalg.norm(v)).astype("<f4")
+
+    for at, op in schedule(rates, args.seconds):
+        time.sleep(max(0.0, start + at - time.monotonic()))
         if args.stop_file and os.path.exists(args.stop_file):
             break
-        time.sleep(max(0.0, start + n / args.rate - time.monotonic()))
+        now = int(time.time())
+        mid = None
+        if op == "insert":
+            n += 1
+            mid = f"agent-{os.getpid()}-{n}"
+            content = f"agent observation {n}: " + " ".join(rng.choice(WORDS) for _ in range(6))
+            vec = vector()
+            busy += write(conn, "INSERT INTO memories(id, agent, kind, content, embedding, embedding_model, event_time, "
+                                "created_at) VALUES (?, 'agent', 'episode', ?, ?, ?, ?, ?)",
+                          (mid, content, vec.tobytes(), args.model, now, now))
+            inserted.append([mid, content])
+            own[mid] = vec
+        elif op == "recall" and existing:  # the agent's retrieval counts what it read
+            mid = rng.choice(existing)
+            busy += write(conn, "UPDATE memories SET access_count = access_count + 1, last_accessed = ? WHERE id = ?",
+                          (now, mid))
+            touches[mid] = touches.get(mid, 0) + 1
+        elif op == "retire" and len(existing) > 1:  # the agent forgets an older memory
+            mid = existing.pop(rng.randrange(len(existing)))
+            busy += write(conn, "UPDATE memories SET valid_until = ? WHERE id = ? AND valid_until IS NULL", (now, mid))
+            retired.append(mid)
+        elif op == "rewrite" and own:  # its own memory's text revised, and embedded again
+            mid = rng.choice(list(own)[-200:])
+            k = rewritten.get(mid, 0) + 1
+            content = f"agent observation revised {k}: " + " ".join(rng.choice(WORDS) for _ in range(6))
+            own[mid] = vec = vector(near=own[mid])
+            busy += write(conn, "UPDATE memories SET content = ?, embedding = ? WHERE id = ?", (content, vec.tobytes(), mid))
+            rewritten[mid] = k
+        elif op == "delete" and own:  # one of its own, soft-deleted
+            mid = rng.choice(list(own)[-200:])
+            del own[mid]
+            busy += write(conn, "UPDATE memories SET valid_until = ? WHERE id = ? AND valid_until IS NULL", (now, mid))
+            deleted.append(mid)
+        elif op == "tag" and own:
+            mid = rng.choice(list(own)[-200:])
+            tags = sorted(rng.sample(WORDS, 2))
+            busy += write(conn, "UPDATE memories SET tags = ? WHERE id = ?", (json.dumps(tags), mid))
+            tagged[mid] = tags
+        if log is not None and mid is not None:
+            log.write(f"{op} {mid} {time.time():.6f}\n")  # after the commit
     conn.close()
+    if log is not None:
+        log.close()
     print(json.dumps({"inserted": inserted, "touches": touches, "retired": retired, "busy": busy,
+                      "rewritten": rewritten, "deleted": deleted, "tagged": tagged,
                       "seconds": round(time.monotonic() - start, 2)}))
     return 0
 
@@ -171,6 +221,11 @@ def main(argv=None) -> int:
     a.add_argument("--seed", type=int, default=1)
     a.add_argument("--retire-every", type=int, default=0, help="retire (soft-delete) an older memory every N writes")
     a.add_argument("--stop-file", default="", help="stop early once this file exists")
+    a.add_argument("--recall-rate", type=float, default=None, help="recalls per second (default: one per two inserts)")
+    a.add_argument("--rewrite-rate", type=float, default=0, help="rewrites of its own memories' text per second")
+    a.add_argument("--delete-rate", type=float, default=0, help="soft-deletes of its own memories per second")
+    a.add_argument("--tag-rate", type=float, default=0, help="tag changes of its own memories per second")
+    a.add_argument("--log", default="", help="one line 'op id commit-time' per write, after its commit")
     e = sub.add_parser("edit")
     e.add_argument("db")
     e.add_argument("--seed", type=int, default=1)

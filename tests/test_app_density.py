@@ -177,3 +177,43 @@ def test_the_density_image_lands_where_its_points_are_in_their_colours(plot, cel
     assert near_colour(colours_near(plot, vb, -3.0, 3.0, 3), RED, tol=90) > 20
     assert near_colour(colours_near(plot, vb, 3.0, -3.0, 3), (20, 40, 220), tol=90) > 20
     assert near_colour(colours_near(plot, vb, 3.0, 3.0, 3), (255, 255, 255), tol=10) > 40  # nothing there
+
+
+def test_restyled_points_are_recoloured_in_the_grid_and_many_appended_ones_binned_in_the_background(plot, qtbot):
+    """A live refresh's changed markers recolour the grid in place (no new binning); points
+    appended past REBIN_SHARE are binned again by a background thread while the old grid and
+    the markers are drawn, and points restyled meanwhile keep their new colour."""
+    from memviz.app.plots.density_item import REBIN_SHARE
+    from memviz.layout.density import DensityGrid
+
+    rng = np.random.default_rng(6)
+    n = 10_000
+    item = DensityPointsItem(points_max=500, grid_size=(128, 128))
+    plot.addItem(item)
+    styles = [{"brush": pg.mkBrush(20, 40, 220), "pen": None}, {"brush": pg.mkBrush(*RED), "pen": None}]
+    x, y, codes = rng.normal(size=n), rng.normal(size=n), (np.arange(n) % 2).astype(np.int64)
+    item.set_data(x, y, codes, styles, size=6)
+    plot.plotItem.vb.setRange(xRange=(-5, 5), yRange=(-5, 5), padding=0)
+    plot.grab()
+    grid = item.grid()
+    assert item.last_frame.mode == "density"
+    red = np.flatnonzero(codes == 1)[:200]
+    assert item.restyle(red, np.zeros(len(red), np.int64), size=6)
+    codes[red] = 0
+    assert item.grid() is grid                       # recoloured in place
+    want = DensityGrid(x, y, codes, grid.palette, (128, 128))
+    np.testing.assert_allclose(grid.levels[0][1], want.levels[0][1], rtol=1e-6, atol=1e-3)
+    k = int(REBIN_SHARE * n) + 10                    # many appended: binned again, in the background
+    ax, ay, ac = rng.normal(size=k), rng.normal(size=k), np.ones(k, np.int64)
+    assert item.append(ax, ay, ac, size=6)
+    plot.grab()
+    assert item.grid() is grid and item._next is not None  # the old grid drawn meanwhile
+    late = np.arange(n, n + 5)                       # restyled while the new grid is being made
+    assert item.restyle(late, np.zeros(5, np.int64), size=6)
+    ac[:5] = 0
+    qtbot.waitUntil(lambda: item._grid is not grid, timeout=20000)
+    new = item.grid()
+    assert new.n == n + k and item._next is None
+    want = DensityGrid(np.r_[x, ax], np.r_[y, ay], np.r_[codes, ac], new.palette, (128, 128))
+    assert np.array_equal(new.colour, want.colour)
+    np.testing.assert_allclose(new.levels[0][1], want.levels[0][1], rtol=1e-6, atol=1e-3)

@@ -123,3 +123,45 @@ def test_recoloured_keeps_the_binning_and_changes_only_the_colours(blobs):
     assert bl > 150 and r < 80                                    # the left blob is blue now
     r, g, bl, _ = a.image[int((0 - y0) / (y1 - y0) * h), int((-3 - x0) / (x1 - x0) * w)]
     assert r > 150 and bl < 80                                    # and the original grid unchanged
+
+
+def test_recolouring_points_in_place_is_binning_them_again():
+    """A live refresh's changed points, recoloured cell by cell, give the grid (and its images)
+    a fresh binning of the new colours gives."""
+    rng = np.random.default_rng(4)
+    n = 30_000
+    x, y = rng.normal(size=n), rng.normal(size=n)
+    x[5] = np.nan  # never drawn: in no cell
+    colour = rng.integers(0, 3, n)
+    palette = np.array([RED, BLUE, (20.0, 160.0, 40.0)])
+    grid = DensityGrid(x, y, colour.copy(), palette, size=(128, 128))
+    views = [((-4, 4, -4, 4), (px, px)) for px in (64, 32, 16, 8)]
+    for view, pixels in views:   # images made before the change are patched too
+        grid.frame(view, pixels, points_max=0)
+    made = dict(grid._shaded)
+    assert len(made) >= 3
+    points = np.r_[5, rng.choice(n, 300, replace=False)]
+    new = colour.copy()
+    new[points] = rng.integers(0, 3, len(points))
+    grid.recolour(points, new[points])
+    fresh = DensityGrid(x, y, new, palette, size=(128, 128))
+    assert np.array_equal(grid.colour, fresh.colour)
+    for (counts, sums), (want_counts, want_sums) in zip(grid.levels, fresh.levels):
+        assert np.array_equal(counts, want_counts)
+        np.testing.assert_allclose(sums, want_sums, rtol=1e-6, atol=1e-3)
+    for view, pixels in views:
+        fresh.frame(view, pixels, points_max=0)
+    assert fresh._shaded.keys() == made.keys()
+    for level, img in made.items():
+        assert np.abs(img.astype(int) - fresh._shaded[level]).max() <= 1
+
+
+def test_a_grid_built_in_the_background_is_the_same_grid():
+    from memviz.layout.density import build_later
+
+    rng = np.random.default_rng(5)
+    x, y, colour = rng.normal(size=5000), rng.normal(size=5000), rng.integers(0, 2, 5000)
+    got = build_later(x, y, colour, np.array([RED, BLUE]), (64, 64)).result(timeout=60)
+    want = DensityGrid(x, y, colour, np.array([RED, BLUE]), (64, 64))
+    assert np.array_equal(got.order, want.order) and np.array_equal(got.sat, want.sat)
+    assert all(np.array_equal(a[1], b[1]) for a, b in zip(got.levels, want.levels))

@@ -123,7 +123,9 @@ def test_append_draws_like_set_data_of_everything(plot):
     np.testing.assert_array_equal(a._entry, b._entry)
     assert a.dataBounds(0) == b.dataBounds(0) and a.dataBounds(1) == b.dataBounds(1)
     assert not a.append([1.0], [1.0], [2], size=8)   # a style it was not given
-    assert not a.append([1.0], [1.0], [0], size=30)  # a size not drawn yet
+    assert a.append([1.0], [1.0], [0], size=30)      # a size not drawn yet: a new symbol in the atlas
+    b.set_data(np.r_[x, 1.0], np.r_[y, 1.0], np.r_[codes, 0], styles, size=np.r_[np.full(10, 8.0), 30.0])
+    assert drawn(a) == drawn(b) and a.pixelPadding() == b.pixelPadding()
 
 
 def test_a_large_item_repaints_from_its_picture_and_append_draws_only_new_points(plot, monkeypatch):
@@ -179,3 +181,44 @@ def test_new_memories_stay_ringed_for_their_own_moment_only(qtbot, monkeypatch):
     qtbot.waitUntil(lambda: list(panel.fresh.get_data()[0]) == [2.0, 3.0], timeout=20000)
     clock.now += 0.25  # theirs too
     qtbot.waitUntil(lambda: len(panel.fresh) == 0, timeout=20000)
+
+
+def drawn(item):
+    """Per point given (in the caller's order): its atlas entry's (symbol, size, colour)."""
+    entries = [(sym, size, brush.color().rgba()) for sym, size, _pen, brush in item._entries]
+    pos = np.arange(len(item)) if item._pos is None else item._pos
+    return [entries[e] for e in item._entry[pos]]
+
+
+@pytest.mark.parametrize("z", [False, True])
+def test_restyling_points_draws_what_set_data_with_their_new_styles_draws(plot, z):
+    rng = np.random.default_rng(0)
+    n = 500
+    x, y = rng.normal(size=n), rng.normal(size=n)
+    codes, size = rng.integers(0, 3, n), rng.choice([4.0, 6.0], n)
+    styles = [{"brush": pg.mkBrush(*c), "pen": None, "z": (i if z else 0)} for i, c in enumerate((RED, BLUE, GREEN))]
+    item = PointsItem()
+    plot.addItem(item)
+    item.set_data(x, y, codes, styles, size=size)
+    assert item.append([0.5, 0.7], [0.5, 0.1], [2, 2], size=6.0)   # (the highest layer: appended on top)
+    x, y, codes, size = np.r_[x, 0.5, 0.7], np.r_[y, 0.5, 0.1], np.r_[codes, 2, 2], np.r_[size, 6.0, 6.0]
+    points = np.r_[rng.choice(n, 40, replace=False), n + 1]
+    same_layer = codes[points] if z else rng.integers(0, 3, len(points))
+    new_size = np.where(size[points] == 4.0, 6.0, 4.0)
+    assert item.restyle(points, same_layer, size=new_size)
+    codes[points], size[points] = same_layer, new_size
+    assert np.array_equal(item.codes_of(np.arange(n + 2)), codes)
+    want = PointsItem()
+    want.set_data(x, y, codes, styles, size=size)
+    assert drawn(item) == drawn(want)
+    # a size not drawn yet: a new symbol in the atlas
+    assert item.restyle([1], [codes[1]], size=9.0)
+    size[1] = 9.0
+    want.set_data(x, y, codes, styles, size=size)
+    assert drawn(item) == drawn(want)
+    # no such style, or another layer: refused, nothing changed
+    before = drawn(item)
+    assert not item.restyle([0], [3], size=size[0])
+    if z:
+        assert not item.restyle([0], [(codes[0] + 1) % 3], size=size[0])
+    assert drawn(item) == before

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memviz.session.table_order import ColumnOrders, TextSearch, stable_order, text_order, utf8_rows
+from memviz.session.table_order import MOVED_MAX, ColumnOrders, TextSearch, insert_sorted, moved_in, stable_order, text_order, utf8_rows
 from memviz.tasks import Cancelled, Task
 
 ALPHABET = ["a", "A", "b", "z", " ", "\x00", "\x01", "é", "É", "ß", "ẞ", "İ", "Σ", "σ", "ς", "ﬁ", "😀", "\ud800",
@@ -178,3 +178,51 @@ def test_orders_kept_through_a_refresh_take_the_new_rows_in():
             got = orders.order(col, lambda col=col: keys[col][:m], source, m)
             assert np.array_equal(got, np.argsort(keys[col][:m], kind="stable")), (step, col)
         n = m
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_rows_moved_and_inserted_one_by_one_are_where_a_full_sort_puts_them(seed):
+    """A rewrite's text, a recall's count, a retirement: the rows whose key changed are taken out
+    of the order and put back by a binary search, and the order is a from-scratch stable sort."""
+    rng = np.random.default_rng(seed)
+    n = 3000
+    texts = adversarial(rng, n, nul=False)
+    nums = np.where(rng.random(n) < 0.1, np.nan, rng.integers(0, 20, n).astype(float))
+    flags = rng.random(n) < 0.5
+    for key in (texts, nums, flags):
+        order = stable_order(key)
+        moved = rng.choice(n, 60, replace=False)
+        key = key.copy()
+        key[moved] = key[rng.choice(n, 60)]   # new values: some equal to others', some the same as before
+        np.testing.assert_array_equal(moved_in(order, moved, key), stable_order(key))
+        shown = rng.random(n) < 0.4                       # a filtered order, and rows that now pass
+        full = stable_order(key)
+        part = full[shown[full]]
+        enter = np.flatnonzero(~shown)[:50]
+        want = np.flatnonzero(shown | np.isin(np.arange(n), enter))
+        np.testing.assert_array_equal(insert_sorted(part, enter, key), want[stable_order(key[want])])
+
+
+def test_orders_kept_through_a_refresh_move_the_changed_rows():
+    rng = np.random.default_rng(3)
+    texts = adversarial(rng, 2500, nul=False)
+    nums = rng.integers(0, 9, 2500).astype(float)
+    keys = {"text": texts, "num": nums}
+    orders = ColumnOrders()
+    source = (object(),)
+    for col in keys:
+        orders.order(col, lambda col=col: keys[col][:2000], source, 2000)
+    changed = rng.choice(2000, 30, replace=False)
+    texts[changed], nums[changed] = texts[rng.choice(2000, 30)], 4.0
+    source = (object(),)
+    orders.rows_changed(source, set(), changed)            # both columns' values changed in those rows
+    assert not orders.ready("text", source, 2000)          # rows to move first
+    for m in (2000, 2500):                                  # rows appended too
+        for col in keys:
+            got = orders.order(col, lambda col=col: keys[col][:m], source, m)
+            np.testing.assert_array_equal(got, stable_order(keys[col][:m]))
+    assert orders.ready("num", source, 2500)
+    # too many changed rows at once: the order is made again whole
+    source = (object(),)
+    orders.rows_changed(source, set(), np.arange(MOVED_MAX + 1))
+    assert not orders.ready("num", source, 2500) and orders._perm == {}

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..background import in_thread
+
 FINE = 1024         # cells per axis of the finest level (by default; a timeline wants more along x)
 BIN_PX = 2.0        # screen pixels per density cell, about
 ISOLATED = 2        # at most this many points in a cell and its 8 neighbours: the points are outliers
@@ -67,6 +69,12 @@ def _halve(a: np.ndarray) -> np.ndarray:
     if h % 2 or w % 2:
         a = np.pad(a, [(0, h % 2), (0, w % 2)] + [(0, 0)] * (a.ndim - 2))
     return a[0::2, 0::2] + a[1::2, 0::2] + a[0::2, 1::2] + a[1::2, 1::2]
+
+
+def build_later(x, y, colour, palette, size: tuple[int, int] = (FINE, FINE)):
+    """A DensityGrid made on a background thread (a Future): binning a million points takes a
+    second or two, which a window's paint cannot wait for."""
+    return in_thread(lambda: DensityGrid(x, y, colour, palette, size), "memviz-density")
 
 
 def shade(counts: np.ndarray, rgb_sum: np.ndarray, top: float) -> np.ndarray:
@@ -147,6 +155,42 @@ class DensityGrid:
             sums.append(_halve(sums[-1]))
         self.levels = [(c, s) for (c, _), s in zip(self.levels, sums)]
         self._shaded: dict[int, np.ndarray] = {}       # level -> its whole image (made when first drawn)
+
+    def colour_index(self, rgb) -> np.ndarray:
+        """The palette index of each colour (k, 3); a colour not in the palette is added to it."""
+        rgb = np.asarray(rgb, np.float64).reshape(-1, 3)
+        out = np.empty(len(rgb), np.int64)
+        for i, c in enumerate(rgb):
+            at = np.flatnonzero((self.palette == c).all(axis=1))
+            if not len(at):
+                self.palette = np.vstack([self.palette, c])
+                at = [len(self.palette) - 1]
+            out[i] = at[0]
+        return out
+
+    def recolour(self, points, colour) -> None:
+        """Points `points` (indices) now have colour `colour` (indices into the palette), in place:
+        the summed colours of their cells follow at every level, and the images made so far are
+        shaded again in those cells only (a live refresh's changed rows: not a pass over every
+        point)."""
+        points, colour = np.asarray(points, np.int64), np.asarray(colour, np.int64)
+        was = self.colour[points]
+        moved = was != colour
+        points, colour, was = points[moved], colour[moved], was[moved]
+        if not len(points):
+            return
+        self.colour[points] = colour
+        x, y = self.x[points], self.y[points]
+        ok = np.isfinite(x) & np.isfinite(y)   # (a point never drawn is in no cell)
+        x0, _, y0, _ = self.bounds
+        cx = np.minimum(((x[ok] - x0) * self.sx).astype(np.int64), self.gx - 1)
+        cy = np.minimum(((y[ok] - y0) * self.sy).astype(np.int64), self.gy - 1)
+        change = (self.palette[colour[ok]] - self.palette[was[ok]]).astype(np.float32)
+        for L, (counts, rgb_sum) in enumerate(self.levels):
+            at = (cy >> L, cx >> L)
+            np.add.at(rgb_sum, at, change)
+            if L in self._shaded:
+                self._shaded[L][at] = shade(counts[at], rgb_sum[at], self.level_max[L])
 
     def recoloured(self, colour, palette) -> DensityGrid:
         """The same points in other colours (the map coloured by another column, scores of a new

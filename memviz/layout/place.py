@@ -28,15 +28,23 @@ def place_by_neighbours(known_emb: np.ndarray, known_xy: np.ndarray, new_emb: np
     return out
 
 
-def place_rows(emb: np.ndarray, xy: np.ndarray, rows: np.ndarray, k: int = 10) -> np.ndarray:
+def place_rows(emb: np.ndarray, xy: np.ndarray, rows: np.ndarray, k: int = 10, most: int | None = None) -> np.ndarray:
     """place_by_neighbours for `rows` of one matrix whose laid-out rows are those with a finite
     `xy`: the neighbours are searched in `emb` itself, so the laid-out rows are never copied
-    out (100 MB at 100k memories, per live refresh). (len(rows), 2) float32, NaN when nothing
-    near is laid out."""
+    out (100 MB at 100k memories, per live refresh). `most`: past this many laid-out rows, the
+    neighbours are searched among that many of them chosen at random (the same ones for the
+    same rows laid out), so placing a new memory costs the same at 1M rows as at `most`, as a
+    sampled layout places its rest (sampled.py). (len(rows), 2) float32, NaN when nothing near
+    is laid out."""
     rows = np.asarray(rows, np.int64)
     out = np.full((len(rows), 2), np.nan, dtype=np.float32)
     if not len(rows):
         return out
+    if most is not None:
+        laid = np.flatnonzero(np.isfinite(xy[:, 0]))
+        if len(laid) > most:
+            anchors = np.sort(np.random.default_rng(0).choice(laid, size=most, replace=False))
+            return place_by_neighbours(emb[anchors], xy[anchors], emb[rows], k)
     # the rows being placed (and rows without a vector or a place) may come up as neighbours:
     # ask for that many more, then keep the laid-out ones
     nn, sim = nearest(emb[rows], emb, k + len(rows) + 1)

@@ -296,19 +296,22 @@ class AppState:
             self.show_retired = bool(show)
             self.show_retired_changed.emit(self.show_retired)
 
-    def visible_mask(self) -> np.ndarray:
-        """Rows passing the time filter and retired visibility (what the panels show)."""
+    def visible_mask(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """Rows passing the time filter and retired visibility (what the panels show); `rows`:
+        of those rows only (a live refresh's few, without a pass over every row)."""
         if self.data is None:
             return np.zeros(0, bool)
         a = self.data.arrays
-        mask = np.ones(len(a), bool)
+        rows = slice(None) if rows is None else np.asarray(rows, np.int64)
+        valid_until, event_time = a.valid_until[rows], a.event_time[rows]
+        mask = np.ones(len(valid_until), bool)
         if not self.show_retired:
-            mask &= a.live
+            mask &= np.isnan(valid_until)
         if self.time_range is not None:
             lo, hi = self.time_range
-            mask &= (a.event_time >= lo) & (a.event_time <= hi)
+            mask &= (event_time >= lo) & (event_time <= hi)
         if self.as_of_view is not None:
-            mask &= self.as_of_view.visible
+            mask &= self.as_of_view.visible[rows]
         return mask
 
     # ------------------------------------------------------------ retrieval

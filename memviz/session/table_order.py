@@ -3,7 +3,9 @@ from a worker thread on large stores: every class here may be used from two thre
 
 Sorting: each column's stable ascending order of *all* rows is made once and kept while the rows
 stay the same; a filtered table is then that order with the hidden rows dropped, `perm[shown[perm]]`
-- the same rows in the same order as a stable argsort of the shown rows' keys, in one pass. Texts
+- the same rows in the same order as a stable argsort of the shown rows' keys, in one pass. After
+a live refresh a few rows whose key changed are taken out of an order and put back where a stable
+sort puts them (`insert_sorted`: a binary search each), rows appended are merged in. Texts
 are put in the order Python's `<` gives (code point by code point, a text before the longer ones
 it begins) without comparing them in Python: their UTF-8 bytes, whose order is the code points'
 order, are read 8 at a time into integers numpy sorts, and only rows still tied are read further.
@@ -19,12 +21,14 @@ tested again.
 """
 from __future__ import annotations
 
+import bisect
 import threading
 
 import numpy as np
 
 from memviz.tasks import Task
 
+MOVED_MAX = 2_000       # rows whose key changed that an order takes in one by one (more: sorted again)
 CHUNK = 65_536          # rows joined and encoded at once: the GIL is held a few ms at a time; cancel between
 DIGIT = 8               # bytes of a text compared per numpy sort (one uint64)
 SAME_CHECK_AT = 3 * DIGIT  # still tied after this many bytes: check which tied texts are simply equal
@@ -162,60 +166,105 @@ def stable_order(key: np.ndarray, task: Task | None = None) -> np.ndarray:
     return np.argsort(key, kind="stable")
 
 
+def _rank(value, row: int) -> tuple:
+    """A row's place in a stable ascending sort, as Python compares it: by key (NaN after every
+    number, as numpy sorts), then by row."""
+    if isinstance(value, (float, np.floating)) and value != value:
+        return (1, 0.0, row)
+    return (0, value, row)
+
+
+def insert_sorted(order: np.ndarray, rows: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """`order` (rows in the stable ascending order of `key`: equal keys by row) with `rows` (not
+    in it) put where a stable sort of all of them puts them: a binary search per row over the
+    keys of the rows it visits (texts compared as Python compares them, as text_order sorts)."""
+    rows = np.asarray(rows, np.int64)
+    if not len(rows):
+        return order
+    ranks = sorted(_rank(key[r], r) for r in rows.tolist())
+    at = [bisect.bisect_left(order, rank, key=lambda r: _rank(key[r], int(r))) for rank in ranks]
+    return np.insert(order, at, [rank[2] for rank in ranks])
+
+
+def moved_in(order: np.ndarray, rows: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """`order` (stable ascending by `key`, but `rows`' keys changed since it was made) with `rows`
+    taken out and put where a stable sort puts them now (rows it does not hold stay out)."""
+    rows = np.asarray(rows, np.int64)
+    held = np.isin(order, rows)
+    return insert_sorted(order[~held], order[held], key)
+
+
 class ColumnOrders:
     """Stable orders of all rows per column, for one set of values (`source`: the objects the
     keys are read from; another source, or `clear()`, starts afresh). An order made while
     `clear()` or `rows_changed()` ran is used once and not kept. After a live refresh the orders
-    of columns whose values did not change are kept, and rows appended since are merged into
-    them on next use (a binary search each, not a sort of every row)."""
+    are kept: on next use, rows appended since are merged in and the few rows whose value changed
+    are moved to their place (a binary search each, not a sort of every row)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._source: tuple = ()
         self._perm: dict = {}
+        self._moved: dict = {}   # column -> rows whose key changed since its order was made
         self._generation = 0
         self._making = threading.Lock()  # one order made at a time: a second asker waits and reuses it
 
     def clear(self) -> None:
         with self._lock:
-            self._perm = {}
+            self._perm, self._moved = {}, {}
             self._generation += 1
 
     def _cached(self, column, source: tuple):
         if len(source) != len(self._source) or any(a is not b for a, b in zip(source, self._source)):
-            self._source, self._perm = source, {}
+            self._source, self._perm, self._moved = source, {}, {}
             self._generation += 1
-        return self._perm.get(column), self._generation
+        return self._perm.get(column), self._moved.get(column), self._generation
 
-    def rows_changed(self, source: tuple, keep) -> None:
-        """Rows were appended (rows past an order's length are new) and others may have changed:
-        the orders of the columns in `keep` (values unchanged) stay, for the new `source`."""
+    def rows_changed(self, source: tuple, keep, changed: np.ndarray | None = None) -> None:
+        """Rows were appended (rows past an order's length are new) and `changed` rows changed
+        (None: unknown): the orders stay for the new `source`; those of columns not in `keep`
+        (their values changed) move the changed rows on next use, or are dropped when they are
+        too many."""
         with self._lock:
             self._source = source
-            self._perm = {c: p for c, p in self._perm.items() if c in keep}
+            for c in [c for c in self._perm if c not in keep]:
+                moved = self._moved.get(c, frozenset())
+                if changed is not None:
+                    moved = moved | frozenset(changed[changed < len(self._perm[c])].tolist())
+                if changed is None or len(moved) > MOVED_MAX:
+                    del self._perm[c]
+                    self._moved.pop(c, None)
+                else:
+                    self._moved[c] = moved
             self._generation += 1
 
     def ready(self, column, source: tuple, n: int) -> bool:
         """The column's order of these `n` rows is made."""
         with self._lock:
-            perm, _ = self._cached(column, source)
-        return perm is not None and len(perm) == n
+            perm, moved, _ = self._cached(column, source)
+        return perm is not None and len(perm) == n and not moved
 
     def order(self, column, key_of, source: tuple, n: int, task: Task | None = None) -> np.ndarray:
         """The stable ascending order of all rows by `key_of()` (made on first use)."""
         with self._lock:
-            perm, _ = self._cached(column, source)
-        if perm is not None and len(perm) == n:
+            perm, moved, _ = self._cached(column, source)
+        if perm is not None and len(perm) == n and not moved:
             return perm
         with self._making:
             with self._lock:
-                perm, generation = self._cached(column, source)
-            if perm is None or len(perm) < n:   # (longer: the asker is behind, shown_in_order says so)
+                perm, moved, generation = self._cached(column, source)
+            if perm is None or len(perm) < n or moved:   # (longer: the asker is behind, shown_in_order says so)
                 key = np.asarray(key_of())
-                perm = stable_order(key, task) if perm is None or len(perm) > len(key) else _merged(perm, key, task)
+                if perm is None or len(perm) > len(key):
+                    perm = stable_order(key, task)
+                else:
+                    if moved:
+                        perm = moved_in(perm, np.fromiter(moved, np.int64, count=len(moved)), key)
+                    perm = _merged(perm, key, task)
                 with self._lock:
                     if self._generation == generation:
                         self._perm[column] = perm
+                        self._moved.pop(column, None)
         return perm
 
     def shown_in_order(self, column, key_of, source: tuple, shown: np.ndarray,
@@ -229,6 +278,8 @@ class ColumnOrders:
 def _merged(perm: np.ndarray, key: np.ndarray, task: Task | None) -> np.ndarray:
     """`perm`, the stable order of the first rows, with the rows after them put where a stable
     sort of all `key` would: after every equal old key, among themselves by key then row."""
+    if len(perm) == len(key):
+        return perm
     new = np.arange(len(perm), len(key))
     new = new[stable_order(key[new], task)]
     at = np.searchsorted(key[perm], key[new], side="right")

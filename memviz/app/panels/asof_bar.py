@@ -83,20 +83,25 @@ class AsOfBar(QWidget):
         """A live refresh: new memories move the span's end and the count of the moment shown
         (the date box is left alone while the user types in it)."""
         if len(delta.added):
-            self._set_span()
+            self._set_span(delta.added)
         if self._scrub.isActive():  # a moment the user scrubbed to is about to be shown
             self._say(self.state.as_of)
         else:
             self._on_as_of(self.state.as_of, keep_date=self.date.hasFocus())
 
-    def _set_span(self) -> None:
-        """The moments the slider spans: the store's creation times (None: nothing to step)."""
-        self.span = None
+    def _set_span(self, added: np.ndarray | None = None) -> None:
+        """The moments the slider spans: the store's creation times (None: nothing to step).
+        `added`: rows a live refresh appended, which widen the span (no pass over every row)."""
+        was, self.span = self.span, None
         if self.state.data is not None:
             created = self.state.loaded_arrays.created_at
+            created = created[added] if added is not None and was is not None else created
             created = created[np.isfinite(created)]
             if len(created):
-                self.span = (float(created.min()), float(created.max()))
+                lo, hi = float(created.min()), float(created.max())
+                self.span = (lo, hi) if added is None or was is None else (min(was[0], lo), max(was[1], hi))
+            elif added is not None:
+                self.span = was
         for w in (self.slider, self.date, self.play_button, self.speed):
             w.setEnabled(self.span is not None)
         if self.span is None:

@@ -25,6 +25,7 @@ from memviz.app.plots import style
 from memviz.app.plots.points_item import PointsItem
 from memviz.app.plots.scatter_panel import ScatterPanel
 from memviz.app.workers import PacedCall, Workers
+from memviz.blas import one_blas_thread
 from memviz.session.buffers import grow
 from memviz.session.state import AppState, StoreData
 from memviz.store.errors import StoreError
@@ -33,11 +34,13 @@ COLOR_BY = ["kind", "agent", "importance", "age", "score"]
 UMAP_MIN_POINTS = 20
 UMAP_DELAY_MS = 1500
 RECOMPUTE_SHARE = 0.1  # past this share of points placed by neighbours, the map offers a recompute
-# Placing new points reads the whole embedding matrix (a k-NN product, nearly as much for 1 new
-# point as for 40), so beside a busy agent it runs in batches: at most every PLACE_GAP_S, and
-# never more than PLACE_SHARE of a core (its own cost paces it on a large store).
+# Placing new points reads up to PLACE_ANCHORS rows of the embedding matrix (a k-NN product, nearly
+# as much for 1 new point as for 40), so beside a busy agent it runs in batches: at most every
+# PLACE_GAP_S, and never more than PLACE_SHARE of a core (its own cost paces it).
 PLACE_GAP_S = 2.0
 PLACE_SHARE = 0.05
+PLACE_ANCHORS = 16_384  # a new point's neighbours are searched among at most this many laid-out ones
+                        # (twice a sampled layout's own ANCHORS): a batch costs the same at any size
 
 
 def layout_api():
@@ -116,7 +119,9 @@ class MapPanel(ScatterPanel):
         self._result_timer = QTimer(self, singleShot=True, interval=80, timeout=self._apply_result)
         self._umap_timer = QTimer(self, singleShot=True, interval=UMAP_DELAY_MS, timeout=self._umap_after_open)
         self._umap_pending: tuple = (None, 0)
-        self._live = PacedCall(self.redraw, self)  # live redraws: coalesced and paced
+        self._live = PacedCall(self._live_redraw, self)  # live redraws: coalesced and paced
+        self._restyle: list = []  # rows whose marker changed since the last live redraw (a memory retired)
+        self._whole = False       # ... or whether everything is to be drawn again
         # placing new points: a job on the "place" lane, in batches (PLACE_GAP_S, PLACE_SHARE)
         self._placing = PacedCall(self._start_placing, self, share=PLACE_SHARE, max_ms=None,
                                   min_ms=int(PLACE_GAP_S * 1000), job=True)
@@ -320,7 +325,8 @@ class MapPanel(ScatterPanel):
 
     def _on_rows(self, delta) -> None:
         """A live refresh: new rows get a place by their neighbours (off the GUI thread), changed
-        rows are drawn again; the view stays where the user left it."""
+        rows' markers are restyled (or everything drawn again when a point appears or disappears,
+        or the colour scale moves); the view stays where the user left it."""
         if self.coords is None:
             return
         if len(self.coords) < self.state.data.n:  # (a buffer with spare rows: no copy of 100k per refresh)
@@ -329,9 +335,37 @@ class MapPanel(ScatterPanel):
         # new rows appear once placed; a recall changes nothing drawn; retiring, restoring or a
         # new importance do
         by = self.color_by.currentText()
-        if delta.fields & {"valid_until", by if by in ("kind", "agent", "importance") else "event_time"}:
-            self._live.request()  # next event-loop turn: one redraw for refreshes that come together
+        colour = by if by in ("kind", "agent", "importance") else "event_time"
+        drawn = delta.fields & {"valid_until", colour}
+        if drawn:
+            shown = self.state.show_retired or not (len(delta.retired) or len(delta.restored))
+            if shown and self.state.as_of is None and (colour not in drawn or by in ("kind", "agent")):
+                self._restyle.append(delta.changed)
+            else:
+                self._whole = True
+            self._live.request()  # next event-loop turn: once for refreshes that come together
         self._place_missing()
+
+    def _live_redraw(self) -> None:
+        restyle, whole = self._restyle, self._whole
+        self._restyle, self._whole = [], False
+        if whole or (restyle and not self._restyled(np.concatenate(restyle))):
+            self.redraw()
+
+    def _restyled(self, rows: np.ndarray) -> bool:
+        """The markers of `rows` in their colour and size now; False when that needs a style not
+        drawn yet (a new kind: then redraw)."""
+        data = self.state.data
+        by = self.color_by.currentText()
+        points = self.point_of_rows(np.unique(rows))
+        rows = self.rows[points]
+        if by in ("kind", "agent"):
+            if len(self._legend_rows) != min(12, len(data.kinds if by == "kind" else data.agents)):
+                return False
+            codes = (data.kind_codes if by == "kind" else data.agent_codes)[rows]
+        else:  # (a colour scale's codes depend on every point's value: only a marker's size changed)
+            codes = self.points.codes_of(points)
+        return self.points.restyle(points, codes, size=self._sizes(rows))
 
     @property
     def placing(self) -> bool:
@@ -358,7 +392,9 @@ class MapPanel(ScatterPanel):
             if not len(todo) or not np.isfinite(xy[:, 0]).any():
                 return todo[:0], xy[:0], None
             from memviz.layout.place import place_rows  # not needed at start
-            return todo, place_rows(a.embedding, xy, todo), time.thread_time() - t0
+            with one_blas_thread():  # (a second BLAS thread would spin on the GUI's core after each product)
+                placed = place_rows(a.embedding, xy, todo, most=PLACE_ANCHORS)
+            return todo, placed, time.thread_time() - t0
 
         def done(out) -> None:
             todo, xy, cost = out
@@ -372,7 +408,8 @@ class MapPanel(ScatterPanel):
             self.coords[todo[ok]] = xy[ok]  # (rows only appended since: the same indices)
             self.placed += int(ok.sum())
             self._show_method()
-            if not self._live.isActive() and not self._append(todo[ok]):
+            if not (self._whole and self._live.isActive()) and not self._append(todo[ok]):
+                self._whole = True  # (a whole redraw owed draws them too)
                 self._live.request()
             new = todo[ok][todo[ok] >= n_before]  # placed because they are new (not a layout's leftovers)
             if len(new):
@@ -443,11 +480,7 @@ class MapPanel(ScatterPanel):
         self.set_points(self.coords[rows, 0], self.coords[rows, 1], rows)
         codes, brushes = self.point_colours(rows)
         self._show_legend()
-        retired = ~np.isnan(data.arrays.valid_until[rows])
-        size = np.where(retired, 4.0, 6.0)
-        if self.copies is not None and len(self.copies) == data.n:  # copies on one spot: larger by count
-            size = size + np.minimum(1.5 * np.log2(self.copies[rows]), 9.0)
-        self.points.set_data(self.x, self.y, codes, [{"brush": b, "pen": None} for b in brushes], size=size)
+        self.points.set_data(self.x, self.y, codes, [{"brush": b, "pen": None} for b in brushes], size=self._sizes(rows))
         if fit and len(rows):
             self.vb.autoRange(padding=0.03)
         self.draw_selection()
@@ -461,15 +494,27 @@ class MapPanel(ScatterPanel):
         if by not in ("kind", "agent") or len(self._legend_rows) != min(12, len(data.kinds if by == "kind" else
                                                                              data.agents)):
             return False
-        rows = rows[self.state.visible_mask()[rows]]
+        rows = rows[self.state.visible_mask(rows)]
         if not len(rows) or len(self.point_of_rows(rows)):  # (a lookup table, not a sort of every row drawn)
             return not len(rows)
         codes = (data.kind_codes if by == "kind" else data.agent_codes)[rows]
-        size = np.where(np.isnan(data.arrays.valid_until[rows]), 6.0, 4.0)
-        if not self.points.append(self.coords[rows, 0], self.coords[rows, 1], codes, size=size):
+        if not self.points.append(self.coords[rows, 0], self.coords[rows, 1], codes, size=self._sizes(rows)):
             return False
         self.add_points(self.coords[rows, 0], self.coords[rows, 1], rows)
         return True
+
+    def _sizes(self, rows: np.ndarray) -> np.ndarray:
+        """Marker sizes of `rows`: retired ones smaller, copies on one spot larger by their count
+        (counted for this store's rows when the map was named; rows added since count 1)."""
+        data = self.state.data
+        size = np.where(np.isnan(data.arrays.valid_until[rows]), 6.0, 4.0)
+        copies = self.copies
+        if copies is not None and self._copies_for is data:
+            n = np.ones(len(rows), np.int64)
+            counted = rows < len(copies)
+            n[counted] = copies[rows[counted]]
+            size = size + np.minimum(1.5 * np.log2(n), 9.0)
+        return size
 
     def point_colours(self, rows: np.ndarray) -> tuple[np.ndarray, list]:
         """(code per point, one shared brush per code) for the chosen colouring; fills the legend."""

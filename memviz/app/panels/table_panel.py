@@ -20,7 +20,7 @@ from memviz.app.plots import style
 from memviz.app.workers import PacedCall, Workers
 from memviz.retrieval.rowmeta import load_row_meta
 from memviz.session.state import AppState, StoreData
-from memviz.session.table_order import ColumnOrders, TextSearch
+from memviz.session.table_order import MOVED_MAX, ColumnOrders, TextSearch, insert_sorted
 from memviz.store import iso
 from memviz.store.records import UNREADABLE_TIME
 
@@ -31,8 +31,6 @@ COLUMNS = ["kind", "agent", "importance", "event time", "content", "confidence",
 # the MemoryArrays column each column sorts by (content, status and the flag are worked out)
 SORTED_BY = {"kind": "kind", "agent": "agent", "importance": "importance", "event time": "event_time",
              "confidence": "confidence", "accesses": "access_count", "protected": "protected", "id": "ids"}
-# columns a live refresh's changed rows may have changed that move rows in or out of the table
-FILTERED_BY = {"valid_until", "event_time", "kind", "preview"}
 MAX_SELECTION_RUNS = 4000  # beyond this many separate runs the view shows the first ones only
 BACKGROUND_ROWS = 50_000   # from this many rows on, searches and sorts run in a worker
 # the orders made ahead after a store opens: the texts first (the slow ones), then the numbers
@@ -66,10 +64,11 @@ class MemoryTableModel(QAbstractTableModel):
         self.endResetModel()
 
     def update_rows(self, delta) -> None:
-        """A live refresh: orders of columns whose values did not change are kept (added rows are
-        merged in on next use), the texts searched are told which rows came and changed."""
+        """A live refresh: the orders of all rows are kept (added rows are merged in on next use,
+        changed ones moved where their new value puts them), the texts searched are told which
+        rows came and changed."""
         keep = {c for c in range(len(COLUMNS)) if not key_fields(COLUMNS[c]) & delta.fields}
-        self._orders.rows_changed((self.data_, self.data_.arrays), keep)
+        self._orders.rows_changed((self.data_, self.data_.arrays), keep, delta.changed)
         self._search.rows_changed(self.data_.previews, self.data_.arrays.ids, delta.added, delta.changed)
         self._tags = None
 
@@ -342,46 +341,52 @@ class TablePanel(QWidget):
             self._live.request()
 
     def _insert(self, delta) -> bool:
-        """New rows into the sorted order where they belong (a binary search, not a sort of
-        every row), when nothing else can move: False when a changed row's sorted or filtered
-        value changed, or the window shows a past moment (then refilter)."""
-        data = self.state.data
+        """New rows into the sorted order where they belong, and changed rows whose sorted or
+        filtered value changed moved to where they belong now (a binary search each, not a sort
+        of every row). False when the window shows a past moment, a tag is searched for, or too
+        many rows moved: then refilter."""
         col = COLUMNS[self._sort[0]]
-        moved = FILTERED_BY | key_fields(col)
-        if delta.fields & moved or self.state.as_of is not None or (col == FLAG and delta.fields):
+        text = self.search.text().strip().lower()
+        moved = delta.changed if delta.fields & (self._filtered_by() | key_fields(col)) else delta.changed[:0]
+        if self.state.as_of is not None or len(moved) > MOVED_MAX \
+                or (text.startswith("#") and len(text) > 1 and (len(delta.added) or len(delta.changed))):
             return False
         if len(delta.changed) and self._on_screen(delta.changed):
             self.view.viewport().update()  # e.g. a recall's count: cells drawn again, rows stay
-        rows = delta.added
+        rows = np.concatenate([delta.added, moved])
         if not len(rows):
             return True
         self._show_count()
-        a = data.arrays
-        keep = np.ones(len(rows), bool)
-        if not self.state.show_retired:
-            keep &= a.live[rows]
-        if self.state.time_range is not None:
-            lo, hi = self.state.time_range
-            keep &= (a.event_time[rows] >= lo) & (a.event_time[rows] <= hi)
+        a = self.state.data.arrays
+        keep = self.state.visible_mask(rows)  # (as_of is None here)
         if self.kind.currentIndex() > 0:
             keep &= a.kind[rows] == self.kind.currentText()
-        text = self.search.text().strip().lower()
         if text:
             keep &= self.model.matches(text, rows)
-        rows = rows[keep]
-        if len(rows):
+        order = self.model.order
+        descending = self._sort[1] == Qt.DescendingOrder
+        asc = order[::-1] if descending else order
+        if len(moved):
+            asc = asc[~np.isin(asc, moved)]
+        if len(moved) or keep.any():
             top = self._top_id()
-            order = self.model.order
-            descending = self._sort[1] == Qt.DescendingOrder
-            asc = order[::-1] if descending else order
-            key, new_key = self.model.sort_key(self._sort[0], asc), self.model.sort_key(self._sort[0], rows)
-            by = np.argsort(new_key, kind="stable")  # new rows are the last rows: after equal keys, as the sort puts them
-            rows, new_key = rows[by], new_key[by]
-            at = np.searchsorted(key, new_key, side="right")
-            asc = np.insert(asc, at, rows)
+            asc = insert_sorted(asc, rows[keep], self.model.sort_key(self._sort[0]))
             self.model.set_order(asc[::-1].copy() if descending else asc)
             self._after_order(top)
         return True
+
+    def _filtered_by(self) -> set[str]:
+        """The MemoryArrays columns the table's filters read now (a change in them may move a row in or out)."""
+        out = set()
+        if not self.state.show_retired:
+            out.add("valid_until")
+        if self.state.time_range is not None:
+            out.add("event_time")
+        if self.kind.currentIndex() > 0:
+            out.add("kind")
+        if self.search.text().strip():
+            out.add("preview")
+        return out
 
     def _on_screen(self, rows: np.ndarray) -> bool:
         """Whether any of `rows` is in the viewport (a recall elsewhere repaints nothing)."""

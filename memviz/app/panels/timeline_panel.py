@@ -18,6 +18,7 @@ from memviz.session.state import AppState
 from memviz.store import iso
 
 DRAWN = {"event_time", "importance", "valid_until", "kind", "agent"}  # what a point shows
+STYLED = {"importance", "valid_until", "kind"}  # ... of which only its marker, not its place (lanes by agent)
 
 
 class TimelinePanel(ScatterPanel):
@@ -60,7 +61,8 @@ class TimelinePanel(ScatterPanel):
         self._live = PacedCall(self._live_redraw, self)
         self._newest: float | None = None  # event time of the newest memory added since the last live redraw
         self._added: list = []             # rows added since the last live redraw
-        self._whole = False                # ... and whether a drawn field changed (everything is drawn again)
+        self._restyle: list = []           # rows whose marker changed since (a memory retired, a new importance)
+        self._whole = False                # ... and whether a point moved (everything is drawn again)
         self._kinds_drawn = 0
         state.show_retired_changed.connect(self._retired_toggled)
         state.time_filter_changed.connect(self._time_filter_changed)
@@ -136,22 +138,33 @@ class TimelinePanel(ScatterPanel):
 
     def _on_rows(self, delta) -> None:
         """A live refresh: drawn again in the user's view (in the next event-loop turn, one
-        redraw for refreshes that come together, paced: memviz.app.workers.PacedCall); with "follow newest" the view slides (same
-        width) so that the newest memory is at its right edge."""
-        if len(delta.added) or delta.fields & DRAWN:
-            if len(delta.added):
-                newest = float(np.nanmax(self.state.data.arrays.event_time[delta.added]))
-                self._newest = newest if self._newest is None else max(self._newest, newest)
-                self._added.append(delta.added)
-            self._whole |= bool(delta.fields & DRAWN)
-            self._live.request()
+        redraw for refreshes that come together, paced: memviz.app.workers.PacedCall); new rows
+        are drawn after the others and changed markers restyled, unless a point moved or appears
+        (then everything is drawn again). With "follow newest" the view slides (same width) so
+        that the newest memory is at its right edge."""
+        drawn = delta.fields & DRAWN
+        if not len(delta.added) and not drawn:
+            return
+        if len(delta.added):
+            newest = float(np.nanmax(self.state.data.arrays.event_time[delta.added]))
+            self._newest = newest if self._newest is None else max(self._newest, newest)
+            self._added.append(delta.added)
+        if drawn:
+            styled = STYLED if self.lanes.currentText() == "agent" else STYLED - {"kind"}
+            shown = self.state.show_retired or not (len(delta.retired) or len(delta.restored))
+            if drawn <= styled and shown and self.state.as_of is None:
+                self._restyle.append(delta.changed)
+            else:
+                self._whole = True
+        self._live.request()
 
     def _live_redraw(self) -> None:
-        """New rows only: drawn after the others (PointsItem.append); else everything again."""
-        added, whole = self._added, self._whole
-        self._added, self._whole = [], False
+        """New rows drawn after the others (PointsItem.append), changed markers restyled
+        (PointsItem.restyle); else everything again."""
+        added, restyle, whole = self._added, self._restyle, self._whole
+        self._added, self._restyle, self._whole = [], [], False
         rows = np.concatenate(added) if added else np.zeros(0, np.int64)
-        if whole or not self._append(rows):
+        if whole or not self._append(rows) or (restyle and not self._restyled(np.concatenate(restyle))):
             self.redraw()
         if len(rows):
             self.flash_new(*self._positions(rows))
@@ -162,13 +175,24 @@ class TimelinePanel(ScatterPanel):
                 width = hi - lo
                 self.vb.setXRange(newest - width * 0.95, newest + width * 0.05, padding=0)
 
+    def _restyled(self, rows: np.ndarray) -> bool:
+        """The markers of `rows` drawn in their style now (kind, retired, importance); False when
+        one needs a style not drawn yet (then redraw)."""
+        data = self.state.data
+        if len(data.kinds) != self._kinds_drawn:
+            return False
+        points = self.point_of_rows(np.unique(rows))
+        rows = self.rows[points]
+        codes, _ = style.kind_styles(data, rows)
+        return self.points.restyle(points, codes, size=style.importance_sizes(data.arrays.importance[rows]))
+
     def _append(self, rows: np.ndarray) -> bool:
         data = self.state.data
         names = data.kinds if self.lanes.currentText() == "kind" else data.agents
         if names != self.lane_names or len(data.kinds) != self._kinds_drawn:
             return False  # a new lane, or a new kind (its colour shifts the style codes): everything moves
         if not self.state.show_retired:
-            rows = rows[data.arrays.live[rows]]
+            rows = rows[np.isnan(data.arrays.valid_until[rows])]
         x, y = self._positions(rows)
         codes, _ = style.kind_styles(data, rows)
         if not self.points.append(x, y, codes, size=style.importance_sizes(data.arrays.importance[rows])):

@@ -5,16 +5,19 @@ memviz.layout.density's image of the view (each cell the mean colour of its poin
 opacity by log count) and, over it, the points isolated at that scale as real markers, so an
 outlier is never lost in the image. The grid behind it is built at the first such frame after
 set_data; points appended since (a live refresh) are drawn as markers until they are many enough
-to bin them again. SVG/PDF exports always draw every point as a vector symbol.
+to bin them again, which a background thread does (the old grid and the markers are drawn
+meanwhile: a paint never waits for a million points to be binned); points restyled since (a
+memory retired) are recoloured in the grid, cell by cell. SVG/PDF exports always draw every point
+as a vector symbol.
 """
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import QRectF, Qt
+from PySide6.QtCore import QRectF, Qt, QTimer
 from PySide6.QtGui import QImage, QPainter
 
 from memviz.app.plots.points_item import VECTOR_ENGINES, PointsItem
-from memviz.layout.density import FINE, POINTS_MAX, DensityGrid, Frame
+from memviz.layout.density import FINE, POINTS_MAX, DensityGrid, Frame, build_later
 
 REBIN_SHARE = 0.05  # past this share of points appended since the grid was built, it is built again
 
@@ -27,24 +30,40 @@ class DensityPointsItem(PointsItem):
         self._grid: DensityGrid | None = None
         self._was: DensityGrid | None = None    # the grid before set_data: kept if only the colours changed
         self.last_frame: Frame | None = None   # what the last paint drew (None: every point, as a PointsItem)
+        self._next = None      # (Future of a DensityGrid of more points, points restyled since it began)
+        self._poll = QTimer(self, interval=100, timeout=self._take_next)
 
     def set_data(self, *args, **kwargs) -> None:
         super().set_data(*args, **kwargs)
         self._was = self._grid or self._was
         self._grid = None
+        self._next = None
+        self._poll.stop()
 
-    def _entry_palette(self) -> tuple[np.ndarray, np.ndarray]:
-        """(colour index per atlas entry, RGB palette): an entry's fill, or its outline when hollow."""
+    def _restyled(self, drawn: np.ndarray, entries: np.ndarray) -> None:
+        grid = self._grid
+        if grid is not None:
+            inside = drawn < grid.n
+            grid.recolour(drawn[inside], grid.colour_index(self._entry_rgb()[entries[inside]]))
+        if self._next is not None:
+            self._next[1].append(drawn)
+
+    def _entry_rgb(self) -> np.ndarray:
+        """(entries, 3) RGB per atlas entry: its fill, or its outline when hollow."""
         rgb = []
         for _sym, _size, pen, brush in self._entries:
             c = brush.color() if brush.style() != Qt.BrushStyle.NoBrush and brush.color().alpha() > 0 else pen.color()
             rgb.append((c.red(), c.green(), c.blue()))
-        palette, index = np.unique(np.array(rgb, np.float64).reshape(-1, 3), axis=0, return_inverse=True)
+        return np.array(rgb, np.float64).reshape(-1, 3)
+
+    def _entry_palette(self) -> tuple[np.ndarray, np.ndarray]:
+        """(colour index per atlas entry, RGB palette)."""
+        palette, index = np.unique(self._entry_rgb(), axis=0, return_inverse=True)
         return index.ravel(), palette
 
     def grid(self) -> DensityGrid:
         n = len(self._x)
-        if self._grid is None or n - self._grid.n > REBIN_SHARE * self._grid.n or n < self._grid.n:
+        if self._grid is None or n < self._grid.n:
             index, palette = self._entry_palette()
             was, self._was = self._was, None
             if self._grid is None and was is not None and was.n == n and (was.gx, was.gy) == tuple(self.grid_size) \
@@ -52,7 +71,29 @@ class DensityPointsItem(PointsItem):
                 self._grid = was.recoloured(index[self._entry], palette)  # same points, new colours
             else:
                 self._grid = DensityGrid(self._x, self._y, index[self._entry], palette, self.grid_size)
+        elif n - self._grid.n > REBIN_SHARE * self._grid.n and self._next is None:
+            # many points appended since: binned again in the background, this grid drawn meanwhile
+            index, palette = self._entry_palette()
+            self._next = (build_later(self._x, self._y, index[self._entry], palette, self.grid_size), [])
+            self._poll.start()
         return self._grid
+
+    def _take_next(self) -> None:
+        """The grid binned in the background, once made: points restyled since are recoloured in it."""
+        job, restyled = self._next
+        if not job.done():
+            return
+        self._next = None
+        self._poll.stop()
+        if job.exception() is not None:
+            return  # (out of memory) the old grid and the markers stay
+        grid = job.result()
+        if restyled:
+            drawn = np.unique(np.concatenate(restyled))
+            drawn = drawn[drawn < grid.n]
+            grid.recolour(drawn, grid.colour_index(self._entry_rgb()[self._entry[drawn]]))
+        self._grid = grid
+        self.update()
 
     def paint(self, p: QPainter, option, widget=None) -> None:
         n = len(self._x)

@@ -21,6 +21,8 @@ from PySide6.QtCore import QRectF
 from PySide6.QtGui import QImage, QPaintEngine, QPainter, QPixmap, QTransform
 from shiboken6 import wrapInstance
 
+from memviz.session.buffers import grow
+
 VECTOR_ENGINES = {QPaintEngine.Type.SVG, QPaintEngine.Type.Pdf, QPaintEngine.Type.Picture}  # exports: draw as vectors
 _SIZE_STEP = 0.5  # sizes are rounded to this many pixels: a handful of atlas entries
 CACHE_MIN = 20_000  # points from which the item keeps the picture it painted (see paint)
@@ -35,15 +37,15 @@ class PointsItem(pg.GraphicsObject):
     def __init__(self) -> None:
         super().__init__()
         self._x = self._y = np.zeros(0)
-        self._given = (self._x, self._y)
         self._entry = np.zeros(0, np.int64)       # per point: index into the atlas entries
         self._entries: list[tuple] = []           # (symbol, size, pen, brush) per atlas entry
         self._entry_z: list[float] = []
         self._atlas: QPixmap | None = None
         self._atlas_key: list | None = None       # what the atlas was drawn for (kept while the same)
-        self._styles: list | None = None          # set_data's styles, sizes steps and entry keys (for append)
-        self._n_steps = 0
-        self._keys = np.zeros(0, np.int64)
+        self._styles: list | None = None          # set_data's styles (codes index them)
+        self._entry_of: dict = {}                 # (code, size step) -> its atlas entry
+        self._entry_code: list[int] = []          # per atlas entry: its style's code
+        self._pos: np.ndarray | None = None       # per point given: its index in drawing order (None: the same)
         self._rects = np.zeros((0, 4))            # per entry: left, top, width, height in the atlas
         self._dpr = 0.0
         self._bounds: tuple | None = None         # (xmin, xmax, ymin, ymax) of the finite points
@@ -64,16 +66,11 @@ class PointsItem(pg.GraphicsObject):
         n_steps = int(steps.max(initial=0)) + 1
         key = codes[order] * n_steps + steps[order]
         uniq, entry = np.unique(key, return_inverse=True)
-        self._entries, self._entry_z = [], []
+        self._styles, self._entries, self._entry_z, self._entry_code, self._entry_of = styles, [], [], [], {}
         for k in uniq.tolist():
-            st = styles[k // n_steps]
-            pen = st.get("pen")
-            self._entries.append((st.get("symbol", "o"), (k % n_steps) * _SIZE_STEP,
-                                  pg.mkPen(None) if pen is None else pg.mkPen(pen), pg.mkBrush(st.get("brush"))))
-            self._entry_z.append(st.get("z", 0))
-        self._given = (x, y)
+            self._new_entry(k // n_steps, k % n_steps)
         self._cache = None
-        self._styles, self._n_steps, self._keys = styles, n_steps, uniq
+        self._pos = None if not (n and np.ptp(z)) else np.argsort(order)
         self._x, self._y, self._entry = x[order], y[order], entry.ravel().astype(np.int64)
         key = [(sym, size, pen.color().rgba(), pen.widthF(), int(pen.style().value), brush.color().rgba(),
                 int(brush.style().value)) for sym, size, pen, brush in self._entries]
@@ -95,29 +92,21 @@ class PointsItem(pg.GraphicsObject):
     def append(self, x, y, codes, size=6.0) -> bool:
         """Draw more points, after the others, in the styles of the last set_data (`codes` index
         them): a live refresh adds a few points to 100k without sorting them all again. False
-        (nothing done) when a point needs a symbol not drawn yet or belongs below the others
-        (a lower z): call set_data instead."""
+        (nothing done) when a point's code is not a style or it belongs below the others (a
+        lower z): call set_data instead."""
         x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
         if not len(x):
             return True
-        styles = self._styles
-        codes = np.asarray(codes, np.int64)
-        if styles is None or codes.min() < 0 or codes.max() >= len(styles):
-            return False
-        steps = np.round(np.broadcast_to(np.asarray(size, np.float64), (len(x),)) / _SIZE_STEP).astype(np.int64)
-        if steps.max() >= self._n_steps:
-            return False
-        key = codes * self._n_steps + steps
-        at = np.searchsorted(self._keys, key)
-        if (at >= len(self._keys)).any() or (self._keys[np.minimum(at, len(self._keys) - 1)] != key).any():
+        at = self._entries_of(codes, size, len(x))
+        if at is None:
             return False
         if self._entry_z and min(self._entry_z[i] for i in set(at.tolist())) < max(self._entry_z):
             return False
-        gx, gy = self._given
         start = len(self._x)
-        self._given = (np.concatenate([gx, x]), np.concatenate([gy, y]))
-        self._x, self._y = np.concatenate([self._x, x]), np.concatenate([self._y, y])
-        self._entry = np.concatenate([self._entry, at.astype(np.int64)])
+        # (in buffers with spare rows: a few points appended to a million copy none of them)
+        self._x, self._y, self._entry = grow(self._x, x), grow(self._y, y), grow(self._entry, at)
+        if self._pos is not None:
+            self._pos = grow(self._pos, np.arange(start, start + len(x)))
         ok = np.isfinite(x) & np.isfinite(y)
         if ok.any():
             b = (x[ok].min(), x[ok].max(), y[ok].min(), y[ok].max())
@@ -132,6 +121,70 @@ class PointsItem(pg.GraphicsObject):
             self.update(self._rect_of(x[ok], y[ok]))  # only where they are
         return True
 
+    def _new_entry(self, code: int, step: int) -> int:
+        """A new atlas entry: style `code` at size step `step`."""
+        st = self._styles[code]
+        pen = st.get("pen")
+        self._entries.append((st.get("symbol", "o"), step * _SIZE_STEP, pg.mkPen(None) if pen is None else pg.mkPen(pen),
+                              pg.mkBrush(st.get("brush"))))
+        self._entry_z.append(st.get("z", 0))
+        self._entry_code.append(code)
+        self._entry_of[(code, step)] = len(self._entries) - 1
+        return len(self._entries) - 1
+
+    def _entries_of(self, codes, size, n: int) -> np.ndarray | None:
+        """The atlas entries of `n` points in the styles of the last set_data (`codes` index them)
+        at `size`, made if not drawn yet (a first retired memory of a kind); None for a code
+        outside the styles."""
+        styles = self._styles
+        codes = np.broadcast_to(np.asarray(codes, np.int64), (n,))
+        if styles is None or codes.min() < 0 or codes.max() >= len(styles):
+            return None
+        steps = np.round(np.broadcast_to(np.asarray(size, np.float64), (n,)) / _SIZE_STEP).astype(np.int64)
+        pairs, which = np.unique(np.stack([codes, steps], axis=1), axis=0, return_inverse=True)
+        made = len(self._entries)
+        entries = np.array([self._entry_of.get(pair) if pair in self._entry_of else self._new_entry(*pair)
+                            for pair in map(tuple, pairs.tolist())], np.int64)
+        if len(self._entries) > made:   # drawn into the atlas at the next paint
+            self._atlas = self._atlas_key = None
+            max_px = max(e[1] + e[2].widthF() for e in self._entries)
+            if max_px > self._max_px:
+                self._max_px = max_px
+                self.prepareGeometryChange()
+        return entries[which.ravel()]
+
+    def restyle(self, points, codes, size=6.0) -> bool:
+        """Other styles for points already drawn (`points`: their indices as given to set_data
+        and append; `codes` index the styles of the last set_data): a live refresh's changed rows
+        (a memory retired, a new importance) without sorting every point again. False (nothing
+        done) when a code is not a style or a point would move to another layer (z): call
+        set_data instead."""
+        points = np.asarray(points, np.int64)
+        if not len(points):
+            return True
+        at = self._entries_of(codes, size, len(points))
+        if at is None:
+            return False
+        drawn = points if self._pos is None else self._pos[points]
+        z = np.asarray(self._entry_z, np.float64)
+        before = self._entry[drawn]
+        if (z[before] != z[at]).any():
+            return False
+        self._entry[drawn] = at
+        self._restyled(drawn, at)
+        self._cache = None  # (a smaller marker cannot be drawn over a larger one)
+        self.update()
+        return True
+
+    def _restyled(self, drawn: np.ndarray, entries: np.ndarray) -> None:
+        """Points `drawn` (indices in drawing order) now have atlas entries `entries` (for subclasses)."""
+
+    def codes_of(self, points) -> np.ndarray:
+        """The style codes points are drawn with (`points`: indices as given to set_data and append)."""
+        points = np.asarray(points, np.int64)
+        drawn = points if self._pos is None else self._pos[points]
+        return np.asarray(self._entry_code, np.int64)[self._entry[drawn]]
+
     def _rect_of(self, x: np.ndarray, y: np.ndarray) -> QRectF:
         """The rectangle (item coordinates) markers at x, y can cover."""
         px, py = self.pixelVectors()
@@ -141,8 +194,10 @@ class PointsItem(pg.GraphicsObject):
         return QRectF(x0 - pad_x, y0 - pad_y, x1 - x0 + 2 * pad_x, y1 - y0 + 2 * pad_y)
 
     def get_data(self) -> tuple[np.ndarray, np.ndarray]:
-        """x and y as given to set_data (in that order)."""
-        return self._given
+        """x and y as given to set_data and append (in that order)."""
+        if self._pos is None:
+            return self._x, self._y
+        return self._x[self._pos], self._y[self._pos]
 
     def clear(self) -> None:
         self.set_data(np.zeros(0), np.zeros(0))
