@@ -170,9 +170,10 @@ def test_the_poll_is_asked_off_the_gui_thread_and_steady_writes_are_refreshed_in
     want = caught_up(qtbot, win, path)
     assert_same_arrays(win.state.data.arrays, want)
     assert len(out["inserted"]) > 30 and win.live.refreshes["full"] == 0
-    # (+ the first look of the store's poll, and the reads before and after the agent's seconds)
-    assert 2 <= len(asked) <= 3 / REFRESH_GAP_S + 3
+    # spaced: never two reads within REFRESH_GAP_S, so many writes share a read (the agent's
+    # "3 seconds" last longer on a loaded machine: the count is bounded by the writes, not the clock)
     assert min(np.diff(asked)) >= REFRESH_GAP_S - 0.01
+    assert 2 <= len(asked) <= len(out["inserted"]) / 5
 
 
 def test_a_vacuum_is_read_whole_and_the_view_stays(qtbot, live):
