@@ -181,9 +181,8 @@ def _load(conn, model, dim, preview, in_sqlite, rowids=None) -> MemoryArrays:
         return np.asarray(col, dtype=dtype) if n else np.zeros(0, dtype)
 
     # which (model, size) fills the matrix: model names as bytes (NULL = b""), blob sizes (-1 = no blob)
-    names: dict = {}
-    model_code = np.array([names.setdefault(m, len(names)) for m in c["model"]], dtype=np.int64) if n \
-        else np.zeros(0, np.int64)
+    names = {m: i for i, m in enumerate(dict.fromkeys(c["model"]))}   # in order of first use
+    model_code = np.fromiter(map(names.__getitem__, c["model"]), np.int64, count=n)   # no Python statement per row
     names = {(m.encode("utf-8", "surrogatepass") if isinstance(m, str) else m): i for m, i in names.items()}
     size = np.nan_to_num(num(c["size"]), nan=-1).astype(np.int64)
     key, dim = pick_model(list(names), model_code, size,
