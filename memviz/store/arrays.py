@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import lru_cache
 from operator import itemgetter
@@ -12,6 +12,7 @@ import numpy as np
 import orjson
 
 from ..background import in_thread
+from .connection import whole_file_mapped
 from .records import MS_ABOVE, NUMBER_DEFAULTS, ODD_TYPES_SQL, TIME_COLUMNS, decode_text, read_values
 from .vec_chunks import read_from_index
 
@@ -142,8 +143,9 @@ def load_arrays(conn, model: str | None = None, dim: int | None = None, preview:
     reads the first `preview` characters of each content (newlines and tabs made spaces).
     `in_sqlite` False skips the fast scan and reads row by row (what it falls back to).
     `rowids`: only these rows (a live refresh reads what changed; pass `model` and `dim`)."""
-    with one_read(conn):  # the columns and the vectors, read by separate statements, from one state
-        return _load(conn, model, dim, preview, in_sqlite, rowids)
+    with whole_file_mapped(conn) if rowids is None else nullcontext(), one_read(conn):
+        return _load(conn, model, dim, preview, in_sqlite, rowids)   # the columns and the vectors, by
+                                                                      # separate statements, from one state
 
 
 @contextmanager
@@ -279,6 +281,7 @@ def _scan_by_row(conn, preview: int, rowids: list[int] | None = None) -> dict:
     ids, b1 = _texts(cols["id"])
     kind, b2 = _texts(cols["kind"])
     agent, b3 = _texts(cols["agent"])
+    kind[:], agent[:] = one_of_each(kind.tolist()), one_of_each(agent.tolist())
     blobs = cols["embedding"]
 
     def vectors(has, size, nbytes):
@@ -350,6 +353,8 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
         for name in ("kind", "agent", "model", "preview", *_NUMERIC, "json_ok"):
             i = _AGG[name]
             value = _loads(row[i])
+            if name in ("kind", "agent"):
+                value = one_of_each(value)
             if name in _NULL_IS_VALUE and '"' in row[i]:   # text in a number column (ISO times, 'very high')
                 strings = [j for j, v in enumerate(value) if type(v) is str]
                 odd.update(strings)
@@ -381,6 +386,13 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
             "model": cols["model"], "size": size,  # str here (valid UTF-8): encoded once per distinct name
             "odd_types": odd_types, "preview": cols["preview"] if preview > 0 else None, "vectors": vectors,
             "settle": (lambda: early.exception()) if early is not None else None}
+
+
+def one_of_each(values: list) -> list:
+    """`values` with every repeat the very object of its first occurrence: a column of a few
+    distinct texts (kinds, agents) then holds a few strings, not one per row (110 MB at 1M rows)."""
+    first = {v: v for v in dict.fromkeys(values)}
+    return list(map(first.__getitem__, values))
 
 
 def _loads(text):

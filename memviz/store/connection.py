@@ -8,6 +8,7 @@ extension loading is switched off again before any statement from the file runs.
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 
 import apsw
 import sqlite_vec
@@ -15,10 +16,15 @@ import sqlite_vec
 # How long a statement waits for another process's lock before the store reports itself busy
 # ("in exclusive use by another process"); MEMVIZ_BUSY_TIMEOUT_MS changes it (tests shorten it).
 BUSY_TIMEOUT_MS = int(os.environ.get("MEMVIZ_BUSY_TIMEOUT_MS", "5000"))
-# Pages are read through a read-only memory map instead of a read() per page: a full scan (what
-# loading the arrays is) is much faster. SQLite maps read-only and keeps the usual path for pages
-# in the WAL, so writes and crash safety are unchanged by it.
-MMAP_BYTES = 1 << 30
+# SQLite reads a page through a read-only memory map of the file instead of a read() into its page
+# cache (it maps read-only and keeps the usual path for pages in the WAL, so writes and crash safety
+# are unchanged by it). A map counts every page it has touched in the process's resident memory for
+# as long as the connection lives, so an open store keeps none (MMAP_BYTES): the window's queries
+# read a few pages each (bench/resident.py measures them beside the memory a map would hold). A read
+# of every row maps the whole file for as long as it lasts (whole_file_mapped), where it saves a
+# tenth to a third of the read (bench/scale.py).
+MMAP_BYTES = 0
+SCAN_MMAP_BYTES = 1 << 40   # "the whole file": SQLite maps no more than the file holds
 
 
 def connect(path: str, *, readonly: bool = False, create: bool = False) -> apsw.Connection:
@@ -35,3 +41,22 @@ def connect(path: str, *, readonly: bool = False, create: bool = False) -> apsw.
     conn.set_busy_timeout(BUSY_TIMEOUT_MS)
     conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
     return conn
+
+
+@contextmanager
+def whole_file_mapped(conn: apsw.Connection):
+    """The file memory-mapped whole for the block (a read of every row), then as before: SQLite
+    unmaps it once no statement holds a page of it, so its pages leave the resident memory."""
+    try:
+        before = conn.execute("PRAGMA mmap_size").fetchone()[0]
+        conn.execute(f"PRAGMA mmap_size={SCAN_MMAP_BYTES}")
+    except apsw.Error:
+        yield   # the read goes on through the page cache
+        return
+    try:
+        yield
+    finally:
+        try:
+            conn.execute(f"PRAGMA mmap_size={before}")
+        except apsw.Error:
+            pass  # a connection SQLite could not set back keeps its map until it is closed

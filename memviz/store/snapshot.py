@@ -29,7 +29,7 @@ import time
 import apsw
 import numpy as np
 
-from .arrays import MemoryArrays
+from .arrays import MemoryArrays, one_of_each
 from .fileheader import read_head
 
 FORMAT = 2  # bump when what a snapshot holds changes: older ones are then ignored
@@ -104,7 +104,7 @@ def load(path: str, preview: int) -> MemoryArrays | None:
         raw = {k: cols.pop(k) for k in _TEXTS if k in cols}
         if not preview:
             raw.pop("preview", None)
-        texts = {k: _split(v, n) for k, v in raw.items()}
+        texts = {k: _split(v, n, shared=k in ("kind", "agent")) for k, v in raw.items()}
         if any(t is None for t in texts.values()) or len(cols["rowid"]) != n:
             return None
         if preview and preview < meta["preview"]:
@@ -206,10 +206,13 @@ def _cut(previews: np.ndarray, chars: int) -> np.ndarray:
     return out
 
 
-def _split(raw: np.ndarray, n: int) -> np.ndarray | None:
+def _split(raw: np.ndarray, n: int, shared: bool = False) -> np.ndarray | None:
+    """The n texts joined by _joined; `shared`: a few distinct ones repeated (arrays.one_of_each)."""
     parts = raw.tobytes().decode("utf-8", "surrogatepass").split("\x00") if n else []
     if len(parts) != n:
         return None  # a text held NUL characters: the scan reads it properly instead
+    if shared:
+        parts = one_of_each(parts)
     out = np.empty(n, dtype=object)
     out[:] = parts
     return out

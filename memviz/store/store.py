@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import TypeVar
 
 import apsw
@@ -27,7 +27,7 @@ from .arrays import MemoryArrays, load_arrays
 from .boundary import ErrorBoundary
 from .changes import ChangeToken
 from .common import TEXT_COLUMNS, Provenance, StoreCommon, audit_dump, audit_load, check_expected, decode_row, pick_fields, supersede_ids
-from .connection import connect
+from .connection import connect, whole_file_mapped
 from .errors import (
     UNKNOWN,
     BusyError,
@@ -725,15 +725,15 @@ def _recover(path: str, allowed: bool) -> apsw.Connection:
 
 def _checked_in_thread(conn_path: str, path: str, mapped: bool = True):
     """_quick_check on its own read-only connection, in a thread: a Future of its answer.
-    `mapped` False (a check running after the window is up): every page is read through SQLite's
-    small page cache, at half the speed, instead of a second memory map of the file, which would
-    count up to MMAP_BYTES more of it in the process's resident memory."""
+    `mapped` (beside a read, or after a failed one): the file is memory-mapped whole while it is
+    checked; else (after a read: the window is up) every page is read through SQLite's small page
+    cache, at half the speed, so that the check does not count the whole file in the process's
+    resident memory meanwhile."""
     def check() -> list[str]:
         conn = connect(conn_path, readonly=True)
-        if not mapped:
-            conn.execute("PRAGMA mmap_size=0")
         try:
-            return _quick_check(conn, path)
+            with whole_file_mapped(conn) if mapped else nullcontext():
+                return _quick_check(conn, path)
         finally:
             conn.close()
     return in_thread(check, "memviz-quick-check")
