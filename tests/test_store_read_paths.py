@@ -70,6 +70,7 @@ def records(n: int) -> list[dict]:
                  event_time=1_700_000_000 + 3600 * i, confidence=0.123456789012345 if i == 5 else 1.0,
                  embedding=v[i] if i % 17 else None, embedding_model="main" if i % 17 else None,
                  valid_until=1_700_500_000.25 if i % 11 == 0 else None, tags=["t"] if i % 5 == 0 else [],
+                 protected=i % 13 == 0, decay_rate=0.05 if i % 9 == 0 else 0.1, access_count=i % 4,
                  attributes={"n": i} if i % 7 == 0 else {}) for i in range(n)]
     recs += [dict(id=f"s-{i}", kind="fact", content=f"small {i}", embedding=small[i], embedding_model="small",
                   event_time=1_600_000_000 + i) for i in range(20)]
