@@ -441,17 +441,19 @@ class Store(StoreCommon, SqliteQueries, ErrorBoundary):
         dim = len(blob) // 4
         if not self._has_table(vec_table(dim)):
             return []
-        rows = self.conn.execute(
-            f"SELECT memory_id, distance FROM {vec_table(dim)} WHERE embedding MATCH ? AND k = ? ORDER BY distance",
-            (blob, int(k)))
-        return [(i, float(d)) for i, d in rows]
+        with whole_file_mapped(self.conn):   # sqlite-vec reads every vector of the dimension: as a scan does
+            rows = self.conn.execute(
+                f"SELECT memory_id, distance FROM {vec_table(dim)} WHERE embedding MATCH ? AND k = ? ORDER BY distance",
+                (blob, int(k)))
+            return [(i, float(d)) for i, d in rows]
 
     def _has_table(self, name: str) -> bool:
         return self.conn.execute("SELECT 1 FROM sqlite_master WHERE name=?", (name,)).fetchone() is not None
 
     def integrity(self) -> list[str]:
         """Problems found by SQLite's integrity_check and the FTS5 index check (empty = fine)."""
-        problems = [r[0] for r in self.conn.execute("PRAGMA integrity_check") if r[0] != "ok"]
+        with whole_file_mapped(self.conn):   # every page is read
+            problems = [r[0] for r in self.conn.execute("PRAGMA integrity_check") if r[0] != "ok"]
         try:
             self.conn.execute("INSERT INTO memories_fts(memories_fts, rank) VALUES ('integrity-check', 1)")
         except apsw.ReadOnlyError:
