@@ -2,8 +2,9 @@
 # memviz as a user installs it: build the sdist and the wheel, check that the sdist builds the
 # same wheel as the tree, install the wheel into a new venv outside the tree, and use it there
 # with a new HOME: the sample store made and read through the public API, every command, the
-# window opened offscreen on the sample, the desktop entry written and removed. Anything the
-# wheel lacks (a package-data entry, a module) fails here, not on a user's machine.
+# window opened offscreen on the sample, the user guide's pages read from the wheel, the desktop
+# entry written and removed, the example plugin (tests/plugins/memviz-toy) installed beside it and
+# used. Anything the wheel lacks (a package-data entry, a module) fails here, not on a user's machine.
 #
 #   bash .ci/wheel_smoke.sh            (PYTHON=python3.12 to use another interpreter)
 # Needs PyPI (build, and memviz's dependencies: pip's cache makes a second run quick) and Qt's
@@ -26,7 +27,7 @@ quiet "$WORK/tools/bin/python" -m pip install build
 "$WORK/tools/bin/python" -m build --wheel -o "$WORK/direct" "$ROOT" >>"$WORK/build.log" 2>&1 ||
   { tail -40 "$WORK/build.log"; exit 1; }
 WHEEL="$(ls "$WORK"/dist/memviz-*.whl)"
-"$WORK/tools/bin/python" - "$WHEEL" "$WORK"/direct/memviz-*.whl <<'EOF'
+"$WORK/tools/bin/python" - "$WHEEL" "$WORK"/direct/memviz-*.whl "$ROOT" <<'EOF'
 import hashlib, sys, zipfile
 
 def files(path):  # name -> sha256 of the content; RECORD lists exactly these hashes
@@ -41,7 +42,10 @@ if from_sdist != direct:
     sys.exit(f"the sdist builds another wheel than the tree: only from the sdist {only_a}, only from the tree {only_b}, "
              f"different content {differ}")
 names = set(from_sdist)
-for need in ("memviz/icons/memviz.svg", "memviz/icons/memviz.png", "memviz/samples/assistant_text.py", "memviz/app/window.py"):
+import pathlib
+pages = sorted(f"memviz/manual/{p.name}" for p in pathlib.Path(sys.argv[3], "memviz", "manual").glob("*.md"))
+for need in ("memviz/icons/memviz.svg", "memviz/icons/memviz.png", "memviz/samples/assistant_text.py", "memviz/app/window.py",
+             "memviz/manual/__init__.py", *pages):
     if need not in names:
         sys.exit(f"the wheel lacks {need}")
 print(f"the sdist builds the same wheel as the tree: {len(names) + 1} files, "
@@ -125,6 +129,25 @@ grep -Eq "^memviz: interactive after [0-9.]+ s \([0-9]+ memories" "$WORK/window.
   test -s "$HOME/.local/share/memviz/samples/assistant.db" ||
   { echo "the window did not show the sample" >&2; exit 1; }
 
+step "the user guide from the wheel: every page of the manual's navigation that it installs"
+"$BIN/python" - <<'EOF'
+from memviz import manual
+from memviz.app.main import make_app
+
+app = make_app()
+from memviz.app.dialogs.help_dialogs import GuideDialog  # noqa: E402 - after the QApplication
+
+assert manual.checkout() is None and manual.assets_dir() is None, manual.SOURCE_ROOT  # nothing of the tree
+missing = [p.file for p in manual.pages() if p.path is None and p.file not in manual.ROOT_PAGES]
+assert not missing, f"pages of the manual's navigation not installed: {missing}"
+guide = GuideDialog()
+for p in manual.pages():
+    if p.path is not None:
+        assert guide.show_page(p.file), p.file
+        assert guide.browser.document().begin().text(), p.file  # its title, read from the installed file
+print(f"{len(guide.titles())} pages: {', '.join(guide.titles())}")
+EOF
+
 step "the desktop entry"
 mkdir -p "$HOME/.local/share"
 "$BIN/memviz" --install-desktop-entry
@@ -132,5 +155,15 @@ grep -q "^Exec=$BIN/memviz %f" "$HOME/.local/share/applications/memviz.desktop"
 test -s "$HOME/.local/share/icons/hicolor/256x256/apps/memviz.png"
 "$BIN/memviz" --uninstall-desktop-entry
 test ! -e "$HOME/.local/share/applications/memviz.desktop"
+
+step "a plugin installed beside it: the example package, listed, its store opened and ranked"
+cp -r "$ROOT/tests/plugins/memviz-toy" "$WORK/memviz-toy"  # built from a copy: the tree stays clean
+quiet "$BIN/python" -m pip install --no-deps "$WORK/memviz-toy"
+"$BIN/memviz" --version | tee "$WORK/version-plugins.txt"
+test "$(grep -c 'from memviz-toy 0.1.0): OK' "$WORK/version-plugins.txt")" = 4
+printf '{"toymem": 1, "records": [{"id": "r1", "text": "The user likes green tea.", "at": "2025-03-01T09:00:00Z"}]}\n' \
+  >"$WORK/toy.json"
+"$BIN/memviz" stats "$WORK/toy.json" | grep -q "memories: 1"
+"$BIN/memviz" query "$WORK/toy.json" "green tea" --preset toy-recency | grep -q "^toy-recency: "
 
 step "the wheel stands alone: $(basename "$WHEEL"), $(du -k "$WHEEL" | cut -f1) kB"

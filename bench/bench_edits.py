@@ -19,9 +19,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import memviz.store as ms  # noqa: E402
-from memviz.edits import ChangeWatcher, Correct, History, SetImportance, SoftDelete, retired  # noqa: E402
+from memviz.edits import Correct, History, SetImportance, SoftDelete, retired  # noqa: E402
 from memviz.edits.verify import problems  # noqa: E402
 from memviz.embed import LOCAL_MODEL, default_embedder  # noqa: E402
+from memviz.store.changes import ChangeWatcher  # noqa: E402
 
 
 def make_store(path, n, dim=256):

@@ -245,7 +245,7 @@ def run_case(app, template: str, n: int, rate: float, seconds: float, umap: bool
     timer = QTimer(interval=10, timeout=tick)
     timer.start()
     log = os.path.join(DIR, f"live-writer-{os.getpid()}.log")
-    refreshes0 = dict(win.refreshes)
+    refreshes0 = dict(win.live.refreshes)
     cpu0, t0 = cpu_s(), time.monotonic()
     if rate > 0:
         proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--writer", db, str(rate), str(seconds), log,
@@ -275,7 +275,7 @@ def run_case(app, template: str, n: int, rate: float, seconds: float, umap: bool
         "lat_p95": lat[int(0.95 * (len(lat) - 1))] if lat else float("nan"),
         "cpu_per_s": (cpu1 - cpu0) / (t1 - t0),
         "stalls50": gaps["50"], "stalls100": gaps["100"], "longest_ms": 1000 * gaps["longest"],
-        "delta": win.refreshes["delta"] - refreshes0["delta"], "full": win.refreshes["full"] - refreshes0["full"],
+        "delta": win.live.refreshes["delta"] - refreshes0["delta"], "full": win.live.refreshes["full"] - refreshes0["full"],
         "rss0": rss0, "rss1": rss_mb(), "threads": (th0, threads_and_fds()[0]), "fds": (fd0, threads_and_fds()[1]),
         "umap_s": (umap_done[0] - t0) if umap_done else None,
     }

@@ -8,7 +8,7 @@ an existing server whose role may create databases) and prints one table, a colu
   copied to PostgreSQL (data commit, then the HNSW index); the window's open (connect, arrays
   in bulk, counts, first map: `load_store_data`); an audited edit with conflict check; an agent
   in another process inserting `--rate` memories/s for `--live-seconds` s with its own SQL while
-  the window's path (ChangeWatcher poll every POLL_MS, read_refresh, AppState.apply_refresh)
+  the window's path (ChangeWatcher poll every POLL_MS, read_changes, apply_changes)
   shows them: commit-to-visible latency of every row, rows missed, refreshes read whole.
 - `fleet:NxD`: N memories from 100 agents written straight to the server (binary COPY, kept);
   open, slider recombine and a new query on the memviz engine over the arrays read from it.
@@ -41,7 +41,7 @@ from memviz.store.copy import copy_store  # noqa: E402
 
 FOLDER = os.path.join(tempfile.gettempdir(), "memviz-bench")
 AGENTS = 100
-POLL_MS = 250  # memviz.app.controllers.edit_controller.POLL_MS (not imported: no Qt here)
+POLL_MS = 250  # memviz.app.controllers.live_controller.POLL_MS (not imported: no Qt here)
 TARGETS = {"copy": "<= 30 s", "open": "<= 3 s (fleet <= 10 s)", "edit": "<= 20 ms", "live": "<= 1 s, none missed",
            "recombine": "<= 10 ms", "query": "<= 100 ms"}
 
@@ -136,9 +136,9 @@ def writer(dsn: str, rate: float, seconds: float, dim: int, out: str) -> int:
 
 def live(dsn: str, store, data, rate: float, seconds: float, dim: int) -> dict:
     """The window's path while the agent writes: poll, read the delta, install it."""
-    from memviz.edits.watch import ChangeWatcher
-    from memviz.session.refresh import read_refresh
+    from memviz.session.live import apply_changes, read_changes
     from memviz.session.state import AppState
+    from memviz.store.changes import ChangeWatcher
 
     state = AppState()
     state.set_data(data)
@@ -161,9 +161,9 @@ def live(dsn: str, store, data, rate: float, seconds: float, dim: int) -> dict:
             continue
         polled = time.time()
         t = time.perf_counter()
-        fresh = read_refresh(state.data)
+        fresh = read_changes(state.data, state.loaded_arrays)
         t_read = time.perf_counter()
-        how = state.apply_refresh(fresh)
+        how = apply_changes(state, fresh)
         room = getattr(fresh, "room", None) or {}
         steps.append((t_read - t, time.perf_counter() - t_read, len(getattr(getattr(fresh, "changes", None), "added", ())),
                       sorted(room)))

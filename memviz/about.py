@@ -1,10 +1,12 @@
 """What this memviz runs on, for `memviz --version` and Help ▸ About (no Qt: the versions come
-from the installed packages' metadata, so the report opens no window and loads no Qt library).
+from the installed packages' metadata, so the report opens no window and loads no Qt library),
+and the plugins installed, each with its state (memviz/plugins.py).
 
 Given a PostgreSQL connection string, it also asks that server for its version and the
 database's pgvector version."""
 from __future__ import annotations
 
+import importlib
 import os
 import platform
 import sys
@@ -14,6 +16,15 @@ import apsw
 import sqlite_vec
 
 import memviz
+from memviz import plugins
+
+#: entry point group -> the registry that loads it (imported only when plugins of the group are installed)
+REGISTRIES = {
+    "memviz.sources": "memviz.frameworks",
+    "memviz.presets": "memviz.retrieval.presets.registry",
+    "memviz.importers": "memviz.importers",
+    "memviz.embedders": "memviz.embed",
+}
 
 
 def _version(*dists: str) -> str | None:
@@ -40,9 +51,21 @@ def report(dsn: str | None = None) -> str:
     psycopg = _version("psycopg")
     lines.append(f"psycopg {psycopg} (PostgreSQL stores; `memviz --version postgresql://…` names the server's pgvector)"
                  if psycopg else "psycopg: not installed (PostgreSQL stores need `pip install 'memviz[pg]'`)")
-    if dsn:
+    found = load_plugins()
+    lines.append("plugins: " + (f"{len(found)}" if found else
+                                f"none installed (entry point groups {', '.join(plugins.GROUPS)})"))
+    lines.extend(f"  {p.line()}" for p in found)
+    if dsn:  # last: the one line that asked a server
         lines.append(_server_line(dsn))
     return "\n".join(lines)
+
+
+def load_plugins() -> list[plugins.Plugin]:
+    """Every installed plugin, loaded by its registry (the window does this at start-up, so that
+    what is skipped is said then), with its state."""
+    for group in plugins.installed():
+        importlib.import_module(REGISTRIES[group]).load_plugins()
+    return plugins.plugins()
 
 
 def _sqlite_vec_version() -> str:

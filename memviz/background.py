@@ -1,8 +1,14 @@
-"""One way to run a function in a plain thread and collect its result or exception later
-(the store's integrity check beside the read; the launch's read before Qt is imported), and
-one way to read ahead in a thread (a framework mirror's first build), and one way to hold the
-cyclic garbage collector back while many objects are made at once.
-No Qt here: the window's jobs use memviz/app/workers.py."""
+"""The one way the core runs work in a thread: `in_thread(fn, name)` starts `fn` in a daemon
+thread and hands back a Future of what it returned or raised (the store's quick check beside
+the read, the launch's read before Qt is imported, the int8 index, the snapshot's write, a
+mirror's indexes, an LLM request, a second core's share of a retrieval pass). `wait_for`
+waits for such a Future unless a `memviz.tasks.Task` is cancelled first; a job that can be
+stopped mid-statement registers its stop with `task.on_cancel` (e.g. `conn.interrupt`).
+`read_ahead` reads a source in a thread ahead of its consumer; `gc_paused` holds the cyclic
+garbage collector back while many objects are made at once.
+
+No other core module starts a thread (tests/test_contracts.py checks it). The window's jobs
+use the worker lanes of memviz/app/workers.py, UMAP its own process (memviz/layout/umap_worker.py)."""
 from __future__ import annotations
 
 import gc
@@ -12,6 +18,8 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import TypeVar
+
+from .tasks import Task
 
 T = TypeVar("T")
 
@@ -27,6 +35,19 @@ def in_thread(fn: Callable[[], T], name: str) -> Future:
             fut.set_exception(e)
     threading.Thread(target=work, name=name, daemon=True).start()
     return fut
+
+
+def wait_for(fut: Future, task: Task | None) -> T:
+    """What `fut` returned (or raise what it raised), unless `task` is cancelled first: then
+    `tasks.Cancelled` at once, and the thread is left to end by itself."""
+    if task is None:
+        return fut.result()
+    done = threading.Event()
+    task.on_cancel(done.set)
+    fut.add_done_callback(lambda _: done.set())
+    done.wait()
+    task.check()
+    return fut.result()
 
 
 _gc_lock = threading.Lock()
@@ -87,7 +108,7 @@ def read_ahead(produce: Callable[[], Iterable[T]], batch: int, name: str, depth:
             put(done)
         except BaseException as e:  # noqa: BLE001 - raised in the consumer
             put(_Failed(e))
-    threading.Thread(target=work, name=name, daemon=True).start()
+    in_thread(work, name)
     try:
         while True:
             item = q.get()

@@ -4,11 +4,14 @@ Each subcommand lives in its own module under memviz/commands with `add_parser(s
 setting `func`; a command returns an exit code. A StoreError (or any error meant for the
 user) becomes a one-line message and exit code 2, never a traceback; a raw SQLite error that a
 command met outside the Store's methods (through `store.conn`) is translated here, the
-command's one boundary, by the same `translate` the store uses.
+command's one boundary, by the same `translate` the store uses. A plugin skipped (memviz/plugins.py)
+is named in one line on stderr; the parser is first built without loading any (`memviz --help`
+and the window need none there), then again with them for a command, whose options list them.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
 import os
@@ -16,6 +19,7 @@ import sys
 
 import apsw
 
+from . import plugins
 from .store.errors import StoreError, translate
 from .tasks import Cancelled
 
@@ -33,6 +37,7 @@ COMMANDS = (
     "memviz.commands.clock",
     "memviz.commands.copy",
     "memviz.commands.index",
+    "memviz.commands.judge",
 )
 
 #: errors whose message is meant for the user (anything else is a bug and keeps its traceback)
@@ -69,10 +74,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser()
+    with plugins.deferred():
+        parser = build_parser()
     commands = parser._subparsers._group_actions[0].choices
     if not argv or (argv[0] not in commands and (not argv[0].startswith("-") or argv[0] == "--read-only")):
-        return open_window(argv)
+        with _saying_skipped():
+            return open_window(argv)
+    if argv[0] in commands:  # its options list the registries (presets, import formats): with the plugins'
+        with _saying_skipped():
+            return _run(build_parser(), argv)
+    return _run(parser, argv)  # --help; --version, which lists every plugin with its state
+
+
+def _run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.command is None and not (args.install_desktop_entry or args.uninstall_desktop_entry):
         parser.error("give a COMMAND, or a store to open without options before it")  # e.g. `memviz -x`
@@ -91,6 +105,16 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("memviz: interrupted", file=sys.stderr)
         return 130
+
+
+@contextlib.contextmanager
+def _saying_skipped():
+    """A plugin skipped meanwhile is named on stderr, in one line."""
+    stop = plugins.listen(lambda plugin: print(f"memviz: {plugin.line()}", file=sys.stderr))
+    try:
+        yield
+    finally:
+        stop()
 
 
 class _Version(argparse.Action):

@@ -8,25 +8,21 @@ from pathlib import Path
 
 def user_cache_dir() -> Path:
     """memviz's per-user cache folder (MEMVIZ_CACHE_DIR overrides): numba's compiled UMAP, array snapshots."""
-    if os.environ.get("MEMVIZ_CACHE_DIR"):
-        return Path(os.environ["MEMVIZ_CACHE_DIR"])
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Caches"
-    else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "memviz"
+    return _user_dir("MEMVIZ_CACHE_DIR", ("LOCALAPPDATA", "AppData/Local"), "Library/Caches", ("XDG_CACHE_HOME", ".cache"))
 
 
 def user_data_dir() -> Path:
     """memviz's per-user data folder (MEMVIZ_DATA_DIR overrides): the sample's private copy, imports."""
-    if os.environ.get("MEMVIZ_DATA_DIR"):
-        return Path(os.environ["MEMVIZ_DATA_DIR"])
-    if sys.platform == "win32":
-        base = Path(os.environ.get("APPDATA") or Path.home() / "AppData" / "Roaming")
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Application Support"
-    else:
-        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
-    return base / "memviz"
+    return _user_dir("MEMVIZ_DATA_DIR", ("APPDATA", "AppData/Roaming"), "Library/Application Support",
+                     ("XDG_DATA_HOME", ".local/share"))
+
+
+def _user_dir(own: str, windows: tuple[str, str], mac: str, xdg: tuple[str, str]) -> Path:
+    """memviz's folder under the platform's: `own` (an environment variable) names it outright;
+    Windows and XDG: (variable, default under the home folder); macOS: under the home folder."""
+    if os.environ.get(own):
+        return Path(os.environ[own])
+    if sys.platform == "darwin":
+        return Path.home() / mac / "memviz"
+    var, default = windows if sys.platform == "win32" else xdg
+    return Path(os.environ.get(var) or Path.home() / default) / "memviz"

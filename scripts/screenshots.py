@@ -6,8 +6,9 @@ where that system allows memviz's edits, since only its mirror in memviz's cache
 engine is there), selects a reflection so the graph shows a neighbourhood, waits for the
 background work (store load, graph, UMAP) and saves the whole window and each panel as
 PNG (`window.png` at the first size, `window-WxH.png` at the others, `panel-timeline.png`, ...;
-`--name isabella` writes `isabella.png`, `isabella-WxH.png`; `--no-panels` only the window). Run under Xvfb (`xvfb-run -a python -m ...`)
-for real window decorations and fonts, or with QT_QPA_PLATFORM=offscreen.
+`--name isabella` writes `isabella.png`, `isabella-WxH.png`; `--no-panels` only the window;
+`--theme dark` (or light) the window in View ▸ Theme's dark (light) colours). Run under Xvfb
+(`xvfb-run -a python -m ...`) for real window decorations and fonts, or with QT_QPA_PLATFORM=offscreen.
 """
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ def main(argv=None) -> int:
     ap.add_argument("--umap-wait", type=float, default=90.0, help="seconds to wait for UMAP")
     ap.add_argument("--name", default="window", help="file name of the window shots (default: window)")
     ap.add_argument("--no-panels", dest="panels", action="store_false", help="no panel-*.png")
+    ap.add_argument("--theme", choices=["system", "light", "dark"], default="system",
+                    help="View ▸ Theme's choice for the shots (default: the desktop's colours)")
     ap.add_argument("--writable", action="store_true",
                     help="open a native store writable, as a user would (it is written to: the map's layout is cached)")
     args = ap.parse_args(argv)
@@ -37,11 +40,13 @@ def main(argv=None) -> int:
 
     from memviz.app.main import make_app, process_until
     app = make_app()  # noqa: F841 - the reference keeps the QApplication alive
+    from memviz.app.theme import SETTING
     from memviz.app.window import MainWindow
 
     wait = process_until
 
     settings = QSettings(os.path.join(tempfile.mkdtemp(), "shots.ini"), QSettings.IniFormat)
+    settings.setValue(SETTING, args.theme)
     win = MainWindow(settings)
     win.resize(*sizes[0])
     win.show()

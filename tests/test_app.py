@@ -252,24 +252,24 @@ def test_open_read_only_and_status_bar(qtbot, tmp_path, store_file):
     assert w.status_ro.text() == "READ-ONLY" and "read-only" in w.windowTitle()
     assert "20 memories" in w.status_counts.text()
     assert "wordllama" in w.status_model.text()
-    assert w.recent_files()[0] == os.path.abspath(store_file)
+    assert w.recent.files()[0] == os.path.abspath(store_file)
 
 
 def test_export_results_table_and_plots(qtbot, win, tmp_path):
     win.table.search.setText("alice")
     win.table.refilter()
-    n = win.export("table", str(tmp_path / "t.csv"))
+    n = win.exporter.export("table", str(tmp_path / "t.csv"))
     with open(tmp_path / "t.csv", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == n == win.table.model.rowCount() and all("Alice" in r["content"] for r in rows)
-    win.export("table", str(tmp_path / "t.json"))
+    win.exporter.export("table", str(tmp_path / "t.json"))
     assert len(json.loads((tmp_path / "t.json").read_text())) == n
     for name in ("timeline", "graph", "map"):
-        win.export(name, str(tmp_path / f"{name}.png"))
-        win.export(name, str(tmp_path / f"{name}.svg"))
+        win.exporter.export(name, str(tmp_path / f"{name}.png"))
+        win.exporter.export(name, str(tmp_path / f"{name}.svg"))
         assert (tmp_path / f"{name}.png").stat().st_size > 1000
         assert (tmp_path / f"{name}.svg").read_text(errors="replace").lstrip().startswith("<?xml")
-    assert win.export("results", str(tmp_path / "r.json")) == 0  # no query run
+    assert win.exporter.export("results", str(tmp_path / "r.json")) == 0  # no query run
 
 
 def test_docks_and_geometry_are_remembered(qtbot, tmp_path, store_file):

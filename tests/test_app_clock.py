@@ -64,7 +64,7 @@ def test_the_query_ranks_with_live_recency_and_consolidate_shows_the_clock(qtbot
     q.run_query()
     qtbot.waitUntil(lambda: bool(got), timeout=20000)
     assert "ages from the store's clock, 2025-07-07 02:10:00 UTC (simulated)" in q.legend.text()
-    engine = q._engine(win.state.data)
+    engine = q.model.engine_of(win.state.data)
     engine.set_query("Elena's knee and the physiotherapist")
     r = engine.score(q.params())
     assert max(r.raw["recency"]) > 0.01  # the wall clock made every recency 0

@@ -126,7 +126,7 @@ def test_timeline_and_map_switch_to_density_and_draw_the_selection_on_top(make_w
     for panel in (win.timeline, win.map):
         at = int(panel.point_of_rows([row])[0])
         x, y = panel.x[at], panel.y[at]
-        ring = near_colour(colours_near(panel.plot, panel.vb, x, y), QColor(style.SELECTED).getRgb()[:3], tol=60)
+        ring = near_colour(colours_near(panel.plot, panel.vb, x, y), QColor(style.theme().selected).getRgb()[:3], tol=60)
         assert ring > 10, panel                     # the selection's ring over the density image
     # zoomed in on the selection: points again, the ring still there
     x, y = win.timeline.x[int(win.timeline.point_of_rows([row])[0])], 0

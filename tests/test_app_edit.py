@@ -42,7 +42,8 @@ def menu_action(win, ids, key):
 
 def settle(qtbot, win):
     """Wait for a correction's embedding (on a worker) and the reload that follows a write."""
-    qtbot.waitUntil(lambda: not win.edits.embedding and not any(win.workers.running(j) for j in ("reload", "refresh")), timeout=10000)
+    qtbot.waitUntil(lambda: not win.edits.corrections.embedding
+                    and not any(win.workers.running(j) for j in ("reload", "refresh")), timeout=10000)
     qtbot.wait(20)
 
 

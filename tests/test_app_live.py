@@ -130,7 +130,7 @@ def test_agent_inserts_recalls_and_soft_deletes_are_deltas_and_the_view_stays(qt
     qtbot.waitUntil(lambda: not win.workers.running("query") and not win.map.placing, timeout=20000)
 
     assert out["inserted"] and out["touches"] and out["retired"]
-    assert win.refreshes["full"] == 0 and win.refreshes["delta"] >= 1  # never a whole re-read
+    assert win.live.refreshes["full"] == 0 and win.live.refreshes["delta"] >= 1  # never a whole re-read
     assert_same_arrays(win.state.data.arrays, want)  # what the deltas built is what the store holds
     a = win.state.data.arrays
     assert all(not a.live[a.index_of(m)] for m in out["retired"])
@@ -154,23 +154,24 @@ def test_agent_inserts_recalls_and_soft_deletes_are_deltas_and_the_view_stays(qt
 
 
 def test_the_poll_is_asked_off_the_gui_thread_and_steady_writes_are_refreshed_in_spaced_batches(qtbot, live):
-    """The watcher's question (for a framework store, a read of its source) runs on the live
-    lane; under steady writes one refresh per REFRESH_GAP_S reads them all, none is lost."""
-    from memviz.app.controllers.edit_controller import REFRESH_GAP_S, WATCH_JOB
+    """The poll's question (for a framework store, a read of its source) runs on the live lane;
+    under steady writes one refresh per REFRESH_GAP_S reads them all, none is lost."""
+    from memviz.app.controllers.live_controller import POLL_JOB, READ_JOB, REFRESH_GAP_S
     win, path = live
-    win.edits.watch_timer.stop()  # (its own tick could be asking already)
-    qtbot.waitUntil(lambda: not any(win.workers.running(j) for j in (WATCH_JOB, "refresh", "reload", "open")), timeout=20000)
-    win.edits.poll()
-    assert win.workers.running(WATCH_JOB)
-    win.edits.watch_timer.start()
+    win.live.poll_timer.stop()  # (its own tick could be asking already)
+    qtbot.waitUntil(lambda: not any(win.workers.running(j) for j in (POLL_JOB, READ_JOB, "reload", "open")), timeout=20000)
+    win.live.poll()
+    assert win.workers.running(POLL_JOB)
+    win.live.poll_timer.start()
     asked = []
-    win.edits.reload_requested.connect(lambda: asked.append(time.monotonic()))
+    win.workers.activity.connect(lambda name, *_: name == READ_JOB and asked.append(time.monotonic()))
     proc = agent(path, "--rate", "20", "--seconds", "3")
     out = finished(qtbot, proc)
     want = caught_up(qtbot, win, path)
     assert_same_arrays(win.state.data.arrays, want)
-    assert len(out["inserted"]) > 30 and win.refreshes["full"] == 0
-    assert 2 <= len(asked) <= 3 / REFRESH_GAP_S + 2
+    assert len(out["inserted"]) > 30 and win.live.refreshes["full"] == 0
+    # (+ the first look of the store's poll, and the reads before and after the agent's seconds)
+    assert 2 <= len(asked) <= 3 / REFRESH_GAP_S + 3
     assert min(np.diff(asked)) >= REFRESH_GAP_S - 0.01
 
 
@@ -179,9 +180,9 @@ def test_a_vacuum_is_read_whole_and_the_view_stays(qtbot, live):
     set_view(qtbot, win)
     before = view_of(win)
     sql(path, "UPDATE memories SET importance = 3 WHERE id = 'm0001'", "VACUUM")
-    qtbot.waitUntil(lambda: win.refreshes["full"] == 1, timeout=20000)
+    qtbot.waitUntil(lambda: win.live.refreshes["full"] == 1, timeout=20000)
     caught_up(qtbot, win, path)
-    assert win.refreshes["delta"] == 0
+    assert win.live.refreshes["delta"] == 0
     assert win.state.data.arrays.importance[win.state.data.arrays.index_of("m0001")] == 3
     assert view_of(win) == before
     assert win.state.selected_ids == ["m0010"]
@@ -198,7 +199,7 @@ def test_own_edits_keep_the_query_and_the_view(qtbot, live):
     assert win.query.results.result is not None and victim not in win.query.results.result.ids
     assert win.query.results.exits and win.query.results.exits[0][0] == victim  # the exit is shown
     assert "left the results" in win.query.legend.text()
-    assert win.refreshes["full"] == 0
+    assert win.live.refreshes["full"] == 0
     after = view_of(win)
     assert {k: v for k, v in after.items() if k != "top"} == {k: v for k, v in before.items() if k != "top"}
 
@@ -209,7 +210,7 @@ def test_a_umap_started_before_the_writes_finishes_during_them(qtbot, live, tmp_
     win.map.start_umap()
     proc = agent(path, "--rate", "4", "--seconds", "240", "--stop-file", str(stop))
     try:
-        qtbot.waitUntil(lambda: win.refreshes["delta"] >= 2, timeout=60000)
+        qtbot.waitUntil(lambda: win.live.refreshes["delta"] >= 2, timeout=60000)
         qtbot.waitUntil(lambda: win.map.method.startswith("UMAP"), timeout=200000)
         assert proc.poll() is None  # the agent was still writing when the layout arrived
     finally:
@@ -313,7 +314,7 @@ def test_new_rows_enter_the_sorted_table_where_a_full_sort_puts_them(qtbot, live
     out = finished(qtbot, proc)
     caught_up(qtbot, win, path)
     assert full == []
-    assert win.refreshes["delta"] >= 1
+    assert win.live.refreshes["delta"] >= 1
     live_order = t.model.order.copy()
     assert len(live_order) == len(out["inserted"])
     real()
@@ -328,5 +329,5 @@ def test_the_table_count_follows_new_rows_that_no_filter_lets_through(qtbot, liv
     assert win.table.count.text() == "10 of 300"
     out = finished(qtbot, agent(path, "--rate", "20", "--seconds", "1"))
     caught_up(qtbot, win, path)
-    assert out["inserted"] and win.refreshes["full"] == 0
+    assert out["inserted"] and win.live.refreshes["full"] == 0
     assert win.table.count.text() == f"10 of {300 + len(out['inserted']):,}"

@@ -43,9 +43,9 @@ from test_app_support import T0, build_store
 
 import memviz.store as ms
 from memviz.app.dialogs.edit_dialogs import ConflictDialog
+from memviz.app.dialogs.reflect_dialog import ProposalCard
 from memviz.app.panels.prompt_panel import CumulativeBar
 from memviz.app.panels.query_panel import ResultBarDelegate
-from memviz.app.panels.reflect_panel import ProposalCard
 from memviz.app.panels.retired_panel import RetiredModel
 from memviz.app.plain_text import plain_tooltip
 from memviz.app.window import MainWindow

@@ -111,7 +111,85 @@ def test_help_lists_every_shortcut_of_the_actions_and_opens_the_guide(make_windo
             for i in range(dlg.table.topLevelItemCount())}
     assert rows["Correct"] == "F2" and rows["Soft-delete"] == QKeySequence("Delete").toString(QKeySequence.NativeText)
     guide = win.show_guide()
-    assert "Editing" in guide.browser.toPlainText() and "The window" in guide.browser.toPlainText()
+    titles = guide.titles()
+    assert titles[:3] == ["Home", "Getting started", "The window"], titles
+    assert {"Fix a fact", "Watch the agent live", "Command line", "Troubleshooting"} <= set(titles)
+    assert guide.page == "index.md" and "What do you want to do?" in guide.browser.toPlainText()
+
+
+def test_the_user_guide_shows_the_manual_and_follows_its_links(qtbot, make_window):
+    from PySide6.QtCore import QUrl
+
+    from memviz import manual
+    win = make_window()
+    guide = win.show_guide()
+    qtbot.waitExposed(guide)
+    # every page of the manual's navigation is listed, in its order, and opens
+    nav = [p.title for p in manual.pages()]
+    assert guide.titles() == nav  # (a checkout: the root's glossary and architecture too)
+    for p in manual.pages():
+        assert guide.show_page(p.file)
+        first = guide.browser.document().begin()
+        assert first.blockFormat().headingLevel() == 1 and first.text(), p.file  # its title
+    # a link to another page is followed, at the heading it names; Back returns
+    guide.show_page("index.md")
+    guide.follow(QUrl("fix-a-fact.md"))
+    assert guide.page == "fix-a-fact.md" and guide.windowTitle().endswith("Fix a fact")
+    assert guide.contents.currentItem().text(0) == "Fix a fact"
+    guide.follow(QUrl("getting-started.md#in-your-desktops-menu"))
+    assert guide.page == "getting-started.md" and guide.browser.verticalScrollBar().value() > 0
+    doc, shown = guide.browser.document(), guide.browser.verticalScrollBar().value()
+    heading = doc.begin()
+    while heading.isValid() and heading.text() != "In your desktop's menu":
+        heading = heading.next()
+    assert heading.isValid()
+    at = doc.documentLayout().blockBoundingRect(heading)
+    assert shown <= at.top() and at.bottom() <= shown + guide.browser.viewport().height()  # in view
+    guide.back.click()
+    assert guide.page == "fix-a-fact.md"
+    # the site's extensions read as text: the tabs of Getting started, no raw markers
+    guide.show_page("getting-started.md")
+    text = guide.browser.toPlainText()
+    assert "From a checkout" in text and '=== "' not in text and "!!!" not in text
+    # the screenshots of the checkout are shown, no wider than the view
+    guide.show_page("window.md")
+    images, block = [], guide.browser.document().begin()
+    while block.isValid():
+        it = block.begin()
+        while not it.atEnd():
+            if it.fragment().charFormat().isImageFormat():
+                images.append(it.fragment().charFormat().toImageFormat())
+            it += 1
+        block = block.next()
+    assert len(images) >= 7
+    assert all(QUrl(i.name()).isLocalFile() and 0 < i.width() <= guide.browser.viewport().width() for i in images)
+
+
+def test_an_installed_guide_has_its_pages_without_the_checkout(qtbot, make_window, monkeypatch):
+    """As from a wheel: no source tree beside the package. Every page installed is there; a
+    picture is its caption; a link to a page of the source tree says where that page is."""
+    from PySide6.QtCore import QUrl
+
+    from memviz import manual
+    monkeypatch.setattr(manual, "checkout", lambda: None)
+    win = make_window()
+    guide = win.show_guide()
+    assert "Glossary" not in guide.titles() and "Architecture" not in guide.titles()
+    assert len(guide.titles()) == len(manual.NAV[:3]) + sum(len(e) for _, e in manual.NAV[3:]) - 2
+    guide.show_page("index.md")
+    assert "memviz on the assistant sample" in guide.browser.toPlainText()  # the picture's caption
+    guide.follow(QUrl("GLOSSARY.md"))
+    assert guide.page == "index.md" and "not part of the manual installed here" in guide.note.text()
+
+
+def test_help_about_shows_the_version_report(make_window):
+    import memviz
+    from memviz import about
+    win = make_window()
+    dlg = win.show_about()
+    text = dlg.report.toPlainText()
+    assert text.splitlines()[0] == f"memviz {memviz.__version__} ({about.os.path.dirname(memviz.__file__)})"
+    assert {ln.split()[0] for ln in text.splitlines()} >= {"memviz", "Python", "Qt", "SQLite", "sqlite-vec"}
 
 
 def test_toolbar_buttons_do_not_move_when_the_undo_label_changes(qtbot, make_window, store_file, tmp_path):
@@ -158,7 +236,7 @@ def test_edits_from_the_window_record_a_reason_in_the_history(qtbot, make_window
     ctl = win.edits
 
     def settle():
-        qtbot.waitUntil(lambda: not ctl.embedding and not win.workers.running("reload"), timeout=10000)
+        qtbot.waitUntil(lambda: not ctl.corrections.embedding and not win.workers.running("reload"), timeout=10000)
         qtbot.wait(20)
 
     def notes(mid):
@@ -200,7 +278,6 @@ def run_query(qtbot, win, text="peanut allergy"):
 
 @pytest.mark.parametrize("size", [(1100, 700), (1500, 950), (1920, 1080)])
 def test_default_docks_keep_the_results_readable(qtbot, make_window, store_file, size):
-    from memviz.app.panels.query_panel import RESULT_COLUMNS
     win = make_window(store_file, size=size)
     win.reset_docks()
     qtbot.wait(50)
@@ -208,14 +285,15 @@ def test_default_docks_keep_the_results_readable(qtbot, make_window, store_file,
     q = win.query
     assert q.rows_visible() >= 8, size
     h = q.view.horizontalHeader()
-    content = h.sectionSize(RESULT_COLUMNS.index("content"))
+    columns = [c.name for c in q.results.columns]   # the built-in ones and those added (the grades)
+    content = h.sectionSize(columns.index("content"))
     assert content >= (120 if size[0] < 1300 else 220), (size, content)
     # every header's text fits its column
     fm = h.fontMetrics()
-    for i, name in enumerate(RESULT_COLUMNS):
+    for i, name in enumerate(columns):
         if not h.isSectionHidden(i):
             assert h.sectionSize(i) >= fm.horizontalAdvance(name) + 8, name
-    assert not h.isSectionHidden(RESULT_COLUMNS.index("agent"))  # alice and bob: an agent column
+    assert not h.isSectionHidden(columns.index("agent"))  # alice and bob: an agent column
     # the table shows its memories' text without scrolling sideways
     t = win.table.view
     th = t.horizontalHeader()
@@ -278,18 +356,17 @@ def assert_labels_apart_and_inside(graph):
 def test_graph_shows_direction_and_a_lineage_colour_no_kind_has(qtbot, make_window, store_file):
     from PySide6.QtGui import QColor
 
-    from memviz.app.plots import style
     win = make_window(store_file, graph=True)
     gp = win.graph
     win.state.select_ids(["refl0"])
     qtbot.wait(20)
-    taken = [QColor(c) for c in list(style.KIND_COLORS.values()) + style.PALETTE]
+    taken = [QColor(c) for c in list(gp.theme.kinds.values()) + list(gp.theme.palette)]
 
     def far_from_every_kind(c):
         return min(np.hypot(np.hypot(c.red() - k.red(), c.green() - k.green()), c.blue() - k.blue()) for k in taken) > 80
     for item in (gp.hot_edges, gp.hot_arrows):
         assert far_from_every_kind(item.opts["pen"].color())
-    assert far_from_every_kind(QColor(style.LINEAGE))
+    assert far_from_every_kind(QColor(gp.theme.lineage))
     # every drawn link has an arrowhead at its derived end: two strokes from a tip near that node
     g = gp.graph
     ax, ay = gp.arrows.getData()
@@ -373,7 +450,7 @@ def test_empty_window_says_what_to_do_instead_of_empty_axes(qtbot, make_window, 
         win2.open_path(str(bad))
     assert win2.start_page.isVisible() and "bad.db" in win2.start_page.problem.text()
     win2.error_box.close()
-    win2.start_page.set_recent(win2.recent_files())
+    win2.start_page.set_recent(win2.recent.files())
     item = win2.start_page.recent.item(0)
     assert item is not None and item.data(Qt.UserRole).endswith(".db")
     with qtbot.waitSignal(win2.opened, timeout=30000):

@@ -28,7 +28,7 @@ def test_open_database_with_a_typed_password_never_saved(pg, make_window, qtbot,
         with ms.create(pg.dsn(name, PASSWORD_ROLE, PASSWORD)) as s:
             _fill(s)
         win = make_window()
-        dlg = win.choose_database()
+        dlg = win.opener.choose_database()
         dlg.connection.dsn_edit.setText(pg.dsn(name, PASSWORD_ROLE))
         dlg.connection.password_edit.setText(PASSWORD)
         with qtbot.waitSignal(win.opened, timeout=20000):
@@ -38,9 +38,9 @@ def test_open_database_with_a_typed_password_never_saved(pg, make_window, qtbot,
         assert len(win.state.data.arrays) == 4
         win.settings.sync()
         assert PASSWORD not in (tmp_path / "settings.ini").read_text()
-        recent = win.recent_files()[0]
+        recent = win.recent.files()[0]
         assert recent.startswith("postgresql://memviz_pw@/") and PASSWORD not in recent
-        again = win.choose_database()
+        again = win.opener.choose_database()
         assert again.connection.recent.item(0).text() == recent
         again.connection.recent.setCurrentRow(0)
         assert again.connection.dsn_edit.text() == recent
@@ -53,7 +53,7 @@ def test_open_database_with_a_typed_password_never_saved(pg, make_window, qtbot,
 
 def test_open_database_refuses_what_is_not_a_connection_string(make_window):
     win = make_window()
-    dlg = win.choose_database()
+    dlg = win.opener.choose_database()
     dlg.connection.dsn_edit.setText("/tmp/some.db")
     dlg._accept()
     assert dlg.isVisible() and "postgresql://" in dlg.error.text()
@@ -65,7 +65,7 @@ def test_copy_store_to_a_database_and_to_a_file(pg, pg_db, make_window, qtbot, t
     with ms.create(str(src)) as s:
         _fill(s, 6)
     win = make_window(src)
-    dlg = win.choose_copy_target()
+    dlg = win.copier.choose_target()
     dlg.to_db.setChecked(True)
     dlg.connection.dsn_edit.setText(pg_db)
     with qtbot.waitSignal(win.copied, timeout=30000) as sig:
@@ -78,13 +78,13 @@ def test_copy_store_to_a_database_and_to_a_file(pg, pg_db, make_window, qtbot, t
     assert "@ local" in win.windowTitle()
     assert win.statusBar().currentMessage().startswith(f"Opened {label(pg_db)} in ")  # not the socket's path
     back = tmp_path / "back.db"
-    dlg = win.choose_copy_target()
+    dlg = win.copier.choose_target()
     dlg.file_edit.setText(str(back))
     with qtbot.waitSignal(win.copied, timeout=30000):
         dlg._accept()
     with ms.open(str(back), read_only=True) as b:
         assert b.counts()["total"] == 6
-    dlg = win.choose_copy_target()  # a target that is not empty: said, nothing lost
+    dlg = win.copier.choose_target()  # a target that is not empty: said, nothing lost
     dlg.file_edit.setText(str(back))
     with qtbot.waitSignal(win.workers.finished, timeout=30000):
         dlg._accept()

@@ -136,7 +136,7 @@ def test_time_filter_reaches_the_query(qtbot, win, engine):
 
 def test_export_results(qtbot, win, tmp_path):
     run(qtbot, win, "travel")
-    n = win.export("results", str(tmp_path / "r.json"))
+    n = win.exporter.export("results", str(tmp_path / "r.json"))
     recs = json.loads((tmp_path / "r.json").read_text())
     assert n == len(recs) == len(win.query.results.result.ids)
     assert [r["id"] for r in recs] == shown_ids(win)

@@ -190,4 +190,4 @@ def test_drop_a_db_file_opens_it(qtbot, tmp_path):
     with qtbot.waitSignal(w.opened, timeout=30000) as sig:
         w.dropEvent(ev)
     assert sig.args[0] == str(path) and w.state.data.n == 20
-    assert os.path.abspath(str(path)) in w.recent_files()
+    assert os.path.abspath(str(path)) in w.recent.files()

@@ -9,7 +9,7 @@ import pytest
 from bad_stores import LockHolder, rollback_journal, sample_copy
 from PySide6.QtCore import QSettings
 
-from memviz.app import window as window_module
+from memviz.app.controllers import store_opener
 from memviz.app.window import MainWindow
 from memviz.store import connection
 
@@ -17,7 +17,7 @@ from memviz.store import connection
 @pytest.fixture(autouse=True)
 def short_busy_wait(monkeypatch):
     monkeypatch.setattr(connection, "BUSY_TIMEOUT_MS", 300)
-    monkeypatch.setattr(window_module, "OPEN_WAIT_S", 3.0)
+    monkeypatch.setattr(store_opener, "OPEN_WAIT_S", 3.0)
 
 
 def make_window(qtbot, tmp_path):
@@ -54,7 +54,7 @@ def test_reload_of_a_store_in_exclusive_use_says_so(qtbot, tmp_path):
 
 
 def test_open_waits_visibly_for_a_store_in_exclusive_use_and_opens_when_it_is_free(qtbot, tmp_path, monkeypatch):
-    monkeypatch.setattr(window_module, "OPEN_WAIT_S", 120.0)
+    monkeypatch.setattr(store_opener, "OPEN_WAIT_S", 120.0)
     db = sample_copy(tmp_path)
     win = make_window(qtbot, tmp_path)
     holder = LockHolder(db, "exclusive-mode")
@@ -70,7 +70,7 @@ def test_open_waits_visibly_for_a_store_in_exclusive_use_and_opens_when_it_is_fr
 
 
 def test_cancel_stops_the_wait_and_keeps_the_store_shown(qtbot, tmp_path, monkeypatch):
-    monkeypatch.setattr(window_module, "OPEN_WAIT_S", 120.0)
+    monkeypatch.setattr(store_opener, "OPEN_WAIT_S", 120.0)
     first, second = sample_copy(tmp_path, "a.db"), sample_copy(tmp_path, "b.db")
     win = make_window(qtbot, tmp_path)
     with qtbot.waitSignal(win.opened, timeout=30000):
@@ -87,7 +87,7 @@ def test_the_wait_counter_shows_the_real_time_waited(qtbot, tmp_path, monkeypatc
     """Each try waits SQLite's busy timeout once (the framework probe no longer waits a second time
     before the schema read does), and the count shown is the time really waited."""
     monkeypatch.setattr(connection, "BUSY_TIMEOUT_MS", 1000)
-    monkeypatch.setattr(window_module, "OPEN_WAIT_S", 120.0)
+    monkeypatch.setattr(store_opener, "OPEN_WAIT_S", 120.0)
     db = sample_copy(tmp_path)
     win = make_window(qtbot, tmp_path)
     seen = []  # (seconds shown, seconds really waited) at each change of the count

@@ -14,7 +14,7 @@ import memviz.store as ms
 from memviz.app.panels import table_panel
 from memviz.app.panels.table_panel import COLUMNS, FLAG, TablePanel
 from memviz.app.workers import Workers
-from memviz.session.refresh import read_refresh
+from memviz.session.live import refresh
 from memviz.session.state import AppState, StoreData, load_store_data
 from memviz.store import Provenance
 from memviz.store.arrays import MemoryArrays
@@ -108,11 +108,11 @@ def test_sort_and_search_match_the_plain_ones(qtbot, tmp_path, monkeypatch, wher
         panel._header_clicked(col)          # each column's order is made (and kept) before the change
     with store.transaction() as c:
         c.execute("UPDATE memories SET importance = 9, content = 'rain rain' WHERE rowid % 60 = 0")
-    assert state.apply_refresh(read_refresh(state.data)) == "delta"
+    assert refresh(state) == "delta"
     for step in ("changed", "added"):
         if step == "added":
             add_rows(store, 40, start=1500, seed=1)
-            assert state.apply_refresh(read_refresh(state.data)) == "delta"
+            assert refresh(state) == "delta"
         for col in (COLUMNS.index("importance"), COLUMNS.index("content"), COLUMNS.index("id")):
             panel._header_clicked(col)
             panel.refilter()

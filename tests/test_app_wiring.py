@@ -14,7 +14,8 @@ from PySide6.QtWidgets import QMainWindow  # noqa: E402
 
 import memviz  # noqa: E402
 import memviz.store as ms  # noqa: E402
-from memviz.app.controllers.edit_controller import EditController, embed_job  # noqa: E402
+from memviz.app.controllers.correction_jobs import embed_job  # noqa: E402
+from memviz.app.controllers.edit_controller import EditController  # noqa: E402
 from memviz.app.dialogs.edit_dialogs import CorrectDialog  # noqa: E402
 from memviz.app.window import MainWindow  # noqa: E402
 from memviz.app.workers import Workers  # noqa: E402
@@ -156,7 +157,7 @@ def parts(qtbot, tmp_path):
     def make(fail=None):
         emb = GatedEmbedder(fail)
         ctl = EditController(state, stack, workers, embedder_for=lambda model, dim: emb)
-        ctl.reload_requested.connect(lambda: state.set_data(load_store_data(store)))
+        ctl.refresh_requested.connect(lambda: state.set_data(load_store_data(store)))
         messages = []
         ctl.message.connect(lambda text, ms_: messages.append(text))
         made.update(ctl=ctl, emb=emb, messages=messages)
@@ -189,11 +190,11 @@ def test_correct_embeds_on_a_worker_while_the_gui_thread_runs(qtbot, parts):
     ticks = []
     QTimer.singleShot(0, lambda: ticks.append("tick"))
     qtbot.waitUntil(lambda: ticks == ["tick"], timeout=20000)
-    assert not emb.gate.is_set() and ctl.embedding == ["m1"]
+    assert not emb.gate.is_set() and ctl.corrections.embedding == ["m1"]
     assert store.get("m1")["valid_until"] is None and ctl.undo_stack.count() == 0  # nothing written yet
     assert any("Embedding the correction" in m for m in messages)
     emb.gate.set()
-    qtbot.waitUntil(lambda: not ctl.embedding and ctl.undo_stack.count() == 1, timeout=10000)
+    qtbot.waitUntil(lambda: not ctl.corrections.embedding and ctl.undo_stack.count() == 1, timeout=10000)
     assert store.get("m1")["valid_until"] is not None
     new_id = ctl.history.done[-1].new_id
     qtbot.waitUntil(lambda: state.selected_ids == [new_id], timeout=20000)  # selected after the reload
@@ -211,7 +212,7 @@ def test_a_cancelled_embedding_gives_the_text_back_and_writes_nothing(qtbot, par
     again = ctl.dialog
     assert isinstance(again, CorrectDialog) and again is not first
     assert again.text() == "my careful correction" and "Cancelled" in again.warning.text()
-    assert not ctl.embedding
+    assert not ctl.corrections.embedding
     emb.gate.set()
     workers.wait()
     qtbot.wait(50)  # let a late result be delivered (and dropped)
@@ -224,7 +225,7 @@ def test_a_failing_model_gives_the_text_back_with_the_reason(qtbot, parts):
     ctl, emb, messages = make(fail=RuntimeError("the model server went away"))
     correct(ctl, "m0", "a correction the model cannot embed")
     emb.gate.set()
-    qtbot.waitUntil(lambda: not ctl.embedding, timeout=10000)
+    qtbot.waitUntil(lambda: not ctl.corrections.embedding, timeout=10000)
     dlg = ctl.dialog
     assert isinstance(dlg, CorrectDialog) and dlg.text() == "a correction the model cannot embed"
     assert "the model server went away" in dlg.warning.text()
@@ -236,7 +237,7 @@ def test_an_embedding_error_still_writes_the_correction_marked_unembedded(qtbot,
     ctl, emb, messages = make(fail=EmbeddingError("HTTP 503"))
     correct(ctl, "m0", "written without a vector")
     emb.gate.set()
-    qtbot.waitUntil(lambda: not ctl.embedding and ctl.undo_stack.count() == 1, timeout=10000)
+    qtbot.waitUntil(lambda: not ctl.corrections.embedding and ctl.undo_stack.count() == 1, timeout=10000)
     new_id = ctl.history.done[-1].new_id
     row = store.get(new_id)
     assert row["content"] == "written without a vector" and row["embedding"] is None

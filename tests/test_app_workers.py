@@ -1,8 +1,10 @@
 """The window's workers speak memviz.tasks: a job gets a Task, its progress reaches the GUI
-thread, a newer job of the same name cancels the older one (hooks run, result dropped)."""
+thread, a newer job of the same name cancels the older one (hooks run, result dropped); a
+PacedCall coalesces requests and keeps its gap, and a paced job runs until it finishes."""
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -63,3 +65,48 @@ def test_a_job_that_raises_cancelled_ends_quietly(qtbot):
     workers.submit("j", job, on_done=lambda r: errors.append(("done", r)), on_error=errors.append)
     qtbot.waitUntil(lambda: not workers.running("j"), timeout=10000)
     assert errors == [] and ended == ["j"]
+
+
+def test_paced_calls_coalesce_and_keep_their_gap(qtbot):
+    """A burst of requests is one run; the next waits min_ms from the last run's start; now=True
+    runs at once."""
+    from memviz.app.workers import PacedCall
+
+    runs = []
+    paced = PacedCall(lambda: runs.append(time.monotonic()), share=1.0, min_ms=300)
+    for _ in range(5):
+        paced.request()
+    qtbot.waitUntil(lambda: len(runs) == 1, timeout=5000)
+    paced.request()
+    paced.request()
+    qtbot.waitUntil(lambda: len(runs) == 2, timeout=5000)
+    assert runs[1] - runs[0] >= 0.3 - 0.002
+    qtbot.wait(50)
+    assert len(runs) == 2 and not paced.isActive()
+    paced.request(now=True)  # (what the user asked for: no gap)
+    assert len(runs) == 3
+
+
+def test_a_paced_job_runs_until_it_finishes_and_requests_meanwhile_run_once_after(qtbot):
+    from memviz.app.workers import PacedCall
+
+    started = []
+    paced = PacedCall(lambda: started.append(time.monotonic()) or True, share=0.5, max_ms=None, job=True)
+    paced.request()
+    qtbot.waitUntil(lambda: len(started) == 1, timeout=5000)
+    for _ in range(3):
+        paced.request()
+    qtbot.wait(50)
+    assert len(started) == 1 and paced.isActive()  # the job still runs: nothing else starts
+    ended = time.monotonic()
+    paced.finished(0.2)  # it cost 0.2 s of CPU: at share 0.5 the next waits as long again
+    qtbot.waitUntil(lambda: len(started) == 2, timeout=5000)
+    assert started[1] - ended >= 0.2 - 0.002
+    paced.finished(None)  # no work done: no gap owed
+    paced.request()
+    qtbot.waitUntil(lambda: len(started) == 3, timeout=5000)
+    paced.cancel()
+    assert not paced.isActive()
+    paced.finished(1.0)  # a job forgotten by cancel: its end changes nothing
+    paced.request()
+    qtbot.waitUntil(lambda: len(started) == 4, timeout=5000)

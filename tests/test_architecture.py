@@ -70,3 +70,125 @@ def test_a_warning_raised_in_memviz_code_fails_the_test():
         exec(warn, {"__name__": "memviz.example"})
     with pytest.warns(UserWarning):  # elsewhere (a library's own code) it stays a warning
         exec(warn, {"__name__": "somelib.example"})
+
+
+# ---------------------------------------------------------------- one way to run work off the caller's thread
+#: the modules that may start threads or processes (ARCHITECTURE.md, "Running work"): the core's
+#: one helper, the window's worker lanes, the UMAP worker process
+RUNNERS = {"memviz/background.py": {"Thread"}, "memviz/app/workers.py": {"QThreadPool", "QRunnable"},
+           "memviz/layout/umap_worker.py": {"multiprocessing"}}
+#: what starts a thread or a process
+STARTERS = {"Thread", "Timer", "ThreadPoolExecutor", "ProcessPoolExecutor", "QThread", "QThreadPool", "QRunnable",
+            "multiprocessing", "_thread", "start_new_thread", "fork", "Pool"}
+
+
+def thread_starts(source: str) -> set[tuple[int, str]]:
+    """(line, name) of every mention in `source` of something that starts a thread or a process
+    (an import of multiprocessing counts; threading's locks and events do not)."""
+    import ast
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {(node.lineno, a.name.split(".")[0]) for a in node.names if a.name.split(".")[0] in STARTERS}
+        elif isinstance(node, ast.ImportFrom):
+            module = (node.module or "").split(".")[0]
+            if module in STARTERS:
+                found.add((node.lineno, module))
+            found |= {(node.lineno, a.name) for a in node.names if a.name in STARTERS}
+        elif isinstance(node, ast.Attribute) and node.attr in STARTERS:
+            found.add((node.lineno, node.attr))
+        elif isinstance(node, ast.Name) and node.id in STARTERS:
+            found.add((node.lineno, node.id))
+    return found
+
+
+def test_threads_and_processes_start_only_in_the_named_runners():
+    from pathlib import Path
+    found = []
+    for path in sorted(Path(ROOT, "memviz").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        allowed = RUNNERS.get(rel, set())
+        found += [f"{rel}:{line}: {name}" for line, name in sorted(thread_starts(path.read_text())) if name not in allowed]
+    assert not found, ("run core work through memviz.background.in_thread, the window's through app/workers.py "
+                       "(ARCHITECTURE.md, Running work):\n" + "\n".join(found))
+
+
+def test_the_thread_walk_finds_every_way_the_code_once_started_one():
+    once = textwrap.dedent("""
+        import threading
+        from concurrent.futures import ThreadPoolExecutor
+        import multiprocessing as mp
+        from threading import Thread, Lock, Event
+        threading.Thread(target=f).start()
+        pool = ThreadPoolExecutor(1)
+        lock, done = threading.Lock(), threading.Event()
+        """)
+    assert sorted(thread_starts(once)) == [(3, "ThreadPoolExecutor"), (4, "multiprocessing"), (5, "Thread"),
+                                           (6, "Thread"), (7, "ThreadPoolExecutor")]
+
+
+def import_cycles(graph) -> list[list[str]]:
+    """The strongly connected components of more than one module in a grimp import graph (each a
+    set of modules that import each other, directly or through the others), found by Tarjan's
+    algorithm without recursion."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    found = []
+    for root in sorted(graph.modules):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.find_modules_directly_imported_by(root))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, edges = work[-1]
+            w = next(edges, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(graph.find_modules_directly_imported_by(w)))))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                component = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    component.append(w)
+                    if w == v:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_import_graph_of_memviz_has_no_cycle():
+    """No module of memviz imports one that imports it back, directly or around a longer loop
+    (imports inside functions count: the graph is import-linter's, grimp's)."""
+    import grimp
+
+    assert import_cycles(grimp.build_graph("memviz")) == []
+
+
+def test_the_cycle_finder_finds_a_cycle_and_only_cycles():
+    import grimp
+
+    graph = grimp.ImportGraph()
+    for name in ("p", "p.a", "p.b", "p.c", "p.d", "p.e"):
+        graph.add_module(name)
+    for importer, imported in (("p.a", "p.b"), ("p.b", "p.c"), ("p.c", "p.a"), ("p.c", "p.d"), ("p.d", "p.e"),
+                               ("p.e", "p.d")):
+        graph.add_import(importer=importer, imported=imported)
+    assert import_cycles(graph) == [["p.d", "p.e"], ["p.a", "p.b", "p.c"]]
+    graph.remove_import(importer="p.c", imported="p.a")
+    graph.remove_import(importer="p.e", imported="p.d")
+    assert import_cycles(graph) == []

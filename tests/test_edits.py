@@ -7,7 +7,6 @@ from conftest import unit_vectors
 
 import memviz.store as ms
 from memviz.edits import (
-    ChangeWatcher,
     Confirm,
     Correct,
     EditKept,
@@ -23,6 +22,7 @@ from memviz.edits import (
 )
 from memviz.edits.verify import audit_problems, vector_problems
 from memviz.embed import LOCAL_MODEL, default_embedder
+from memviz.store.changes import ChangeWatcher
 from memviz.store.connection import connect
 from memviz.store.errors import ConflictError, ReadOnlyError, StoreError, ValidationError
 from memviz.store.vectors import vec_table

@@ -16,8 +16,9 @@ import time
 import pytest
 
 import memviz.store as ms
-from memviz.edits import ChangeWatcher, Confirm, Correct, EditKept, History, SetImportance, SoftDelete, consistency_problems
+from memviz.edits import Confirm, Correct, EditKept, History, SetImportance, SoftDelete, consistency_problems
 from memviz.embed import LOCAL_MODEL, default_embedder
+from memviz.store.changes import ChangeWatcher
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WRITER = os.path.join(HERE, "agent_writer.py")

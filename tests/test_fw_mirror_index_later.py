@@ -134,7 +134,7 @@ def test_a_store_closed_while_indexing_is_rebuilt_at_its_next_open(langgraph_fil
     store, _ = fw.open_and_read(langgraph_file, None, check_later=True)
     assert store.indexing
     store.reopen().close()   # another connection's close (the check dialog's) does not stop the step
-    assert store.indexing and not store._indexing.cancelled
+    assert store.indexing and not store._indexing.task.cancelled
     threading.Timer(0.3, held.set).start()
     store.close()   # interrupts the step; nothing of it is committed
     path = mirror_path(fw.recognise(langgraph_file))

@@ -1,4 +1,4 @@
-"""memviz.session.live_query: after a live refresh, a query on screen re-scores only the rows
+"""memviz.session.live.query: after a live refresh, a query on screen re-scores only the rows
 the refresh touched, and the ranking is the one a whole query gives at the same moment."""
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ from conftest import unit_vectors
 
 from memviz.retrieval import Engine
 from memviz.retrieval.params import Params
-from memviz.session.live_query import merged
-from memviz.session.refresh import read_refresh
+from memviz.session.live import merged, refresh
 from memviz.session.state import AppState, load_store_data
 from memviz.store.clock import record_clock, simulated
 from memviz.store.connection import connect
@@ -43,7 +42,7 @@ def test_a_merge_keeps_the_top_k_a_whole_query_gives_and_declines_what_it_cannot
         agent.execute(f"UPDATE memories SET access_count = access_count + 1 WHERE id = 'm{200 + k}'")
         seen = []
         state.rows_changed.connect(seen.append)
-        assert state.apply_refresh(read_refresh(state.data)) == "delta"
+        assert refresh(state) == "delta"
         d = seen[0]
         touched = np.concatenate([d.changed, d.added])
         got = merged(result, state.data.store, state.data.arrays, touched, qvec, ref, clock_at)
@@ -64,3 +63,43 @@ def test_a_merge_keeps_the_top_k_a_whole_query_gives_and_declines_what_it_cannot
     ga = Params(preset="generative-agents", k=10)
     _, r = _whole(state, ga, qvec)
     assert merged(r, state.data.store, state.data.arrays, np.array([0]), qvec, ref, clock_at) is None
+
+
+def test_whether_a_ranking_is_merged_is_the_presets_declaration_not_its_name(store, store_path):
+    """A preset scored like dual-memory under another name merges when it declares `row_local`,
+    and is ranked whole when it does not: no preset name is branched on."""
+    from dataclasses import replace
+
+    from memviz.retrieval.presets import DUAL_MEMORY, register_preset, unregister_preset
+
+    vecs = unit_vectors(100, DIM)
+    store.insert_memories([{"id": f"m{i}", "kind": "fact", "content": f"memory {i}", "embedding": vecs[i],
+                            "embedding_model": MODEL, "importance": 1 + i % 9, "event_time": T0 + 60 * i}
+                           for i in range(100)], audit=False)
+    record_clock(store, simulated(T0 + 86400))
+    state = AppState()
+    state.set_data(load_store_data(store))
+    qvec = unit_vectors(1, DIM, seed=5)[0]
+    local, shared = replace(DUAL_MEMORY, name="dm-local"), replace(DUAL_MEMORY, name="dm-shared", row_local=False)
+    for p in (local, shared):
+        register_preset(p)
+    try:
+        ranked = {}
+        for p in (local, shared):
+            eng, result = _whole(state, Params(preset=p.name, k=10), qvec)
+            ranked[p.name] = (result, eng.ref_time(result.params), eng.clock.at)
+        agent = connect(str(store_path))
+        agent.execute("INSERT INTO memories(id, kind, content, embedding, embedding_model, importance, event_time, "
+                      "created_at) VALUES ('far', 'fact', 'new', ?, ?, 1, ?, ?)",
+                      ((-qvec).astype(np.float32).tobytes(), MODEL, T0, T0))  # far from the query: cannot enter
+        seen = []
+        state.rows_changed.connect(seen.append)
+        assert refresh(state) == "delta"
+        touched = seen[0].added
+        got = {name: merged(r, state.data.store, state.data.arrays, touched, qvec, ref, at)
+               for name, (r, ref, at) in ranked.items()}
+        assert got["dm-local"] is not None and got["dm-local"].ids == ranked["dm-local"][0].ids
+        assert got["dm-shared"] is None
+    finally:
+        for p in (local, shared):
+            unregister_preset(p.name)

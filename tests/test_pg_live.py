@@ -1,6 +1,6 @@
 """Live changes on a PostgreSQL store against a real server: another process inserts, updates
-and soft-deletes rows with its own SQL; the window's path (ChangeWatcher poll, read_refresh,
-AppState.apply_refresh) reads each as a delta from the change log, never a rescan; commits
+and soft-deletes rows with its own SQL; the window's path (ChangeWatcher poll, read_changes,
+apply_changes) reads each as a delta from the change log, never a rescan; commits
 out of rowid order are not missed; a store from before the log upgrades on a writable open."""
 from __future__ import annotations
 
@@ -14,10 +14,9 @@ from conftest import unit_vectors
 from pg_server import db_name, pg, pg_db  # noqa: F401 - fixtures
 
 import memviz.store as ms
-from memviz.edits.watch import ChangeWatcher
-from memviz.session.refresh import FreshRows, read_refresh
+from memviz.session.live import FreshRows, apply_changes, read_changes
 from memviz.session.state import AppState, StoreData, load_store_data
-from memviz.store.changes import changes_since, token_now
+from memviz.store.changes import ChangeWatcher, changes_since, token_now
 
 DIM = 8
 
@@ -61,8 +60,8 @@ def _state(store) -> AppState:
 
 
 def _refresh(state) -> tuple[str, object]:
-    out = read_refresh(state.data)
-    return state.apply_refresh(out), out
+    out = read_changes(state.data, state.loaded_arrays)
+    return apply_changes(state, out), out
 
 
 def _notified(watcher, seconds: float = 20.0):
@@ -107,7 +106,7 @@ def test_insert_update_and_soft_delete_from_another_process_arrive_as_deltas(sto
     assert how == "delta" and len(out.changes.changed) == 1
     assert list(deltas[-1].retired) == [7] and not state.data.arrays.live[7]
 
-    assert read_refresh(state.data) is None  # nothing since: nothing read
+    assert read_changes(state.data, state.loaded_arrays) is None  # nothing since: nothing read
     assert watcher.poll() is None
 
 
@@ -155,7 +154,7 @@ def test_an_agent_role_without_rights_on_the_log_still_writes_and_is_seen(store,
 def test_what_a_delta_cannot_describe_is_read_whole(store, pg_db, sql, why):  # noqa: F811
     state = _state(store)
     agent(pg_db, sql)
-    out = read_refresh(state.data)
+    out = read_changes(state.data, state.loaded_arrays)
     assert isinstance(out, StoreData) and why in out.full_reason
 
 
@@ -180,12 +179,12 @@ def test_a_store_from_before_the_log_upgrades_on_a_writable_open(pg, pg_db):  # 
         before = ro.data_version()
         agent(pg_db, "UPDATE memories SET importance = 3 WHERE id = 'm1'")
         assert ro.data_version() != before
-        out = read_refresh(state.data)
+        out = read_changes(state.data, state.loaded_arrays)
         assert isinstance(out, StoreData) and "no change log" in out.full_reason
         assert out.arrays.importance[1] == 3
 
     with ms.open(pg_db) as s, pg.admin(db_name(pg_db)) as c:  # writable: migrated
-        assert [v for (v,) in c.execute("SELECT version FROM memviz_migrations ORDER BY 1")] == [1, 2, 3]
+        assert [v for (v,) in c.execute("SELECT version FROM memviz_migrations ORDER BY 1")] == [1, 2, 3, 4]
         assert s.has_change_log()
         token = token_now(s)
         agent(pg_db, "UPDATE memories SET importance = 4 WHERE id = 'm2'")
@@ -210,7 +209,7 @@ def test_a_role_that_may_write_rows_but_not_add_the_log_opens_writable_without_i
             s.update_fields("m0", {"importance": 7})
             state = _state(s)
             agent(pg_db, "UPDATE memories SET importance = 8 WHERE id = 'm1'")
-            out = read_refresh(state.data)
+            out = read_changes(state.data, state.loaded_arrays)
             assert isinstance(out, StoreData) and out.arrays.importance[1] == 8
     finally:
         with pg.admin(db) as c:

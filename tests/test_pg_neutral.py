@@ -162,7 +162,7 @@ def test_every_command_that_takes_a_db_works_on_postgresql(both, fake_openai, ca
         return out + err
 
     out = run("stats", dsn)
-    assert "(schema v3)" in out and "memories: 14  live 14" in out and "integrity: ok" in out
+    assert "(schema v4)" in out and "memories: 14  live 14" in out and "integrity: ok" in out
     out = run("check", dsn, code=1)  # the entity that does not exist
     assert "ann-00 -> e-gone" in out and "skipped: SQLite integrity, full-text and vector index checks" in out
     out = run("check", dsn, "--repair", "--yes", code=1)
@@ -200,7 +200,7 @@ def test_every_command_that_takes_a_db_works_on_postgresql(both, fake_openai, ca
     assert "simulated" in run("clock", dsn, "--set", "2030-01-01")
     assert "none was missing" in run("index", dsn)
     with ms.open(dsn, read_only=True) as p:
-        assert problems(p) == [] and p.schema_version() == 3
+        assert problems(p) == [] and p.schema_version() == 4
         back = np.array(p.arrays().ids)
     home = local + ".home.db"
     assert "copied" in run("copy", dsn, home)

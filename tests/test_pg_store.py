@@ -39,7 +39,7 @@ def test_create_makes_the_native_schema_with_an_index_per_dimension(store, pg, p
     with pg.admin(db_name(pg_db)) as c:
         tables = {r[0] for r in c.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
         assert {"memories", "entities", "memviz_audit", "memviz_layouts", "memviz_meta", "memviz_migrations"} <= tables
-        assert c.execute("SELECT version FROM memviz_migrations ORDER BY 1").fetchall() == [(1,), (2,), (3,)]
+        assert c.execute("SELECT version FROM memviz_migrations ORDER BY 1").fetchall() == [(1,), (2,), (3,), (4,)]
         # room on each page for an edit's new row version (a HOT update: the HNSW index is not touched)
         assert c.execute("SELECT reloptions FROM pg_class WHERE relname = 'memories'").fetchone()[0] == \
             ["fillfactor=80"]
@@ -282,8 +282,8 @@ def test_dsn_passwords_are_never_shown():
 
 
 def test_layout_cache_and_change_watcher_work_on_postgres(store, pg_db):  # noqa: F811
-    from memviz.edits.watch import ChangeWatcher
     from memviz.layout.cache import LayoutCache
+    from memviz.store.changes import ChangeWatcher
 
     store.insert_memories(_records(6))
     a = store.arrays()

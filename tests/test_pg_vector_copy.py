@@ -130,8 +130,8 @@ def test_a_damaged_or_cut_stream_is_refused(store):
 
 def test_a_whole_read_keeps_room_for_a_live_refresh_and_a_read_of_rows_does_not(store):
     # the matrix the arrays keep has the spare rows store.arrays.ROOM gives (a live refresh appends
-    # into them, session/refresh.py); the vector COPY's own margin alone made the first refreshes copy it
-    from memviz.session.refresh import _spare
+    # into them, session/buffers.py); the vector COPY's own margin alone made the first refreshes copy it
+    from memviz.session.buffers import spare
     from memviz.store.arrays import ROOM
     n = 2000
     v = unit_vectors(n, 5, 4)
@@ -141,9 +141,9 @@ def test_a_whole_read_keeps_room_for_a_live_refresh_and_a_read_of_rows_does_not(
     store.conn.commit()
     a = store.arrays()
     assert a.embedding.tobytes() == v.tobytes()
-    assert _spare(a.embedding) >= int(n * ROOM)
+    assert spare(a.embedding) >= int(n * ROOM)
     some = store.arrays_of([int(r) for r in a.rowid[:7]], "m", 5)
-    assert some.embedding.tobytes() == v[:7].tobytes() and _spare(some.embedding) <= 64
+    assert some.embedding.tobytes() == v[:7].tobytes() and spare(some.embedding) <= 64
 
 
 def test_prefault_leaves_what_is_written_alone_even_while_it_is_written():

@@ -1,4 +1,4 @@
-"""memviz.session.refresh: room for new rows is made ahead of need, so no refresh waits for a copy
+"""memviz.session.buffers: room for new rows is made ahead of need, so no refresh waits for a copy
 of the matrix (at 100k x 1536 such a copy held a refresh for 0.4-1 s, bench/postgres.py)."""
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from dataclasses import replace
 import numpy as np
 from conftest import assert_same_arrays, unit_vectors
 
-from memviz.session.refresh import AHEAD, ColumnGrowth, _spare, grow, read_refresh
+from memviz.session.buffers import AHEAD, ColumnGrowth, grow, spare
+from memviz.session.live import apply_changes, read_changes
 from memviz.session.state import AppState, load_store_data
 from memviz.store.arrays import spare_rows
 from memviz.store.connection import connect
@@ -29,7 +30,7 @@ def test_buffers_grow_ahead_and_no_refresh_copies_the_matrix(store, store_path):
     _fill(store)
     state = AppState()
     state.set_data(load_store_data(store))
-    assert _spare(state.data.arrays.embedding) >= 256  # the whole read put the matrix in a buffer with room
+    assert spare(state.data.arrays.embedding) >= 256  # the whole read put the matrix in a buffer with room
     agent = connect(str(store_path))
     switches, copied = [], []
     for k in range(700):  # 60 rows, 256 spare rows, then 380: the old buffers run out twice
@@ -40,17 +41,17 @@ def test_buffers_grow_ahead_and_no_refresh_copies_the_matrix(store, store_path):
             agent.execute("UPDATE memories SET importance = ?, content = ? WHERE id = ?",
                           (1 + k % 9, f"patched {k}", f"m{k % 60}"))
         before = state.data.arrays.embedding
-        fresh = read_refresh(state.data)
+        fresh = read_changes(state.data, state.loaded_arrays)
         copied.append(sorted(fresh.room))
-        assert state.apply_refresh(fresh) == "delta"
+        assert apply_changes(state, fresh) == "delta"
         after = state.data.arrays.embedding
         if not np.shares_memory(before, after):
-            switches.append((len(before), _spare(before), _spare(after)))
+            switches.append((len(before), spare(before), spare(after)))
     assert all("embedding" not in c for c in copied)  # never copied on a refresh's path
     assert copied[0] and not any(copied[1:])            # only the small columns, once, at the first refresh
     assert 1 <= len(switches) <= 3
     for n, spare_before, spare_after in switches:
-        # taken ahead of need, not before it ran low (read_refresh keeps 4 rows per added row in hand)
+        # taken ahead of need, not before it ran low (read_changes keeps 4 rows per added row in hand)
         assert 0 < spare_before and spare_before - 4 < AHEAD * spare_rows(n)
         assert spare_after > 2 * AHEAD * spare_rows(n)        # half as large again, not low at once
     assert_same_arrays(state.data.arrays, load_store_data(store).arrays)
@@ -71,5 +72,5 @@ def test_a_copy_made_ahead_takes_the_rows_appended_and_patched_since(store):
     assert got["importance"][5] == 99.0 and (got["embedding"][7] == 0.5).all()
     assert got["importance"][60] == 4.0 and (got["embedding"][60] == 0.25).all()
     for name in ("embedding", "importance"):
-        assert np.array_equal(got[name], getattr(a, name)) and _spare(got[name]) == 256 - 1  # one row taken since
+        assert np.array_equal(got[name], getattr(a, name)) and spare(got[name]) == 256 - 1  # one row taken since
         assert not np.shares_memory(got[name], getattr(a, name))

@@ -219,8 +219,9 @@ def test_row_meta_reads_odd_json_like_the_row_reader(store):
 
 
 def test_a_vector_holding_nan_ranks_as_on_the_float32_path(store):
-    """An agent wrote a vector blob with NaN in it (the store's own writes refuse that): the int8
-    index warns of nothing and the ranking is the float32 path's."""
+    """An agent wrote a vector blob with NaN in it (the store's own writes refuse that): the read
+    takes it for no vector (relevance 0, as a memory without one), the int8 index warns of
+    nothing and the ranking is the float32 path's."""
     V = unit_vectors(200, 256, 8)
     _store_with(store, V, 8, model="test/256")
     bad = V[5].copy()
@@ -232,7 +233,7 @@ def test_a_vector_holding_nan_ranks_as_on_the_float32_path(store):
     fast, plain = Engine(store, fast_arrays, now=T0), Engine(store, store.arrays(), now=T0)
     for e in (fast, plain):
         e.set_query(vector=V[5])
-    assert np.isnan(fast._relevance()[5])
+    assert not fast_arrays.has_embedding[5] and fast._relevance()[5] == 0.0
     for name, extra in _variants():
         p = preset_params(name, **extra)
         assert fast.score(p).ids == plain.score(p).ids, (name, extra)
@@ -293,9 +294,9 @@ def test_an_extended_index_equals_one_built_afresh_and_keeps_both_bounds():
 
 
 def test_a_live_refresh_carries_the_index_instead_of_building_it_again(store):
-    """refresh.install hands the new arrays the old index extended (quantized.carry): the same
+    """A live refresh (session.live.delta.install) hands the new arrays the old index extended (quantized.carry): the same
     codes buffer, no build thread; a query on them ranks like the float32 path."""
-    from memviz.session.refresh import apply_rows
+    from memviz.session.live.delta import apply_rows
 
     dim = 256
     V = _adversarial_vectors(400, dim, 2)

@@ -1,11 +1,11 @@
-"""memviz.store.changes and memviz.session.refresh: a live refresh reads what changed, not the store."""
+"""memviz.store.changes and memviz.session.live: a live refresh reads what changed, not the store."""
 from __future__ import annotations
 
 import numpy as np
 from conftest import assert_same_arrays, unit_vectors
 
 import memviz.store as ms
-from memviz.session.refresh import FreshRows, read_refresh
+from memviz.session.live import FreshRows, Poll, apply_changes, read_changes, refresh
 from memviz.session.state import AppState, StoreData, load_store_data
 from memviz.store.changes import changes_since, token_now
 from memviz.store.connection import connect
@@ -38,9 +38,9 @@ def test_inserts_updates_and_soft_deletes_are_a_delta(store, store_path):
     agent.execute("UPDATE memories SET access_count = access_count + 3, last_accessed = 4000 WHERE id = 'm5'")
     agent.execute("UPDATE memories SET valid_until = 4500 WHERE id = 'm7'")
 
-    out = read_refresh(state.data)
+    out = read_changes(state.data, state.loaded_arrays)
     assert isinstance(out, FreshRows)
-    assert state.apply_refresh(out) == "delta"
+    assert apply_changes(state, out) == "delta"
     (delta,) = seen
     a = state.data.arrays
     assert a.ids[delta.added].tolist() == ["new1"]
@@ -51,7 +51,7 @@ def test_inserts_updates_and_soft_deletes_are_a_delta(store, store_path):
     assert state.data.counts["total"] == 61 and state.data.counts["retired"] == 1
     # the patched arrays hold exactly what a fresh read of the store holds
     assert_same_arrays(a, load_store_data(store).arrays)
-    assert read_refresh(state.data) is None  # nothing new since
+    assert read_changes(state.data, state.loaded_arrays) is None  # nothing new since
 
 
 def test_vacuum_and_physical_delete_need_a_full_read(store, store_path):
@@ -63,7 +63,7 @@ def test_vacuum_and_physical_delete_need_a_full_read(store, store_path):
     token = token_now(store)
     agent.execute("DELETE FROM memories WHERE id = 'm3'")
     assert "deleted" in changes_since(store, token).full
-    out = read_refresh(data)
+    out = read_changes(data, data.arrays)
     assert isinstance(out, StoreData) and out.full_reason and out.n == 59
 
 
@@ -79,7 +79,7 @@ def test_a_store_from_before_the_change_log_is_migrated(tmp_path):
     s = ms.create(str(path))
     _fill(s, 5)
     s.conn.execute("DROP TRIGGER memviz_changes_au; DROP TRIGGER memviz_changes_ad; DROP TABLE memviz_changes; "
-                   "DELETE FROM memviz_migrations WHERE version = 2")
+                   "DELETE FROM memviz_migrations WHERE version >= 2")  # and those after it
     s.close()
     ro = ms.open(str(path), read_only=True)
     assert "no change log" in changes_since(ro, token_now(ro)).full
@@ -103,7 +103,7 @@ def test_embedding_buffer_grows_without_copying_every_time(store, store_path):
         vec = unit_vectors(1, 8, seed=20 + k)[0]
         agent.execute("INSERT INTO memories(id, kind, content, embedding, embedding_model, event_time, created_at) "
                       "VALUES (?, 'episode', 'x', ?, ?, 1, 1)", (f"n{k}", vec.tobytes(), MODEL))
-        assert state.apply_refresh(read_refresh(state.data)) == "delta"
+        assert refresh(state) == "delta"
         emb = state.data.arrays.embedding
         assert np.allclose(emb[-1], vec)
         bases.append(emb.base if emb.base is not None else emb)
@@ -120,7 +120,7 @@ def test_links_of_new_rows_extend_the_provenance_held(store, store_path):
         "VALUES ('r1', 'reflection', 'both', 1, 1, '[\"m1\", \"m2\", \"gone\"]')")
     seen = []
     state.rows_changed.connect(seen.append)
-    assert state.apply_refresh(read_refresh(state.data)) == "delta"
+    assert refresh(state) == "delta"
     assert seen[0].links
     prov = state.data.provenance
     assert sorted(prov.sources) == [("r1", "m1"), ("r1", "m2")] and prov.dangling == [("r1", "gone", "source")]
@@ -144,8 +144,23 @@ def test_counts_after_deltas_are_a_fresh_count(store, store_path):
     ]
     for sql in steps:
         agent.execute(sql)
-        assert state.apply_refresh(read_refresh(state.data, max_share=1.0)) == "delta"
+        assert refresh(state, max_share=1.0) == "delta"
         fresh = load_store_data(store)
         assert state.data.counts == fresh.counts, sql
         a = state.data.arrays
         assert state.data.counts == counts_of(a), sql
+
+
+def test_the_live_poll_asks_on_a_connection_of_its_own(store, store_path):
+    """Poll's first look always counts (what was committed between the window's read and it is
+    read then); after that it answers for commits of any other connection, the window's own
+    included, and closing it leaves the window's connection open."""
+    _fill(store, 5)
+    poll = Poll(store)
+    assert poll.changed() and not poll.changed()
+    store.update_fields("m1", {"importance": 3})  # on the window's connection: another one than the poll's
+    assert poll.changed() and not poll.changed()
+    _agent(store_path).execute("UPDATE memories SET access_count = 2 WHERE id = 'm2'")
+    assert poll.changed()
+    poll.close()
+    assert store.get("m2")["access_count"] == 2

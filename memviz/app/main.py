@@ -41,8 +41,8 @@ def make_app(argv=()):
     icon.addFile(str(ICON_PNG))  # where Qt has no SVG reader, the 256 px picture, scaled
     app.setWindowIcon(icon)
     # A worker's pure-Python job (labels, token counts) may keep the GIL for the whole switch
-    # interval each time a paint hands it back; a frame crosses into Python hundreds of times, so at
-    # the default 5 ms a 1M-point pan took 270 ms while jobs ran (bench/draw.py). 0.5 ms: ~45 ms.
+    # interval each time a paint hands it back, and a frame crosses into Python hundreds of times:
+    # a shorter interval keeps a large pan smooth while jobs run (bench/draw.py, the manual's performance page)
     sys.setswitchinterval(GUI_SWITCH_INTERVAL_S)
     return app
 
@@ -70,15 +70,23 @@ def prefetch(path: str, read_only: bool) -> Future:
     return in_thread(read, "memviz-prefetch")
 
 
+def load_plugins() -> list[str]:
+    """Every installed plugin loaded (memviz/plugins.py); a line for each one skipped."""
+    from memviz.about import load_plugins
+    return [p.line() for p in load_plugins() if p.error is not None]
+
+
 def run(argv) -> int:
     args = parse_args(list(argv))
     early = prefetch(args.path, args.read_only) if args.path and os.path.isfile(args.path) else None
+    plugins = in_thread(load_plugins, "memviz-plugins")  # beside Qt's import
     app = make_app()
     from memviz.app.window import MainWindow  # after the QApplication exists
 
     win = MainWindow()
     win.show()
     report_slot_errors(win)
+    win.note_plugins(plugins.result())
     if os.environ.get("MEMVIZ_STARTUP_REPORT"):
         _report_startup(app, win, float(os.environ["MEMVIZ_STARTUP_REPORT"]))
     if args.path:

@@ -1,5 +1,7 @@
 """The main window: it builds and wires its parts. Dockable panels over one AppState, the
-controllers (edits, reflect/consolidate tools), menus, toolbar, status bar, settings.
+controllers (app/controllers/: opening, copying and exporting stores, edits, reflect/consolidate
+tools, the store's clock, judging and tuning), menus, toolbar, status bar, settings. It does no
+work of its own.
 
 The window is the only module that knows all the parts: panels and controllers get what they
 need in their constructor (the state, the workers, the undo stack, the settings, a `perform`
@@ -10,58 +12,47 @@ appended to every panel's context menu.
 """
 from __future__ import annotations
 
-import csv
-import json
-import os
-import time
 from collections.abc import Callable
 from concurrent.futures import Future
 
-import numpy as np
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence, QUndoStack
-from PySide6.QtWidgets import QDockWidget, QFileDialog, QLabel, QMainWindow, QMenu, QMessageBox, QProgressBar, QPushButton, QToolBar
+from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QMenu, QMessageBox, QProgressBar, QPushButton, QToolBar
 
-import memviz.frameworks as frameworks
-import memviz.store as ms
+from memviz.app.controllers.clock_status import ClockStatus
 from memviz.app.controllers.edit_controller import EditController
+from memviz.app.controllers.exporter import Exporter
+from memviz.app.controllers.judge_controller import MARK_KEYS, JudgeController
+from memviz.app.controllers.live_controller import LiveController
+from memviz.app.controllers.recent_files import RecentFiles
+from memviz.app.controllers.reflect_tools import ReflectTools
+from memviz.app.controllers.store_copier import StoreCopier
+from memviz.app.controllers.store_opener import StoreOpener
 from memviz.app.dialogs.check_dialog import CheckDialog
-from memviz.app.dialogs.clock_dialog import ClockStatus
-from memviz.app.dialogs.database_dialogs import CopyStoreDialog, OpenDatabaseDialog
-from memviz.app.dialogs.help_dialogs import GuideDialog, ShortcutsDialog, shortcut_rows
+from memviz.app.dialogs.help_dialogs import AboutDialog, GuideDialog, ShortcutsDialog, shortcut_rows
 from memviz.app.dialogs.import_dialog import ImportDialog, is_import_source
 from memviz.app.panels.asof_bar import AsOfBar
 from memviz.app.panels.detail_panel import DetailPanel
 from memviz.app.panels.diff_panel import DiffPanel
 from memviz.app.panels.graph_panel import GraphPanel
+from memviz.app.panels.judged_panel import JudgedPanel, MarksBar, ReadoutStrip
 from memviz.app.panels.map_panel import MapPanel
 from memviz.app.panels.prompt_panel import PromptPanel
 from memviz.app.panels.query_panel import QueryPanel
-from memviz.app.panels.reflect_panel import ReflectTools
 from memviz.app.panels.retired_panel import RetiredPanel
 from memviz.app.panels.start_page import StartPage
 from memviz.app.panels.table_panel import TablePanel
 from memviz.app.panels.timeline_panel import TimelinePanel
 from memviz.app.plain_text import plain_tooltip
+from memviz.app.theme import ThemeChooser
 from memviz.app.workers import Workers
-from memviz.samples.bundled import user_sample
-from memviz.session.refresh import read_refresh
-from memviz.session.state import AppState, StoreData, load_store_data, open_store_data
+from memviz.session.state import AppState
 from memviz.store import iso
-from memviz.store.copy import copy_store
-from memviz.store.errors import user_message
 from memviz.store.postgres.dsn import label
-from memviz.store.postgres.index import build_missing_indexes
 from memviz.words import count
 
-MAX_RECENT = 10
-OPEN_WAIT_S = 60.0  # how long an open waits for a store another process holds exclusively
 PROGRESS_WIDTH = 220  # px of the status bar's progress bar; its text is cut to fit, whole in the tooltip
-SETTINGS_VERSION = 2  # bump when the dock layout changes incompatibly (restoreState then falls back)
-
-
-#: what the status bar adds while a framework mirror's indexes are built after the window shows it
-_INDEXING_NOTE = " — building its search indexes; edits wait for them"
+SETTINGS_VERSION = 3  # bump when the dock layout changes incompatibly (restoreState then falls back)
 
 
 class MainWindow(QMainWindow):
@@ -82,8 +73,6 @@ class MainWindow(QMainWindow):
         self.check_dialog: CheckDialog | None = None
         self.import_dialog: ImportDialog | None = None  # made on first use
         self.help_dialog = None  # the help dialog shown last
-        self.refreshes = {"delta": 0, "full": 0, "none": 0}
-        self._refresh_again = False
         self.setWindowTitle("memviz")
         self.setAcceptDrops(True)
         self.setDockNestingEnabled(True)
@@ -97,10 +86,30 @@ class MainWindow(QMainWindow):
         self.detail = DetailPanel(self.state)
         self.panels = {"timeline": self.timeline, "graph": self.graph, "map": self.map, "query": self.query,
                        "table": self.table, "detail": self.detail}
-        # the controllers: edits (actions, undo, external-change refresh), reflect/consolidate tools
+        # the controllers: live refresh, edits (actions, undo), reflect/consolidate tools
+        self.live = LiveController(self.state, self.workers, self)
+        self.live.message.connect(lambda text, ms: self.statusBar().showMessage(text, ms))
+        self.live.error.connect(self.show_error)
+        # opening and copying stores, export
+        self.recent = RecentFiles(self.settings)
+        self.opener = StoreOpener(self.state, self.workers, self.recent, self.statusBar().currentMessage, self)
+        self.opener.opened.connect(self.opened)
+        self.opener.open_failed.connect(self.open_failed)
+        self.opener.message.connect(self.statusBar().showMessage)
+        self.opener.error.connect(self.show_error)
+        self.opener.import_requested.connect(self.show_import)
+        self.opener.status_changed.connect(self._update_status)
+        self.copier = StoreCopier(self.state, self.workers, self.recent, self)
+        self.copier.copied.connect(self.copied)
+        self.copier.message.connect(self.statusBar().showMessage)
+        self.copier.error.connect(self.show_error)
+        self.exporter = Exporter(self.state, self.query.results.records, self.table.shown_rows,
+                                 {name: self.panels[name].export_image for name in ("timeline", "graph", "map")}, self)
+        self.exporter.message.connect(self.statusBar().showMessage)
+        self.exporter.error.connect(self.show_error)
         self.edits = EditController(self.state, self.undo_stack, self.workers, self)
         self.edits.message.connect(lambda text, ms: self.statusBar().showMessage(text, ms))
-        self.edits.reload_requested.connect(self.refresh_changes)
+        self.edits.refresh_requested.connect(self.live.refresh)
         self.add_context_provider(self.edits.context_actions)
         self.retired = RetiredPanel(self.state, self.edits, self.workers)
         self.reflect_tools = ReflectTools(self.state, self.workers, self.settings, self.edits.perform, self)
@@ -109,16 +118,43 @@ class MainWindow(QMainWindow):
         self.clock_status = ClockStatus(self.state, self)  # the store's clock: status bar, Tools menu
         self.clock_status.error.connect(self.show_error)
         self.clock_status.reload_requested.connect(self.reload)
-        # what the agent sees, and when (issue 15): the prompt view, diffs, the window's "as of" moment
+        # what the agent sees, and when: the prompt view, diffs, the window's "as of" moment
         self.prompt = PromptPanel(self.state, self.workers)
         self.diff = DiffPanel(self.state, self.workers)
         self.as_of_bar = AsOfBar(self.state)
+        # judging and tuning: marks on the results, judged sets, the quality readout, fits
+        self.judge = JudgeController(self.state, self.workers, self.query.model, self.edits.perform, self,
+                                     targets=lambda: self.query.result_ids_in_focus() or self.state.selected_ids)
+        self.judge.message.connect(lambda text, ms: self.statusBar().showMessage(text, ms))
+        self.judge.error.connect(self.show_error)
+        self.judge.run_requested.connect(self.query.run)
+        self.judge.choices_changed.connect(self.query.set_parameter_choices)
+        self.judge.marks_changed.connect(self.query.results.reformat)
+        self.edits.edited.connect(lambda _out: self.judge.read_records())
+        self.add_context_provider(self.judge.context_actions)
+        self.query.results.add_column(self.judge.grade_column())
+        self.query.show_column("grade", self.judge.judging())
+        self.judge.judging_changed.connect(lambda on: self.query.show_column("grade", on))
+        self.query.add_result_actions([self.judge.actions[k] for k in MARK_KEYS])
+        self.marks_bar = MarksBar(self.judge.book, self.judge.actions)
+        self.marks_bar.query_requested.connect(self.query.run)
+        self.query.add_below_results(self.marks_bar)
+        self.query.add_below_settings(ReadoutStrip(self.state, self.judge.tuning))
+        self.judged = JudgedPanel(self.state, self.judge.tuning, self.judge.actions)
+        self.judged.set_chosen.connect(self.judge.choose_set)
+        self.judged.query_chosen.connect(self.judge.choose_query)
+        self.judged.memory_chosen.connect(self.judge.select_memory)
+        self.judged.measure_chosen.connect(self.judge.set_measure)
+        self.judged.axes_chosen.connect(self.judge.set_axes)
+        self.judged.point_chosen.connect(self.judge.try_point)
+        self.judged.picture_shown.connect(self.judge.set_picture_shown)
 
         self.docks: dict[str, QDockWidget] = {}
         titles = {"timeline": "Timeline", "graph": "Reflection graph", "map": "Map", "query": "Query",
                   "table": "Memories", "detail": "Detail", "retired": "Retired", "prompt": "Prompt view",
-                  "diff": "Diff"}
-        for name, panel in {**self.panels, "retired": self.retired, "prompt": self.prompt, "diff": self.diff}.items():
+                  "diff": "Diff", "judged": "Judged queries"}
+        for name, panel in {**self.panels, "retired": self.retired, "prompt": self.prompt, "diff": self.diff,
+                            "judged": self.judged}.items():
             dock = QDockWidget(titles[name], self)
             dock.setObjectName(f"dock_{name}")
             dock.setWidget(panel)
@@ -126,6 +162,7 @@ class MainWindow(QMainWindow):
             panel.context_requested.connect(self.show_context_menu)
         self.docks["retired"].visibilityChanged.connect(self.retired.set_shown)  # read only while in view
         self.docks["prompt"].visibilityChanged.connect(self.prompt.set_shown)  # assembles only while in view
+        self.docks["judged"].visibilityChanged.connect(self.judge.set_shown)  # measures only while in view
         self.as_of_toolbar = QToolBar("As of")
         self.as_of_toolbar.setObjectName("toolbar_as_of")
         self.as_of_toolbar.addWidget(self.as_of_bar)
@@ -134,7 +171,7 @@ class MainWindow(QMainWindow):
         self._build_status()
         # with no store open, what to do is shown over the docks (empty axes would say nothing)
         self.start_page = StartPage(self)
-        self.start_page.open_requested.connect(self.choose_file)
+        self.start_page.open_requested.connect(self.opener.choose_file)
         self.start_page.sample_requested.connect(self.open_sample)
         self.start_page.import_requested.connect(lambda: self.show_import())
         self.start_page.recent_chosen.connect(self.open_path)
@@ -164,6 +201,7 @@ class MainWindow(QMainWindow):
         # one tab group only: Qt (6.x) leaves a stale copy of the tab bar of a second group on screen
         self.tabifyDockWidget(d["table"], d["prompt"])
         self.tabifyDockWidget(d["table"], d["diff"])
+        self.tabifyDockWidget(d["table"], d["judged"])
         d["table"].raise_()
         self._size_docks()
 
@@ -195,28 +233,28 @@ class MainWindow(QMainWindow):
     def _build_menus(self) -> None:
         mb = self.menuBar()
         file = mb.addMenu("&File")
-        self.open_action = file.addAction("&Open…", self.choose_file)
+        self.open_action = file.addAction("&Open…", self.opener.choose_file)
         self.open_action.setShortcut(QKeySequence.Open)
         self.recent_menu = file.addMenu("Open &Recent")
-        self.recent_menu.aboutToShow.connect(self._fill_recent)
-        file.addAction("Open &database…", self.choose_database)
+        self.recent_menu.aboutToShow.connect(lambda: self.recent.fill(self.recent_menu, self.open_path))
+        file.addAction("Open &database…", self.opener.choose_database)
         sample = file.addAction("Open the &sample store", self.open_sample)  # in Help too
         file.addAction("&Import…", lambda: self.show_import()).setShortcut(QKeySequence("Ctrl+I"))
         self.reload_action = file.addAction("Re&load", self.reload)
         self.reload_action.setShortcut(QKeySequence.Refresh)
-        self.copy_action = file.addAction("&Copy store to…", self.choose_copy_target)
+        self.copy_action = file.addAction("&Copy store to…", self.copier.choose_target)
         file.addSeparator()
         export = file.addMenu("&Export")
         self.export_menu = export
-        export.addAction("Query results as CSV…", lambda: self.export_dialog("results", "csv"))
-        export.addAction("Query results as JSON…", lambda: self.export_dialog("results", "json"))
-        export.addAction("Memory table as CSV…", lambda: self.export_dialog("table", "csv"))
-        export.addAction("Memory table as JSON…", lambda: self.export_dialog("table", "json"))
+        export.addAction("Query results as CSV…", lambda: self.exporter.export_dialog("results", "csv"))
+        export.addAction("Query results as JSON…", lambda: self.exporter.export_dialog("results", "json"))
+        export.addAction("Memory table as CSV…", lambda: self.exporter.export_dialog("table", "csv"))
+        export.addAction("Memory table as JSON…", lambda: self.exporter.export_dialog("table", "json"))
         export.addSeparator()
         for name in ("timeline", "graph", "map"):
             for fmt in ("png", "svg"):
                 export.addAction(f"{name.capitalize()} plot as {fmt.upper()}…",
-                                 lambda n=name, f=fmt: self.export_dialog(n, f))
+                                 lambda n=name, f=fmt: self.exporter.export_dialog(n, f))
         file.addSeparator()
         quit_ = file.addAction("&Quit", self.close)
         quit_.setShortcut(QKeySequence.Quit)
@@ -248,6 +286,15 @@ class MainWindow(QMainWindow):
         self.retired_action.toggled.connect(self.state.set_show_retired)
         self.state.show_retired_changed.connect(self.retired_action.setChecked)
         view.addAction("Reset &layout", self.reset_docks)
+        self.theme = ThemeChooser(self.settings, self)  # System / Light / Dark, applied from the settings
+        view.addMenu(self.theme.menu)
+
+        judge = mb.addMenu("&Judge")
+        for key in (*MARK_KEYS, None, "save", None, "import", "import_trec", "export", "delete_query", "delete_set",
+                    None, "pin", "fit"):
+            judge.addSeparator() if key is None else judge.addAction(self.judge.actions[key])
+        judge.addSeparator()
+        judge.addAction("Show judged &queries", lambda: (self.docks["judged"].show(), self.docks["judged"].raise_()))
 
         tools = mb.addMenu("&Tools")
         tools.addAction(self.reflect_action)
@@ -265,7 +312,7 @@ class MainWindow(QMainWindow):
         help_.addAction("&Keyboard shortcuts", self.show_shortcuts).setShortcut(QKeySequence("Ctrl+/"))
         help_.addAction(sample)
         help_.addSeparator()
-        help_.addAction("&About memviz", self._about)
+        help_.addAction("&About memviz", self.show_about)
 
         # the toolbar's Undo/Redo keep a fixed label (the menu's say what; here the tooltip does),
         # so the buttons after them do not jump each time the label would change
@@ -334,7 +381,7 @@ class MainWindow(QMainWindow):
         for act in self.store_actions:
             act.setEnabled(not empty)
         if empty:
-            self.start_page.set_recent(self.recent_files())
+            self.start_page.set_recent(self.recent.files())
             self._place_start_page()
             self.start_page.show()
             self.start_page.raise_()
@@ -387,7 +434,8 @@ class MainWindow(QMainWindow):
 
     def _job_progress(self, name: str, fraction: float, text: str) -> None:
         # quick or quiet jobs: no progress bar flicker
-        if name in ("score", "query", "graph", "refresh", "place", "watch", "table", "table ahead"):
+        if name in ("score", "query", "graph", "refresh", "place", "watch", "table", "table ahead", "judge readout",
+                    "judge grid", "judge changes", "judge fit"):  # (a fit shows its progress in its dialog)
             return
         self._job = name
         self.progress.setRange(0, 0 if fraction < 0 else 1000)
@@ -435,136 +483,11 @@ class MainWindow(QMainWindow):
         self.status_ro.setStyleSheet("color: #b00; font-weight: bold;" if s.read_only else "color: #2a7d2a;")
         self.setWindowTitle(f"memviz — {label(s.path)}{' [read-only]' if s.read_only else ''}")
 
-    # ------------------------------------------------------------ opening
-    def choose_file(self) -> None:
-        start = os.path.dirname(self.recent_files()[0]) if self.recent_files() else ""
-        path, _ = QFileDialog.getOpenFileName(self, "Open a memory store", start,
-                                              "Memory stores (*.db *.sqlite *.sqlite3);;All files (*)")
-        if path:
-            self.open_path(path)
-
+    # ------------------------------------------------------------ opening (app/controllers/store_opener.py)
     def open_path(self, path: str, read_only: bool = False, prefetched: Future | None = None) -> None:
-        """Open a store in the background; the current one stays until the new one is ready.
-        Failures (not a store, damaged, missing) are shown in a message box; nothing is lost.
-        `prefetched`: a Future of open_and_read(path, open_store_data) already under way.
-        A `postgresql://` DSN opens a store on a server; only its redacted form is remembered."""
-        path = path if ms.is_dsn(path) else os.path.abspath(os.fspath(path))
-        if not ms.is_dsn(path) and os.path.isfile(path) and is_import_source(path):
-            self.show_import(path)  # an export (a Letta agent file, a JSON dump): imported, not opened
-            return
-        t0 = time.perf_counter()
-
-        def job(task):
-            early, began = prefetched, time.monotonic()
-            while True:  # a store in exclusive use: say so and wait (Cancel stops), up to OPEN_WAIT_S
-                try:
-                    store, data = early.result() if early is not None else \
-                        frameworks.open_and_read(path, open_store_data, read_only=read_only, task=task, check_later=True)
-                    break
-                except ms.BusyError:
-                    early = None
-                    waited = time.monotonic() - began  # each try waited SQLite's busy timeout, and then some
-                    if waited >= OPEN_WAIT_S:
-                        raise
-                    task.progress(-1, f"{os.path.basename(path)} is in exclusive use by another process — "
-                                      f"waiting ({waited:.0f} s); Cancel stops")
-                    task.wait(1.0)
-            try:
-                task.check()
-            except BaseException:
-                store.close()
-                raise
-            return data
-
-        def done(data: StoreData) -> None:
-            old = self.state.data
-            self.query.engine = None
-            self.state.set_data(data)
-            if old is not None and old.store is not data.store:
-                old.store.close()
-            self._add_recent(data.store.path)  # a DSN without its password
-            msg = f"Opened {data.store.describe()} in {time.perf_counter() - t0:.2f} s"
-            if data.store.answers_later:
-                self._follow_check(data.store)
-            if data.store.checking:
-                msg += " — checking the file; edits wait for it"
-            elif data.store.indexing:  # a framework mirror's first build (frameworks/mirror.py)
-                msg += _INDEXING_NOTE
-            elif data.store.read_only:
-                msg += f" — read-only: {data.store.read_only_reason}"
-            self.statusBar().showMessage(msg, 8000)
-            self.opened.emit(path)
-            if data.store.backend == "postgresql" and not data.store.read_only:
-                self._complete_vector_indexes(path)
-
-        def failed(err: Exception) -> None:
-            err = ms.translate(err, path)  # a raw SQLite error read as the store's own message
-            text = user_message(err)
-            self.show_error("Cannot open store", f"memviz could not open\n{ms.redact(path)}\n\n{text}")
-            self.open_failed.emit(ms.redact(path), text)
-
-        self.workers.submit("open", job, on_done=done, on_error=failed)
-
-    def _follow_check(self, store) -> None:
-        """SQLite's quick check of a large store runs after the window shows it (store.open_and_read
-        check_later), or a framework mirror's indexes are built after it (`indexing`); when it
-        answers, the read-only label follows, and damage is said."""
-        def job(task):
-            task.progress(-1, "checking the file (SQLite's quick check)" if store.checking else "building the search indexes")
-            while store.checking or store.indexing:
-                task.wait(0.1)
-            return store.checked()
-
-        def done(damage: list[str]) -> None:
-            if self.state.data is None or self.state.data.store is not store:
-                return
-            self._update_status()
-            shown = self.statusBar().currentMessage()
-            if shown.endswith(_INDEXING_NOTE):  # the open's message, outdated now: how the step ended
-                failure = store.index_failure
-                self.statusBar().showMessage(f"{shown[:-len(_INDEXING_NOTE)]} — {failure or 'its search indexes are built'}",
-                                             8000)
-            if damage:
-                self.show_error("Store damaged", f"SQLite's quick check found damage in {store.path}; memviz "
-                                                 f"keeps it read-only.\n\n{store.read_only_reason}")
-
-        self.workers.submit("check file", job, on_done=done)
-
-    def choose_database(self) -> OpenDatabaseDialog:
-        """File ▸ Open database…: a store on a PostgreSQL server."""
-        self.database_dialog = dlg = OpenDatabaseDialog(self.recent_files(), self)
-        dlg.accepted.connect(lambda: self.open_path(dlg.dsn()))
-        dlg.open()
-        return dlg
-
-    def choose_copy_target(self) -> CopyStoreDialog | None:
-        """File ▸ Copy store to…: the open store to a new file or an empty database, as a job."""
-        if self.state.data is None:
-            return None
-        store = self.state.data.store
-        self.copy_dialog = dlg = CopyStoreDialog(store.path, self.recent_files(), self)
-        dlg.accepted.connect(lambda: self.copy_store_to(store.location, dlg.target()))
-        dlg.open()
-        return dlg
-
-    def copy_store_to(self, source: str, target: str) -> None:
-        def done(n: int) -> None:
-            self.statusBar().showMessage(f"Copied {n:,} memories to {ms.redact(target)}", 10000)
-            self.copied.emit(ms.redact(target))
-
-        def failed(err: Exception) -> None:
-            self.show_error("Copy not made", f"memviz could not copy to\n{ms.redact(target)}\n\n{err}")
-        self.workers.submit("copy", lambda task: copy_store(source, target, task, opener=frameworks.open_source),
-                            on_done=done, on_error=failed)
-
-    def _complete_vector_indexes(self, dsn: str) -> None:
-        """A copy cut off before its HNSW indexes: build them now, without blocking the agents."""
-        def done(dims) -> None:
-            if dims:
-                self.statusBar().showMessage(f"Built the vector index of {ms.redact(dsn)}", 8000)
-        self.workers.submit("index", lambda task: build_missing_indexes(dsn, task, concurrently=True),
-                            on_done=done, on_error=lambda e: self.statusBar().showMessage(
-                                f"The vector index was not built: {e}", 10000), lane="server")
+        """Open a store in the background; the current one stays until the new one is ready
+        (`opened` or `open_failed` then). `prefetched`: a Future of the same read already under way."""
+        self.opener.open_path(path, read_only, prefetched)
 
     def check_store(self) -> CheckDialog:
         """Tools ▸ Check store…: show (or raise) the check dialog and check the open store."""
@@ -576,53 +499,11 @@ class MainWindow(QMainWindow):
         return self.check_dialog
 
     def open_sample(self, *, read_only: bool = False) -> None:
-        """Open the user's copy of the sample store; the first time, it is made first (a second or
-        two, in the background, with progress)."""
-        def failed(err: Exception) -> None:
-            self.show_error("No sample store", user_message(err))
-            self.open_failed.emit("the sample store", user_message(err))
-        self.workers.submit("sample", user_sample, on_done=lambda path: self.open_path(path, read_only=read_only),
-                            on_error=failed)
+        self.opener.open_sample(read_only=read_only)
 
     def reload(self) -> None:
         """Re-read the whole open store (File ▸ Reload), keeping the selection and the view."""
-        data = self.state.data
-        if data is None:
-            return
-        store = data.store
-
-        def done(new: StoreData) -> None:
-            if self.state.data is not None and self.state.data.store is store:
-                self.refreshes["full"] += 1
-                self.state.set_data(new)
-        self.workers.submit("reload", lambda t: load_store_data(store), on_done=done,
-                            on_error=lambda e: self.show_error("Reload failed", str(ms.translate(e, store.path))))
-
-    def refresh_changes(self) -> None:
-        """Bring the panels up to date with the store after a write (another process's or the
-        user's own): only what changed is read and applied (memviz.session.refresh); a change a
-        delta cannot describe is a whole re-read. The view stays as the user left it.
-        `refreshes` counts each kind ("delta", "full", "none") for the status and the benchmark."""
-        data = self.state.data
-        if data is None:
-            return
-        if self.workers.running("refresh") or self.workers.running("reload"):
-            self._refresh_again = True  # one more once this one is in: it reads from its token
-            return
-        self._refresh_again = False
-
-        def done(out) -> None:
-            kind = self.state.apply_refresh(out)
-            if kind == "misfit":
-                self.reload()
-                return
-            self.refreshes[kind] += 1
-            if self._refresh_again:
-                self.refresh_changes()
-
-        def failed(err: Exception) -> None:
-            self.statusBar().showMessage(f"Could not read the store's changes: {err}", 8000)
-        self.workers.submit("refresh", lambda t: read_refresh(data), on_done=done, on_error=failed, lane="live")
+        self.live.reload()
 
     def show_error(self, title: str, text: str) -> None:
         """A non-blocking message box (plain text); kept in `error_box` so tests can read it."""
@@ -632,23 +513,7 @@ class MainWindow(QMainWindow):
         box.open()
         self.error_box = box
 
-    # ------------------------------------------------------------ recent files, drag and drop
-    def recent_files(self) -> list[str]:
-        v = self.settings.value("recent", [])
-        return [v] if isinstance(v, str) else list(v or [])
-
-    def _add_recent(self, path: str) -> None:
-        rec = [path] + [p for p in self.recent_files() if p != path]
-        self.settings.setValue("recent", rec[:MAX_RECENT])
-
-    def _fill_recent(self) -> None:
-        self.recent_menu.clear()
-        for p in self.recent_files():
-            act = self.recent_menu.addAction(p, lambda p=p: self.open_path(p))
-            act.setEnabled(ms.is_dsn(p) or os.path.exists(p))
-        if not self.recent_files():
-            self.recent_menu.addAction("(none)").setEnabled(False)
-
+    # ------------------------------------------------------------ drag and drop
     def dragEnterEvent(self, event) -> None:
         if any(u.isLocalFile() for u in event.mimeData().urls()):
             event.acceptProposedAction()
@@ -674,6 +539,17 @@ class MainWindow(QMainWindow):
         dlg.raise_()
         dlg.activateWindow()
         return dlg
+
+    def note_plugins(self, problems: list[str]) -> None:
+        """The plugins skipped at start-up (memviz/plugins.py), one line each: said in the status
+        bar, and kept there as a mark whose tooltip lists them."""
+        if problems:
+            mark = QLabel(f"⚠ {count(len(problems), 'plugin')} skipped")
+            mark.setTextFormat(Qt.PlainText)
+            mark.setToolTip(plain_tooltip("\n".join(problems)))
+            self.statusBar().addPermanentWidget(mark)
+            self.statusBar().showMessage(problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""),
+                                         15000)
 
     def describe(self) -> str:
         """One line on what is shown (the launcher's startup report)."""
@@ -719,66 +595,18 @@ class MainWindow(QMainWindow):
         return dlg
 
     def show_guide(self) -> GuideDialog:
-        """Help ▸ User guide: the README, with its screenshots."""
+        """Help ▸ User guide: the manual's pages (memviz.manual), with their screenshots where there are."""
         dlg = GuideDialog(self)
         dlg.show()
         self.help_dialog = dlg
         return dlg
 
-    def _about(self) -> None:
-        box = QMessageBox(QMessageBox.Information, "About memviz",
-                          "memviz — inspect, query and edit the long-term memory of LLM agents.",
-                          QMessageBox.Ok, self)
-        box.setTextFormat(Qt.PlainText)
-        box.open()
-
-    # ------------------------------------------------------------ export
-    def export_dialog(self, what: str, fmt: str) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, f"Export {what}", f"memviz-{what}.{fmt}", f"*.{fmt}")
-        if not path:
-            return
-        try:
-            self.export(what, path)
-        except (OSError, ValueError) as e:
-            self.show_error("Export failed", str(e))
-        else:
-            self.statusBar().showMessage(f"Exported {what} to {path}", 6000)
-
-    def export(self, what: str, path: str) -> int:
-        """Write results / table (.csv or .json) or a plot (.png or .svg); returns rows written (plots: 1)."""
-        if what in ("timeline", "graph", "map"):
-            self.panels[what].export_image(path)
-            return 1
-        if what == "results":
-            records = self.query.results.records()
-        elif what == "table":
-            records = self.table_records(self.table.shown_rows())
-        else:
-            raise ValueError(f"unknown export {what!r}")
-        if path.lower().endswith(".json"):
-            with open(path, "w", encoding="utf-8") as f:
-                json.dump(records, f, ensure_ascii=False, indent=1)
-        else:
-            with open(path, "w", encoding="utf-8", newline="") as f:
-                fields = list(records[0]) if records else ["id"]
-                w = csv.DictWriter(f, fieldnames=fields)
-                w.writeheader()
-                w.writerows(records)
-        return len(records)
-
-    def table_records(self, rows: np.ndarray) -> list[dict]:
-        data = self.state.data
-        if data is None:
-            return []
-        a = data.arrays
-        full = {r["id"]: r["content"] for r in data.store.get_many([a.ids[i] for i in rows])}
-        out = []
-        for i in rows:
-            out.append({"id": a.ids[i], "kind": a.kind[i], "agent": a.agent[i], "importance": float(a.importance[i]),
-                        "event_time": iso(a.event_time[i]), "valid_until": iso(a.valid_until[i]),
-                        "confidence": float(a.confidence[i]), "access_count": int(a.access_count[i]),
-                        "protected": bool(a.protected[i]), "content": full.get(a.ids[i], "")})
-        return out
+    def show_about(self) -> AboutDialog:
+        """Help ▸ About: the version report (memviz --version's)."""
+        dlg = AboutDialog(self)
+        dlg.open()
+        self.help_dialog = dlg
+        return dlg
 
     # ------------------------------------------------------------ settings
     def _restore_settings(self) -> None:
@@ -807,9 +635,13 @@ class MainWindow(QMainWindow):
         s.sync()
 
     def closeEvent(self, event) -> None:
+        if not self.judge.may_close(self.close):  # unsaved marks: asked first (never lost silently)
+            event.ignore()
+            return
         # jobs first: a poll or reload still reading on a connection would make its close fail
         # (apsw allows no close while another thread uses the connection)
         self.workers.shutdown()
+        self.live.close()
         self.edits.close()
         self.save_settings()
         if self.state.data is not None:

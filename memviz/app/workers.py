@@ -10,15 +10,18 @@ Lanes are separate pools: "engine" has one thread so the retrieval engine is nev
 by two threads at once; "live" has one thread for a live refresh (and the poll that asks
 whether one is due), so it never waits behind a long job (a layout, labels, the graph);
 "place" has one for the placing of new points on the map (a k-NN product over the whole
-matrix: at 1M rows it would hold refreshes back); "bg" runs everything else.
+matrix: at 1M rows it would hold refreshes back); "judge" has one for the judged queries'
+evaluator (the quality readout, its picture, a fit: one evaluator is used by one thread, and a
+fit never holds the query's engine back); "bg" runs everything else.
 """
 from __future__ import annotations
 
+import math
 import time
 import traceback
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, Signal
 
 from memviz.store.errors import translate
 from memviz.tasks import Cancelled, Task
@@ -87,7 +90,7 @@ class Workers(QObject):
     def pool(self, lane: str) -> QThreadPool:
         if lane not in self._pools:
             p = QThreadPool(self)
-            p.setMaxThreadCount(1 if lane in ("engine", "live", "place") else 2)
+            p.setMaxThreadCount(1 if lane in ("engine", "live", "place", "judge") else 2)
             self._pools[lane] = p
         return self._pools[lane]
 
@@ -158,28 +161,80 @@ class Workers(QObject):
 
 
 class PacedCall(QObject):
-    """A GUI-thread call that requests coalesce into (live redraws after a refresh): `request()`
-    runs `fn` in a later event-loop turn, once for every request made meanwhile, and never
-    sooner after the previous run than that run cost × (1/share − 1), so a panel whose redraw
-    takes 100 ms spends at most `share` of the GUI thread on live redraws (at most `max_ms`
-    apart). A 10k-row panel redraws at once; a 100k-row one a few times a second."""
+    """A paced call that requests coalesce into: the one pacing helper of the app's live work
+    (redraws after a refresh, the refresh itself, placing new map points).
 
-    def __init__(self, fn: Callable[[], None], parent: QObject | None = None, share: float = 0.25,
-                 max_ms: int = 1000) -> None:
+    `request()` runs `fn` in a later event-loop turn, once for every request made meanwhile, and
+    never sooner than `min_ms` after the previous run began, nor sooner after it ended than its
+    cost × (1/share − 1) (at most `max_ms`; None: no cap), so a call that costs 100 ms takes at
+    most `share` of a core. `request(now=True)` runs it at once (an answer the user asked for).
+
+    By default the cost is `fn`'s own time on the GUI thread (a panel whose redraw takes 100 ms
+    spends at most `share` of the GUI thread on live redraws; a 10k-row panel redraws at once, a
+    100k-row one a few times a second). With `job=True`, `fn` starts a background job and
+    returns whether it did: the call then runs until `finished(cost)` says the job ended (its
+    CPU seconds; None: it did no work, so nothing is paced), and requests made meanwhile run
+    once after it."""
+
+    def __init__(self, fn: Callable[[], object], parent: QObject | None = None, share: float = 0.25,
+                 max_ms: int | None = 1000, min_ms: int = 0, job: bool = False) -> None:
         super().__init__(parent)
-        self._fn, self._share, self._max_ms = fn, share, max_ms
-        self._next = 0.0  # monotonic time before which it does not run again
+        self._fn, self._share, self._max_ms, self._min_ms, self._job = fn, share, max_ms, min_ms, job
+        self._next = 0.0      # monotonic time before which it does not run again (the cost's gap)
+        self._started = -1e9  # when the last run began (min_ms)
+        self._running = False  # a job it started has not finished
+        self._owed = None     # while running: a request made meanwhile (True: now=True)
         self._timer = QTimer(self, singleShot=True, timeout=self._run)
+        self._timer.setTimerType(Qt.PreciseTimer)  # a coarse timer may fire 5% early: inside the gap
 
-    def request(self) -> None:
+    def request(self, now: bool = False) -> None:
+        if self._running:
+            self._owed = bool(self._owed) or now
+            return
+        if now:
+            self._timer.stop()
+            self._run()
+            return
+        wait = max(self._next, self._started + self._min_ms / 1000) - time.monotonic()
         if not self._timer.isActive():
-            self._timer.start(max(0, int((self._next - time.monotonic()) * 1000)))
+            self._timer.start(max(0, math.ceil(wait * 1000)))
 
     def isActive(self) -> bool:
-        return self._timer.isActive()
+        """A run is owed, or a job it started runs."""
+        return self._timer.isActive() or self._running
+
+    def cancel(self) -> None:
+        """Forget what is owed and a job running (its `finished` is then ignored) and the pace."""
+        self._timer.stop()
+        self._running, self._owed, self._next, self._started = False, None, 0.0, -1e9
+
+    def finished(self, cost: float | None) -> None:
+        """(job=True) The job the last run started ended; `cost`: its CPU seconds, None when it
+        did no work."""
+        if not self._running:
+            return
+        self._running = False
+        self._pace(cost)
+        owed, self._owed = self._owed, None
+        if owed is not None:
+            self.request(now=owed)
 
     def _run(self) -> None:
-        t0 = time.monotonic()
-        self._fn()
-        cost = time.monotonic() - t0
-        self._next = time.monotonic() + min(self._max_ms / 1000, cost * (1 / self._share - 1))
+        self._started = t0 = time.monotonic()
+        started = self._fn()
+        if self._job:
+            self._running = bool(started)
+        else:
+            self._pace(time.monotonic() - t0)
+
+    def took(self, seconds: float) -> None:
+        """The last run's job (one `fn` started without job=True: a query run again) cost
+        `seconds`, measured where it ran: that paces the next run instead of `fn`'s own time."""
+        self._pace(seconds)
+
+    def _pace(self, cost: float | None) -> None:
+        if cost is None:
+            self._started = -1e9  # no work done: no gap owed either
+            return
+        gap = cost * (1 / self._share - 1)
+        self._next = time.monotonic() + (gap if self._max_ms is None else min(self._max_ms / 1000, gap))

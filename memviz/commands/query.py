@@ -5,8 +5,9 @@ import sys
 from ..embed import EmbedderUnavailable
 from ..frameworks import open_source as open_store
 from ..retrieval import PRESETS, Engine, preset, preset_params
-from ..store import iso, to_epoch
+from ..store import iso
 from .clock import add_now_argument, use_now
+from .context import moment
 
 _CONTRACT_KEYS = ("relevance", "recency", "importance")
 
@@ -41,23 +42,14 @@ def add_parser(sub):
     p.set_defaults(func=run)
 
 
-def _time(value, flag):
-    if value is None:
-        return None
-    try:
-        return float(to_epoch(value))
-    except ValueError as e:
-        raise ValueError(f"{flag}: {e}") from None
-
-
 def params_from_args(args):
     overrides = {k: getattr(args, k) for k in ("alpha", "beta", "gamma", "tau_hours", "decay", "k")
                  if getattr(args, k) is not None}
     time_range = None
     if args.time_from or args.time_to:
-        time_range = (_time(args.time_from, "--from"), _time(args.time_to, "--to"))
+        time_range = (moment(args.time_from, "--from"), moment(args.time_to, "--to"))
     return preset_params(
-        args.preset, **overrides, as_of=_time(args.as_of, "--as-of"),
+        args.preset, **overrides, as_of=moment(args.as_of, "--as-of"),
         agents=tuple(args.agent) if args.agent else None, kinds=tuple(args.kind) if args.kind else None,
         tags=tuple(args.tag) if args.tag else None, time_range=time_range,
         include_retired=args.include_retired, protected_only=args.protected_only,

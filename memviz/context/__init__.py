@@ -1,8 +1,8 @@
-"""What the agent sees, and when (issue 15). No Qt here.
+"""What the agent sees, and when. No Qt here.
 
     counter = TokenCounter()                       # Llama 2 BPE shipped in wordllama, else ≈ chars/4
     content, tags = load_texts(store, arrays)      # once per load
-    tokens = counter.count_many(content)           # once per load (≈ 2 s at 100k; off the GUI thread)
+    tokens = counter.count_many(content)           # once per load (off the GUI thread: it is slow on a large store)
     timeline = Timeline(store, arrays)             # once per load: the audit log, indexed
     view = timeline.at(T)                          # per scrubber step: the arrays as they were at T
     plan = assemble(view.arrays, tokens, now=T, strategy="balanced", budget=128_000, candidates=view.live)

@@ -6,7 +6,7 @@
 
 Actions (commands.py) are command objects over the Store's audited, one-transaction writes;
 History (history.py) is the undo/redo stack every panel shares; Pending (pending.py) keeps
-edits the agent's lock held up; ChangeWatcher (watch.py) notices other processes' writes;
+edits the agent's lock held up;
 retired() (retired.py) lists superseded and deleted memories with when and why;
 applicable.py says which edit applies to which memories, and why not.
 """
@@ -32,10 +32,9 @@ from .history import History
 from .pending import EditKept, Pending, PendingStep
 from .retired import RetiredMemory, retired
 from .verify import problems as consistency_problems
-from .watch import Change, ChangeWatcher
 
 __all__ = [
     "Action", "FieldAction", "Outcome", "Correct", "Confirm", "Unprotect", "SoftDelete", "Restore", "SetImportance",
     "SetTags", "shown", "shown_id", "shown_in_arrays", "embed_for_store", "embed_text", "without_embedding", "History",
-    "EditKept", "Pending", "PendingStep", "retired", "RetiredMemory", "ChangeWatcher", "Change", "consistency_problems",
+    "EditKept", "Pending", "PendingStep", "retired", "RetiredMemory", "consistency_problems",
 ]

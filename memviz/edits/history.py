@@ -43,10 +43,6 @@ class History:
         return self._undo[-1].label if self._undo else ""
 
     @property
-    def redo_text(self) -> str:
-        return self._redo[-1].label if self._redo else ""
-
-    @property
     def done(self) -> list[Action]:
         return list(self._undo)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+from ..store.judged import about_records
 from ..store.vectors import vec_table
 
 #: fields memviz edits; the last audited value of each must be the row's current value
@@ -57,7 +58,7 @@ def vector_problems(store) -> list[str]:
 def audit_problems(store, fields=AUDITED_FIELDS) -> list[str]:
     """For each audited memory, replaying its audit entries gives the row's current fields."""
     out = []
-    audited = list(dict.fromkeys(e[3] for e in store.audit_entries()))
+    audited = list(dict.fromkeys(e[3] for e in store.audit_entries() if not about_records(e[2])))
     rows = {r["id"]: r for k in range(0, len(audited), 500) for r in store.get_many(audited[k:k + 500])}
     for mid in audited:
         row = rows.get(mid)

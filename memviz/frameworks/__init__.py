@@ -5,13 +5,22 @@ lives, next to memviz's own stores. No Qt here.
 framework's store is recognised (probe.py, each system's Source.recognise) and opened through
 its mirror (mirror.py); anything else opens as a native store (SQLite file or PostgreSQL).
 Input that is neither gets one message saying what it looked like and what memviz reads.
+
+The systems memviz knows are registered with `register_source`: the built-in ones (SYSTEM_MODULES)
+when the registry is first used, then a plugin's (entry point group `memviz.sources`,
+memviz/plugins.py), each checked against what `Source` declares (`check_source`). Recognition
+tries them in that order, so a built-in system recognises its stores before any plugin does.
 """
 from __future__ import annotations
 
 import importlib
+import inspect
+import re
+import threading
 from collections.abc import Callable
 from typing import TypeVar
 
+from .. import plugins
 from ..background import gc_paused
 from ..store import NotAStoreError, StoreError
 from ..store import open_and_read as open_and_read_native
@@ -30,17 +39,85 @@ SYSTEM_MODULES: list[str] = [
     "langgraph",
     "chroma",
 ]
+GROUP = "memviz.sources"
+#: a system's key names its mirror file (mirror.py) and its audit rows: short, lower case
+_SYSTEM_KEY = re.compile(r"[a-z0-9][a-z0-9_.-]{0,39}")
+#: what every Source must implement (the rest has defaults); one that lists edits implements write() too
+_REQUIRED = ("recognise", "token", "records")
+
+_systems: list[type[Source]] = []   # registered, in the order recognition tries them
+_CLAIMS = plugins.Claims("the memory system key")  # a system's key -> the plugin that registered it
+_builtins = threading.Lock()
+_builtins_done = False
+
+
+def check_source(cls) -> None:
+    """Raise TypeError / ValueError saying what `cls` lacks to be a memory system memviz opens
+    (what `Source` declares: its names, `recognise` as a classmethod, `token`, `records`, and
+    `write` when it lists `edits`)."""
+    if not (isinstance(cls, type) and issubclass(cls, Source)):
+        raise TypeError(f"{cls!r} is not a memory system: make it a subclass of memviz.frameworks.Source")
+    name = cls.__name__
+    if not isinstance(cls.system, str) or not _SYSTEM_KEY.fullmatch(cls.system):
+        raise ValueError(f"{name}.system must be a short lower-case key (letters, digits, '-', '_', '.'), "
+                         f"not {cls.system!r}")
+    if not isinstance(cls.title, str) or not cls.title.strip():
+        raise ValueError(f"{name}.title must be the system's name as users know it, not {cls.title!r}")
+    if not isinstance(cls.edits, frozenset) or not cls.edits <= EDIT_NAMES.keys():
+        raise ValueError(f"{name}.edits must be a frozenset of {sorted(EDIT_NAMES)}, not {cls.edits!r}")
+    if not isinstance(cls.corrects_in_place, bool):
+        raise ValueError(f"{name}.corrects_in_place must be True or False, not {cls.corrects_in_place!r}")
+    if not isinstance(inspect.getattr_static(cls, "recognise"), classmethod):
+        raise TypeError(f"{name}.recognise must be a classmethod (it is given a Probe and returns a source or None)")
+    missing = [m for m in (*_REQUIRED, *(("write",) if cls.edits else ()))
+               if inspect.getattr_static(cls, m) is inspect.getattr_static(Source, m)]
+    if missing:
+        raise TypeError(f"{name} does not implement {', '.join(m + '()' for m in missing)}"
+                        + (f" (it lists edits {sorted(cls.edits)}, which write() writes back)" if "write" in missing else ""))
+
+
+def register_source(cls: type[Source], *, plugin: plugins.Plugin | None = None) -> str:
+    """Make memviz recognise and open the stores of `cls` (tried after those registered before
+    it); returns its `system`. Raises TypeError / ValueError saying what it lacks, or when
+    another distribution's entry holds its system key (the one there first wins; memviz's are)."""
+    check_source(cls)
+    if any(other.system == cls.system for other in _systems):
+        held = _CLAIMS.plugin(cls.system)
+        if (held.dist if held is not None else None) != (plugin.dist if plugin is not None else None):
+            raise _CLAIMS.taken(cls.system)  # one distribution may give a system several classes (backends)
+    _systems.append(cls)
+    _CLAIMS.add(cls.system, plugin)
+    return cls.system
+
+
+def _unregister(plugin: plugins.Plugin) -> None:
+    for cls in [c for c in _systems if c.system == plugin.registered]:
+        _systems.remove(cls)
+    _CLAIMS.drop(plugin.registered)
+
+
+def load_plugins() -> None:
+    """Register the installed plugins' memory systems, once (after the built-in ones)."""
+    global _builtins_done
+    with _builtins:
+        if not _builtins_done:  # their modules are imported when first needed, not with this package
+            for name in SYSTEM_MODULES:
+                for cls in importlib.import_module(f"{__name__}.{name}").SOURCES:
+                    register_source(cls)
+            _builtins_done = True
+    plugins.load(GROUP, lambda cls, plugin: register_source(cls, plugin=plugin), _unregister)
 
 
 def systems() -> list[type[Source]]:
-    out = []
-    for name in SYSTEM_MODULES:
-        out.extend(importlib.import_module(f"{__name__}.{name}").SOURCES)
-    return out
+    """Every registered memory system, in the order recognition tries them."""
+    load_plugins()
+    return list(_systems)
 
 
 def recognise(target: str) -> Source | None:
-    """The framework source at `target`, or None (a native store, or nothing memviz reads)."""
+    """The framework source at `target`, or None (a native store, or nothing memviz reads). A
+    plugin's `recognise` that raises (but a StoreError: it is its store, unreadable) or answers
+    with something else than a Source or None is skipped (memviz/plugins.py), never in the way."""
     probe = Probe(target)
     if probe.is_dsn:
         if "memviz_meta" in probe.pg_tables():
@@ -48,9 +125,14 @@ def recognise(target: str) -> Source | None:
     elif probe.is_file and probe.is_sqlite() and "memviz_meta" in probe.sqlite_tables():
         return None
     for cls in systems():
-        source = cls.recognise(probe)
-        if source is not None:
-            return source
+        plugin = _CLAIMS.plugin(cls.system)
+        source = plugins.guarded(plugin, cls.recognise, probe, allow=(StoreError,), doing="recognising a store")
+        if source is None:
+            continue
+        if plugin is not None and not isinstance(source, Source):
+            plugins.fault(plugin, f"its recognise() answered {type(source).__name__}, not a Source or None")
+            continue
+        return source
     return None
 
 
@@ -99,5 +181,6 @@ def describe(target: str) -> str:
     return source.describe() if source is not None else Probe(target).describe_unknown()
 
 
-__all__ = ["EDIT_NAMES", "MirroredStore", "Probe", "Source", "StoreError", "describe", "open_and_read",
-           "open_mirrored", "open_source", "recognise", "systems", "what_memviz_reads"]
+__all__ = ["EDIT_NAMES", "MirroredStore", "Probe", "Source", "StoreError", "check_source", "describe", "load_plugins",
+           "open_and_read", "open_mirrored", "open_source", "recognise", "register_source", "systems",
+           "what_memviz_reads"]

@@ -20,6 +20,7 @@ import json
 import os
 
 from ..store import ConflictError, ReadOnlyError
+from ..store.judged import AgentQuery
 from ..store.times import iso, to_epoch
 from ..tasks import Task
 from .pgvectors import PgSourceConnection, fetch_ahead, vectors_as_bytes
@@ -102,9 +103,7 @@ class HtmSource(Source):
         return out, list(now)
 
     def in_step(self, token) -> None:
-        conn = self._db.get()
-        with conn.transaction():  # one snapshot for the versions and the check against the token
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        with self._db.snapshot() as conn:  # one snapshot for the versions and the check against the token
             rows = conn.execute("SELECT key, xmin::text::bigint FROM nodes").fetchall()
             side = self._tags_now(conn)
         n, total = token[0]
@@ -178,6 +177,26 @@ class HtmSource(Source):
                    "after": d.get("after") if isinstance(d, dict) else None,
                    "note": f"HTM operations log: {op} by robot {robot}"}
 
+    def agent_queries(self, limit: int = 100) -> list[AgentQuery]:
+        """HTM logs every `recall` in operations_log (node_id NULL; details: the topic, the
+        timeframe as Ruby prints a Range of Times, the count found): the topic is the query, the
+        timeframe bounds created_at (memviz's event time of an HTM node) when it can be read."""
+        if not self.has_log:
+            return []
+        conn = self._db.get()
+        robots = dict(conn.execute("SELECT id::text, name FROM robots WHERE name IS NOT NULL")) if self.has_robots else {}
+        out = []
+        for at, robot, details in conn.execute(
+                "SELECT date_part('epoch', timestamp), robot_id::text, details::text FROM operations_log "
+                "WHERE operation = 'recall' AND jsonb_typeof(details::jsonb) = 'object' "
+                "AND btrim(coalesce(details::jsonb->>'topic', '')) <> '' ORDER BY id DESC LIMIT %s", (int(limit),)):
+            d = json.loads(details) if details else {}
+            topic = d.get("topic") if isinstance(d, dict) else None
+            if not isinstance(topic, str) or not topic.strip() or at is None:
+                continue
+            out.append(AgentQuery(float(at), robots.get(robot, robot or ""), topic, _timeframe(d.get("timeframe"))))
+        return out
+
     # ---------------------------------------------------------------- writing
     def write(self, rows: dict[str, dict], changes: dict[str, dict]) -> dict[str, dict]:
         self.refuse({k for ch in changes.values() for k in ch})
@@ -240,6 +259,22 @@ class HtmSource(Source):
 def _plain_rows(rows):
     """[(count, sum)] as plain ints, to compare a fresh read with a token that went through JSON."""
     return [[None if v is None else int(v) for v in r] for r in rows or []]
+
+
+def _timeframe(text) -> tuple[float | None, float | None] | None:
+    """A Ruby Range of Times as HTM logs it ("2025-10-20 12:00:00 -0700..2025-10-27 12:00:00 -0700",
+    or "... UTC"), as (start, end) epoch seconds; None when it cannot be read."""
+    if not isinstance(text, str) or ".." not in text:
+        return None
+    ends = []
+    for part in text.split("...", 1) if "..." in text else text.split("..", 1):
+        part = part.strip()
+        part = part[:-4] + " +00:00" if part.endswith(" UTC") else part
+        try:
+            ends.append(float(to_epoch(part)))
+        except ValueError:
+            return None
+    return ends[0], ends[1]
 
 
 def _epoch(value) -> int | None:

@@ -54,6 +54,7 @@ import orjson
 from ..embed import EmbedderUnavailable, EmbeddingError, embedder_for, unknown_model
 from ..store import ConflictError, ReadOnlyError, ValidationError
 from ..store.connection import connect as connect_sqlite
+from ..store.connection import immediate
 from ..store.errors import store_errors
 from ..tasks import Task
 from .pgvectors import fetch_ahead, vectors_as_bytes
@@ -603,8 +604,7 @@ class LangGraphSqlite(LangGraphStore):
         with store_errors(self.target, doing="writing to the LangGraph store"):
             conn = connect_sqlite(self.target)
             try:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
+                with immediate(conn):
                     for p in plans:
                         got = list(conn.execute("SELECT value, updated_at FROM store WHERE prefix = ? AND key = ?",
                                                 (p["prefix"], p["key"])))
@@ -624,11 +624,6 @@ class LangGraphSqlite(LangGraphStore):
                         p["updated_at"] = conn.execute("SELECT updated_at FROM store WHERE prefix = ? AND key = ?",
                                                        (p["prefix"], p["key"])).fetchone()[0]
                         p["expires_at"] = expires
-                    conn.execute("COMMIT")
-                except BaseException:
-                    if not conn.getautocommit():
-                        conn.execute("ROLLBACK")
-                    raise
             finally:
                 conn.close()
 

@@ -164,9 +164,7 @@ class Mem0Source(Source):
         return out, list(now)
 
     def in_step(self, token) -> None:
-        conn = self._db.get()
-        with conn.transaction():  # one snapshot for the versions and the check against the token
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        with self._db.snapshot() as conn:  # one snapshot for the versions and the check against the token
             per = [conn.execute(f'SELECT id::text, xmin::text::bigint FROM "{c}"').fetchall() for c in self.collections]
         if [[len(v), sum(x for _i, x in v) if v else None] for v in per] == [
                 [int(n), None if s is None else int(s)] for n, s in token[:len(self.collections)]]:

@@ -26,6 +26,7 @@ mapping of a system changes (MIRROR_VERSION).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -45,13 +46,14 @@ from ..store.arrays import MemoryArrays
 from ..store.boundary import ErrorBoundary
 from ..store.bulk import bulk_load, fill_indexes
 from ..store.common import StoreCommon, check_expected
-from ..store.connection import connect
+from ..store.connection import connect, immediate
 from ..store.errors import store_errors
+from ..store.judged import SAVE_JUDGED, SAVE_PARAMETERS, UNCHECKED, AgentQuery, JudgedRow, SavedParameters, records_read_only
 from ..store.records import normalize_many
 from ..store.schema import MEMORY_COLUMNS
 from ..store.store import Store
 from ..tasks import Task
-from ..userdirs import user_cache_dir
+from ..userdirs import user_cache_dir, user_data_dir
 from .source import Source
 
 #: bump when a system's mapping to memviz records (or the fingerprint of one) changes: every mirror
@@ -65,11 +67,37 @@ INDEXING = "memviz is building the mirror's full-text and vector indexes; edits 
 _PENDING = "mirror.pending"  # meta: the rowid up to which the indexes and fingerprints are still to be written
 
 
-def mirror_path(source: Source) -> str:
+def _file_name(source: Source) -> str:
     key = hashlib.sha1(f"{source.system}\0{source.label}".encode()).hexdigest()[:20]
+    return f"{source.system}-{key}.db"
+
+
+def mirror_path(source: Source) -> str:
     folder = user_cache_dir() / "mirrors"
     folder.mkdir(parents=True, exist_ok=True)
-    return str(folder / f"{source.system}-{key}.db")
+    return str(folder / _file_name(source))
+
+
+def records_path(source: Source) -> str:
+    """Where memviz keeps its own records about a framework store (judged queries, parameter
+    sets): a small native store of their own, in the user *data* folder, named like the mirror.
+    Not in the mirror, which a MIRROR_VERSION bump, damage or an unfinished build
+    (`mirror.pending`) deletes and rebuilds, nor beside it in the cache, which a user may clear:
+    these are the user's work, not a copy of the source."""
+    return str(user_data_dir() / "judged" / _file_name(source))
+
+
+class _Records(Store):
+    """The records file of a framework store (records_path): judged queries name the memories
+    of the mirror, so those are what a saved query's ids are checked against."""
+
+    def __init__(self, label: str, native: Store, memories: Store):
+        super().__init__(label, native.conn, report=native.report, conn_path=native.conn_path)
+        self._memories = memories
+
+    def _memory_ids_missing(self, c, ids):
+        found = {r["id"] for r in self._memories.get_many(ids, fields=("kind",))}
+        return [m for m in ids if m not in found]
 
 
 #: the row columns a fingerprint hashes as normalize wrote them: the times are the source's own
@@ -102,13 +130,13 @@ def _source_times(rec: dict) -> dict:
 class _Indexing:
     """The indexes and fingerprints of a first build still to be written (`MirroredStore.indexing`):
     rows up to `upto`, the source's times of each row in rowid order. `future` once started;
-    `owner` the store that built the mirror (its close stops the step, a reopened one's does not)."""
+    `owner` the store that built the mirror (its close cancels `task`, a reopened one's does not;
+    the writing connection registers its interrupt with the task, so a statement under way stops)."""
 
     def __init__(self, owner, upto: int, times: list[dict], dims: frozenset[int]):
         self.owner, self.upto, self.times, self.dims = owner, upto, times, dims  # dims: the vec0 tables written
         self.future = None
-        self.conn: apsw.Connection | None = None  # the writing connection, to interrupt on close
-        self.cancelled = False
+        self.task = Task("mirror indexes")
         self.lock = threading.Lock()
 
     def start(self):
@@ -160,6 +188,7 @@ class MirroredStore(StoreCommon, ErrorBoundary):
         # read is made from them, unless something was written since
         self._fresh: tuple | None = None
         self._indexing: _Indexing | None = None  # the first build's second step, until it has committed
+        self._records: _Records | None = None  # memviz's own records (records_path), opened when first asked
 
     # ------------------------------------------------------------ identity
     @property
@@ -217,14 +246,14 @@ class MirroredStore(StoreCommon, ErrorBoundary):
         self._fresh = None
         job = self._indexing
         if job is not None and job.owner is self and job.future is not None and not job.future.done():
-            job.cancelled = True  # a mirror left half done: rebuilt at its next open
-            if job.conn is not None:
-                job.conn.interrupt()
+            job.task.cancel()  # a mirror left half done: rebuilt at its next open
             try:
                 job.future.result()
             except BaseException:  # noqa: BLE001 - interrupted on purpose
                 pass
         try:
+            if self._records is not None:
+                self._records.close()
             self.mirror.close()
         finally:
             self.source.close()
@@ -264,12 +293,16 @@ class MirroredStore(StoreCommon, ErrorBoundary):
         back: the mirror holds them as normalize made them), in one transaction on a connection
         of its own, so that the window's reads on this one go on meanwhile (WAL)."""
         with store_errors(self.path, doing="building the mirror's indexes"):
-            conn = job.conn = connect(self.conn_path)
+            conn = connect(self.conn_path)
+
+            def interrupt() -> None:  # a close may come just after this connection's own
+                with contextlib.suppress(apsw.Error):
+                    conn.interrupt()
+            job.task.on_cancel(interrupt)
             try:
                 _stop_if(job)
                 conn.execute("PRAGMA synchronous = OFF")  # a cache, as its first build (bulk_load durable=False)
-                conn.execute("BEGIN IMMEDIATE")
-                try:
+                with immediate(conn):
                     fill_indexes(conn, job.upto, job.dims)
                     _stop_if(job)
                     cur = conn.execute(f"SELECT {', '.join(MEMORY_COLUMNS)} FROM memories WHERE rowid <= ? ORDER BY rowid",
@@ -279,13 +312,7 @@ class MirroredStore(StoreCommon, ErrorBoundary):
                     conn.executemany(f"INSERT INTO {_FP_TABLE}(id, fp) VALUES (?, ?)", fps)
                     conn.execute("DELETE FROM memviz_meta WHERE key = ?", (_PENDING,))
                     _stop_if(job)
-                    conn.execute("COMMIT")
-                except BaseException:
-                    if not conn.getautocommit():
-                        conn.execute("ROLLBACK")
-                    raise
             finally:
-                job.conn = None
                 conn.close()
         job.times = []
 
@@ -423,6 +450,52 @@ class MirroredStore(StoreCommon, ErrorBoundary):
 
     def entity_links(self) -> list[tuple[str, str]]:
         return self.mirror.entity_links()
+
+    # ------------------------------------------------------------ memviz's own records, beside the mirror
+    def _records_file(self, *, create: bool) -> _Records | None:
+        """The records store (records_path), opened on first use; made only to be written."""
+        if self._records is None:
+            path = records_path(self.source)
+            if not os.path.exists(path):
+                if not create:
+                    return None
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                native = create_store(path)
+                native.set_meta("records.of", self.source.label)
+            else:
+                native = open_native(path)
+            self._records = _Records(self.path, native, self.mirror)
+        return self._records
+
+    def judged_sets(self) -> list[tuple[str, int]]:
+        records = self._records_file(create=False)
+        return [] if records is None else records.judged_sets()
+
+    def judged_queries(self, set_name: str) -> list[JudgedRow]:
+        records = self._records_file(create=False)
+        return [] if records is None else records.judged_queries(set_name)
+
+    def parameter_sets(self) -> list[SavedParameters]:
+        records = self._records_file(create=False)
+        return [] if records is None else records.parameter_sets()
+
+    def change_judged(self, set_name: str, write=(), remove=(), *, expected=UNCHECKED, action: str = SAVE_JUDGED,
+                      actor: str = "memviz", note: str | None = None) -> dict[str, JudgedRow | None]:
+        if self.read_only:
+            raise records_read_only(self.path, self.read_only_reason)
+        return self._records_file(create=True).change_judged(set_name, write, remove, expected=expected, action=action,
+                                                             actor=actor, note=note)
+
+    def change_parameter_set(self, name: str, saved: SavedParameters | None, *, expected=UNCHECKED,
+                             action: str = SAVE_PARAMETERS, actor: str = "memviz",
+                             note: str | None = None) -> SavedParameters | None:
+        if self.read_only:
+            raise records_read_only(self.path, self.read_only_reason)
+        return self._records_file(create=True).change_parameter_set(name, saved, expected=expected, action=action,
+                                                                    actor=actor, note=note)
+
+    def agent_queries(self, limit: int = 100) -> list[AgentQuery]:
+        return self._source_call(lambda: self.source.agent_queries(limit))
 
     # ------------------------------------------------------------ syncing
     def sync(self, task: Task | None = None, *, first: bool = False, later: bool = False) -> dict:
@@ -665,7 +738,7 @@ class MirroredStore(StoreCommon, ErrorBoundary):
 def _stop_if(job: _Indexing) -> None:
     """The store was closed while its indexes were being written (close interrupts a statement
     under way; this stops between them): nothing is committed, the next open rebuilds."""
-    if job.cancelled:
+    if job.task.cancelled:
         raise StoreError("the mirror was closed before its indexes were built; it is rebuilt at its next open")
 
 
@@ -735,5 +808,5 @@ def open_mirrored(source: Source, task: Task | None = None, *, later: bool = Fal
     return store
 
 
-__all__ = ["MirroredStore", "open_mirrored", "mirror_path", "fingerprint", "fingerprints", "MIRROR_VERSION",
+__all__ = ["MirroredStore", "open_mirrored", "mirror_path", "records_path", "fingerprint", "fingerprints", "MIRROR_VERSION",
            "INDEXING", "INDEX_LATER_ROWS", "ValidationError"]

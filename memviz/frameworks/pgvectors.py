@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -28,6 +29,15 @@ class PgSourceConnection:
                 self._conn = connect(self.dsn, need_vector=False)
                 register_vector(self._conn)
             return self._conn
+
+    @contextmanager
+    def snapshot(self):
+        """The connection inside one REPEATABLE READ transaction: what it reads is one snapshot
+        (a source's row versions and the check of them against a sync's token)."""
+        conn = self.get()
+        with conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            yield conn
 
     def close(self) -> None:
         with self._lock:

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..embed import LOCAL_DIM, LOCAL_MODEL, EmbedderUnavailable, EmbeddingError, LocalEmbedder, unknown_model
 from ..store import ReadOnlyError
+from ..store.judged import AgentQuery
 from ..tasks import Task
 
 #: the memory fields an edit in memviz may change (store.update_rows), by what they mean to a user
@@ -111,6 +112,11 @@ class Source:
         """The system's own change history, if it keeps one, as audit rows: dicts with at
         (epoch s), action, memory_id, before, after (dicts or None), note. Default: none."""
         return iter(())
+
+    def agent_queries(self, limit: int = 100) -> list[AgentQuery]:
+        """The retrieval queries the system's agent ran, newest first, where the system records
+        them (HTM's operations log). Default: it does not."""
+        return []
 
     # ---------------------------------------------------------------- writing
     def write(self, rows: dict[str, dict], changes: dict[str, dict]) -> dict[str, dict]:

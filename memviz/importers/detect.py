@@ -3,20 +3,21 @@ character or its name alone (for the window's drop, File → Import, and the mes
 format gets). A file that is none of them gets one sentence saying what it looked like and
 what memviz imports (`describe_unknown`).
 
-Adding a format's detection is one line in FILE_FORMATS (or FOLDER_FORMATS) and one in READS:
-a test on the file's `memviz.sniff.Sniff` (cached looks: head, first JSON lines, the whole
-file as one JSON document), tried in order.
+A format's detection is declared with it (registry.py, `ImportFormat.file` / `.folder`): a test
+on the file's `memviz.sniff.Sniff` (cached looks: head, first JSON lines, the whole file as one
+JSON document) or on a folder's path, tried in the order the formats were registered. The
+built-in formats' tests are below.
 """
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 
 from ..sniff import Sniff, sniff
 from .generative_agents import NODES, find_personas
 from .letta_agent_file import is_agent_file
 from .openmemory import looks_like as looks_like_openmemory
 from .pipeline import ImportFailed
+from .registry import detects, formats
 
 #: ADA's stream entries carry these; Wonda's records do not (GLOSSARY)
 _ADA_KEYS = {"cycle", "role"}
@@ -28,11 +29,15 @@ def _records(items: list) -> bool:
     return bool(first) and sum(isinstance(x, dict) and "content" in x for x in first) * 2 > len(first)
 
 
-def _ada_stream(s: Sniff) -> bool:
+def openmemory(s: Sniff) -> bool:
+    return looks_like_openmemory(s.path, s.raw_head)
+
+
+def ada_stream(s: Sniff) -> bool:
     return bool(s.lines) and any(isinstance(x, dict) and _ADA_KEYS <= x.keys() for x in s.lines)
 
 
-def _record_dump(s: Sniff) -> bool:
+def record_dump(s: Sniff) -> bool:
     if s.is_gzip:
         return False
     doc = s.document
@@ -41,11 +46,11 @@ def _record_dump(s: Sniff) -> bool:
     return _records(s.lines)  # JSON Lines (a one-line file's record among them)
 
 
-def _letta_agent_file(s: Sniff) -> bool:
+def letta_agent_file(s: Sniff) -> bool:
     return is_agent_file(s.document)
 
 
-def _generative_agents(path: str) -> bool:
+def generative_agents(path: str) -> bool:
     try:
         find_personas(path)
     except ImportFailed:
@@ -53,40 +58,19 @@ def _generative_agents(path: str) -> bool:
     return True
 
 
-#: (format, test) for a file, tried in order
-FILE_FORMATS: list[tuple[str, Callable[[Sniff], bool]]] = [
-    ("openmemory", lambda s: looks_like_openmemory(s.path, s.raw_head)),  # before the JSON formats
-    ("letta-af", _letta_agent_file),
-    ("ada-stream", _ada_stream),
-    ("jsonl", _record_dump),
-]
-#: (format, test) for a folder, tried in order
-FOLDER_FORMATS: list[tuple[str, Callable[[str], bool]]] = [
-    ("generative-agents", _generative_agents),
-]
-#: what each import format reads, for the message an unrecognised file gets
-READS = {
-    "generative-agents": "Generative Agents memory (a folder with associative_memory/nodes.json)",
-    "ada-stream": "ADA memory streams (stream.jsonl)",
-    "jsonl": "JSON Lines record dumps ({id, content, embedding?, metadata} per line, or a JSON array of them)",
-    "letta-af": "Letta agent files (.af)",
-    "openmemory": "OpenMemory exports (the export zip, memories.json or memories.jsonl.gz)",
-}
-
-
 def detect_format(path) -> str | None:
     """The import format of `path` (a FORMATS name), or None when it is none of them."""
     path = os.path.abspath(os.fspath(path))
     if os.path.isdir(path) or os.path.basename(path) == NODES:
-        return next((fmt for fmt, test in FOLDER_FORMATS if test(path)), None)
+        return next((f.name for f in formats() if detects(f, "folder", path)), None)
     if not os.path.isfile(path):
         return None
     s = sniff(path)
-    return next((fmt for fmt, test in FILE_FORMATS if test(s)), None)
+    return next((f.name for f in formats() if detects(f, "file", s)), None)
 
 
 def what_memviz_imports() -> str:
-    return "memviz imports " + "; ".join(f"{text} as `{fmt}`" for fmt, text in READS.items())
+    return "memviz imports " + "; ".join(f"{f.reads} as `{f.name}`" for f in formats())
 
 
 def describe_unknown(path) -> str:

@@ -23,13 +23,14 @@ and the start are then measured on the fold's own (held-out) queries. The fitted
 reported are the search's on every query. The space is widened where it must be to hold the
 start (a knob's range, the box), so the start is always one of the points searched.
 
-The recommendation — the one-standard-error rule of cross-validated model selection (Breiman
-et al. 1984; Hastie, Tibshirani & Friedman, *Elements of Statistical Learning* §7.10): with
-gᵢ the held-out gain of fold i (the fitted parameters' mean on its queries minus the start's),
-ḡ their mean and SE = sd(gᵢ) / √folds (sd with ddof = 1), the fitted parameters are
-recommended only when ḡ > SE and ḡ > 0. Otherwise the report says the gain is within the
-spread over folds and keeps the starting parameters, so what it recommends is never worse
-than the start on held-out queries on average.
+The recommendation: with gᵢ the held-out gain of fold i (the fitted parameters' mean on its
+queries minus the start's), ḡ their mean and sd the standard deviation of the gᵢ (ddof = 1),
+the fitted parameters are recommended only when ḡ > sd and ḡ > 0: the gain must stand above
+the fold spread, not merely above its standard error (sd / √folds, which shrinks with more
+folds while a fold's own gain stays as uncertain). A gain within the spread over folds — a
+setting that helps some folds and hurts others — is reported as such, and the starting
+parameters are kept, so what is recommended is never worse than the start on held-out
+queries on average.
 """
 from __future__ import annotations
 
@@ -130,8 +131,7 @@ class FitReport:
     reason: str
     before: float          # mean over folds of the start's held-out metric
     after: float           # mean over folds of the fitted parameters' held-out metric
-    gain_sd: float         # standard deviation of the per-fold gains (ddof = 1)
-    gain_se: float         # gain_sd / √folds: the bar the mean gain must clear
+    gain_sd: float         # standard deviation of the per-fold gains (ddof = 1): the bar the mean gain must clear
     folds: tuple[FoldResult, ...]
     per_query: WinsLosses  # each query held out: its fold's parameters against the start
     evaluations: int       # parameter sets ranked (metric_of calls)
@@ -155,7 +155,7 @@ class FitReport:
             f"start:  {shown(self.start)}",
             f"fitted: {shown(self.fitted)}",
             f"held-out {self.metric} over {len(self.folds)} folds: {self.before:.4f} → {self.after:.4f} "
-            f"(gain {self.gain:+.4f}, sd over folds {self.gain_sd:.4f}, standard error {self.gain_se:.4f})",
+            f"(gain {self.gain:+.4f}, fold spread: sd {self.gain_sd:.4f})",
             f"per fold: {per_fold}",
             f"per query (held out): {self.per_query.summary()}",
             ("recommended: " if self.recommended else "not recommended: ") + self.reason,
@@ -165,7 +165,7 @@ class FitReport:
         return {
             "metric": self.metric, "start": self.start, "fitted": self.fitted, "recommended": self.recommended,
             "reason": self.reason, "params": self.params, "before": self.before, "after": self.after,
-            "gain": self.gain, "gain_sd": self.gain_sd, "gain_se": self.gain_se, "evaluations": self.evaluations,
+            "gain": self.gain, "gain_sd": self.gain_sd, "evaluations": self.evaluations,
             "seed": self.seed,
             "folds": [{"index": f.index, "queries": f.test_size, "params": f.params, "before": f.before,
                        "after": f.after, "gain": f.gain} for f in self.folds],
@@ -349,19 +349,17 @@ def fit(metric_of: MetricOf, space: Space, start: Mapping, query_ids: Iterable[s
     gains = [r.gain for r in results]
     mean_gain = _mean(gains)
     sd = math.sqrt(math.fsum((g - mean_gain) ** 2 for g in gains) / (len(gains) - 1))
-    se = sd / math.sqrt(len(gains))
     before, after = _mean(r.before for r in results), _mean(r.after for r in results)
     if fitted == search.start_point:
         recommended, reason = False, "the search found nothing better than the starting parameters; they are kept"
-    elif mean_gain > se and mean_gain > SAME_WITHIN:
-        recommended, reason = True, (f"the held-out gain {mean_gain:+.4f} is above one standard error of the "
-                                     f"per-fold gains ({se:.4f})")
+    elif mean_gain > sd and mean_gain > SAME_WITHIN:
+        recommended, reason = True, (f"the held-out gain {mean_gain:+.4f} is above the fold spread (the per-fold "
+                                     f"gains' sd {sd:.4f})")
     else:
-        recommended, reason = False, (f"the held-out gain {mean_gain:+.4f} is not above one standard error of the "
-                                      f"per-fold gains ({se:.4f}): within the spread over folds; the starting "
-                                      "parameters are kept")
+        recommended, reason = False, (f"the held-out gain {mean_gain:+.4f} is not above the fold spread (the "
+                                      f"per-fold gains' sd {sd:.4f}): the starting parameters are kept")
     return FitReport(metric=metric, start=dict(start), fitted=search.params_of(fitted), recommended=recommended,
-                     reason=reason, before=before, after=after, gain_sd=sd, gain_se=se, folds=tuple(results),
+                     reason=reason, before=before, after=after, gain_sd=sd, folds=tuple(results),
                      per_query=wins_losses(held_out, {q: start_values[q] for q in ids}),
                      evaluations=len(search.cache), seed=seed)
 

@@ -1,7 +1,7 @@
 """2-D layouts of the memories (PCA, UMAP in a warm worker process, cache, placement) and the
 layered reflection graph. No Qt here.
 
-The graph module brings scipy (about 0.4 s to import), so it is imported when first asked
+The graph module brings scipy (slow to import), so it is imported when first asked
 for: opening a store and drawing its map does not pay for it."""
 from .cache import CachedLayout, LayoutCache
 from .first_map import first_map

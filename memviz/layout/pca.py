@@ -1,7 +1,7 @@
 """PCA to 2-D: the map shown at once, before UMAP is ready.
 
 The covariance route (X^T X, then an eigendecomposition of a dim x dim matrix) is exact and
-takes a few hundred ms at 100k x 256 (bench/layout.py), so no randomised or sampled
+fast enough at the sizes memviz opens (bench/layout.py), so no randomised or sampled
 approximation is needed.
 """
 from __future__ import annotations
@@ -20,8 +20,8 @@ def pca_2d(embedding: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
     """(n, 2) float32 projection on the first two principal components, aligned to the rows of
     `embedding`. Rows outside `mask` (default: the non-zero rows) are NaN and take no part in
     the fit. Deterministic: each axis is signed so its largest loading is positive."""
-    # One BLAS thread: on a busy machine multi-threaded BLAS spin-waits (LAPACK on a 256 x 256
-    # matrix took 2 s, X^T X three times longer); single-threaded it is also bit-reproducible.
+    # One BLAS thread: on a busy machine multi-threaded BLAS spin-waits (a small eigendecomposition
+    # then takes seconds); single-threaded it is also bit-reproducible.
     with one_blas_thread():
         return _pca_2d(embedding, mask)
 
@@ -48,7 +48,7 @@ def _pca_2d(embedding: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray
     signs = np.sign(comps[np.abs(comps).argmax(axis=0), [0, 1]])
     comps *= np.where(signs == 0, 1.0, signs)
     # centred after the projection: the mean of the projected rows is the projection of the mean
-    # (a pass over two columns, not over the whole matrix: 0.08 s at 100k x 1536)
+    # (a pass over two columns, not over the whole matrix)
     proj = fit @ comps.astype(np.float32)
     out[mask] = proj - proj.mean(axis=0, dtype=np.float64).astype(np.float32)
     return out
@@ -70,7 +70,7 @@ def _top_axes(fit: np.ndarray, mean: np.ndarray, block: int = 8, rounds: int = 8
     """The two leading eigenvectors of the covariance by subspace iteration on a block of 8
     (fixed start: deterministic), two thin products per round instead of the d x d matrix.
     Both products of a round are taken a slice of rows at a time, so the second reads the slice
-    from the CPU's cache, not from memory (0.05 s a round instead of 0.08 at 33k x 1536)."""
+    from the CPU's cache, not from memory."""
     m, d = fit.shape
     rows = max(8, _SLICE_BYTES // (4 * d))
 

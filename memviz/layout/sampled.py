@@ -2,7 +2,7 @@
 memory placed from its nearest sampled neighbours (place.py), and the method said in words.
 
 UMAP's cost grows faster than the number of points and, past knn.py's exact neighbour graph
-(EXACT_KNN_MAX points), it needs NN-descent's ~40 s compile in every new worker; a sample of
+(EXACT_KNN_MAX points), it needs NN-descent's compile in every new worker; a sample of
 SAMPLE points keeps the fit on the exact graph. Placing the rest compares each memory with
 ANCHORS of the sampled points (a float32 product per block, knn.py) and puts it at the
 similarity-weighted mean of its K nearest: it lands in the cluster it belongs to; the fine
@@ -20,13 +20,13 @@ from ..tasks import Task, quiet
 from .place import place_by_neighbours
 
 # stores up to this many distinct vectors are laid out whole: it is umap_worker.EXACT_KNN_MAX, past
-# which UMAP needs NN-descent (its compile in every new worker, and a slower graph); at 100k the
-# whole layout took 184 s and the sampled one 56 s (bench/scale.py, before SAMPLE and EPOCHS below)
+# which UMAP needs NN-descent (its compile in every new worker, and a slower graph); the sampled
+# layout takes a fraction of the whole one's time (bench/scale.py, the manual's performance page)
 SAMPLE_ABOVE = 30_000
 # The fitted sample (knn.nearest_self's exact graph, no NN-descent) and its optimisation epochs
-# (umap's default is 200 past 10k points). At 100k, 20,000 points and 100 epochs keep the map's
-# neighbourhoods as 30,000 and 200 did (kNN@10 0.129 against 0.131, trustworthiness 0.9918
-# against 0.9923) for a third of the fit's CPU (bench/umap_job.py)
+# (umap's default is 200 past 10k points): these keep the map's neighbourhoods as 30,000 points
+# and 200 epochs did (kNN@10 and trustworthiness, bench/umap_job.py, the manual's performance page) for a
+# third of the fit's CPU
 SAMPLE = 20_000
 EPOCHS = 100
 ANCHORS = 8_192          # sampled points each other memory is compared with

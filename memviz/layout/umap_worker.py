@@ -7,22 +7,22 @@ umap's and pynndescent's kernels (umap itself declares almost none cacheable), s
 worker (the next run of the app, or after a cancel) loads compiled code instead of compiling.
 Up to EXACT_KNN_MAX points the neighbour graph is exact and computed with numpy
 (knn.nearest_self): pynndescent's NN-descent cannot be cached (numba refuses: dynamic globals)
-and costs ~40 s of compiling in every new process, more than the exact graph costs to compute.
+and is compiled again in every new process, which costs more than the exact graph.
 Only a `whole` job past that size uses NN-descent (the window's job fits at most
 sampled.SAMPLE points); `warm_up(n_points)` compiles it in advance only when a job will need it.
 
 A job reports its stages through a `memviz.tasks.Task` (`STAGE_TEXT`): "preparing" while
 the worker imports umap and compiles (or loads the compiled code), then "nearest neighbours",
-"neighbour graph", "initial layout", "optimising layout (epoch i/n)" and "placing". Where the
-time goes on a new install (measured, two busy cores): `import umap` ~25 s (umap and
-pynndescent compile their cached kernels at import) and the warm-up fit ~9 s, both while the
-job says "preparing" (see `prepare_text`); with the disk cache filled, 2.5 s and 0.1 s.
+"neighbour graph", "initial layout", "optimising layout (epoch i/n)" and "placing". On a new
+install `import umap` compiles umap's and pynndescent's cached kernels and the warm-up fit
+compiles the rest, both while the job says "preparing" (see `prepare_text`); with the disk
+cache filled both are short (bench/layout.py, the manual's performance page).
 `task.cancel()` (or `job.cancel()`) terminates the worker process (numba
 loops cannot be interrupted) and a fresh one is started and warmed, so the next job still
 finds a worker. Messages carry the job id: anything from a stale job is dropped, and
 submitting a job cancels the one still running. Progress and `on_done` run on the worker's
 listener thread; a Qt caller forwards them with a signal. `result()` is meant for the thread
-that owns the store (it writes the cache). Measured in bench/layout.py.
+that owns the store (it writes the cache).
 """
 from __future__ import annotations
 
@@ -36,10 +36,12 @@ import sys
 import threading
 import time
 import traceback
+from concurrent import futures
 from pathlib import Path
 
 import numpy as np
 
+from ..background import in_thread
 from ..tasks import UNKNOWN, Cancelled, Task
 from ..userdirs import user_cache_dir
 from . import sampled
@@ -162,7 +164,7 @@ def _cache_all_kernels() -> int:
                     obj.enable_caching()
                     count += 1
                 except RuntimeError:
-                    pass  # not cacheable (no source file): compiled per process as before
+                    pass  # not cacheable (no source file): compiled in each process
     return count
 
 
@@ -262,11 +264,9 @@ class UmapWorker:
                 self._warmed_large = None
                 self.warm.clear()
                 self.started_at = time.perf_counter()
-                sender = threading.Thread(target=self._send_loop, args=(parent, self._outbox), daemon=True,
-                                          name="memviz-umap-sender")
-                sender.start()
-                threading.Thread(target=self._listen, args=(proc, parent, self._outbox, sender), daemon=True,
-                                 name="memviz-umap-listener").start()
+                outbox = self._outbox
+                sender = in_thread(lambda: self._send_loop(parent, outbox), "memviz-umap-sender")
+                in_thread(lambda: self._listen(proc, parent, outbox, sender), "memviz-umap-listener")
             if warm and self._warmed_large is not True and (self._warmed_large is None or self._large):
                 self._warmed_large = self._large
                 self.warm.clear()
@@ -312,7 +312,7 @@ class UmapWorker:
                 job._finish("done", coords=msg[2]) if kind == "result" else job._finish("failed", error=msg[2])
         # The process is gone: stop the sender (its send fails or it is idle), then close.
         outbox.put(None)
-        sender.join()
+        futures.wait((sender,))
         conn.close()
         with self._lock:  # the process ended: whoever was waiting on it learns why
             job = self._job if proc is self._proc else None

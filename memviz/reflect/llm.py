@@ -12,9 +12,9 @@
 """
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, replace
 
+from ..background import in_thread, wait_for
 from ..tasks import Cancelled, Task
 from .errors import BadOutput, LLMConnectionError, LLMError, LLMHTTPError, LLMRefusal, LLMTimeout, LLMTruncated, SettingsError
 from .settings import ENV_API_KEY, LLMSettings
@@ -168,7 +168,7 @@ class LLMClient:
                                 f"JSON response ({shorten(str(e), 120)}).") from None
             if attempt + 1 < attempts:
                 wait = min(wait, _MAX_WAIT)
-                task.wait(wait) if task is not None else threading.Event().wait(wait)
+                (task or Task()).wait(wait)  # a cancel ends the wait
         msg = str(last)
         if attempts > 1:
             msg = msg.rstrip(".") + f" (tried {attempts} times)."
@@ -179,23 +179,7 @@ def _cancellable(call, task):
     """Run `call` on a helper thread; stop waiting (raise Cancelled) as soon as `task` is cancelled."""
     if task is None:
         return call()
-    box = {}
-    done = threading.Event()
-
-    def run():
-        try:
-            box["value"] = call()
-        except BaseException as e:  # handed to the waiting thread
-            box["error"] = e
-        finally:
-            done.set()
-
-    threading.Thread(target=run, daemon=True, name="memviz-llm-request").start()
-    while not done.wait(0.05):
-        task.check()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+    return wait_for(in_thread(call, "memviz-llm-request"), task)
 
 
 def _error_detail(e) -> str:

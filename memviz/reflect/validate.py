@@ -180,7 +180,7 @@ def parse_insights(value, evidence_ids: list[str], limit: int, *, max_chars: int
 
 
 # ------------------------------------------------------------------ duplicates
-#: an insight this close to a live memory (or an earlier proposal) says nothing new (issue 19 case 12)
+#: an insight this close to a live memory (or an earlier proposal) says nothing new
 DUPLICATE_COSINE = 0.97
 
 

@@ -157,9 +157,11 @@ class Engine:
                                       f"but the store's vectors have {self.arrays.dim}")
         return self._embedder
 
-    def set_query(self, text: str | None = None, *, vector=None, like: str | None = None) -> None:
+    def set_query(self, text: str | None = None, *, vector=None, like: str | None = None, cosines=None) -> None:
         """Set the query: text (embedded with the store's model), a vector, or a memory id whose
         own vector is the query (`like`; that memory is left out of its own results).
+        `cosines`: every row's float32-product cosine with that query's vector, made elsewhere
+        (one matrix product for many queries: memviz.judge), used as this engine's own product.
 
         When the text cannot be embedded this raises EmbedderUnavailable *after* keeping the text,
         so presets that need no vector (hybrid: full-text part only; working-memory) still score."""
@@ -201,6 +203,11 @@ class Engine:
             # the first pass over every row runs when a preset first needs it (_relevance): the
             # hybrid preset orders by float32 cosines and needs no int8 pass
             self.query_vector = np.ascontiguousarray(vec, dtype=np.float32)
+            if cosines is not None:
+                cos = np.asarray(cosines, dtype=np.float64)
+                if cos.shape != (len(a),):
+                    raise ValueError(f"{cos.size} cosines given for a store of {len(a)} rows")
+                self._rel32 = cos
 
     def _relevance(self) -> np.ndarray:
         """Every row's first-pass cosine (error bound `_rel_err`): the int8 index of a large

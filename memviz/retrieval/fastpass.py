@@ -12,9 +12,10 @@ the same values come from numpy.
 from __future__ import annotations
 
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+
+from ..background import in_thread
 
 BLOCK = 1024  # = kernels.BLOCK (not imported from there: that would load numba)
 #: rows per share of a pass split between two threads (in_two): small, so the caller waits
@@ -35,7 +36,7 @@ def load():
     with _lock:
         if _kernels is None:
             try:
-                from . import kernels as K  # numba: ~0.2 s, large stores only
+                from . import kernels as K  # numba loads slowly: large stores only
 
                 codes, cos = np.ones((2, 3), np.int8), np.empty(2)
                 K.int8_cosines(codes, np.ones(3, np.int8), np.full(2, 0.5), 2.0, cos)
@@ -50,10 +51,6 @@ def load():
         return _kernels or None
 
 
-_helper: ThreadPoolExecutor | None = None
-_helper_lock = threading.Lock()   # not _lock: load() holds that while numba compiles
-
-
 def in_two(call, n: int) -> None:
     """call(lo, hi) over rows [0, n) in shares of SHARE rows, taken in turn by the calling
     thread and one helper thread (the kernels release the GIL). The caller never waits for a
@@ -61,7 +58,6 @@ def in_two(call, n: int) -> None:
     other core is busy (the window, the UMAP worker, the agent, or another query's helper) the
     caller does nearly all of it and waits at most for the one share the helper holds. Each row
     is computed by the same code whichever thread takes it, so the values are those of one call."""
-    global _helper
     share = SHARE
     starts = range(0, n, share)
     if n < SPLIT_ROWS or len(starts) < 2:
@@ -86,10 +82,7 @@ def in_two(call, n: int) -> None:
                 if state["left"] == 0:
                     done.set()
 
-    with _helper_lock:
-        if _helper is None:
-            _helper = ThreadPoolExecutor(1, thread_name_prefix="memviz-pass")
-    _helper.submit(work)
+    in_thread(work, "memviz-pass")
     work()
     done.wait()
     if errors:

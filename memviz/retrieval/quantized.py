@@ -37,9 +37,11 @@ from __future__ import annotations
 
 import threading
 import weakref
+from concurrent.futures import Future
 
 import numpy as np
 
+from ..background import in_thread
 from ..store.arrays import spare_rows
 from . import fastpass
 
@@ -79,7 +81,7 @@ class Int8Index:
 
     `extended` makes the index of a grown matrix (a live refresh appended rows, re-embedded some)
     without quantising it all again: codes and scales sit in buffers with spare rows, shared
-    between the two indexes like the matrix's rows are (memviz.session.refresh), as many spare as
+    between the two indexes like the matrix's rows are (memviz.session.buffers), as many spare as
     the matrix has (store.arrays.spare_rows): running out copies them all, on the GUI thread."""
 
     def __init__(self, embedding: np.ndarray, kernel=None):
@@ -124,7 +126,7 @@ class Int8Index:
         Why the bound stays valid, for both indexes: R and N are maxima over rows, kept in one
         list the two share and only ever raised, so every row either index holds is covered (a
         row re-embedded keeps its old residual in the maximum too, which only widens the bound).
-        A re-embedded row is patched where the matrix patched it (refresh.apply_rows): in the
+        A re-embedded row is patched where the matrix patched it (session.live.delta.apply_rows): in the
         shared buffer, for both, or in the new one when the rows were copied."""
         n, m = len(self.codes), len(embedding)
         new = object.__new__(Int8Index)
@@ -192,7 +194,7 @@ class _ByIdentity:
 _own = _ByIdentity()        # arrays -> its index, or False when none can be made (no numba, a failed build)
 _pending = _ByIdentity()    # arrays -> (older arrays, rows changed since): its index extends older's once built
 _by_matrix = _ByIdentity()  # embedding matrix -> its index or False: views of one load share it
-_building: dict[int, threading.Thread] = {}   # id(matrix) -> the thread building its index
+_building: dict[int, Future] = {}   # id(matrix) -> the build under way
 
 
 def index_for(arrays, *, wait: bool = False, min_rows: int = MIN_ROWS) -> Int8Index | None:
@@ -221,13 +223,11 @@ def index_for(arrays, *, wait: bool = False, min_rows: int = MIN_ROWS) -> Int8In
         return None
     key = id(arrays.embedding)
     with _build_lock:
-        t = _building.get(key)
-        if t is None:
-            t = _building[key] = threading.Thread(target=_build, args=(arrays, key), name="memviz-int8-index",
-                                                  daemon=True)
-            t.start()
+        build = _building.get(key)
+        if build is None:
+            build = _building[key] = in_thread(lambda: _build(arrays, key), "memviz-int8-index")
     if wait:
-        t.join()
+        build.result()
         return index_for(arrays, min_rows=min_rows)
     return None
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from memviz.retrieval.params import Params
-from memviz.session.refresh import ColumnGrowth, FreshRows, install
+from memviz.session.buffers import ColumnGrowth
 from memviz.store import MemoryArrays, Provenance
 from memviz.store.changes import ChangeToken, token_now
 from memviz.store.interface import MemoryStore
@@ -49,10 +49,6 @@ class Callbacks:
     def connect(self, fn: Callable) -> None:
         self._fns.append(fn)
 
-    def disconnect(self, fn: Callable) -> None:
-        if fn in self._fns:
-            self._fns.remove(fn)
-
     def emit(self, *args) -> None:
         for fn in list(self._fns):
             fn(*args)
@@ -73,7 +69,7 @@ class StoreData:
     map_start_: tuple | None = None       # (coords, method): memviz.layout.first_map, read on first use
     token: ChangeToken | None = None      # where a live refresh reads changes from (memviz.store.changes)
     full_reason: str | None = None        # set on a re-read a delta could not describe: why
-    #: columns a live refresh is copying into larger buffers ahead of need (session/refresh.py)
+    #: columns a live refresh is copying into larger buffers ahead of need (session/buffers.py)
     growth: ColumnGrowth | None = field(default=None, init=False, repr=False, compare=False)
     #: the values read on first use (provenance_, map_start_), by whichever thread asks first
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
@@ -198,6 +194,7 @@ class AppState:
                                                     store fires it: keep the view)
       rows_changed(delta: RowsDelta)                a live refresh patched `data` in place: rows
                                                     appended / changed / retired / restored
+                                                    (memviz.session.live)
       selection_changed(rows: ndarray, current: int | None, source)  `source` is who selected
       time_filter_changed(range: tuple[float, float] | None)
       show_retired_changed(show: bool)
@@ -257,25 +254,12 @@ class AppState:
         if self.as_of != was_as_of:
             self.as_of_changed.emit(self.as_of)
 
-    def apply_refresh(self, out) -> str:
-        """Install what memviz.session.refresh.read_refresh read: a delta patches `data` in place
-        and fires rows_changed (selection, result and view stay: rows keep their indices); a
-        whole re-read goes through set_data. Returns "delta", "full", "none", or "misfit" (the
-        delta did not fit the loaded arrays: the caller re-reads the store)."""
-        if out is None or self.data is None:
-            return "none"
-        if isinstance(out, StoreData):
-            if out.store is not self.data.store:
-                return "none"  # read for a store that is no longer open
-            self.set_data(out)
-            return "full"
-        if not isinstance(out, FreshRows) or out.data is not self.data:
-            return "none"  # read for data that has been replaced since
-        delta = install(self.data, out)
-        if delta is None:
-            return "misfit"
-        self.rows_changed.emit(delta)
-        return "delta"
+    def take_rows(self, arrays: MemoryArrays) -> None:
+        """A live refresh (memviz.session.live) made `arrays` from the loaded arrays: rows appended
+        or patched, same indices. The panels are shown them, or, while the window shows a moment
+        T, the view of T made from them (every row, the new ones hidden as created after T). The
+        caller fires rows_changed."""
+        self.as_of_view = self._past.take(self.data, arrays, self.as_of)
 
     # ------------------------------------------------------------ selection
     def select(self, rows, source=None, current: int | None = -1) -> None:
@@ -418,6 +402,13 @@ class AsOfCursor:
             from memviz.context import Timeline  # read on the first step into the past
             self._timeline = Timeline(data.store, self._loaded)
         return self._timeline
+
+    def take(self, data: StoreData, arrays: MemoryArrays, T: float | None):
+        """`arrays` are the loaded ones now (a live refresh grew them): the Timeline is made again
+        on first use (it maps audit entries to rows of the arrays it was made on, and the refresh
+        may have brought entries of its own); shown as `show` does."""
+        self._data, self._loaded, self._timeline = data, arrays, None
+        return self.show(data, T)
 
     def show(self, data: StoreData | None, T: float | None):
         """Point `data.arrays` at the view of T (or back at the loaded arrays); the view or None."""

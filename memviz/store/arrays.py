@@ -17,7 +17,7 @@ from .records import MS_ABOVE, NUMBER_DEFAULTS, ODD_TYPES_SQL, TIME_COLUMNS, dec
 from .vec_chunks import read_from_index
 
 ROOM = 1 / 2  # spare rows below a matrix read whole, as a share of its rows (at least 256): a live refresh
-              # (session/refresh.py) appends new rows there without copying the matrix; untouched, they
+              # (session/buffers.py) appends new rows there without copying the matrix; untouched, they
               # are address space, not memory
 
 
@@ -286,14 +286,14 @@ def _read_odd_values(conn, a: MemoryArrays, odd_types) -> np.ndarray:
     return bad
 
 
-#: the MemoryArrays columns read as numbers (the scans' and WrittenColumns')
-_NUMERIC = ("importance", "event_time", "created_at", "last_accessed", "valid_until", "confidence", "decay_rate",
+#: the MemoryArrays columns read as numbers (both backends' scans and WrittenColumns')
+NUMERIC_COLUMNS = ("importance", "event_time", "created_at", "last_accessed", "valid_until", "confidence", "decay_rate",
             "access_count", "protected")
 
 
 _SQL = _SQL.replace("{odd_types}", ODD_TYPES_SQL)
 #: the columns of _SQL's rows, in order (`preview` only when asked for)
-_ROW_COLUMNS = ("rowid", "id", "kind", "agent", *_NUMERIC, "embedding", "json_ok", "model", "size", "odd_type", "preview")
+_ROW_COLUMNS = ("rowid", "id", "kind", "agent", *NUMERIC_COLUMNS, "embedding", "json_ok", "model", "size", "odd_type", "preview")
 
 
 def _scan_by_row(conn, preview: int, rowids: list[int] | None = None) -> dict:
@@ -315,7 +315,7 @@ def _scan_by_row(conn, preview: int, rowids: list[int] | None = None) -> dict:
         buf = bytearray().join(blobs if has.all() else (b if h else zero for b, h in zip(blobs, has.tolist())))
         return np.frombuffer(buf, dtype="<f4").reshape(len(has), nbytes // 4)
     return {"rowid": cols["rowid"], "ids": ids, "kind": kind, "agent": agent, "bad_text": b1 | b2 | b3,
-            **{name: cols[name] for name in _NUMERIC}, "json_ok": cols["json_ok"], "model": cols["model"],
+            **{name: cols[name] for name in NUMERIC_COLUMNS}, "json_ok": cols["json_ok"], "model": cols["model"],
             "size": cols["size"], "odd_types": [r for r, odd in zip(cols["rowid"], cols["odd_type"]) if odd],
             "preview": one_line(cols["preview"]) if preview > 0 else None, "vectors": vectors}
 
@@ -345,7 +345,7 @@ _MOSTLY = {"valid_until": "NULL", "confidence": "1.0", "decay_rate": "0.1", "pro
            "model": "?1", "size": "?2"}
 #: the columns of _SQL_AGG's one row, in order: each a JSON array over every row (over the other
 #: rows' [rowid, value] for those of _MOSTLY)
-_AGG_COLUMNS = ("rowid", "id", "kind", "agent", *_NUMERIC, "json_ok", "model", "size", "preview")
+_AGG_COLUMNS = ("rowid", "id", "kind", "agent", *NUMERIC_COLUMNS, "json_ok", "model", "size", "preview")
 _AGG = {name: i for i, name in enumerate(_AGG_COLUMNS)}
 _SQL_AGG = "SELECT " + ",\n       ".join(
     f"json_group_array(json_array(rowid, {_AGG_EXPR.get(c, c)})) FILTER (WHERE ({_AGG_EXPR.get(c, c)}) IS NOT {_MOSTLY[c]})"
@@ -407,7 +407,7 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
         # one column at a time, its JSON text dropped once read and numbers made an array at once:
         # at a million rows the texts and the lists of floats together would be half a gigabyte
         row, cols, odd = list(row), {}, set()
-        for name in ("kind", "agent", "model", "preview", *_NUMERIC, "json_ok"):
+        for name in ("kind", "agent", "model", "preview", *NUMERIC_COLUMNS, "json_ok"):
             i = _AGG[name]
             # a column of _MOSTLY comes as the other rows' values and their positions `at`
             value, at = _pairs(row[i], rowid) if name in _MOSTLY else (_loads(row[i]), None)
@@ -442,7 +442,7 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
         return _read_vectors(conn, rowid, size_, has, nbytes, ids)
 
     return {"rowid": rowid, "ids": ids, "kind": cols["kind"], "agent": cols["agent"],
-            "bad_text": np.zeros(n, bool), **{name: cols[name] for name in _NUMERIC}, "json_ok": cols["json_ok"],
+            "bad_text": np.zeros(n, bool), **{name: cols[name] for name in NUMERIC_COLUMNS}, "json_ok": cols["json_ok"],
             "model": cols["model"], "size": size,  # str here (valid UTF-8): encoded once per distinct name
             "odd_types": odd_types, "preview": cols["preview"] if preview > 0 else None, "vectors": vectors,
             "settle": (lambda: early.exception()) if early is not None else None}
@@ -631,7 +631,7 @@ class WrittenColumns:
     def __init__(self):
         self.first_rowid: int | None = None
         self.cols: dict[str, list] = {c: [] for c in ("id", "kind", "agent", "content", "embedding", "embedding_model",
-                                                       *_NUMERIC)}
+                                                       *NUMERIC_COLUMNS)}
 
     def add(self, rows: list[dict], first_rowid: int) -> None:
         """Rows written with rowids first_rowid, first_rowid + 1, ... (after the ones added before)."""
@@ -645,7 +645,7 @@ class WrittenColumns:
     def arrays(self, preview: int) -> MemoryArrays | None:
         c = self.cols
         n = len(c["id"])
-        num = {col: np.array(c[col], dtype=np.float64) if n else np.zeros(0) for col in _NUMERIC}
+        num = {col: np.array(c[col], dtype=np.float64) if n else np.zeros(0) for col in NUMERIC_COLUMNS}
         odd = np.zeros(n, bool)
         for col in TIME_COLUMNS:
             odd |= np.abs(np.nan_to_num(num[col])) >= MS_ABOVE

@@ -1,11 +1,14 @@
 """What changed in a store since the last look: the question a live window asks at every commit.
 
-`token_now(store)` marks a moment; `changes_since(store, token)` answers with the rowids added
-since (rowid above the last one seen), the rowids changed (updated, soft-deleted, restored,
-re-embedded: the change log below) and a new token, or says why the change cannot be read as
-a delta (`full`: the schema changed or the file was VACUUMed, rows were physically deleted or
-reused, too large a share changed, or the store keeps no change log), in which case the
-caller re-reads everything.
+`ChangeWatcher(store).poll()` says whether another connection committed since the last poll
+(`store.data_version()`: SQLite's `PRAGMA data_version`, which moves on this connection only
+when another one commits, so it is cheap and ignores this connection's own writes; PostgreSQL's
+LISTEN/NOTIFY; a framework mirror's source token). `token_now(store)` marks a moment;
+`changes_since(store, token)` answers with the rowids added since (rowid above the last one
+seen), the rowids changed (updated, soft-deleted, restored, re-embedded: the change log below)
+and a new token, or says why the change cannot be read as a delta (`full`: the schema changed
+or the file was VACUUMed, rows were physically deleted or reused, too large a share changed, or
+the store keeps no change log), in which case the caller re-reads everything.
 
 The change log is `memviz_changes` (schema migration 2): triggers on `memories` record, per
 memory rowid, the sequence number of its last update or delete. Triggers, not memviz's own
@@ -48,6 +51,32 @@ class Changes:
     @property
     def empty(self) -> bool:
         return self.full is None and not self.added and not self.changed
+
+
+@dataclass
+class Change:
+    data_version: object
+    new_ids: list[str] = field(default_factory=list)  # memories added since the last poll (by rowid)
+
+
+class ChangeWatcher:
+    """Notices commits of other connections (the agent) to `store`, without reading its tables."""
+
+    def __init__(self, store):
+        self.store = store
+        self._version = store.data_version()
+        self._max_rowid = store.max_rowid()
+
+    def poll(self) -> Change | None:
+        """None when no other connection committed since the last poll."""
+        version = self.store.data_version()
+        if version == self._version:
+            return None
+        self._version = version
+        rows = self.store.memories_after(self._max_rowid)
+        if rows:
+            self._max_rowid = rows[-1][0]
+        return Change(version, [str(i) for _, i in rows])
 
 
 def _has_log(conn) -> bool:

@@ -458,18 +458,14 @@ def repair(store, report: CheckReport, *, actor: str = "memviz", note: str | Non
     codes = {f.code for f in report.repairable}
     done = []
     with store.transaction() as c:
-        if "missing_indexes" in codes:
-            have = {n for (n,) in c.execute("SELECT name FROM sqlite_master WHERE type='index'")}
-            for name, sql in NATIVE_INDEXES.items():
-                if name not in have:
-                    c.execute(sql)
-            done.append("re-created the indexes")
-        if "missing_triggers" in codes:
-            have = {n for (n,) in c.execute("SELECT name FROM sqlite_master WHERE type='trigger'")}
-            for name, sql in NATIVE_TRIGGERS.items():
-                if name not in have:
-                    c.execute(sql)
-            done.append("re-created the index triggers")
+        for code, kind, native, said in (("missing_indexes", "index", NATIVE_INDEXES, "re-created the indexes"),
+                                         ("missing_triggers", "trigger", NATIVE_TRIGGERS, "re-created the index triggers")):
+            if code in codes:
+                have = {n for (n,) in c.execute("SELECT name FROM sqlite_master WHERE type = ?", (kind,))}
+                for name, sql in native.items():
+                    if name not in have:
+                        c.execute(sql)
+                done.append(said)
         if any(line.startswith("rebuild the full-text") for line in plan):
             c.execute(f"INSERT INTO {FTS}({FTS}) VALUES ('rebuild')")
             done.append("rebuilt the full-text index")

@@ -60,3 +60,18 @@ def whole_file_mapped(conn: apsw.Connection):
             conn.execute(f"PRAGMA mmap_size={before}")
         except apsw.Error:
             pass  # a connection SQLite could not set back keeps its map until it is closed
+
+
+@contextmanager
+def immediate(conn: apsw.Connection):
+    """One BEGIN IMMEDIATE … COMMIT on a bare connection (a mirror's index step, a framework
+    file's write); rolled back on any error unless SQLite already did (a full disk). A `Store`'s
+    writes use `Store.transaction`, which also translates the errors."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise

@@ -2,7 +2,9 @@
 
 Everything is copied as stored, not re-validated: rowids (store order), ids, texts, JSON text
 byte for byte, vectors bit for bit, provenance (it lives in those columns), the audit log
-with its ids, layouts, entities and meta. The target is written in ONE transaction: a
+with its ids, layouts, entities and meta, and memviz's own records about the store (judged
+queries, parameter sets: read through the store, as a framework store keeps them beside its
+mirror). The target is written in ONE transaction: a
 failed or cancelled copy leaves it as it was (an SQLite target is built in a temp file
 beside it and renamed into place at the end; a PostgreSQL target's schema is made inside
 the same transaction as the rows, so an empty database stays empty).
@@ -42,6 +44,17 @@ _TABLES = {  # table -> columns copied, besides memories
     "memviz_meta": ("key", "value"),
 }
 MEMORY_ROW = ("rowid",) + MEMORY_COLUMNS  # embedding: float32 little-endian bytes on both sides
+#: memviz's own records (judged.py), read through the store (a framework store keeps them beside its mirror)
+JUDGED_ROW = ("set_name", "query_id", "position", "query", "judged_by", "judged_at")
+PARAMETERS_ROW = ("name", "preset", "values_json", "description", "created_at")
+
+
+def _records(store) -> tuple[list[tuple], list[tuple]]:
+    """The judged queries and parameter sets of `store`, as rows of JUDGED_ROW and PARAMETERS_ROW."""
+    judged = [(name, r.query_id, r.position, r.query, r.judged_by, r.judged_at)
+              for name, _n in store.judged_sets() for r in store.judged_queries(name)]
+    params = [(p.name, p.preset, p.values, p.description, p.created_at) for p in store.parameter_sets()]
+    return judged, params
 
 
 def copy_store(src: str, dst: str, task: Task | None = None, opener=None) -> int:
@@ -96,6 +109,7 @@ def _progress(task: Task, done: int, total: int) -> None:
 # ------------------------------------------------------------------ readers
 class _SqliteReader:
     def __init__(self, store):
+        self.store = store
         self.conn = store.conn
 
     def __enter__(self):
@@ -180,6 +194,9 @@ def _write_sqlite(dst: str, reader, total: int, task: Task) -> None:
                         c.executemany(f"{verb} INTO {name} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
                                       rows)
                     task.check()
+                for name, cols, rows in zip(("memviz_judged", "memviz_parameter_sets"), (JUDGED_ROW, PARAMETERS_ROW),
+                                            _records(reader.store)):
+                    c.executemany(f"INSERT INTO {name} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", rows)
             target.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         if os.path.exists(dst):
             raise StoreError(f"{dst} appeared while copying; memviz will not overwrite it.")
@@ -226,6 +243,11 @@ def _write_pg(dst: str, reader, total: int, task: Task) -> None:
                             for r in rows:
                                 cp.write_row(r)
                     task.check()
+                for name, cols, rows in zip(("memviz_judged", "memviz_parameter_sets"), (JUDGED_ROW, PARAMETERS_ROW),
+                                            _records(reader.store)):
+                    with conn.cursor().copy(f"COPY {name} ({', '.join(cols)}) FROM STDIN") as cp:
+                        for r in rows:
+                            cp.write_row(r)
                 # the planner's statistics with the rows: the open sizes its reads by them (an
                 # unanalyzed table counts as small and is read on one connection)
                 conn.execute("ANALYZE memories")

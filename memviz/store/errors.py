@@ -18,9 +18,13 @@ from . import connection
 class StoreError(Exception):
     """A store could not be opened or used; the message says why and what to do.
     `written` is set for a failed write: False (nothing written), True (the change is in the
-    file despite the error), None (not a write, or not known)."""
+    file despite the error), None (not a write, or not known). An error of a step of
+    memviz.edits.History carries the edit (`action`) and whether it was being done, undone or
+    redone (`step`)."""
 
     written: bool | None = None
+    action: object | None = None
+    step: str = "do"
 
 
 class NotAStoreError(StoreError):

@@ -22,10 +22,12 @@ store read into an SQLite mirror); `common.StoreCommon` gives the defaults they 
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .arrays import MemoryArrays
+from .judged import SAVE_JUDGED, SAVE_PARAMETERS, UNCHECKED, AgentQuery, JudgedRow, SavedParameters
 
 if TYPE_CHECKING:
     import apsw
@@ -142,6 +144,26 @@ class MemoryStore(Protocol):
     def schema_version(self) -> int | None: ...
     def malformed_json(self, column: str) -> list[str]: ...
     def entity_links(self) -> list[tuple[str, str]]: ...
+
+    # ------------------------------------------------------------- memviz's own records about the store (judged.py)
+    def judged_sets(self) -> list[tuple[str, int]]:
+        """(set name, number of queries) of every judged set kept with the store, by name."""
+    def judged_queries(self, set_name: str) -> list[JudgedRow]:
+        """A judged set's queries in their order (empty: no such set)."""
+    def change_judged(self, set_name: str, write: Sequence[JudgedRow] = (), remove: Iterable[str] = (), *,
+                      expected=UNCHECKED, action: str = SAVE_JUDGED, actor: str = "memviz",
+                      note: str | None = None) -> dict[str, JudgedRow | None]:
+        """Write (add or replace) and remove queries of a set in one audited transaction; the rows
+        as they were. A query naming no memory of the store is refused (ValidationError)."""
+    def parameter_sets(self) -> list[SavedParameters]:
+        """The parameter sets saved with the store, by name."""
+    def change_parameter_set(self, name: str, saved: SavedParameters | None, *, expected=UNCHECKED,
+                             action: str = SAVE_PARAMETERS, actor: str = "memviz",
+                             note: str | None = None) -> SavedParameters | None:
+        """Save (or with `saved` None remove) a parameter set, audited; the set as it was."""
+    def agent_queries(self, limit: int = 100) -> list[AgentQuery]:
+        """The retrieval queries the agent itself ran, newest first, where the store records them
+        (HTM's operations log); empty for a store that does not (memviz's own)."""
 
     # ------------------------------------------------------------- writes (each one short transaction)
     def set_meta(self, key: str, value) -> None: ...

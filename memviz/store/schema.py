@@ -128,9 +128,40 @@ def _m2_change_log(conn):
         conn.execute(sql)
 
 
+# memviz's own records about the store (memviz.store.judged): judged queries, each a JSON object
+# of judge/files.py's JSON Lines form kept in a named set at its place (`position`), and named
+# parameter sets (a preset's weights and knobs, `values_json`). Neither names a memory by rowid:
+# a judged query names memories by id, inside its JSON.
+JUDGED_TABLES = ("memviz_judged", "memviz_parameter_sets")
+_V3 = [
+    """CREATE TABLE IF NOT EXISTS memviz_judged (
+        set_name   TEXT NOT NULL,
+        query_id   TEXT NOT NULL,
+        position   INTEGER NOT NULL,             -- the query's place in its set
+        query      TEXT NOT NULL,                -- the judged query as a JSON object
+        judged_by  TEXT NOT NULL DEFAULT '',
+        judged_at  REAL,                         -- UTC epoch seconds
+        PRIMARY KEY (set_name, query_id)
+    )""",
+    """CREATE TABLE IF NOT EXISTS memviz_parameter_sets (
+        name        TEXT PRIMARY KEY,
+        preset      TEXT NOT NULL,
+        values_json TEXT NOT NULL DEFAULT '{}',  -- Params fields -> values, a JSON object
+        description TEXT NOT NULL DEFAULT '',
+        created_at  REAL NOT NULL
+    )""",
+]
+
+
+def _m3_judged(conn):
+    for sql in _V3:
+        conn.execute(sql)
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "native schema: memories, entities, fts5, meta, audit, layouts", _m1_native_schema),
     Migration(2, "change log: memviz_changes kept by triggers (live refresh by delta)", _m2_change_log),
+    Migration(3, "judged queries and parameter sets: memviz_judged, memviz_parameter_sets", _m3_judged),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -25,10 +25,12 @@ import json
 import os
 import threading
 import time
+from concurrent.futures import Future
 
 import apsw
 import numpy as np
 
+from ..background import in_thread
 from .arrays import MemoryArrays, one_of_each
 from .fileheader import read_head
 
@@ -133,14 +135,12 @@ def _store_of(snap) -> str:
         return ""
 
 
-def save_later(path: str, state: dict, arrays: MemoryArrays, preview: int) -> threading.Thread | None:
+def save_later(path: str, state: dict, arrays: MemoryArrays, preview: int) -> Future | None:
     """Write the snapshot in a background thread if the store is big enough and still in `state`."""
     if len(arrays) < MIN_ROWS or state["db"] is None:
         return None
-    t = threading.Thread(target=_save, args=(path, state, arrays, preview, _file_for(state)),
-                         name="memviz-snapshot", daemon=True)
-    t.start()
-    return t
+    target = _file_for(state)
+    return in_thread(lambda: _save(path, state, arrays, preview, target), "memviz-snapshot")
 
 
 def _save(path: str, state: dict, arrays: MemoryArrays, preview: int, target=None) -> None:

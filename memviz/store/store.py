@@ -41,6 +41,7 @@ from .errors import (
     wal_hint,
 )
 from .fileheader import check_header
+from .judged import SqliteRecords
 from .read_only_media import detour, needs_detour, release_copy, share_copy
 from .records import MS_ABOVE, decode_json, decode_text, embedding_blob, read_time
 from .schema import MEMORY_COLUMNS
@@ -48,6 +49,9 @@ from .sqlite_queries import SqliteQueries
 from .vectors import NOT_REPAIRABLE_VECTORS, misdeclared_text, vec_ddl, vec_table
 
 T = TypeVar("T")
+
+#: how long the main thread waits for a worker's call on the connection before giving way (_turn)
+MAIN_THREAD_WAIT_S = 0.25
 
 _SELECT_ROW = "SELECT " + ", ".join(
     f"CAST({c} AS BLOB)" if c in TEXT_COLUMNS else c for c in MEMORY_COLUMNS
@@ -70,7 +74,7 @@ def _at_boundary(fn):
     @functools.wraps(fn)
     def guarded(self, *args, **kwargs):
         try:
-            with store_errors(self.path):
+            with self._turn(), store_errors(self.path):
                 return fn(self, *args, **kwargs)
         except CorruptStoreError:
             if self._read_only_reason is None:
@@ -79,7 +83,7 @@ def _at_boundary(fn):
     return guarded
 
 
-class Store(StoreCommon, SqliteQueries, ErrorBoundary):
+class Store(StoreCommon, SqliteQueries, SqliteRecords, ErrorBoundary):
     """Use `memviz.store.open(path)` or `memviz.store.create(path)` rather than this constructor.
     Every public method, inherited ones too, translates SQLite's errors (boundary.py)."""
 
@@ -93,7 +97,7 @@ class Store(StoreCommon, SqliteQueries, ErrorBoundary):
         self.conn_path = conn_path or path  # what SQLite opens: a URI or a copy on read-only media (read_only_media.py)
         self._read_only_reason = read_only_reason
         self.report = report
-        self._lock = threading.RLock()  # one writer per Store
+        self._lock = threading.RLock()  # one thread on the connection at a time (_turn)
         self._check: Future | None = None  # SQLite's quick_check still running (begun after the read of a large file)
         self._check_due: tuple[str, str] | None = None  # (conn_path, path): a large file opened without a read,
                                                         # checked once first read whole or once asked (_begin_check)
@@ -172,6 +176,21 @@ class Store(StoreCommon, SqliteQueries, ErrorBoundary):
             self._add_read_only_reason(reason)
         return True
 
+    @contextmanager
+    def _turn(self):
+        """This thread's turn on the connection. apsw refuses a second thread while one is inside
+        a call ("Connection is busy in another thread"), so a worker waits for the one before it
+        (a reload beside the map's labels); the main (GUI) thread waits at most MAIN_THREAD_WAIT_S
+        and then gets apsw's ThreadingViolationError, which its callers retry, rather than
+        freezing the window behind a long read."""
+        main = threading.current_thread() is threading.main_thread()
+        if not self._lock.acquire(timeout=MAIN_THREAD_WAIT_S if main else -1):
+            raise apsw.ThreadingViolationError("Connection is busy in another thread")
+        try:
+            yield
+        finally:
+            self._lock.release()
+
     # ----------------------------------------------------------------- basics
     @property
     def location(self) -> str:
@@ -225,7 +244,7 @@ class Store(StoreCommon, SqliteQueries, ErrorBoundary):
         left open. Damage found while writing makes the store read-only for the next edits."""
         if self.read_only:
             raise ReadOnlyError(f"{self.path} is open read-only: {self.read_only_reason}")
-        with self._lock:
+        with self._turn():
             try:
                 self.conn.execute("BEGIN IMMEDIATE")
                 mark = self._audit_mark()

@@ -1,33 +1,25 @@
-"""The bridge from the window to memviz.edits: actions, shortcuts, undo, dialogs, live refresh.
+"""The bridge from the window to memviz.edits: actions, shortcuts, undo, dialogs.
 
 `EditController(state, undo_stack, workers, dialog_parent)` owns the QActions Correct…,
 Confirm/Protect, Unprotect, Soft-delete, Restore, Set importance… and Edit tags… (`actions`,
 acting on the selection) and makes fresh ones for a context menu (`context_actions(ids)`);
 the window puts them in its menus and toolbar. It talks back through signals: `message`
-(status line), `reload_requested` (re-read the store), `edited` (a step was written).
+(status line), `refresh_requested` (read what the write changed), `edited` (a step was written).
 Which edit applies to which memory is memviz.edits.applicable's rule, not the controller's.
 
-One `memviz.edits.History` per open store does every write. The window's QUndoStack mirrors
-it: each done or undone action is one QUndoCommand whose undo()/redo() call History.undo()
-/ redo(), so Ctrl+Z / Ctrl+Shift+Z work from every panel. History can refuse or defer a
-step (busy agent, conflict); after any change of the History the stack is rebuilt from it
-when the two differ, so they never drift apart.
+One `memviz.edits.History` per open store does every write, on a second connection to the
+store (a write never meets a background job reading on the window's). The window's QUndoStack
+mirrors it: each done or undone action is one QUndoCommand whose undo()/redo() call
+History.undo() / redo(), so Ctrl+Z / Ctrl+Shift+Z work from every panel. History can refuse or
+defer a step (busy agent, conflict); after any change of the History the stack is rebuilt from
+it when the two differ, so they never drift apart.
 
 Edits are guarded by the row as the window showed it (the loaded arrays): a row the agent
-changed since raises the conflict dialog. A ChangeWatcher polled every 250 ms (on the "live"
-worker lane: a framework store's poll asks its source for a change token, a table read)
-refreshes the panels when another process commits, keeping the selection; under steady writes
-at most one refresh per REFRESH_GAP_S. A read-only store disables
-every edit action, with the reason in the tooltip and the status bar.
-
-A correction's new text is embedded on a worker (with a remote model that is a network
-call), then written on the GUI thread; a failure or a cancel reopens the dialog with the
-user's text, so nothing typed is lost.
+changed since raises the conflict dialog. A read-only store disables every edit action, with
+the reason in the tooltip and the status bar. A correction's new text is embedded on a worker
+first (correction_jobs.py); a failure or a cancel reopens the dialog with the user's text.
 """
 from __future__ import annotations
-
-import time
-import traceback
 
 import apsw
 import numpy as np
@@ -35,11 +27,11 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence, QUndoCommand, QUndoStack
 from PySide6.QtWidgets import QMessageBox, QWidget
 
+from memviz.app.controllers.correction_jobs import CorrectionJobs, model_embedder
 from memviz.app.dialogs.edit_dialogs import BusyDialog, ConflictDialog, CorrectDialog, ImportanceDialog, ReasonDialog, TagsDialog
 from memviz.app.plain_text import plain_tooltip
 from memviz.app.workers import Workers
 from memviz.edits import (
-    ChangeWatcher,
     Confirm,
     Correct,
     EditKept,
@@ -50,24 +42,14 @@ from memviz.edits import (
     SoftDelete,
     Unprotect,
     applicable,
-    embed_text,
     shown_id,
     shown_in_arrays,
     without_embedding,
 )
-from memviz.embed import LOCAL_MODEL, EmbedderUnavailable, default_embedder, embedder_for
 from memviz.session.state import AppState
 from memviz.store.errors import ConflictError, ReadOnlyError, StoreError, translate
 
-POLL_MS = 250          # external-change check, off the GUI thread (the "live" lane): a pragma, or draining
-                       # LISTEN's socket (PostgreSQL: no query); the wait for it was half of the worst
-                       # commit-to-visible (bench/postgres.py), which must stay <= 1 s
-REFRESH_GAP_S = 0.75   # at most one agent-driven refresh this often: a refresh's cost is mostly per refresh
-                       # (the map's placing, repaints), so steady writes cost ~1/gap refreshes a second,
-                       # while a write waits at most gap + one refresh before it is on screen (p95 < 1 s)
-WATCH_JOB = "watch"
 STORE_IN_USE_MS = 100  # a background job (reload) holds the connection: try the write again this much later
-EMBED_JOB = "embedding"  # one worker job per correction being embedded: see embed_job()
 
 #: actions that are another action with a reason asked first: they follow its rule
 RULE_OF = {"delete_why": "delete", "confirm_why": "confirm"}
@@ -101,43 +83,35 @@ class EditCommand(QUndoCommand):
             self.controller._step("redo")
 
 
-def embed_job(memory_id: str) -> str:
-    """The worker job embedding a correction of `memory_id` (the status bar shows its name)."""
-    return f"{EMBED_JOB} {shown_id(memory_id)}"
-
-
-def _embedder_for_model(model: str, dim: int):
-    return default_embedder() if model == LOCAL_MODEL else embedder_for(model, dim)
-
-
 class EditController(QObject):
     """edited(outcome): a step was written (do, undo or redo). message(text, ms): for the status
-    line. reload_requested(): the panels must re-read the store (after a write, or another
-    process's). `embedder_for(model, dim)` makes the embedder of a store's model (tests pass a
-    slow one); dialogs are shown over `dialog_parent`."""
+    line. refresh_requested(): the panels must read what a write changed (the window's live
+    controller reads it; the selection asked for follows in `rows_changed`). `embedder_for(model,
+    dim)` makes the embedder of a store's model (tests pass a slow one); dialogs are shown over
+    `dialog_parent`."""
 
     edited = Signal(object)
     message = Signal(str, int)
-    reload_requested = Signal()
+    refresh_requested = Signal()
 
     def __init__(self, state: AppState, undo_stack: QUndoStack, workers: Workers,
-                 dialog_parent: QWidget | None = None, *, embedder_for=_embedder_for_model) -> None:
+                 dialog_parent: QWidget | None = None, *, embedder_for=model_embedder) -> None:
         super().__init__(dialog_parent)
         self.state, self.undo_stack, self.workers = state, undo_stack, workers
         self.dialog_parent = dialog_parent
-        self._make_embedder = embedder_for
+        self.corrections = CorrectionJobs(workers, embedder_for, self)
         self.history: History | None = None
         self._main = None              # the window's Store
         self._edit_store = None        # our own connection to it (the same object when read-only)
-        self.watcher: ChangeWatcher | None = None
         self.dialog = None             # the dialog shown last (tests drive it; kept so it is not collected)
-        self._embedders: dict = {}     # (model, dim) -> Embedder or the EmbedderUnavailable message
         self._mirror: list = []        # History actions the undo stack holds, in stack order
         self._mirroring = False
         self._select_after: list[str] | None = None
         self._retry_timer = QTimer(self, singleShot=True, interval=STORE_IN_USE_MS, timeout=self._retry_in_use)
-        self._pending_step = None      # a step deferred because a background job held the connection
-        self._embedding: dict[str, tuple] = {}  # job name -> (ticket, memory id, text) being embedded
+        # what each action key does, asked for the given ids (the explicit list: grep finds each)
+        self._handlers = {"correct": self._correct, "confirm": self._confirm, "confirm_why": self._confirm_why,
+                          "unprotect": self._unprotect, "delete": self._delete, "delete_why": self._delete_why,
+                          "restore": self._restore, "importance": self._importance, "tags": self._tags}
         self.actions: dict[str, QAction] = {}
         for key, text, shortcut, tip in ACTIONS:
             act = QAction(text, self)
@@ -147,15 +121,10 @@ class EditController(QObject):
             act.setToolTip(f"{tip} ({shortcut})")
             act.triggered.connect(lambda _=False, k=key: self.run(k, self.state.selected_ids))
             self.actions[key] = act
-        self.watch_timer = QTimer(self, interval=POLL_MS, timeout=self.poll)
-        self._last_refresh = 0.0  # monotonic time of the last refresh the poll asked for
-        self._pending_change = False
-        self._gap_timer = QTimer(self, singleShot=True, timeout=lambda: self._pending_change and self._refresh_if_due())
         self.state.data_changed.connect(self._on_data)
         self.state.rows_changed.connect(self._on_rows)
         self.state.selection_changed.connect(lambda *a: self.update_enabled())
         self.state.as_of_changed.connect(lambda _t: self.update_enabled())  # no edits while viewing the past
-        workers.finished.connect(self._job_ended)
         self._on_data(state.data)  # a store may be open already
 
     # ------------------------------------------------------------ store lifecycle
@@ -174,13 +143,7 @@ class EditController(QObject):
             self.history = None if main is None else History(self._edit_store, attempts=1)
             if self.history is not None:
                 self.history.listeners.append(lambda h: self._sync_later())
-            # polled on the edit connection: the GUI thread never waits for a job reading on the window's
-            self.watcher = None if main is None else self._watch(self._edit_store)
             self._rebuild_stack()
-            if main is None:
-                self.watch_timer.stop()
-            else:
-                self.watch_timer.start()
         if self._select_after is not None:
             ids, self._select_after = self._select_after, None
             QTimer.singleShot(0, self, lambda: self.state.select_ids(ids))
@@ -195,13 +158,6 @@ class EditController(QObject):
             self.update_enabled()
 
     @staticmethod
-    def _watch(store) -> ChangeWatcher | None:
-        try:
-            return ChangeWatcher(store)
-        except (apsw.Error, StoreError):
-            return None  # e.g. the file went away: no live refresh, the next open watches again
-
-    @staticmethod
     def _open_second(main):
         try:
             return main.reopen()
@@ -214,51 +170,17 @@ class EditController(QObject):
         self._edit_store = None
 
     def close(self) -> None:
-        """The window closes: stop polling, drop corrections still being embedded, close our connection."""
-        self.watch_timer.stop()
-        self._gap_timer.stop()
-        self.workers.cancel(WATCH_JOB)
-        self._embedding.clear()
+        """The window closes: drop corrections still being embedded, close our connection."""
+        self.corrections.clear()
         self._close_edit_store()
 
     def _say(self, text: str, ms: int) -> None:
         self.message.emit(text, ms)
 
     def refresh(self, select: list[str] | None = None) -> None:
-        """Reload the panels after a write; select `select` (else keep the selection)."""
+        """Have the panels read what a write changed; select `select` (else keep the selection)."""
         self._select_after = select
-        self.reload_requested.emit()
-
-    def poll(self) -> None:
-        """Ask on the live lane whether another process committed; if so, the window reads what
-        changed (a delta, or the store), no sooner than REFRESH_GAP_S after the previous one."""
-        watcher = self.watcher
-        if watcher is None or self.workers.running(WATCH_JOB) or \
-                any(self.workers.running(j) for j in ("reload", "refresh", "open")):
-            return
-
-        def seen(change) -> None:
-            if change is None or watcher is not self.watcher:
-                return
-            self._pending_change = True
-            self._refresh_if_due()
-        def failed(error: Exception) -> None:
-            # a store's error (in use by an edit, locked, closed with the window) is retried at the
-            # next tick; anything else is a bug in memviz, and is not hidden
-            if not isinstance(error, (StoreError, apsw.Error)):
-                traceback.print_exception(error)
-
-        self.workers.submit(WATCH_JOB, lambda task: watcher.poll(), on_done=seen, on_error=failed, lane="live")
-
-    def _refresh_if_due(self) -> None:
-        wait = self._last_refresh + REFRESH_GAP_S - time.monotonic()
-        if wait > 0:
-            if not self._gap_timer.isActive():
-                self._gap_timer.start(int(wait * 1000) + 1)
-            return
-        self._pending_change = False
-        self._last_refresh = time.monotonic()
-        self.reload_requested.emit()
+        self.refresh_requested.emit()
 
     # ------------------------------------------------------------ enabling
     def read_only_reason(self) -> str | None:
@@ -325,7 +247,7 @@ class EditController(QObject):
             self._say("Select a memory first", 4000)
             return
         try:
-            getattr(self, f"_{key}")(ids)
+            self._handlers[key](ids)
         except StoreError as e:
             self._error(e)
 
@@ -391,7 +313,7 @@ class EditController(QObject):
             self._say("Correct works on one current memory", 5000)
             return
         row = row or self.store.get(ids[0])
-        emb, why = self.embedder()
+        emb, why = self.corrections.embedder(*self.state.data.model)
         warning = None if emb is not None else (
             f"The store's embedding model cannot be used here ({why}). The corrected memory will be marked as "
             "needing an embedding; semantic search will not find it until it is embedded.")
@@ -412,41 +334,16 @@ class EditController(QObject):
     def _embed_then_correct(self, mid: str, text: str, emb, shown: dict, note: str | None = None) -> None:
         """Embed `text` on a worker (the window stays responsive, even on a network model), then
         write the correction on this thread through the History of the store it was made for."""
-        history, name = self.history, embed_job(mid)
+        history = self.history
 
-        def job(task):
-            task.check()
-            out = embed_text(emb, text)
-            task.check()  # cancelled while the model worked: the dialog comes back instead
-            return out
-
-        def done(embedded) -> None:
-            self._embedding.pop(name, None)
+        def embedded(vector) -> None:
             if self.history is not history:  # another store was opened meanwhile
                 self._keep_text(mid, text, "Not written: the store it was meant for is no longer open.")
                 return
-            self.perform(Correct(mid, text, embedder=emb, embedded=embedded, shown_rows={mid: shown}, note=note))
-
-        def failed(err: Exception) -> None:
-            self._embedding.pop(name, None)
-            self._keep_text(mid, text, f"Not written: the new text could not be embedded ({type(err).__name__}: "
-                                       f"{err}).")
+            self.perform(Correct(mid, text, embedder=emb, embedded=vector, shown_rows={mid: shown}, note=note))
 
         self._say(f"Embedding the correction of {shown_id(mid)} …", 0)
-        ticket = self.workers.submit(name, job, on_done=done, on_error=failed)
-        self._embedding[name] = (ticket, mid, text)
-
-    @property
-    def embedding(self) -> list[str]:
-        """Ids of the memories whose correction is being embedded (not written yet)."""
-        return [entry[1] for entry in self._embedding.values()]
-
-    def _job_ended(self, name: str) -> None:
-        """A job ended; a correction's embedding that was cancelled gives the user their text back."""
-        entry = self._embedding.get(name)
-        if entry is not None and entry[0].cancelled:
-            del self._embedding[name]
-            self._keep_text(entry[1], entry[2], "Cancelled; nothing was written.")
+        self.corrections.start(mid, text, emb, embedded, lambda why: self._keep_text(mid, text, why))
 
     def _keep_text(self, mid: str, text: str, why: str) -> None:
         """A correction was not written: show its dialog again with the user's text, or, if the
@@ -458,20 +355,6 @@ class EditController(QObject):
         else:
             QGuiApplication.clipboard().setText(text)
             self._say(f"{why} Your text is on the clipboard.", 8000)
-
-    def embedder(self):
-        """(Embedder, None) for the store's model, or (None, why it is unavailable). Cached per model."""
-        model, dim = self.state.data.model
-        if model is None:
-            model, dim = LOCAL_MODEL, 256  # an empty store: the local model starts it
-        key = (model, dim)
-        if key not in self._embedders:
-            try:
-                self._embedders[key] = self._make_embedder(model, dim)
-            except EmbedderUnavailable as e:
-                self._embedders[key] = str(e)
-        got = self._embedders[key]
-        return (None, got) if isinstance(got, str) else (got, None)
 
     # ------------------------------------------------------------ History steps
     def perform(self, action):
@@ -563,8 +446,7 @@ class EditController(QObject):
         self._open(dlg)
 
     def _conflict(self, e: ConflictError) -> None:
-        action = getattr(e, "action", None)
-        step = getattr(e, "step", "do")
+        action, step = e.action, e.step
         if action is None:
             self._error(e)
             return

@@ -30,8 +30,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from memviz.frameworks import recognise
 from memviz.importers import FORMATS, ImportFailed, describe_unknown, detect_format, import_source
-from memviz.store.errors import user_message
+from memviz.store.errors import StoreError, user_message
 from memviz.tasks import Cancelled
 from memviz.userdirs import user_data_dir
 from memviz.words import count
@@ -46,9 +47,18 @@ REPORT_LIMIT = 200  # items listed per section of the report (the counts are alw
 
 def is_import_source(path: str) -> bool:
     """A path the window should import rather than open: a folder, a JSON(L) or .af file, or a
-    file whose content is an import format whatever its name."""
-    return (os.path.isdir(path) or path.lower().endswith(IMPORT_SUFFIXES)
-            or (os.path.isfile(path) and detect_format(path) is not None))
+    file whose content is an import format whatever its name; but not a store that a memory
+    system (a plugin's too: a JSON file may be one) recognises, which opens in place."""
+    looks = (os.path.isdir(path) or path.lower().endswith(IMPORT_SUFFIXES)
+             or (os.path.isfile(path) and detect_format(path) is not None))
+    return looks and not (os.path.isfile(path) and _recognised(path))
+
+
+def _recognised(path: str) -> bool:
+    try:
+        return recognise(path) is not None
+    except StoreError:  # it is one, unreadable: the open says why
+        return True
 
 
 def default_output(source: str) -> str:

@@ -12,8 +12,10 @@ import time
 
 import numpy as np
 from PySide6.QtCore import QDateTime, Qt, QTimer, QTimeZone, Signal
+from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QComboBox, QDateTimeEdit, QHBoxLayout, QLabel, QSlider, QToolButton, QWidget
 
+from memviz.app.plots import style
 from memviz.edits.applicable import past_refusal
 from memviz.session.state import AppState
 
@@ -46,7 +48,7 @@ class AsOfBar(QWidget):
         self.play_button.setToolTip("Replay the store's growth from its first memory")
         self.speed = QComboBox()
         self.speed.addItems(list(SPEEDS))
-        self.info = QLabel()
+        self.info = style.ThemeLabel()
         self.info.setTextFormat(Qt.PlainText)
         lay = QHBoxLayout(self)
         lay.setContentsMargins(4, 0, 4, 0)
@@ -68,13 +70,29 @@ class AsOfBar(QWidget):
         self.now_button.clicked.connect(lambda: self.go_to(None))
         self.play_button.toggled.connect(self._play_toggled)
         state.data_changed.connect(self._on_data)
+        state.rows_changed.connect(self._on_rows)
         state.as_of_changed.connect(self._on_as_of)
         self._on_data(state.data)
 
     # ------------------------------------------------------------ store
     def _on_data(self, data) -> None:
+        self._set_span()
+        self._on_as_of(self.state.as_of)
+
+    def _on_rows(self, delta) -> None:
+        """A live refresh: new memories move the span's end and the count of the moment shown
+        (the date box is left alone while the user types in it)."""
+        if len(delta.added):
+            self._set_span()
+        if self._scrub.isActive():  # a moment the user scrubbed to is about to be shown
+            self._say(self.state.as_of)
+        else:
+            self._on_as_of(self.state.as_of, keep_date=self.date.hasFocus())
+
+    def _set_span(self) -> None:
+        """The moments the slider spans: the store's creation times (None: nothing to step)."""
         self.span = None
-        if data is not None:
+        if self.state.data is not None:
             created = self.state.loaded_arrays.created_at
             created = created[np.isfinite(created)]
             if len(created):
@@ -83,7 +101,6 @@ class AsOfBar(QWidget):
             w.setEnabled(self.span is not None)
         if self.span is None:
             self._play.stop()
-        self._on_as_of(self.state.as_of)
 
     # ------------------------------------------------------------ slider <-> moment
     def moment_at(self, pos: int) -> float | None:
@@ -114,26 +131,35 @@ class AsOfBar(QWidget):
         self.state.set_as_of(T)
         self.stepped.emit(T, time.perf_counter() - t0)
 
-    def _on_as_of(self, T) -> None:
+    def _on_as_of(self, T, keep_date: bool = False) -> None:
         for w in (self.slider, self.date):
             w.blockSignals(True)
         if not self.slider.isSliderDown():
             self.slider.setValue(self.position_of(T))
         shown = T if T is not None else (self.span[1] if self.span else time.time())
-        self.date.setDateTime(QDateTime.fromSecsSinceEpoch(int(shown), QTimeZone.utc()))
+        if not keep_date:
+            self.date.setDateTime(QDateTime.fromSecsSinceEpoch(int(shown), QTimeZone.utc()))
         for w in (self.slider, self.date):
             w.blockSignals(False)
         self.now_button.setEnabled(T is not None)
+        self._say(T)
+
+    def _say(self, T) -> None:
+        """The line beside the bar: now, or how many memories existed at T."""
         view = self.state.as_of_view
         if T is None or view is None:
             self.info.setText("now" if self.span else "")
             self.info.setToolTip("")
-            self.info.setStyleSheet("")
+            self.info.set_pick(None)
+            self.info.setFont(self.font())
             return
         n, then = self.state.data.n, int(view.visible.sum())
         self.info.setText(f"viewing the past: {then:,} of {n:,} memories existed · edits off")
         self.info.setToolTip(past_refusal(T))
-        self.info.setStyleSheet("color: #b00; font-weight: bold;")
+        self.info.set_pick(lambda t: t.alarm)
+        bold = QFont(self.font())
+        bold.setBold(True)
+        self.info.setFont(bold)
 
     # ------------------------------------------------------------ replay
     def _play_toggled(self, on: bool) -> None:

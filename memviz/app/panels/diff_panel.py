@@ -4,7 +4,7 @@ another store file, or between two agents in the open store (memviz.context.diff
 Lists memories added, retired, corrected (old → new text side by side below the list),
 importance / protection / tag changes, reflections gained with their evidence, and, given a
 query, how its top k moved. Selecting a change selects its memories everywhere. A diff runs
-off the GUI thread (≤ 1 s between two moments at 100k memories).
+off the GUI thread (bench/time_travel.py measures it).
 """
 from __future__ import annotations
 

@@ -4,13 +4,14 @@ superseded them, layered (evidence below, reflections above by depth).
 Only memories that take part in a link are drawn; arrowheads point from what a memory was
 derived from to it (and from a superseded memory to its successor). Links are faint, so that
 hundreds of them make a light web, not a grey fan. Selecting a memory highlights its ancestors
-(what it rests on) and descendants (what rests on it) in near-black, a colour no kind has, over
-a veil; its chain, one memory per level from the top of what rests on it down to the evidence,
-darkest and labelled first, beside each node, so it reads top to bottom. Focus mode shows only
-that neighbourhood. Links to ids that do not exist are drawn red to a red cross. Labels are
-placed beside, over or under their node where they overlap no other label and no node of the
-chain, cut short to fit the plot (hover shows the whole text); with nothing selected the
-highest memories are named first. Fit leaves them room.
+(what it rests on) and descendants (what rests on it) in the lineage colour, near-black (on a
+dark background near-white: no kind is as dark, or as light), over a veil; its chain, one
+memory per level from the top of what rests on it down to the evidence, strongest and labelled
+first, beside each node, so it reads top to bottom. Focus mode shows only that neighbourhood.
+Links to ids that do not exist are drawn red to a red cross. Labels are placed beside, over or
+under their node where they overlap no other label and no node of the chain, cut short to fit
+the plot (hover shows the whole text); with nothing selected the highest memories are named
+first. Fit leaves them room.
 The layout is memviz.layout.graph_layout's, computed as a background job.
 """
 from __future__ import annotations
@@ -44,9 +45,10 @@ ARROW_HALF = 3.5        # px: half the arrowhead's width
 ARROWS_MAX = 300        # links in view past which they get no arrowheads (a blur on every node; levels say the way)
 HOT_ARROWS_MAX = 40     # lineage links in view past which only its chain's links get arrowheads
 CHAIN_MAX = 64          # nodes of the selection's chain at most (a cycle in bad data cannot make it loop)
-DRAW_LINKS_MAX = 5_000   # past this many links (a frame of them costs ~40 ms) the graph is summarised: clusters
+DRAW_LINKS_MAX = 5_000   # past this many links (a frame of them is no longer cheap) the graph is summarised: clusters
 NEIGHBOURHOOD_MAX = 1_000  # nodes each way of a selection's neighbourhood drawn in a summarised graph
 CLUSTER_LABELS = 60      # the largest clusters are named on the plot (hover names any)
+CLUSTER_LINKS = ((1, 90), (2.5, 120), (5, 140))  # (width, alpha) of links between clusters, by how many they stand for
 
 
 @dataclass
@@ -177,18 +179,11 @@ class GraphPanel(ScatterPanel):
         for w in (self.focus, self.fit):
             self.toolbar.addWidget(w)
         self.toolbar.addWidget(self.info, 1)
-        # links as SegmentsItems: ~70k at 100k memories cost what their distinct pixels cost.
-        # Three tiers: the rest faint and thin (a light web however many), the selection's lineage
-        # translucent (a reflection over dozens of memories must not become a black wedge), its
-        # chain dark and wide, drawn last
-        self.edges = SegmentsItem(pen=pg.mkPen(style.color(style.LINK, 60), width=0.8))
-        self.sup_edges = SegmentsItem(pen=pg.mkPen(style.color(style.LINK, 110), width=1, style=Qt.DashLine))
-        self.hot_edges = SegmentsItem(pen=pg.mkPen(style.color(style.LINEAGE, 50), width=1))
-        self.chain_edges = SegmentsItem(pen=pg.mkPen(style.color(style.LINEAGE, 235), width=2.2))
-        self.bad_edges = SegmentsItem(pen=pg.mkPen(style.BROKEN, width=1.3, style=Qt.DotLine))
+        # links as SegmentsItems: tens of thousands cost what their distinct pixels cost
+        # (their pens: restyle)
+        self.edges, self.sup_edges, self.hot_edges, self.chain_edges, self.bad_edges = (SegmentsItem() for _ in range(5))
         # arrowheads (two short strokes each), recomputed in pixels whenever the view changes
-        self.arrows = SegmentsItem(pen=pg.mkPen(style.color(style.LINK, 90), width=1))
-        self.hot_arrows = SegmentsItem(pen=pg.mkPen(style.color(style.LINEAGE, 200), width=1.6))
+        self.arrows, self.hot_arrows = SegmentsItem(), SegmentsItem()
         for z, it in enumerate((self.edges, self.sup_edges, self.bad_edges, self.arrows)):
             it.setZValue(-10 + z)
             self.plot.addItem(it)
@@ -203,7 +198,6 @@ class GraphPanel(ScatterPanel):
         self.plot.addItem(self.hot_points)
         # a translucent veil between the base layer and the highlighted neighbourhood
         self.hot_fade = QGraphicsRectItem()
-        self.hot_fade.setBrush(style.color(style.PAPER, 150))
         self.hot_fade.setPen(QPen(Qt.NoPen))
         self.hot_fade.setZValue(2)
         self.hot_fade.hide()
@@ -223,8 +217,7 @@ class GraphPanel(ScatterPanel):
         self.cluster_points.setZValue(1)
         self.plot.addItem(self.cluster_points)
         # links between clusters in three widths, by how many links they stand for
-        self.cluster_edges = [pg.PlotDataItem(pen=pg.mkPen(110, 110, 110, a, width=w), connect="pairs")
-                              for w, a in ((1, 90), (2.5, 120), (5, 140))]
+        self.cluster_edges = [pg.PlotDataItem(connect="pairs") for _ in CLUSTER_LINKS]
         for it in self.cluster_edges:
             it.setZValue(-9)
             self.plot.addItem(it)
@@ -236,6 +229,27 @@ class GraphPanel(ScatterPanel):
         state.show_retired_changed.connect(lambda _s: self.redraw())
         state.as_of_changed.connect(lambda _t: self.redraw())
         self._keep_view = False  # the graph being built replaces one the user looks at: no fit
+        self.restyle()
+
+    def restyle(self) -> None:
+        """Three tiers of links: the rest faint and thin (a light web however many), the selection's
+        lineage translucent (a reflection over dozens of memories must not become a dark wedge),
+        its chain in the lineage colour and wide, drawn last."""
+        super().restyle()
+        t = self.theme
+        self.edges.setPen(pg.mkPen(style.color(t.link, 60), width=0.8))
+        self.sup_edges.setPen(pg.mkPen(style.color(t.link, 110), width=1, style=Qt.DashLine))
+        self.hot_edges.setPen(pg.mkPen(style.color(t.lineage, 50), width=1))
+        self.chain_edges.setPen(pg.mkPen(style.color(t.lineage, 235), width=2.2))
+        self.bad_edges.setPen(pg.mkPen(t.broken, width=1.3, style=Qt.DotLine))
+        self.arrows.setPen(pg.mkPen(style.color(t.link, 90), width=1))
+        self.hot_arrows.setPen(pg.mkPen(style.color(t.lineage, 200), width=1.6))
+        self.hot_fade.setBrush(style.color(t.paper, 150))
+        for it, (width, alpha) in zip(self.cluster_edges, CLUSTER_LINKS):
+            it.setPen(pg.mkPen(style.color(t.link, alpha), width=width))
+        for label in self.labels:
+            label.fill = pg.mkBrush(style.color(t.paper, 190))
+        self.redraw()
 
     def _on_data(self, data) -> None:
         self._keep_view = self.state.reloaded and self.graph is not None
@@ -365,7 +379,7 @@ class GraphPanel(ScatterPanel):
         rows = g.rows[nodes]
         codes, styles = style.kind_styles(data, rows)
         self.set_points(g.x[nodes], g.y[nodes], rows)
-        styles.append({"brush": pg.mkBrush(style.BROKEN), "pen": pg.mkPen(style.BROKEN), "symbol": "x"})
+        styles.append({"brush": pg.mkBrush(self.theme.broken), "pen": pg.mkPen(self.theme.broken), "symbol": "x"})
         sizes = np.r_[style.importance_sizes(data.arrays.importance[rows], 6, 16), np.full(len(missing), 9.0)]
         self.points.set_data(np.r_[g.x[nodes], g.x[missing]], np.r_[g.y[nodes], g.y[missing]],
                         np.r_[codes, np.full(len(missing), len(styles) - 1)], styles, size=sizes)
@@ -424,7 +438,7 @@ class GraphPanel(ScatterPanel):
         c, g = self.summary, self.graph
         y = c.level.astype(np.float64)
         brushes = style.category_brushes(data.kinds, alpha=200)
-        rim = pg.mkPen(60, 60, 60, 170, width=1)
+        rim = pg.mkPen(style.color(self.theme.ink, 150), width=1)
         self.cluster_points.set_data(c.x, y, np.minimum(c.kind, len(brushes) - 1),
                                      [{"brush": b, "pen": rim} for b in brushes],
                                      size=np.clip(6 + 2.5 * np.log2(np.maximum(c.count, 1)), 6, 44))
@@ -453,7 +467,7 @@ class GraphPanel(ScatterPanel):
             agent = data.agents[c.agent[i]] if c.agent[i] < len(data.agents) else "?"
             kind = data.kinds[c.kind[i]] if c.kind[i] < len(data.kinds) else "?"
             t = self._label(k)
-            t.setText(f"{agent or '(none)'} · {kind}\n{c.count[i]:,}", color=style.LABEL_TEXT)
+            t.setText(f"{agent or '(none)'} · {kind}\n{c.count[i]:,}", color=self.theme.label_text)
             size = t.textItem.boundingRect().size()
             node = self.vb.mapViewToScene(QPointF(c.x[i], float(c.level[i])))
             rect = QRectF(node.x() - size.width() / 2, node.y() + LABEL_GAP + 6, size.width(), size.height())
@@ -560,7 +574,7 @@ class GraphPanel(ScatterPanel):
         nodes = np.flatnonzero(hot & (g.rows >= 0))
         rows = g.rows[nodes]
         codes, styles = style.kind_styles(data, rows)
-        ring = pg.mkPen(style.LINEAGE, width=2)
+        ring = pg.mkPen(self.theme.lineage, width=2)
         for st in styles:
             st["pen"] = ring
         self.hot_points.set_data(g.x[nodes], g.y[nodes], codes, styles,
@@ -612,7 +626,7 @@ class GraphPanel(ScatterPanel):
         sizes = np.full(g.n, 9.0)
         real = g.rows >= 0
         sizes[real] = style.importance_sizes(data.arrays.importance[g.rows[real]], 6, 16)
-        in_chain = set(chain)
+        in_chain, theme = set(chain), self.theme
         blocked = []  # the chain's nodes: no label covers them
         for i in chain:
             c = self.vb.mapViewToScene(QPointF(g.x[i], g.y[i]))
@@ -634,8 +648,8 @@ class GraphPanel(ScatterPanel):
             if rect.width() < fm.horizontalAdvance(text) + pad:
                 text = fm.elidedText(text, Qt.ElideRight, rect.width() - pad)
             t = self._label(k)
-            colour = style.BROKEN if r < 0 else style.LABEL_TEXT if (i in in_chain or i in self.hot) \
-                else style.LABEL_TEXT_FAINT
+            colour = theme.broken if r < 0 else theme.label_text if (i in in_chain or i in self.hot) \
+                else theme.label_text_faint
             t.setText(text, color=colour)
             size = t.textItem.boundingRect().size()  # as measured: within the room found
             rect = QRectF(rect.right() - size.width() if left else rect.left(), rect.top(),
@@ -691,7 +705,7 @@ class GraphPanel(ScatterPanel):
 
     def _label(self, k: int) -> pg.TextItem:
         while len(self.labels) <= k:
-            t = pg.TextItem(anchor=(0, 0), fill=pg.mkBrush(style.color(style.PAPER, 190)))  # readable over links
+            t = pg.TextItem(anchor=(0, 0), fill=pg.mkBrush(style.color(self.theme.paper, 190)))  # readable over links
             t.textItem.document().setDocumentMargin(LABEL_MARGIN)
             t.setZValue(6)  # above the veil
             self.plot.addItem(t, ignoreBounds=True)

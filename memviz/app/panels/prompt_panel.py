@@ -7,10 +7,12 @@ line, the first memories left out and why; protected memories pinned in. Below: 
 text that would be sent, copyable and exportable (.txt, or .json with the whole plan).
 
 Texts and token counts are read once per load off the GUI thread: first every text with the
-labelled ≈ chars/4 estimate (quick), then the tokenizer's exact counts replace it. The view
-follows the window's "as of" moment (the arrays as of then; texts changed since shown as
-they were) and the query panel's ranking (`state.result`). Assembling is a few numpy passes
-(~10 ms at 100k), so it runs on the GUI thread on every change.
+labelled ≈ chars/4 estimate (quick), then the tokenizer's exact counts replace it. A live
+refresh's rows (new memories, changed ones) are read and counted the same way, a few at a time,
+while the view is shown; until they are, the plan leaves new memories out. The view follows the
+window's "as of" moment (the arrays as of then; texts changed since shown as they were) and the
+query panel's ranking (`state.result`). Assembling is a few numpy passes, so it runs on the GUI
+thread on every change (paced after a live refresh).
 """
 from __future__ import annotations
 
@@ -38,15 +40,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from memviz.app.workers import Workers
+from memviz.app.plots import style
+from memviz.app.workers import PacedCall, Workers
 from memviz.context import DEFAULT_BUDGET, STRATEGIES, TokenCounter, assemble, load_texts, report, result_ranking
+from memviz.session.buffers import grow
 from memviz.session.state import AppState, StoreData
 
 COLUMNS = ["#", "", "tokens", "cumulative", "score", "kind", "content"]
 MAX_BUDGET = 1_000_000
 SLIDER_STEPS = 1000
-CUT_COLOR = QColor("#c0392b")
-PIN_COLOR = QColor("#7b4fa0")
 TEXT_MS = 120  # the assembled text (~0.5 MB at 128k tokens) is laid out when the plan settles
 
 
@@ -107,9 +109,9 @@ class PlanModel(QAbstractTableModel):
                 return (f"✂ cut: {p.used:,} of {p.usable:,} usable tokens used (budget {p.budget:,} less the "
                         f"margin) · {len(p.rows):,} of {p.candidates:,} memories in")
             if role == Qt.ForegroundRole:
-                return CUT_COLOR
+                return QColor(style.theme().cut)
             if role == Qt.BackgroundRole:
-                return QColor(250, 225, 220)
+                return QColor(style.theme().cut_fill)
             return None
         r = self.row_of(i)
         inside = i < self.n_in
@@ -134,9 +136,9 @@ class PlanModel(QAbstractTableModel):
             return drop.reason
         elif role == Qt.ForegroundRole:
             if not inside:
-                return QColor(130, 130, 130)
+                return QColor(style.theme().muted)
             if p.pinned[i]:
-                return PIN_COLOR
+                return QColor(style.theme().pin)
         elif role == Qt.TextAlignmentRole and col in ("#", "tokens", "score"):
             return int(Qt.AlignRight | Qt.AlignVCenter)
         return None
@@ -157,9 +159,10 @@ class CumulativeBar(QStyledItemDelegate):
         w = int(rect.width() * min(done / max(p.usable, 1), 1.0))
         painter.save()
         painter.setPen(Qt.NoPen)
-        painter.setBrush(QColor(76, 120, 168, 150))
+        t = style.theme()
+        painter.setBrush(style.color(t.bar, 150))
         painter.drawRect(QRect(rect.left(), rect.top(), w, rect.height()))
-        painter.setPen(QColor(30, 30, 30))
+        painter.setPen(QColor(t.ink))
         painter.drawText(rect, int(Qt.AlignRight | Qt.AlignVCenter), f"{done:,}")
         painter.restore()
 
@@ -180,6 +183,9 @@ class PromptPanel(QWidget):
         self._for: StoreData | None = None
         self._stale = False  # a refresh is owed for when the panel is shown
         self._shown = True
+        self._owed: set[int] = set()     # rows a live refresh added or changed whose text is not read yet
+        self._recount: set[int] = set()  # rows read while the exact counts were being made (counted again)
+        self._live = PacedCall(self.refresh, self)  # after a live refresh: coalesced and paced
         self.budget_slider = QSlider(Qt.Horizontal)
         self.budget_slider.setRange(0, SLIDER_STEPS)
         self.budget = QSpinBox(minimum=1, maximum=MAX_BUDGET, singleStep=1000, suffix=" tokens")
@@ -188,7 +194,7 @@ class PromptPanel(QWidget):
         self.strategy.addItems(list(STRATEGIES))
         self.strategy.setToolTip("balanced: importance × 1/(1 + age hours) · recent: newest first · "
                                  "important: importance first · query: the query panel's ranking")
-        self.counting = QLabel()
+        self.counting = style.ThemeLabel()
         self.counting.setTextFormat(Qt.PlainText)
         self.summary = QLabel()
         self.summary.setTextFormat(Qt.PlainText)
@@ -258,6 +264,7 @@ class PromptPanel(QWidget):
         self.save_button.clicked.connect(self.save_dialog)
         self.view.clicked.connect(self._clicked)
         state.data_changed.connect(self._on_data)
+        state.rows_changed.connect(self._on_rows)
         state.as_of_changed.connect(lambda _t: self.refresh())
         state.result_changed.connect(lambda _r: self.strategy.currentText() == "query" and self.refresh())
         self._on_data(state.data)
@@ -277,7 +284,9 @@ class PromptPanel(QWidget):
     def _on_data(self, data: StoreData | None) -> None:
         self.workers.cancel("prompt texts")
         self.workers.cancel("token count")
+        self.workers.cancel("prompt rows")
         self._for, self.content, self.tokens, self.counter = data, None, None, None
+        self._owed, self._recount = set(), set()
         self._text_timer.stop()
         self.plan = None  # until this store's texts are read
         if data is None:
@@ -301,7 +310,13 @@ class PromptPanel(QWidget):
 
         def counted(out) -> None:
             if out is not None and self._for is data:
-                self.tokens, self.counter = out
+                tokens, counter = out
+                # rows a live refresh brought while the tokenizer counted: counted by it now
+                tail = self.content[len(tokens):]
+                tokens = grow(tokens, counter.count_many(tail) if len(tail) else np.zeros(0, np.int64))
+                for r in self._recount:
+                    tokens[r] = counter.count(self.content[r])
+                self.tokens, self.counter, self._recount = tokens, counter, set()
                 self.refresh()
 
         def read_done(out) -> None:
@@ -311,6 +326,53 @@ class PromptPanel(QWidget):
             self.refresh()
             self.workers.submit("token count", exact(self.content), on_done=counted, on_error=self._failed)
         self.workers.submit("prompt texts", read, on_done=read_done, on_error=self._failed)
+
+    def _on_rows(self, delta) -> None:
+        """A live refresh: the texts of new and changed rows (a rewrite) are read and counted off
+        the GUI thread while the view is shown; the plan is made again (paced)."""
+        if self._for is not self.state.data:
+            return
+        self._owed.update(delta.added.tolist())
+        self._owed.update(delta.changed.tolist())
+        self._read_owed()
+        self._live.request()
+
+    def _read_owed(self) -> None:
+        """Read and count the texts of the rows owed, in one job at a time, while shown."""
+        data = self._for
+        if not self._owed or not self._shown or self.content is None or self.workers.running("prompt rows"):
+            return
+        rows = np.array(sorted(self._owed), np.int64)
+        self._owed = set()
+        store, ids, counter = data.store, self.state.loaded_arrays.ids[rows].tolist(), self.counter
+
+        def read(task):
+            got = {r["id"]: r["content"] for r in store.get_many(ids, fields=["content"])}
+            texts = [got.get(m) or "" for m in ids]
+            return texts, counter.count_many(texts)
+
+        def done(out) -> None:
+            if self._for is not data:
+                return
+            texts, counts = out
+            if counter is not self.counter:  # the exact counts arrived meanwhile
+                counts = self.counter.count_many(texts)
+            n = int(rows[-1]) + 1
+            if len(self.content) < n:
+                self.content = grow(self.content, np.full(n - len(self.content), "", object))
+            if len(self.tokens) < n:
+                self.tokens = grow(self.tokens, np.zeros(n - len(self.tokens), self.tokens.dtype))
+            self.content[rows] = np.array(texts, object)
+            self.tokens[rows] = counts
+            if self.workers.running("token count"):
+                self._recount.update(rows.tolist())
+            self._read_owed()
+            self._live.request()
+
+        def failed(err: Exception) -> None:
+            self._owed.update(rows.tolist())  # read again with the next refresh
+            self._failed(err)
+        self.workers.submit("prompt rows", read, on_done=done, on_error=failed)
 
     def _failed(self, err: Exception) -> None:
         self.counting.setText(f"Could not read the texts or count tokens: {err}")
@@ -326,7 +388,8 @@ class PromptPanel(QWidget):
             return self.content
         out = self.content.copy()
         for r, t in view.content.items():
-            out[r] = t
+            if r < len(out):  # (rows a live refresh brought are read later)
+                out[r] = t
         return out
 
     def _tokens_as_of(self) -> np.ndarray:
@@ -335,12 +398,15 @@ class PromptPanel(QWidget):
             return self.tokens
         out = self.tokens.copy()
         for r, t in view.content.items():  # the few texts changed since T, counted as they were
-            out[r] = self.counter.count(t)
+            if r < len(out):
+                out[r] = self.counter.count(t)
         return out
 
     def set_shown(self, shown: bool) -> None:
         """Connected to the dock's visibilityChanged (a tab behind another is not shown)."""
         self._shown = shown
+        if shown:
+            self._read_owed()
         if shown and self._stale:
             self.refresh()
 
@@ -363,6 +429,10 @@ class PromptPanel(QWidget):
         arrays = data.arrays
         now = self.state.as_of if self.state.as_of is not None else time.time()
         candidates = view.live if view is not None else np.isnan(arrays.valid_until)
+        tokens = self._tokens_as_of()
+        if len(tokens) < len(arrays):  # rows a live refresh brought, not read yet: left out meanwhile
+            candidates = candidates & (np.arange(len(arrays)) < len(tokens))
+            tokens = np.concatenate([tokens, np.zeros(len(arrays) - len(tokens), tokens.dtype)])
         ranking = None
         if strategy == "query":
             result = self.state.result
@@ -373,7 +443,7 @@ class PromptPanel(QWidget):
                 self.text.setPlainText("")
                 return
             ranking = result_ranking(result)
-        plan = assemble(arrays, self._tokens_as_of(), now=now, strategy=strategy, budget=self.budget.value(),
+        plan = assemble(arrays, tokens, now=now, strategy=strategy, budget=self.budget.value(),
                         candidates=candidates, ranking=ranking)
         self.plan = plan
         self.model.set_plan(plan, arrays, data.previews)
@@ -386,7 +456,7 @@ class PromptPanel(QWidget):
     def _say(self, plan) -> None:
         c = self.counter
         self.counting.setText(f"tokens: {c.name}" + ("" if c.exact else " — an estimate; exact counts follow"))
-        self.counting.setStyleSheet("" if c.exact else "color: #8a6d00;")
+        self.counting.set_pick(None if c.exact else lambda t: t.caution)
         pinned = int(plan.pinned.sum())
         when = "" if self.state.as_of is None else " · as of the moment the window shows"
         self.summary.setText(

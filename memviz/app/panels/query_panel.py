@@ -1,26 +1,32 @@
-"""Query panel: live retrieval through memviz.retrieval's Engine (retrieval/engine.py).
+"""Query panel: the widgets of live retrieval. What is asked, the engine, the ranking and its
+baseline live in `memviz.session.query.QueryModel` (Qt-free); the retrieval parameters in the
+AppState (`state.params`): a widget's edit writes them there and the widgets follow any change
+made elsewhere (two-way binding), and the ranking follows `state.params_changed`, whoever
+changed them.
 
 Embedding the query (Engine.set_query) is the costly step and runs once per query text;
 every slider move only re-scores (Engine.score). Both run as "engine"-lane jobs (one
 thread, so the engine is never used concurrently); a new setting cancels the pending
 one, so a dragged slider yields a stream of fresh rankings and never a queue of stale
-ones. The results table shows rank, rank change against a baseline, score and a stacked bar
-of the weighted components (ResultBarDelegate). The baseline is the ranking before the
-current adjustment began (a burst of setting changes), or the one the user pinned; entries
-("in") and exits (listed under the table) count as changes too.
+ones. The results table shows rank, rank change against the model's baseline, score and a
+stacked bar of the weighted components (ResultBarDelegate); entries ("in") and exits (listed
+under the table) count as changes too. Another module adds a column with
+`results.add_column(ResultColumn(...))`; actions on result rows come from the window's
+context providers (the table's context menu asks for the selected ids), actions on the selected
+results with keys that work while the results have the focus from `add_result_actions`, and a
+row under them from `add_below_results` (the judging marks bar) and one under the sliders from
+`add_below_settings` (the quality readout). The preset list holds every
+preset's defaults and the parameter sets saved with the store (`set_parameter_choices`).
 
 After any write (the agent's or the user's) the current query runs again on the new data,
-same text or example, same setting; memories written since the query was run are marked
-"★ new" when they enter the results.
-
-The retrieval parameters live in the AppState (`state.params`), not in the widgets: an edit
-of a widget writes them there, and the widgets follow any change made elsewhere (two-way
-binding); the ranking follows `state.params_changed`, whoever changed them.
+same text or example, same setting, paced by its own cost (a `workers.PacedCall`); memories
+written since the query was run are marked "★ new" when they enter the results.
 """
 from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 
 import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QEvent, QItemSelectionModel, QModelIndex, QPoint, QRect, Qt, QTimer, Signal
@@ -45,48 +51,68 @@ from PySide6.QtWidgets import (
 )
 
 from memviz.app.plain_text import plain_tooltip
-from memviz.app.workers import Workers
-from memviz.retrieval import PRESETS, Engine, Result, preset_params
-from memviz.session.live_query import RERANK_S, merged
+from memviz.app.plots import style
+from memviz.app.workers import PacedCall, Workers
+from memviz.retrieval import preset_params
+from memviz.retrieval.presets import ParameterSet, parameter_sets, preset
+from memviz.session.judging import describe
+from memviz.session.query import Outcome, Query, QueryModel
 from memviz.session.state import AppState, StoreData
 from memviz.store import iso
 from memviz.words import count
 
-COMPONENT_COLORS = {"relevance": "#4C78A8", "recency": "#F58518", "importance": "#54A24B"}
-OTHER_COLORS = ["#B279A2", "#72B7B2", "#EECA3B", "#9D755D"]
-RESULT_COLUMNS = ["rank", "Δ", "score", "why", "kind", "agent", "content"]
-#: starting widths (px) of every column but the content, which takes the rest of the view
-RESULT_WIDTHS = {"rank": 32, "Δ": 34, "score": 54, "why": 80, "kind": 66, "agent": 74}
-COMPACT_WIDTHS = {"rank": 28, "Δ": 28, "score": 52, "why": 50, "kind": 72, "agent": 62}
-# a live refresh runs the query again in at most this share of the time (its own cost paces it):
-# a 5 ms int8 query follows every refresh, a 0.25 s Generative Agents one runs every ~2 s
+# a live refresh runs the query again in at most this share of the time (its own cost paces it)
 RERUN_SHARE = 0.1
 COMPACT_BELOW = 560   # px of results view: narrower than this, the columns beside the content shrink
-HEADER_TIPS = {"why": "The score's weighted components as a stacked bar (relevance, recency, importance); "
-                      "hover a bar for its numbers", "Δ": "Change of rank since the previous setting"}
 WEIGHT_MAX = 5.0      # slider range of α, β, γ
 SLIDER_STEPS = 500
 DEBOUNCE_MS = 20      # coalesce slider moves; the engine lane drops stale settings anyway
 ADJUST_IDLE_MS = 1500  # setting changes closer than this are one adjustment (one baseline)
-_TIP_COLUMNS = {RESULT_COLUMNS.index(c) for c in ("content", "agent", "kind")}
-_RIGHT_COLUMNS = {RESULT_COLUMNS.index(c) for c in ("rank", "score", "Δ")}
-_DELTA_COLUMN = RESULT_COLUMNS.index("Δ")
 _RIGHT = int(Qt.AlignRight | Qt.AlignVCenter)
 
 
-@dataclasses.dataclass(frozen=True)
-class _Ranked:
-    """The last whole ranking, what a live refresh's merge (session.live_query.merged) starts from."""
-
-    result: Result
-    ref: float                       # the time its recency was measured from
-    clock_at: float | None           # the store clock's fixed time then (None: the wall clock)
-    query_vector: np.ndarray | None
-    at: float                        # time.monotonic() when it was ranked (RERANK_S)
-
-
 def component_color(name: str, i: int) -> QColor:
-    return QColor(COMPONENT_COLORS.get(name, OTHER_COLORS[i % len(OTHER_COLORS)]))
+    return QColor(style.theme().component(name, i))
+
+
+@dataclasses.dataclass(frozen=True)
+class ResultColumn:
+    """A column of the results table. `cell(model, i, row)`: what result `i` shows (`row`: its
+    row in the arrays), computed once per ranking; `width`/`compact`: starting widths (px) in a
+    wide and a narrow view; `tip`: the header's tooltip; `whole_tip`: the cell's text is its own
+    tooltip (where the column cuts it); `color(text)`: a foreground colour or None."""
+
+    name: str
+    cell: Callable[[ResultsModel, int, int], object]
+    width: int = 60
+    compact: int = 50
+    tip: str | None = None
+    right: bool = False
+    whole_tip: bool = False
+    color: Callable[[str], QColor | None] | None = None
+
+
+def _delta_color(d: str) -> QColor | None:
+    """▲ up, ▼ down, anything else (in, ★ new) in the theme's colour for new entries."""
+    if not d:
+        return None
+    t = style.theme()
+    return QColor(t.up if d.startswith("▲") else t.down if d.startswith("▼") else t.new)
+
+
+#: the built-in columns, in order; the content column, last, takes what the others leave
+COLUMNS = (
+    ResultColumn("rank", lambda m, i, r: str(i + 1), 32, 28, right=True),
+    ResultColumn("Δ", lambda m, i, r: m.delta[i], 34, 28, "Change of rank since the previous setting", right=True,
+                 color=_delta_color),
+    ResultColumn("score", lambda m, i, r: f"{float(m.result.score[i]):.4f}", 54, 52, right=True),
+    ResultColumn("why", lambda m, i, r: None, 80, 50, "The score's weighted components as a stacked bar (relevance, "
+                 "recency, importance); hover a bar for its numbers"),
+    ResultColumn("kind", lambda m, i, r: m.data_.arrays.kind[r], 66, 72, whole_tip=True),
+    ResultColumn("agent", lambda m, i, r: m.data_.arrays.agent[r], 74, 62, whole_tip=True),
+    ResultColumn("content", lambda m, i, r: m.data_.previews[r], whole_tip=True),
+)
+RESULT_COLUMNS = [c.name for c in COLUMNS]
 
 
 class ResultsModel(QAbstractTableModel):
@@ -96,6 +122,7 @@ class ResultsModel(QAbstractTableModel):
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
+        self.columns: list[ResultColumn] = list(COLUMNS)
         self.result = None
         self.data_: StoreData | None = None
         self.delta: list[str] = []
@@ -103,7 +130,18 @@ class ResultsModel(QAbstractTableModel):
         self.components: list[str] = []
         self.bar_max = 1.0
         self._cells: list[list] = []            # per row: the DisplayRole of each column
-        self._delta_colors: list = []           # per row: the Δ column's colour (None: default)
+
+    def add_column(self, column: ResultColumn, before: str = "content") -> int:
+        """Show `column` before the column named `before`; its position."""
+        at = self.column_of(before)
+        self.beginInsertColumns(QModelIndex(), at, at)
+        self.columns.insert(at, column)
+        self._format()
+        self.endInsertColumns()
+        return at
+
+    def column_of(self, name: str) -> int:
+        return next(i for i, c in enumerate(self.columns) if c.name == name)
 
     def set_result(self, result, data: StoreData | None, previous: dict[str, int] | None,
                    fresh: set[str] = frozenset()) -> None:
@@ -130,33 +168,35 @@ class ResultsModel(QAbstractTableModel):
             self.bar_max = self.bar_max if self.bar_max > 0 else 1.0
         self._format()
         if in_place:
-            self.dataChanged.emit(self.index(0, 0), self.index(before - 1, len(RESULT_COLUMNS) - 1))
+            self.dataChanged.emit(self.index(0, 0), self.index(before - 1, len(self.columns) - 1))
         else:
             self.endResetModel()
 
+    def reformat(self) -> None:
+        """Format the cells again: a column's values changed without a new ranking (the grades)."""
+        if self.result is None or not len(self.result.ids):
+            return
+        self._format()
+        self.dataChanged.emit(self.index(0, 0), self.index(len(self.result.ids) - 1, len(self.columns) - 1))
+
     def _format(self) -> None:
-        self._cells, self._delta_colors = [], []
+        self._cells = []
         if self.result is None:
             return
-        a, previews = self.data_.arrays, self.data_.previews
         for i, r in enumerate(np.asarray(self.result.rows, np.int64).tolist()):
-            self._cells.append([str(i + 1), self.delta[i], f"{float(self.result.score[i]):.4f}", None, a.kind[r],
-                                a.agent[r], previews[r]])
-            d = self.delta[i]
-            self._delta_colors.append(None if not d else QColor("#2a7d2a") if d.startswith("▲") else
-                                      QColor("#b03030") if d.startswith("▼") else QColor("#1f5fbf"))
+            self._cells.append([c.cell(self, i, r) for c in self.columns])
 
     def rowCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() or self.result is None else len(self.result.ids)
 
     def columnCount(self, parent=QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(RESULT_COLUMNS)
+        return 0 if parent.isValid() else len(self.columns)
 
     def headerData(self, section, orientation, role=Qt.DisplayRole):
         if orientation == Qt.Horizontal and role == Qt.DisplayRole:
-            return RESULT_COLUMNS[section]
+            return self.columns[section].name
         if orientation == Qt.Horizontal and role == Qt.ToolTipRole:
-            return HEADER_TIPS.get(RESULT_COLUMNS[section])
+            return self.columns[section].tip
         return None
 
     def row_of(self, i: int) -> int:
@@ -168,13 +208,14 @@ class ResultsModel(QAbstractTableModel):
     def data(self, index, role=Qt.DisplayRole):
         if not self._cells or not index.isValid():
             return None
+        column, text = self.columns[index.column()], self._cells[index.row()][index.column()]
         if role == Qt.DisplayRole:
-            return self._cells[index.row()][index.column()]
-        if role == Qt.ToolTipRole and index.column() in _TIP_COLUMNS:
-            return plain_tooltip(self._cells[index.row()][index.column()])  # the whole text where the column cuts it
-        if role == Qt.ForegroundRole and index.column() == _DELTA_COLUMN:
-            return self._delta_colors[index.row()]
-        if role == Qt.TextAlignmentRole and index.column() in _RIGHT_COLUMNS:
+            return text
+        if role == Qt.ToolTipRole and column.whole_tip:
+            return plain_tooltip(text)  # the whole text where the column cuts it
+        if role == Qt.ForegroundRole and column.color is not None:
+            return column.color(text)
+        if role == Qt.TextAlignmentRole and column.right:
             return _RIGHT
         return None
 
@@ -273,8 +314,9 @@ class WeightControl(QWidget):
 
 
 class QueryPanel(QWidget):
-    """ranked(result, seconds): a new ranking is shown (benchmarks and tests wait on it);
-    `shown_params` is the setting it was made with."""
+    """The query's widgets over a `QueryModel` (`model`). ranked(result, seconds): a new
+    ranking is shown (benchmarks and tests wait on it); the setting it was made with is
+    `shown_params`."""
 
     context_requested = Signal(list, QPoint)
     ranked = Signal(object, float)
@@ -282,18 +324,9 @@ class QueryPanel(QWidget):
     def __init__(self, state: AppState, workers: Workers, parent=None) -> None:
         super().__init__(parent)
         self.state, self.workers = state, workers
-        self.engine = None
-        self.engine_for: StoreData | None = None
-        self.query_key = None           # what the engine's cached query is (text / like id)
-        self._ranks: dict[str, int] | None = None     # id -> rank of the ranking on screen
-        self._baseline: dict[str, int] | None = None  # what Δ compares with (see the module docstring)
-        self._pinned = False
-        self._adjusting = False
-        self._fresh: set[str] = set()                  # ids written since the query was run
-        self.shown_params = None        # the Params of the ranking on screen
+        self.model = QueryModel(state)
         self._loading = False
         self._submitted_at = 0.0
-        self._asked = None              # the Params of the last ranking asked of the engine
 
         self.text = QLineEdit(placeholderText="Query text — Enter to run")
         self.text.setClearButtonEnabled(True)
@@ -320,7 +353,7 @@ class QueryPanel(QWidget):
         self.results = ResultsModel(self)
         self.view = QTableView()
         self.view.setModel(self.results)
-        self.view.setItemDelegateForColumn(RESULT_COLUMNS.index("why"), ResultBarDelegate(self.view))
+        self.view.setItemDelegateForColumn(self.results.column_of("why"), ResultBarDelegate(self.view))
         self.view.setSelectionBehavior(QAbstractItemView.SelectRows)
         self.view.verticalHeader().setVisible(False)
         self.view.verticalHeader().setDefaultSectionSize(22)
@@ -330,9 +363,10 @@ class QueryPanel(QWidget):
         self._compact: bool | None = None
         self._size_columns(False)
         self.view.viewport().installEventFilter(self)
+        self.results.columnsInserted.connect(lambda *_: self._size_columns(bool(self._compact)))  # add_column
         h.setStretchLastSection(True)  # the content column takes what the others leave
         h.setSectionResizeMode(QHeaderView.Interactive)
-        self.view.setColumnHidden(RESULT_COLUMNS.index("agent"), True)
+        self.view.setColumnHidden(self.results.column_of("agent"), True)
         self.view.setContextMenuPolicy(Qt.CustomContextMenu)
         self.view.customContextMenuRequested.connect(
             lambda pos: self.context_requested.emit(self.state.selected_ids, self.view.viewport().mapToGlobal(pos)))
@@ -354,10 +388,9 @@ class QueryPanel(QWidget):
         grid.setVerticalSpacing(2)
         grid.addWidget(QLabel("preset"), 0, 0)
         grid.addWidget(self.preset, 0, 1, 1, 3)
-        for r, (name, w) in enumerate((("α relevance", self.alpha), ("β recency", self.beta),
-                                       ("γ importance", self.gamma)), 1):
-            lab = QLabel(name)
-            lab.setStyleSheet(f"color: {component_color(name.split()[1], 0).name()}; font-weight: bold;")
+        for r, (name, part, w) in enumerate((("α relevance", "relevance", self.alpha), ("β recency", "recency", self.beta),
+                                             ("γ importance", "importance", self.gamma)), 1):
+            lab = style.ThemeLabel(name, lambda t, part=part: t.component(part, 0), bold=True)
             grid.addWidget(lab, r, 0)
             grid.addWidget(w, r, 1, 1, 3)
         grid.addWidget(QLabel("τ recency"), 4, 0)
@@ -385,21 +418,26 @@ class QueryPanel(QWidget):
         lay.setContentsMargins(4, 4, 4, 4)
         lay.addLayout(top)
         lay.addLayout(grid)
+        self.below_settings = QVBoxLayout()  # rows other parts add under the setting (add_below_settings)
+        self.below_settings.setContentsMargins(0, 0, 0, 0)
+        lay.addLayout(self.below_settings)
         lay.addWidget(self.message)
         lay.addWidget(self.view, 1)
+        self.below_results = QVBoxLayout()   # rows other parts add under the results (add_below_results)
+        self.below_results.setContentsMargins(0, 0, 0, 0)
+        lay.addLayout(self.below_results)
         foot = QHBoxLayout()
         foot.addWidget(self.legend, 1)
         foot.addWidget(self.pin_button)
         lay.addLayout(foot)
 
+
         self._score_timer = QTimer(self, singleShot=True, interval=DEBOUNCE_MS, timeout=self.rescore)
         self._text_timer = QTimer(self, singleShot=True, interval=500, timeout=self.run_query)
-        self._rerun_timer = QTimer(self, singleShot=True, timeout=self._rerun)
-        self._rerun_next = 0.0        # monotonic time before which a live rerun waits (RERUN_SHARE)
-        self._rerun_pending = False   # a refresh came while the query ran: once more when it is in
-        self._touched: list = []      # rows live refreshes added or changed since the ranking shown
-        self._ranked: _Ranked | None = None  # the last whole ranking: what a refresh's merge starts from
         self._adjust_timer = QTimer(self, singleShot=True, interval=ADJUST_IDLE_MS, timeout=self.end_adjustment)
+        # a live refresh's rerun: one at a time, paced by its own cost
+        self._rerun = PacedCall(self._rerun_now, self, share=RERUN_SHARE, max_ms=60_000)
+        self._rerun_pending = False   # a refresh came while the query ran: once more when it is in
         for w in (self.alpha, self.beta, self.gamma):
             w.changed.connect(self._params_edited)
         for w in (self.tau, self.decay, self.k):
@@ -421,21 +459,65 @@ class QueryPanel(QWidget):
         state.selection_changed.connect(self._on_selection)
         self._fill_presets()
 
+    @property
+    def query_key(self) -> Query | None:
+        """The query of the ranking on screen."""
+        return self.model.query
+
+    @property
+    def shown_params(self):
+        """The setting of the ranking on screen."""
+        return self.model.shown_params
+
     # ------------------------------------------------------------ widgets <-> state.params
     def _fill_presets(self) -> None:
+        self.set_parameter_choices(parameter_sets())
+
+    def set_parameter_choices(self, choices: list[ParameterSet]) -> None:
+        """The preset list: each preset's defaults (by the preset's name), then the parameter sets
+        saved with the store (judge.stored.parameter_choices), chosen like a preset."""
+        self._choices = []
+        for ps in choices:
+            try:
+                ps.params()
+            except ValueError:  # a set saved for a preset not installed here (a plugin's)
+                continue
+            self._choices.append(ps)
+        presets = {ps.name for ps in self._choices if ps.name == ps.preset}
         self.preset.blockSignals(True)
-        for name, desc in PRESETS.items():
-            self.preset.addItem(name)
-            self.preset.setItemData(self.preset.count() - 1, str(desc), Qt.ToolTipRole)
+        self.preset.clear()
+        for ps in self._choices:
+            builtin = ps.name == ps.preset and ps.name in presets
+            self.preset.addItem(ps.name if builtin or ps.name not in presets else f"{ps.name} (saved)")
+            tip = ps.description if builtin else f"saved {ps.preset} setting: {describe(ps.params())}" + (
+                f"\n{ps.description}" if ps.description else "")
+            self.preset.setItemData(self.preset.count() - 1, plain_tooltip(tip), Qt.ToolTipRole)
         self.preset.blockSignals(False)
         self._show_params(self.state.params)
+
+    def _choice_of(self, p) -> int:
+        """The preset list's entry for `p`: a saved parameter set holding exactly its setting, else
+        its preset's own entry."""
+        for i, ps in enumerate(self._choices):
+            if ps.name != ps.preset and ps.preset == p.preset:
+                try:
+                    mine = ps.params()
+                except ValueError:
+                    continue
+                if all(getattr(mine, f) == getattr(p, f) for f in preset(p.preset).settings):
+                    return i
+        return next((i for i, ps in enumerate(self._choices) if ps.name == ps.preset == p.preset), -1)
+
+    def _chosen_preset(self) -> str:
+        i = self.preset.currentIndex()
+        return self._choices[i].preset if 0 <= i < len(self._choices) else self.state.params.preset
 
     def _show_params(self, p) -> None:
         """Make every widget show `p` (the state's parameters), without writing them back."""
         self._loading = True
         try:
             self.preset.blockSignals(True)
-            self.preset.setCurrentText(p.preset)
+            self.preset.setCurrentIndex(self._choice_of(p))
             self.preset.blockSignals(False)
             self._load_params(p)
             for combo, values in ((self.agent, p.agents), (self.kind, p.kinds)):
@@ -469,7 +551,7 @@ class QueryPanel(QWidget):
 
     def _widget_params(self):
         """The Params the widgets describe now (fields without a widget, e.g. tags, kept from the state)."""
-        name = self.preset.currentText()
+        name = self._chosen_preset()
         base = self.state.params if self.state.params.preset == name else preset_params(name)
         return dataclasses.replace(
             base, alpha=self.alpha.value(), beta=self.beta.value(), gamma=self.gamma.value(),
@@ -488,7 +570,8 @@ class QueryPanel(QWidget):
         self._params_edited()
 
     def _preset_chosen(self) -> None:
-        self._load_params(preset_params(self.preset.currentText()))
+        i = self.preset.currentIndex()
+        self._load_params(self._choices[i].params() if 0 <= i < len(self._choices) else preset_params(self._chosen_preset()))
         self._params_edited()
 
     def _params_edited(self, *_):
@@ -499,11 +582,9 @@ class QueryPanel(QWidget):
     def _on_params(self, params, source) -> None:
         if source is not self:
             self._show_params(params)
-        if not self._pinned and not self._adjusting:
-            self._baseline = self._ranks  # an adjustment begins: Δ compares with the ranking before it
-        self._adjusting = True
+        self.model.setting_changed()
         self._adjust_timer.start()
-        asked = self._asked
+        asked = self.model.asked
         if asked is not None and params.replace(as_of=None) == asked.replace(as_of=None):
             # only the moment moved (the as-of bar coalesces its own steps): no debounce, so the
             # engine scores while the GUI thread redraws the other panels
@@ -516,20 +597,19 @@ class QueryPanel(QWidget):
         """The current adjustment is over (ADJUST_IDLE_MS without a change): the next change
         takes the ranking on screen as its baseline."""
         self._adjust_timer.stop()
-        self._adjusting = False
+        self.model.end_adjustment()
 
     def pin_baseline(self, on: bool = True) -> None:
         """Pin the ranking on screen as the baseline (off: back to "before the current adjustment")."""
-        self._pinned = bool(on) and self._ranks is not None
-        if self._pinned:
-            self._baseline = dict(self._ranks)
-        self.pin_button.blockSignals(True)
-        self.pin_button.setChecked(self._pinned)
-        self.pin_button.setText("Unpin baseline" if self._pinned else "Pin as baseline")
-        self.pin_button.blockSignals(False)
+        self._show_pinned(self.model.pin(on))
         if self.results.result is not None:
-            self.results.set_result(self.results.result, self.state.data, self._baseline, self._fresh)
-            self._show_footer(self.results.result)
+            self._show_ranking(self.results.result)
+
+    def _show_pinned(self, pinned: bool) -> None:
+        self.pin_button.blockSignals(True)
+        self.pin_button.setChecked(pinned)
+        self.pin_button.setText("Unpin baseline" if pinned else "Pin as baseline")
+        self.pin_button.blockSignals(False)
 
     def _on_selection(self, rows, current, source) -> None:
         """The results follow the shared selection (one highlight in the window, not two)."""
@@ -550,17 +630,12 @@ class QueryPanel(QWidget):
         again = self.state.reloaded  # the same store read again: the query, its setting and baseline stay
         self.workers.cancel("query")
         self.workers.cancel("score")
-        self.engine, self.engine_for = None, data
-        self._touched, self._ranked = [], None  # rows may have moved: the next run is whole
-        if again and self.query_key is not None:
+        if self.model.store_read(data, again):
             self._fill_combos(data, keep=True)
-            self._rerun()
+            self._rerun_now()
             return
-        self.query_key = None
-        self._ranks = self._baseline = None
-        self._fresh = set()
         self.results.set_result(None, data, None)  # first: the old ranking's rows are not this data's
-        self.pin_baseline(False)
+        self._show_pinned(False)
         self._fill_combos(data, keep=again)
         if not again:  # another store: its own query starts empty (per-store state)
             self.text.clear()
@@ -577,8 +652,8 @@ class QueryPanel(QWidget):
         than their header's text); the content column takes the rest."""
         h = self.view.horizontalHeader()
         self._compact = compact
-        for name, w in (COMPACT_WIDTHS if compact else RESULT_WIDTHS).items():
-            h.resizeSection(RESULT_COLUMNS.index(name), max(w, h.fontMetrics().horizontalAdvance(name) + 16))
+        for i, c in enumerate(self.results.columns[:-1]):
+            h.resizeSection(i, max(c.compact if compact else c.width, h.fontMetrics().horizontalAdvance(c.name) + 16))
 
     def eventFilter(self, obj, event) -> bool:
         if event.type() == QEvent.Resize and obj is self.view.viewport():
@@ -589,11 +664,12 @@ class QueryPanel(QWidget):
 
     def _fit_columns(self, data: StoreData | None) -> None:
         """An agent column only where there are several agents to tell apart."""
-        self.view.setColumnHidden(RESULT_COLUMNS.index("agent"), data is None or len(data.agents) < 2)
+        self.view.setColumnHidden(self.results.column_of("agent"), data is None or len(data.agents) < 2)
 
     def rows_visible(self) -> float:
         """How many result rows the view shows at its current size."""
         return self.view.viewport().height() / self.view.verticalHeader().defaultSectionSize()
+
     def _fill_combos(self, data: StoreData | None, keep: bool) -> None:
         """The agent and kind filters list this store's; `keep`: the chosen ones stay chosen."""
         for combo, items in ((self.agent, data.agents if data else []), (self.kind, data.kinds if data else [])):
@@ -606,51 +682,74 @@ class QueryPanel(QWidget):
             combo.blockSignals(False)
 
     def _on_rows(self, delta) -> None:
-        """A live refresh: the engine is made again on the new arrays and the query runs again."""
+        """A live refresh: new agents and kinds join the filters, and the query runs again."""
         data = self.state.data
-        self.engine = None
         known = {self.kind.itemText(i) for i in range(self.kind.count())} | \
             {self.agent.itemText(i) for i in range(self.agent.count())}
         for combo, names in ((self.agent, data.agents), (self.kind, data.kinds)):
             combo.blockSignals(True)
             combo.addItems([n or "(none)" for n in names if (n or "(none)") not in known])
             combo.blockSignals(False)
-        if self.query_key is not None:
-            self._fresh |= set(data.arrays.ids[delta.added].tolist())
-            self._touched.append(np.concatenate([delta.changed, delta.added]))
+        if self.model.rows_changed(delta):
             self._rerun_soon()
 
     def _rerun_soon(self) -> None:
         """The query again after a live refresh: one at a time (a running one is not cancelled:
-        refreshes every half second could starve it), paced by its own cost (RERUN_SHARE)."""
+        steady refreshes could starve it), paced by its own cost (RERUN_SHARE)."""
         if self.workers.running("query"):
             self._rerun_pending = True
-        elif not self._rerun_timer.isActive():
-            self._rerun_timer.start(max(0, int((self._rerun_next - time.monotonic()) * 1000)))
+        else:
+            self._rerun.request()
 
-    def _rerun(self) -> None:
-        """The query again on new data; unless pinned or mid-adjustment, Δ shows what the write changed."""
-        if self.query_key is None:  # (another store since it was asked for)
-            return
-        if not self._pinned and not self._adjusting and self._ranks is not None:
-            self._baseline = self._ranks
-        self._submit_query(self.query_key, rerun=True)
-
-    def _engine(self, data: StoreData):
-        """The engine for this store (made on the engine thread, once per open; once per step of
-        the window's "as of" moment, on the arrays as of then, with the same query)."""
-        if self.engine is None or self.engine_for is not data:
-            self.engine = Engine(data.store, data.arrays)
-            self.engine_for = data
-        elif self.engine.arrays is not data.arrays:
-            self.engine = self.engine.with_arrays(data.arrays)
-        return self.engine
+    def _rerun_now(self) -> None:
+        if self.model.query is not None:  # (another store since it was asked for)
+            self._submit_query(self.model.query, rerun=True)
 
     # ------------------------------------------------------------ running
     def run_query(self) -> None:
         text = self.text.text().strip()
         if text:
-            self._submit_query(("text", text))
+            self._submit_query(Query("text", text))
+
+    def run(self, query: Query) -> None:
+        """Ask `query` (a text, or like a memory) as if typed or chosen (a judged query, marks kept
+        for another query)."""
+        data = self.state.data
+        if data is None:
+            return
+        if query.kind == "text":
+            self.text.setText(query.value)
+        else:
+            i = data.arrays.index_of(query.value)
+            self.text.setText("")
+            self.text.setPlaceholderText(f"like memory {query.value}" + ("" if i is None else f": {data.previews[i][:60]}"))
+        self._submit_query(query)
+
+    def result_ids_in_focus(self) -> list[str]:
+        """The ids of the selected results while the results have the focus (keys act on them,
+        however the rows were selected), else []."""
+        res = self.results.result
+        if res is None or not self.view.hasFocus():
+            return []
+        return [str(res.ids[i.row()]) for i in self.view.selectionModel().selectedRows()]
+
+    def show_column(self, name: str, shown: bool) -> None:
+        """Show or hide an added column (the grades, shown while the user judges)."""
+        self.view.setColumnHidden(self.results.column_of(name), not shown)
+
+    def add_result_actions(self, actions) -> None:
+        """Actions on the selected results whose keys work while the results have the focus."""
+        for a in actions:
+            a.setShortcutContext(Qt.WidgetWithChildrenShortcut)
+            self.view.addAction(a)
+
+    def add_below_settings(self, widget: QWidget) -> None:
+        """A row under the sliders (the judged set's quality readout)."""
+        self.below_settings.addWidget(widget)
+
+    def add_below_results(self, widget: QWidget) -> None:
+        """A row under the results (the marks bar)."""
+        self.below_results.addWidget(widget)
 
     def query_selected(self) -> None:
         data, cur = self.state.data, self.state.current
@@ -658,111 +757,71 @@ class QueryPanel(QWidget):
             mid = data.arrays.ids[cur]
             self.text.setText("")
             self.text.setPlaceholderText(f"like memory {mid}: {data.previews[cur][:60]}")
-            self._submit_query(("like", mid))
+            self._submit_query(Query("like", mid))
 
-    def _submit_query(self, key, rerun: bool = False) -> None:
-        """Run query `key`; `rerun`: the same query again on new data (after a write), keeping
-        the baseline and the marks."""
-        data = self.state.data
-        if data is None:
+    def _submit_query(self, query: Query, rerun: bool = False) -> None:
+        """Run `query`; `rerun`: the same query again on new data (after a write), keeping the
+        baseline and the marks."""
+        if self.state.data is None:
             return
         self._text_timer.stop()
         self._score_timer.stop()  # this job scores the current setting itself
-        params = self._asked = self.params()
+        params = self.state.params
         self._submitted_at = time.perf_counter()
-        touched = np.concatenate(self._touched) if rerun and self._touched else None
-        self._touched = []
-        base = self._ranked if rerun and self._ranked is not None and self._ranked.result.params == params \
-            and time.monotonic() - self._ranked.at < RERANK_S else None
-        exclude = data.arrays.index_of(key[1]) if key[0] == "like" else None
+        job = self.model.query_job(query, rerun)
 
-        def job(task):
-            t0 = time.monotonic()
-            if base is not None and touched is not None:
-                # only the rows the refresh touched are scored when none of them can enter the top k
-                got = merged(base.result, data.store, data.arrays, touched, base.query_vector, base.ref,
-                             base.clock_at, exclude)
-                if got is not None:  # the next merge starts from it (same reference time, same age)
-                    return got, None, base.query_vector, time.monotonic() - t0, dataclasses.replace(base, result=got)
-            eng = self._engine(data)
-            task.check()
-            err = None
-            try:
-                eng.set_query(key[1]) if key[0] == "text" else eng.set_query(like=key[1])
-            except Exception as e:  # noqa: BLE001 - e.g. EmbedderUnavailable; FTS-only presets still work
-                err = str(e)
-            task.check()
-            try:
-                result = eng.score(params)
-            except Exception:
-                if err is None:
-                    raise
-                result = None
-            vec = eng.query_vector   # the map marks where the query sits
-            ranked = None if result is None else _Ranked(result, eng.ref_time(params), eng.clock.at, vec,
-                                                         time.monotonic())
-            return result, err, vec, time.monotonic() - t0, ranked
-
-        def done(out):
-            result, err, vec, cost, self._ranked = out
-            self._rerun_next = time.monotonic() + cost * (1 / RERUN_SHARE - 1)
-            self.query_key = key
-            self.state.query_text = key[1] if key[0] == "text" else None  # e.g. the Diff panel's top-k query
-            self.message.setText(f"The query could not be embedded: {err}" if err else "")
-            if not rerun:  # a new query: nothing to compare with yet
-                self._ranks = self._baseline = None
-                self._fresh = set()
-                self.pin_baseline(False)
-            if result is None:
+        def done(out: Outcome) -> None:
+            self._rerun.took(out.cost)
+            self.model.query_done(query, out, rerun)
+            self.message.setText(f"The query could not be embedded: {out.error}" if out.error else "")
+            if not rerun:
+                self._show_pinned(False)
+            if out.result is None:
                 self.results.set_result(None, self.state.data, None)
                 self.state.set_result(None)
             else:
-                self._show(result, params, vec)
+                self._show(out.result, params, out.query_vector)
             self._rerun_if_pending()
         self.workers.cancel("score")
         self.workers.submit("query", job, on_done=done, on_error=self._failed, lane="engine")
 
     def rescore(self) -> None:
         """Re-rank the current query with the widgets' setting (the slider path)."""
-        data = self.state.data
-        if data is None or self.query_key is None:
+        if self.state.data is None or self.model.query is None:
             return
-        params = self._asked = self.params()
+        params = self.state.params
         self._submitted_at = time.perf_counter()
-        self.workers.submit("score", lambda task: self._engine(data).score(params),
-                            on_done=lambda r: self._show(r, params, None),
+        self.workers.submit("score", self.model.score_job(), on_done=lambda r: self._show(r, params, None),
                             on_error=self._failed, lane="engine")
 
     def _show(self, result, params, vec) -> None:
-        data = self.state.data
-        if result is None or data is None:
+        if result is None or self.state.data is None:
             return
-        self.results.set_result(result, data, self._baseline, self._fresh)
-        self._ranks = {m: i for i, m in enumerate(result.ids, 1)}
-        self.shown_params = params
-        self._show_footer(result)
+        self._show_ranking(result)
+        self.model.shown(result, params)
         self.state.set_result(result, vec if vec is not None else self.state.query_vector)
         self._on_selection(self.state.selection, self.state.current, None)
         self.ranked.emit(result, time.perf_counter() - self._submitted_at)
 
-    def _show_footer(self, result) -> None:
+    def _show_ranking(self, result) -> None:
+        """The table and the legend of `result` against the model's baseline."""
+        m = self.model
+        self.results.set_result(result, self.state.data, m.baseline, m.fresh)
         exits = self.results.exits
         left = "" if not exits else "\nleft the results (rank in the baseline): " + ", ".join(
-            f"{m[:10]} ({r})" for m, r in exits[:6]) + (f" and {len(exits) - 6} more" if len(exits) > 6 else "")
-        base = "" if self._baseline is None else " · Δ vs pinned baseline" if self._pinned else \
-            " · Δ vs before this adjustment"
-        self.legend.setText(f"{len(result.ids)} of {count(result.candidates, 'candidate')}{base} · bar colours: "
-                            + ", ".join(self.results.components) + left
-                            + _clock_note(self.engine, result.params)  # the "now" that recency measures from
+            f"{mid[:10]} ({r})" for mid, r in exits[:6]) + (f" and {len(exits) - 6} more" if len(exits) > 6 else "")
+        self.legend.setText(f"{len(result.ids)} of {count(result.candidates, 'candidate')}{m.baseline_text()} · "
+                            "bar colours: " + ", ".join(self.results.components) + left
+                            + _clock_note(m.engine, result.params)  # the "now" that recency measures from
                             + "".join(("\n⚠ " if n.startswith("warning: ") else "\n") + n for n in result.notes))
 
     def _failed(self, err: Exception) -> None:
         self.message.setText(f"Query failed: {err}")
-        self._ranked = None  # the rows touched meanwhile were not scored: the next run is whole
+        self.model.failed()
         self._rerun_if_pending()
 
     def _rerun_if_pending(self) -> None:
-        if self._rerun_pending and self.query_key is not None:
+        if self._rerun_pending and self.model.query is not None:
             self._rerun_pending = False
             self._rerun_soon()
 
@@ -772,7 +831,7 @@ class QueryPanel(QWidget):
 
 
 def _clock_note(engine, params) -> str:
-    """Issue 12 (clock): which "now" the ages of this ranking are measured from."""
-    if params.as_of is not None or engine is None or getattr(engine, "clock", None) is None:
+    """Which "now" the ages of this ranking are measured from."""
+    if params.as_of is not None or engine is None:
         return ""
     return f" · ages from the store's clock, {engine.clock.describe()}"

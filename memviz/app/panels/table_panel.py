@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QItemSelection, QItemSelectionModel, QModelIndex, QPoint, Qt, QTimer, Signal
-from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QTableView, QVBoxLayout, QWidget
 
+from memviz.app.plots import style
 from memviz.app.workers import PacedCall, Workers
 from memviz.retrieval.rowmeta import load_row_meta
 from memviz.session.state import AppState, StoreData
@@ -48,7 +49,6 @@ class MemoryTableModel(QAbstractTableModel):
         self._orders = ColumnOrders()   # per column, the stable order of all rows
         self._search = TextSearch()     # the lower-cased previews and ids, searched
         self.preparing: int | None = None  # the column whose order a worker is making for the view
-        self._grey = QBrush(QColor(140, 140, 140))
         self._italic = QFont()
         self._italic.setItalic(True)
 
@@ -128,7 +128,7 @@ class MemoryTableModel(QAbstractTableModel):
         elif role == Qt.ToolTipRole and col == FLAG:
             return "; ".join(_flags(a, r)) or None
         elif role == Qt.ForegroundRole and not np.isnan(a.valid_until[r]):
-            return self._grey
+            return QColor(style.theme().muted)  # retired: muted text of the palette now
         elif role == Qt.FontRole and not np.isnan(a.valid_until[r]):
             return self._italic
         elif role == Qt.TextAlignmentRole and col in ("importance", "confidence", "accesses"):

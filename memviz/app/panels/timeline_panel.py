@@ -45,7 +45,7 @@ class TimelinePanel(ScatterPanel):
                   self.follow):
             self.toolbar.addWidget(w)
         self.toolbar.addWidget(self.range_label, 1)
-        self.region = pg.LinearRegionItem(brush=pg.mkBrush(30, 120, 220, 35), movable=True)
+        self.region = pg.LinearRegionItem(movable=True)
         self.region.setZValue(-5)
         self.region.hide()
         self.plot.addItem(self.region, ignoreBounds=True)
@@ -67,13 +67,22 @@ class TimelinePanel(ScatterPanel):
         self.lane_names: list[str] = []
         self.vb.sigResized.connect(lambda *_: self._label_lanes())
         # the window's "as of" moment, drawn on the timeline and draggable: a scrubber on the timeline
-        self.as_of_line = pg.InfiniteLine(angle=90, movable=True, pen=pg.mkPen(200, 40, 40, 220, width=2),
-                                          label="as of", labelOpts={"position": 0.85, "color": (200, 40, 40)})
+        self.as_of_line = pg.InfiniteLine(angle=90, movable=True, label="as of", labelOpts={"position": 0.85})
         self.as_of_line.setZValue(20)
         self.as_of_line.hide()
         self.plot.addItem(self.as_of_line, ignoreBounds=True)
         self.as_of_line.sigPositionChangeFinished.connect(lambda line: state.set_as_of(line.value()))
         state.as_of_changed.connect(self._on_as_of)
+        self.restyle()
+
+    def restyle(self) -> None:
+        super().restyle()
+        t = self.theme
+        self.region.setBrush(style.color(t.tool, 35))
+        self.region.setHoverBrush(style.color(t.tool, 60))
+        self.as_of_line.setPen(pg.mkPen(style.color(t.as_of, 230), width=2))
+        self.as_of_line.label.setColor(t.as_of)
+        self.redraw()
 
     def shown_lane_labels(self) -> list[int]:
         """The lanes whose name is written on the axis (every lane when they have room)."""

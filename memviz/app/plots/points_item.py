@@ -87,6 +87,11 @@ class PointsItem(pg.GraphicsObject):
         self.informViewBoundsChanged()
         self.update()
 
+    @property
+    def styles(self) -> list:
+        """The styles of the last set_data (what the points are drawn in)."""
+        return list(self._styles or [])
+
     def append(self, x, y, codes, size=6.0) -> bool:
         """Draw more points, after the others, in the styles of the last set_data (`codes` index
         them): a live refresh adds a few points to 100k without sorting them all again. False

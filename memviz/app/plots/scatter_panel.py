@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QApplication, QGraphicsItem, QGraphicsPathItem, QH
 from memviz.app.plots import style
 from memviz.app.plots.density_item import DensityPointsItem
 from memviz.app.plots.points_item import PointsItem
-from memviz.session.refresh import grow
+from memviz.session.buffers import grow
 from memviz.session.state import AppState
 
 PICK_PIXELS = 8
@@ -62,11 +62,13 @@ class ToolViewBox(pg.ViewBox):
         self.on_shape = None          # callback(tool, points (m,2) in view coords, finished, modifiers)
         self._path: list[QPointF] = []
         self._shape = QGraphicsPathItem()
-        self._shape.setPen(QPen(QColor(30, 120, 220), 0, Qt.DashLine))
-        self._shape.setBrush(QColor(30, 120, 220, 40))
         self._shape.setZValue(1e9)
         self._shape.hide()
         self.addItem(self._shape, ignoreBounds=True)
+
+    def set_shape_color(self, c: QColor) -> None:
+        self._shape.setPen(QPen(c, 0, Qt.DashLine))
+        self._shape.setBrush(QColor(c.red(), c.green(), c.blue(), 40))
 
     def mouseDragEvent(self, ev, axis=None):
         tool = self.shift_tool if ev.modifiers() & Qt.ShiftModifier else self.tool
@@ -105,7 +107,6 @@ class ScatterPanel(QWidget):
         self.state = state
         self.vb = ToolViewBox()
         self.plot = pg.PlotWidget(viewBox=self.vb, axisItems=axis_items)
-        self.plot.setBackground("w")
         self.plot.showGrid(x=True, y=True, alpha=0.15)
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()
@@ -121,8 +122,7 @@ class ScatterPanel(QWidget):
         self.plot.addItem(self.fresh)
         self._flashes: list[tuple] = []  # (monotonic time, x, y) of each batch ringed, oldest first
         self._fresh_timer = QTimer(self, singleShot=True, timeout=lambda: self.flash_new([], []))
-        self.hover = pg.TextItem(anchor=(0, 1), color=(20, 20, 20), fill=pg.mkBrush(255, 255, 225, 235),
-                                 border=pg.mkPen(150, 150, 150))
+        self.hover = pg.TextItem(anchor=(0, 1))
         self.hover.setZValue(1e9)
         self.hover.hide()
         self.plot.addItem(self.hover, ignoreBounds=True)
@@ -137,7 +137,8 @@ class ScatterPanel(QWidget):
         lay.setSpacing(2)
         lay.addLayout(self.toolbar)
         lay.addWidget(self.plot, 1)
-        self._sel_pen = pg.mkPen(QColor(style.SELECTED), width=2.5)
+        self.theme: style.Theme | None = None  # the colours drawn with (restyle)
+        ScatterPanel.restyle(self)
         self._mouse_proxy = pg.SignalProxy(self.plot.scene().sigMouseMoved, rateLimit=40, slot=self._mouse_moved)
         self._pointer_left = False  # the proxy delivers moves late: one arriving after Leave is stale
         self.plot.viewport().installEventFilter(self)
@@ -145,6 +146,29 @@ class ScatterPanel(QWidget):
         self.plot.scene().sigMouseClicked.connect(self._mouse_clicked)
         self.vb.on_shape = self.on_shape
         state.selection_changed.connect(self._on_selection)
+
+    # ------------------------------------------------------------ colours
+    def restyle(self) -> None:
+        """Take the colours of the palette's theme now (style.theme()): background, axes, hover
+        label, selection ring, the shape being drawn. A panel extends it with its own items'
+        colours and draws its points again; it runs when the palette changes (changeEvent)."""
+        t = self.theme = style.theme()
+        self.plot.setBackground(t.paper)
+        for name in ("left", "bottom", "right", "top"):
+            axis = self.plot.getAxis(name)
+            axis.setPen(t.axis)
+            axis.setTextPen(t.ink)
+        self.hover.setColor(t.ink)
+        self.hover.fill, self.hover.border = pg.mkBrush(style.color(t.hover_fill, 240)), pg.mkPen(t.hover_border)
+        self._sel_pen = pg.mkPen(t.selected, width=2.5)
+        self.vb.set_shape_color(QColor(t.tool))
+        self.draw_selection()
+        self.flash_new([], [])
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() in (QEvent.PaletteChange, QEvent.ApplicationPaletteChange) and style.theme() != self.theme:
+            self.restyle()
 
     # ------------------------------------------------------------ points
     def set_points(self, x: np.ndarray, y: np.ndarray, rows: np.ndarray) -> None:
@@ -176,7 +200,7 @@ class ScatterPanel(QWidget):
             self.fresh.clear()
             return
         self.fresh.set_data(np.concatenate([f[1] for f in self._flashes]), np.concatenate([f[2] for f in self._flashes]),
-                            size=15, styles=[{"pen": pg.mkPen(style.NEW, width=2), "brush": None}])
+                            size=15, styles=[{"pen": pg.mkPen(self.theme.new, width=2), "brush": None}])
         self._fresh_timer.start(max(1, int((self._flashes[0][0] + FLASH_MS / 1000 - now) * 1000) + 1))
 
     def point_of_rows(self, rows: np.ndarray) -> np.ndarray:

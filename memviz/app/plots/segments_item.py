@@ -47,6 +47,10 @@ class SegmentsItem(pg.GraphicsObject):
         self.informViewBoundsChanged()
         self.update()
 
+    def setPen(self, pen) -> None:
+        self.opts["pen"] = pg.mkPen(pen)
+        self.update()
+
     def getData(self) -> tuple[np.ndarray, np.ndarray]:
         return self._x, self._y
 

@@ -1,44 +1,216 @@
 """Colours, brushes and marker sizes shared by the plots (one QBrush per colour, reused by
-every point: pyqtgraph's symbol atlas then holds a handful of symbols, not one per point)."""
+every point: pyqtgraph's symbol atlas then holds a handful of symbols, not one per point).
+
+Every colour a plot or a custom-drawn cell uses comes from `theme()`: a `Theme` derived from the
+application's palette (light or dark, the desktop's or View ▸ Theme's, memviz.app.theme). The
+hues below are what each colour means; a theme keeps each hue but moves its lightness until it
+stands out from that palette's background by at least 3:1 (WCAG contrast), drawn at the least
+opaque alpha the plots draw it with. A panel draws again when its palette changes (QEvent.PaletteChange).
+"""
 from __future__ import annotations
 
+import colorsys
 import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtGui import QColor
+from PySide6.QtCore import QEvent
+from PySide6.QtGui import QColor, QFont, QGuiApplication, QPalette
+from PySide6.QtWidgets import QLabel
 
+# what each colour means (the hues); a Theme adjusts their lightness to its background
 KIND_COLORS = {
     "episode": "#4C78A8", "fact": "#F58518", "preference": "#54A24B", "reflection": "#B279A2",
     "plan": "#E45756", "dialogue": "#72B7B2", "character": "#EECA3B", "scene": "#9D755D",
 }
 PALETTE = ["#4C78A8", "#F58518", "#54A24B", "#B279A2", "#E45756", "#72B7B2", "#EECA3B", "#9D755D",
            "#FF9DA6", "#BAB0AC", "#1B9E77", "#7570B3"]
+COMPONENT_COLORS = {"relevance": "#4C78A8", "recency": "#F58518", "importance": "#54A24B"}  # the score bars
+OTHER_COMPONENTS = ["#B279A2", "#72B7B2", "#EECA3B", "#9D755D"]
 SELECTED = "#FFD400"
-LINEAGE = "#1B1B1B"  # the selection's ancestors and descendants: no kind or palette colour is this dark
 QUERY = "#E01E5A"
-NEW = "#1F5FBF"  # the ring around memories just written (the status bar's "+N new" has this colour)
+NEW = "#1F5FBF"  # the ring around memories just written
 BROKEN = "#D62728"
-PAPER = "#FFFFFF"    # the plots' background: veils and label fills are made of it
-LINK = "#8A8A8A"     # the reflection graph's links outside the selection's lineage (drawn faint)
-LABEL_TEXT = "#2B2B2B"
-LABEL_TEXT_FAINT = "#5E5E5E"  # labels of memories outside the selection's lineage
+TOOL = "#1E78DC"  # the rectangle, lasso and time range being drawn
+
+MIN_CONTRAST = 3.0   # WCAG's least contrast for graphics that carry meaning
+POINT_ALPHA = 190    # the least opaque alpha a plot fills a live memory's marker with (the map's)
 N_SIZES = 6          # importance is drawn with this many marker sizes (few distinct symbols)
 N_RAMP = 24          # continuous colourings are quantised to this many shared brushes
 
 
+def luminance(c: QColor) -> float:
+    """WCAG relative luminance of an opaque colour."""
+    def lin(v: float) -> float:
+        return v / 12.92 if v <= 0.04045 else ((v + 0.055) / 1.055) ** 2.4
+    return 0.2126 * lin(c.redF()) + 0.7152 * lin(c.greenF()) + 0.0722 * lin(c.blueF())
+
+
+def contrast(a: QColor, b: QColor) -> float:
+    """WCAG contrast ratio of two opaque colours (1 to 21)."""
+    la, lb = luminance(a), luminance(b)
+    return (max(la, lb) + 0.05) / (min(la, lb) + 0.05)
+
+
+def over(c: QColor, background: QColor, alpha: float | None = None) -> QColor:
+    """`c` painted at `alpha` (default: its own) over an opaque background: the opaque colour on screen."""
+    a = c.alphaF() if alpha is None else alpha
+    return QColor(*(round(a * f(c) + (1 - a) * f(background)) for f in (QColor.red, QColor.green, QColor.blue)))
+
+
+def readable(hue: str, background: QColor, alpha: float = 1.0, ratio: float = MIN_CONTRAST) -> str:
+    """`hue` with its lightness moved away from `background` (darker on a light one, lighter on a
+    dark one) until, drawn at `alpha` over it, it has `ratio` contrast; unchanged if it has."""
+    c = QColor(hue)
+    h, lightness, s = colorsys.rgb_to_hls(c.redF(), c.greenF(), c.blueF())
+    step = -0.01 if luminance(background) > 0.18 else 0.01  # 0.18: mid grey, as far from black as from white
+    while True:
+        c = QColor(QColor.fromRgbF(*colorsys.hls_to_rgb(h, lightness, s)).name())  # as 8-bit channels, as drawn
+        if contrast(over(c, background, alpha), background) >= ratio or not 0.0 < lightness < 1.0:
+            return c.name()
+        lightness = min(max(lightness + step, 0.0), 1.0)
+
+
+def mix(a: QColor, b: QColor, share_of_a: float) -> str:
+    return over(a, b, share_of_a).name()
+
+
+@dataclass(frozen=True)
+class Theme:
+    """The colours of the plots and custom-drawn cells for one palette (hex strings: `color()`
+    makes a QColor with an alpha)."""
+
+    dark: bool
+    paper: str            # the plots' background (the palette's Base, as views have): veils and label fills
+    ink: str              # text and axes on the plots
+    label_text: str       # labels of the graph and the map
+    label_text_faint: str  # labels of memories outside the selection's lineage
+    axis: str             # axis lines and ticks
+    link: str             # the reflection graph's links outside the selection's lineage (drawn faint)
+    lineage: str          # the selection's ancestors and descendants: darker (lighter) than every kind colour
+    selected: str
+    query: str
+    new: str
+    broken: str
+    tool: str             # shapes being drawn, the time range
+    as_of: str            # the timeline's "as of" line
+    hover_fill: str
+    hover_border: str
+    unknown: str          # no category / no score: grey
+    muted: str            # text of what is out (retired memories, memories left out of the prompt)
+    alarm: str            # text that warns (the past is shown, a cut)
+    caution: str          # text that qualifies (an estimate)
+    up: str               # a rank gained
+    down: str             # a rank lost
+    cut: str              # the prompt view's cut line: its text, over cut_fill
+    cut_fill: str
+    pin: str              # memories pinned into the prompt (protected)
+    bar: str              # the prompt view's running total of tokens
+    kinds: dict[str, str] = field(default_factory=dict)
+    palette: tuple[str, ...] = ()
+    components: dict[str, str] = field(default_factory=dict)
+    other_components: tuple[str, ...] = ()
+    ramp: tuple[str, ...] = ()
+
+    @classmethod
+    def from_palette(cls, pal: QPalette) -> Theme:
+        bg, fg = pal.color(QPalette.Base), pal.color(QPalette.Text)
+        bg.setAlpha(255)
+        dark = luminance(bg) < luminance(fg)
+
+        def point(hue: str) -> str:  # a marker's fill, drawn at POINT_ALPHA
+            return readable(hue, bg, POINT_ALPHA / 255)
+
+        def mark(hue: str) -> str:   # a ring, a line, an opaque bar
+            return readable(hue, bg)
+        lut = pg.colormap.get("viridis").getLookupTable(0.0, 1.0, N_RAMP, alpha=False)
+        return cls(
+            dark=dark, paper=bg.name(), ink=fg.name(), label_text=readable(mix(fg, bg, 0.9), bg, ratio=4.5),
+            label_text_faint=readable(mix(fg, bg, 0.68), bg),
+            axis=mix(fg, bg, 0.6), link=mix(fg, bg, 0.5), lineage=mix(fg, bg, 0.95),
+            selected=mark(SELECTED), query=mark(QUERY), new=mark(NEW), broken=mark(BROKEN), tool=mark(TOOL),
+            as_of=mark(BROKEN), hover_fill=mix(QColor("#FFFFE1") if not dark else QColor("#46463A"), bg, 0.92),
+            hover_border=mix(fg, bg, 0.45), unknown=point("#969696"), muted=readable(mix(fg, bg, 0.5), bg),
+            alarm=readable("#BB0000", pal.color(QPalette.Window), ratio=4.5),
+            caution=readable("#8A6D00", pal.color(QPalette.Window), ratio=4.5),
+            up=readable("#2A7D2A", bg, ratio=4.5), down=readable("#B03030", bg, ratio=4.5),
+            cut=readable("#C0392B", QColor(mix(QColor(BROKEN), bg, 0.16)), ratio=4.5), cut_fill=mix(QColor(BROKEN), bg, 0.16),
+            pin=readable("#7B4FA0", bg, ratio=4.5), bar=readable(KIND_COLORS["episode"], bg, 150 / 255),
+            kinds={k: point(v) for k, v in KIND_COLORS.items()}, palette=tuple(point(v) for v in PALETTE),
+            components={k: mark(v) for k, v in COMPONENT_COLORS.items()},
+            other_components=tuple(mark(v) for v in OTHER_COMPONENTS),
+            ramp=tuple(point(QColor(int(r), int(g), int(b)).name()) for r, g, b in lut))
+
+    def component(self, name: str, i: int) -> str:
+        """A score component's colour (the results' bars, the weight labels)."""
+        return self.components.get(name) or self.other_components[i % len(self.other_components)]
+
+
+_current: tuple[int, Theme] | None = None  # (the application palette's cacheKey, its theme)
+
+
+def theme() -> Theme:
+    """The theme of the application's palette now (made again when the palette changes)."""
+    global _current
+    pal = QGuiApplication.palette()
+    if _current is None or _current[0] != pal.cacheKey():
+        _current = (pal.cacheKey(), Theme.from_palette(pal))
+    return _current[1]
+
+
+class ThemeLabel(QLabel):
+    """A label whose text has a theme colour (`pick(theme)`; None: the palette's own), kept in it
+    when the palette changes."""
+
+    def __init__(self, text: str = "", pick: Callable[[Theme], str] | None = None, bold: bool = False,
+                 parent=None) -> None:
+        super().__init__(text, parent)
+        self._own = False  # the text colour is set here (not the parent's)
+        self._pick = None
+        self.setForegroundRole(QPalette.WindowText)  # (in a toolbar a label would draw in ButtonText)
+        if bold:
+            font = QFont(self.font())
+            font.setBold(True)
+            self.setFont(font)
+        self.set_pick(pick)
+
+    def set_pick(self, pick: Callable[[Theme], str] | None) -> None:
+        self._pick = pick
+        self._follow()
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.PaletteChange:
+            self._follow()
+
+    def _follow(self) -> None:
+        want = None if self._pick is None else QColor(self._pick(theme()))
+        if want is None:
+            if self._own:
+                self._own = False
+                self.setPalette(QPalette())  # the parent's again
+        elif not self._own or self.palette().color(QPalette.WindowText) != want:
+            self._own = True
+            pal = self.palette()
+            pal.setColor(QPalette.WindowText, want)
+            self.setPalette(pal)
+
+
 def color(name: str, alpha: int = 255) -> QColor:
-    """One of the colours above with this alpha (0-255)."""
+    """A colour (a theme's hex string) with this alpha (0-255)."""
     c = QColor(name)
     c.setAlpha(alpha)
     return c
 
 
 def category_color(name: str, order: int | None = None) -> QColor:
-    if name in KIND_COLORS:
-        return QColor(KIND_COLORS[name])
-    i = order if order is not None else zlib.crc32(name.encode()) % len(PALETTE)
-    return QColor(PALETTE[i % len(PALETTE)])
+    t = theme()
+    if name in t.kinds:
+        return QColor(t.kinds[name])
+    i = order if order is not None else zlib.crc32(name.encode()) % len(t.palette)
+    return QColor(t.palette[i % len(t.palette)])
 
 
 def category_brushes(names: list[str], alpha: int = 220, by_kind: bool = True) -> list:
@@ -47,15 +219,14 @@ def category_brushes(names: list[str], alpha: int = 220, by_kind: bool = True) -
         c = category_color(n) if by_kind else category_color(n, i)
         c.setAlpha(alpha)
         out.append(pg.mkBrush(c))
-    out.append(pg.mkBrush(QColor(150, 150, 150, alpha)))
+    out.append(pg.mkBrush(color(theme().unknown, alpha)))
     return out
 
 
 def ramp_brushes(alpha: int = 220) -> list:
-    cmap = pg.colormap.get("viridis")
-    cols = cmap.getLookupTable(0.0, 1.0, N_RAMP, alpha=False)
-    brushes = [pg.mkBrush(QColor(int(r), int(g), int(b), alpha)) for r, g, b in cols]
-    brushes.append(pg.mkBrush(QColor(180, 180, 180, 90)))  # NaN: not a candidate / unknown
+    t = theme()
+    brushes = [pg.mkBrush(color(c, alpha)) for c in t.ramp]
+    brushes.append(pg.mkBrush(color(t.unknown, 90)))  # NaN: not a candidate / unknown
     return brushes
 
 
@@ -89,8 +260,8 @@ def kind_styles(data, rows: np.ndarray, dim: np.ndarray | None = None) -> tuple[
     codes = kind + k * (retired.astype(np.int64) + 2 * pale)
     fill = category_brushes(data.kinds)
     light = category_brushes(data.kinds, alpha=45)
-    live_pen = pg.mkPen(255, 255, 255, 160, width=0.5)
-    hollow = pg.mkBrush(255, 255, 255, 0)
+    live_pen = pg.mkPen(color(theme().paper, 160), width=0.5)  # a rim of the background between touching markers
+    hollow = pg.mkBrush(0, 0, 0, 0)
     styles = []
     for ret, pal in ((False, False), (True, False), (False, True), (True, True)):
         for c in range(k):

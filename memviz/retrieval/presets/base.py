@@ -61,6 +61,11 @@ class Preset:
                                      # left to right; float64 sums depend on it); () = `components`
     candidate_rule: Hashable = None  # None: every memory passing the filters; a preset overriding
                                      # `candidates` names its rule (presets with one rule share caches)
+    row_local: bool = False          # a memory's score depends on its own values, the query and the
+                                     # reference time only (no normalisation over the candidates, no
+                                     # rank, no value of other rows): rows added or changed leave the
+                                     # other rows' scores as they were, so a live refresh re-scores
+                                     # only the rows it touched (memviz.session.live.query)
     _sum: tuple = field(init=False, repr=False, default=())   # (component, its weight's field) in order
     _knob_values: Callable = field(init=False, repr=False, default=None)   # params -> the knobs' values
 

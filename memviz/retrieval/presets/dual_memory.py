@@ -23,5 +23,6 @@ DUAL_MEMORY = DualMemory(
     components=("relevance", "recency", "importance"),
     weights=ABG,
     knobs=("tau_hours",),
+    row_local=True,
     defaults=dict(alpha=0.5, beta=0.3, gamma=0.2, tau_hours=24.0, k=10),
 )

@@ -1,26 +1,33 @@
-"""The one registry of retrieval presets: the built-in ones and any other go through
-`register_preset`, and everything that names a preset finds it with `preset(name)`."""
+"""The one registry of retrieval presets: the built-in ones, a plugin's (entry point group
+`memviz.presets`, memviz/plugins.py) and any other go through `register_preset`, and everything
+that names a preset finds it with `preset(name)`. The plugins load when the registry is first
+listed, or asked for a name it does not hold."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import fields
 
+from ... import plugins
 from ..params import Params
 from .base import LinearPreset, Preset
 
+GROUP = "memviz.presets"
 _REGISTRY: dict[str, Preset] = {}
+_CLAIMS = plugins.Claims("a preset named")
 #: the Params fields a preset can set (all but `preset`)
 PARAM_FIELDS = frozenset(f.name for f in fields(Params)) - {"preset"}
 _NUMBERS = frozenset(f.name for f in fields(Params) if f.type in ("float", "int"))
 
 
-def register_preset(p: Preset, *, replace: bool = False) -> Preset:
+def register_preset(p: Preset, *, replace: bool = False, plugin: plugins.Plugin | None = None) -> Preset:
     """Make `p` rankable by its name (the query panel, `memviz query --preset`, Params.preset).
-    Raises TypeError or ValueError saying what `p` lacks; a name already taken needs `replace`."""
+    Raises TypeError or ValueError saying what `p` lacks; a name already taken needs `replace`
+    (which a plugin, `plugin` given, never has: the entry already there wins)."""
     check_preset(p)
-    if p.name in _REGISTRY and not replace:
-        raise ValueError(f"a preset named {p.name!r} is already registered")
+    if p.name in _REGISTRY and (plugin is not None or not replace):
+        raise _CLAIMS.taken(p.name)
     _REGISTRY[p.name] = p
+    _CLAIMS.add(p.name, plugin)
     return p
 
 
@@ -28,6 +35,13 @@ def unregister_preset(name: str) -> None:
     """Remove a registered preset (a test's, or a plug-in's being unloaded)."""
     preset(name)
     del _REGISTRY[name]
+    _CLAIMS.drop(name)
+
+
+def load_plugins() -> None:
+    """Register the installed plugins' presets, once (memviz/plugins.py)."""
+    plugins.load(GROUP, lambda obj, plugin: register_preset(obj, plugin=plugin).name,
+                 lambda plugin: unregister_preset(plugin.registered))
 
 
 def preset(name: str) -> Preset:
@@ -35,11 +49,17 @@ def preset(name: str) -> Preset:
     try:
         return _REGISTRY[name]
     except (KeyError, TypeError):
+        pass
+    load_plugins()
+    try:
+        return _REGISTRY[name]
+    except (KeyError, TypeError):
         raise ValueError(f"unknown preset {name!r}; choose one of: {', '.join(_REGISTRY)}") from None
 
 
 def all_presets() -> tuple[Preset, ...]:
-    """Every registered preset, in the order they were registered."""
+    """Every registered preset (the plugins' loaded first), in the order they were registered."""
+    load_plugins()
     return tuple(_REGISTRY.values())
 
 
@@ -56,10 +76,10 @@ class _Descriptions(Mapping):
         return preset(name).description
 
     def __iter__(self) -> Iterator[str]:
-        return iter(list(_REGISTRY))
+        return iter([p.name for p in all_presets()])
 
     def __len__(self) -> int:
-        return len(_REGISTRY)
+        return len(all_presets())
 
     def __repr__(self) -> str:
         return repr(dict(self))

@@ -6,6 +6,7 @@ implements `memviz.store.interface.MemoryStore` like the SQLite Store.
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 
 from ..errors import NotAStoreError, StoreError
 from . import foreign, schema
@@ -24,7 +25,7 @@ def create(dsn: str) -> PgStore:
     psycopg = _psycopg()
     where = redact(dsn)
     conn = connect(dsn, need_vector=False)
-    try:
+    with _closed_on_error(conn, dsn, psycopg):
         if conn.execute("SELECT to_regclass('memories')").fetchone()[0] is not None:
             raise StoreError(f"{where} already has a `memories` table; memviz will not overwrite it.")
         if vector_oid(conn) is None:
@@ -36,12 +37,6 @@ def create(dsn: str) -> PgStore:
                 raise StoreError(no_vector_message(where) + f" The server said: {str(e).splitlines()[0]}") from None
         schema.migrate(conn)
         conn.execute("INSERT INTO memviz_meta(key, value) VALUES ('created_by', %s)", (json.dumps("memviz"),))
-    except psycopg.Error as e:
-        conn.close()
-        raise translate(e, dsn) from None
-    except BaseException:
-        conn.close()
-        raise
     conn.close()
     return open_store(dsn)
 
@@ -52,7 +47,7 @@ def open_store(dsn: str, *, read_only: bool = False) -> PgStore:
     psycopg = _psycopg()
     where = redact(dsn)
     conn = connect(dsn, need_vector=False)
-    try:
+    with _closed_on_error(conn, dsn, psycopg):
         missing = schema.missing_parts(conn)
         if "table memories" in missing:
             raise NotAStoreError(f"{where} holds no memviz memory store (no `memories` table); "
@@ -72,12 +67,6 @@ def open_store(dsn: str, *, read_only: bool = False) -> PgStore:
             reasons += _write_refusals(conn)
             if not reasons:
                 _upgrade(conn, psycopg)
-    except psycopg.Error as e:
-        conn.close()
-        raise translate(e, dsn) from None
-    except BaseException:
-        conn.close()
-        raise
     has_vector = vector_oid(conn) is not None
     conn.close()
     on_connect = foreign.install if missing else None
@@ -90,6 +79,19 @@ def open_store(dsn: str, *, read_only: bool = False) -> PgStore:
         raise translate(e, dsn) from None
     return PgStore(dsn, store_conn, read_only_reason="; ".join(reasons) or None, on_connect=on_connect,
                    need_vector=has_vector)
+
+
+@contextmanager
+def _closed_on_error(conn, dsn: str, psycopg):
+    """The block's failure closes `conn`; a psycopg error becomes the StoreError that says it."""
+    try:
+        yield conn
+    except psycopg.Error as e:
+        conn.close()
+        raise translate(e, dsn) from None
+    except BaseException:
+        conn.close()
+        raise
 
 
 def _upgrade(conn, psycopg) -> None:

@@ -22,15 +22,12 @@ from itertools import chain
 import numpy as np
 
 from ...background import in_thread
-from ..arrays import MemoryArrays, normalize_rows, one_line, pick_model, rows_with_room, small_pages, spare_rows
+from ..arrays import NUMERIC_COLUMNS, MemoryArrays, normalize_rows, one_line, pick_model, rows_with_room, small_pages, spare_rows
 from ..errors import StoreError
 from ..records import read_typed_columns
 from .schema import vec_column
 from .vector_copy import VectorCopy
 
-# numeric columns: NULL is sent as NaN so every element has the same width on the wire
-_NUMERIC = ("importance", "event_time", "created_at", "last_accessed", "valid_until", "confidence", "decay_rate",
-            "access_count", "protected")
 _JSON_OK = ("(source_ids = '[]' OR pg_input_is_valid(source_ids, 'json')) "
             "AND (entity_ids = '[]' OR pg_input_is_valid(entity_ids, 'json')) "
             "AND (tags = '[]' OR pg_input_is_valid(tags, 'json')) "
@@ -111,7 +108,8 @@ def load_arrays(conn, dims: list[int], model: str | None = None, preview: int = 
             early = in_thread(lambda: _vector_halves(sides[0], sides[1], guess), "memviz-pg-vectors")
         else:
             early = in_thread(lambda: _read_vectors(sides[0], guess, None, rowids), "memviz-pg-vectors")
-    nums = ["rowid::float8"] + [f"coalesce({c}::float8, 'NaN')" for c in _NUMERIC] + [
+    # numbers: NULL is sent as NaN so every element has the same width on the wire
+    nums = ["rowid::float8"] + [f"coalesce({c}::float8, 'NaN')" for c in NUMERIC_COLUMNS] + [
         f"CASE WHEN {_JSON_OK} THEN 1 ELSE 0 END::float8", f"coalesce({dim_expr(dims)}, -1)::float8"]
     texts_sql = ["id", "kind", "agent", "coalesce(embedding_model, '')",
                  f"left(content, {int(preview)})" if preview > 0 else "NULL::text"]
@@ -138,8 +136,8 @@ def load_arrays(conn, dims: list[int], model: str | None = None, preview: int = 
     rowid = rowid[order]
     n = len(rowid)
     col = [row[i][order] for i in range(1, len(nums))]
-    num = dict(zip(_NUMERIC, col))
-    json_ok, dim_of = col[len(_NUMERIC)], col[len(_NUMERIC) + 1].astype(np.int64)
+    num = dict(zip(NUMERIC_COLUMNS, col))
+    json_ok, dim_of = col[len(NUMERIC_COLUMNS)], col[len(NUMERIC_COLUMNS) + 1].astype(np.int64)
 
     def texts(values):
         out = np.empty(n, dtype=object)

@@ -12,11 +12,11 @@ disabled, e.g. a logical-replication apply, is still found).
 
 A row inserted below the last rowid seen (two agents' transactions committing out of rowid
 order) is reported as changed: the refresh patches it if it was loaded, else re-reads the
-whole store (session/refresh.py: it does not fit the arrays). A store without the log (opened
+whole store (session/live/delta.py: it does not fit the arrays). A store without the log (opened
 read-only before its migration, or a table memviz did not make) keeps the coarse token:
 anything moved, read it all again.
 
-`data_version()` (what the window's ChangeWatcher polls every POLL_MS on the GUI thread) runs no
+`data_version()` (what the window's live poll asks every POLL_MS, off the GUI thread) runs no
 query when the log is there: a second connection LISTENs on `memviz_changes`, and a poll only
 drains the notifications already on its socket.
 """

@@ -136,9 +136,31 @@ _V2 = [
 # are TOASTed, their rows are small). Pages written from now on.
 _V3 = ["ALTER TABLE memories SET (fillfactor = 80)"]
 
+# memviz's own records about the store, as on SQLite (store/schema.py's migration 3: judged
+# queries and parameter sets; memviz.store.judged reads and writes them)
+_V4 = [
+    """CREATE TABLE IF NOT EXISTS memviz_judged (
+        set_name   text NOT NULL,
+        query_id   text NOT NULL,
+        position   bigint NOT NULL,
+        query      text NOT NULL,
+        judged_by  text NOT NULL DEFAULT '',
+        judged_at  double precision,
+        PRIMARY KEY (set_name, query_id)
+    )""",
+    """CREATE TABLE IF NOT EXISTS memviz_parameter_sets (
+        name        text PRIMARY KEY,
+        preset      text NOT NULL,
+        values_json text NOT NULL DEFAULT '{}',
+        description text NOT NULL DEFAULT '',
+        created_at  double precision NOT NULL
+    )""",
+]
+
 MIGRATIONS = [(1, "native schema: memories (rowid, tsvector), entities, meta, audit, layouts", _V1),
               (2, "change log: memviz_changes kept by triggers, NOTIFY memviz_changes (live refresh by delta)", _V2),
-              (3, "memories fillfactor 80: edits are HOT updates (no HNSW insert)", _V3)]
+              (3, "memories fillfactor 80: edits are HOT updates (no HNSW insert)", _V3),
+              (4, "judged queries and parameter sets: memviz_judged, memviz_parameter_sets", _V4)]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 NATIVE_TABLES = ("memories", "entities", "memviz_meta", "memviz_audit", "memviz_layouts", "memviz_migrations")
 CHANGE_LOG = "memviz_changes"  # migration 2: not in NATIVE_TABLES, a store from before it is still native

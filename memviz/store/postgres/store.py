@@ -26,6 +26,7 @@ from ..arrays import MemoryArrays
 from ..boundary import ErrorBoundary
 from ..common import SCALAR_COLUMNS, Provenance, StoreCommon, audit_dump, audit_load, check_expected, decode_row, pick_fields, supersede_ids
 from ..errors import UNKNOWN, ConnectionLostError, ReadOnlyError, StoreError, _written_text
+from ..judged import PgRecords
 from ..records import decode_json, embedding_blob
 from ..schema import MEMORY_COLUMNS
 from . import arrays as pg_arrays
@@ -69,7 +70,7 @@ def _at_boundary(fn):
     return guarded
 
 
-class PgStore(StoreCommon, PgQueries, PgChangeLog, ErrorBoundary):
+class PgStore(StoreCommon, PgQueries, PgChangeLog, PgRecords, ErrorBoundary):
     """Use `memviz.store.open("postgresql://…")` or `memviz.store.create(...)` rather than this.
     Every public method, inherited ones too, translates psycopg's errors (boundary.py)."""
 

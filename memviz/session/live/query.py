@@ -1,15 +1,16 @@
 """A query on screen after a live refresh: re-score only the rows the refresh touched.
 
-Under the dual-memory preset a memory's score depends on its own values, the query and the
-reference time only (no normalisation over the candidates, no rank), so, for the same
-reference time, the top k after a refresh are the old top k unless a touched row enters them:
-`merged(...)` scores the added and changed rows alone (an Engine on those rows, with the
-reference time of the ranking shown) and, when none of them reaches the k-th score and no
-member of the top k was touched, returns the same ranking with those rows' scores filled in
-`all_scores` - what a whole query at that reference time gives. Anything else (another
-preset, a touched top-k member, a row that may enter, fewer than k results, a store clock
-that the new rows moved) answers None: the caller runs the whole query (off the GUI thread,
-paced). A wall-clock ranking ages: the caller re-ranks it whole every RERANK_S.
+Under a preset whose scores are `row_local` (memviz.retrieval.presets.base.Preset: a memory's
+score depends on its own values, the query and the reference time only — no normalisation over
+the candidates, no rank), for the same reference time the top k after a refresh are the old top
+k unless a touched row enters them: `merged(...)` scores the added and changed rows alone (an
+Engine on those rows, with the reference time of the ranking shown) and, when none of them
+reaches the k-th score and no member of the top k was touched, returns the same ranking with
+those rows' scores filled in `all_scores` - what a whole query at that reference time gives.
+Anything else (a preset that is not row-local, a touched top-k member, a row that may enter,
+fewer than k results, a store clock that the new rows moved) answers None: the caller runs the
+whole query (off the GUI thread, paced). A wall-clock ranking ages: the caller re-ranks it whole
+every RERANK_S.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from dataclasses import fields, replace
 import numpy as np
 
 from memviz.retrieval import Engine
+from memviz.retrieval.presets import preset
 from memviz.store.arrays import MemoryArrays
 from memviz.store.clock import store_clock
 
@@ -33,13 +35,13 @@ def take(a: MemoryArrays, rows: np.ndarray) -> MemoryArrays:
 
 def merged(result, store, arrays: MemoryArrays, rows: np.ndarray, query_vector, ref: float, clock_at,
            exclude: int | None = None):
-    """`result` (a dual-memory Result ranked at reference time `ref` on the arrays before the
+    """`result` (a Result of a row-local preset, ranked at reference time `ref` on the arrays before the
     refresh; `clock_at`: the store clock's fixed time then, None on the wall clock) brought to
     `arrays` after a refresh that added or changed `rows`; None when it cannot be (see the
     module docstring). `exclude`: the row queried by example (never a result)."""
     params = result.params
     rows = np.unique(np.asarray(rows, np.int64))
-    if params is None or params.preset != "dual-memory" or params.as_of is not None or query_vector is None \
+    if params is None or not preset(params.preset).row_local or params.as_of is not None or query_vector is None \
             or len(result.rows) < params.k or np.isin(result.rows, rows).any() \
             or (exclude is not None and exclude in rows) or not arrays.has_embedding[rows].all():
         return None

@@ -1,0 +1,1 @@
+"""Broken memviz plugins, for memviz's tests (see pyproject.toml)."""

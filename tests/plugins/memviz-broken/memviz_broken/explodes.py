@@ -1,0 +1,1 @@
+raise RuntimeError("this plugin fails on purpose when it is imported")

@@ -1,0 +1,262 @@
+"""A window that follows the desktop: View ▸ Theme (System / Light / Dark, remembered), the
+desktop's colour scheme changing while memviz runs, and every plot and custom-drawn colour
+derived from the palette — the kind colours, score bars, selection and highlight rings at least
+3:1 (WCAG contrast, computed here) against the plot's background in both schemes."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QApplication
+from test_app_support import build_store
+
+pytestmark = pytest.mark.qt
+
+
+# ------------------------------------------------------------------ WCAG 2 contrast, computed here
+def _channel(v: float) -> float:
+    return v / 12.92 if v <= 0.04045 else ((v + 0.055) / 1.055) ** 2.4
+
+
+def wcag_luminance(c: QColor) -> float:
+    r, g, b = (_channel(x / 255) for x in (c.red(), c.green(), c.blue()))
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def drawn(c: QColor, background: QColor) -> QColor:
+    """The colour on screen: `c` at its alpha over an opaque background."""
+    a = c.alpha() / 255
+    return QColor(*(round(a * x + (1 - a) * y) for x, y in zip((c.red(), c.green(), c.blue()),
+                                                                (background.red(), background.green(), background.blue()))))
+
+
+def contrast(c: QColor, background: QColor) -> float:
+    hi, lo = sorted((wcag_luminance(drawn(c, background)), wcag_luminance(background)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def test_the_contrast_computed_here_is_wcags():
+    assert contrast(QColor("black"), QColor("white")) == pytest.approx(21.0)
+    assert contrast(QColor("#777777"), QColor("white")) == pytest.approx(4.48, abs=0.01)  # WCAG's well-known grey
+    assert contrast(QColor(0, 0, 0, 0), QColor("white")) == pytest.approx(1.0)
+
+
+# ------------------------------------------------------------------ fixtures
+@pytest.fixture(scope="module")
+def store_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("theme") / "mem.db"
+    build_store(path).close()
+    return str(path)
+
+
+@pytest.fixture(autouse=True)
+def system_theme_after(qapp):
+    """Every test leaves the application as the platform made it (the palette is the application's)."""
+    yield
+    from memviz.app import theme
+    theme.apply("system", reported=Qt.ColorScheme.Unknown)
+
+
+def is_dark(pal: QPalette) -> bool:
+    return wcag_luminance(pal.color(QPalette.Window)) < wcag_luminance(pal.color(QPalette.WindowText))
+
+
+def plot_background(panel) -> QColor:
+    """The background the plot paints: a pixel of its grabbed view where nothing is drawn."""
+    img = panel.plot.grab().toImage()
+    return img.pixelColor(panel.plot.width() - 3, 3)
+
+
+def check_plots(win, dark: bool) -> list[str]:
+    """Every plot's background follows the palette, and what carries meaning on it stands out
+    from it by 3:1; returns the failures."""
+    bad = []
+    base = QApplication.palette().color(QPalette.Base)
+    assert is_dark(QApplication.palette()) == dark
+    for name, panel in (("timeline", win.timeline), ("map", win.map), ("graph", win.graph)):
+        bg = plot_background(panel)
+        if (bg.red(), bg.green(), bg.blue()) != (base.red(), base.green(), base.blue()):
+            bad.append(f"{name}: background {bg.name()}, the palette's base is {base.name()}")
+        if (wcag_luminance(bg) < 0.2) != dark:
+            bad.append(f"{name}: background {bg.name()} in the {'dark' if dark else 'light'} scheme")
+        marks = {"selection ring": [st["pen"].color() for st in panel.overlay.styles]}
+        fills = [st["brush"].color() for st in panel.points.styles
+                 if st["brush"] is not None and st["brush"].color().alpha() >= 150]
+        marks["kind colours"] = fills
+        if name == "map":
+            marks["query's top-k rings"] = [st["pen"].color() for st in panel.topk.styles]
+        if name == "graph":
+            marks["lineage rings"] = [st["pen"].color() for st in panel.hot_points.styles]
+            marks["lineage's chain"] = [panel.chain_edges.opts["pen"].color()]
+        panel.flash_new(panel.x[:2], panel.y[:2])
+        marks["new memories' rings"] = [st["pen"].color() for st in panel.fresh.styles]
+        for what, colours in marks.items():
+            if not colours:
+                bad.append(f"{name}: no {what} drawn")
+            for c in colours:
+                if contrast(c, bg) < 3.0:
+                    bad.append(f"{name}: {what} {c.name()} (alpha {c.alpha()}) on {bg.name()}: {contrast(c, bg):.2f}:1")
+    return bad
+
+
+def check_score_bars(win) -> list[str]:
+    """The results' bars are painted in the theme's component colours, each 3:1 on the view's base."""
+    from memviz.app.panels.query_panel import RESULT_COLUMNS, component_color
+    view = win.query.view
+    base = view.palette().color(QPalette.Base)
+    names = win.query.results.components
+    colours = [component_color(n, i) for i, n in enumerate(names)]
+    bad = [f"score bar {n} {c.name()} on {base.name()}: {contrast(c, base):.2f}:1"
+           for n, c in zip(names, colours) if contrast(c, base) < 3.0]
+    img = view.viewport().grab().toImage()
+    rect = view.visualRect(win.query.results.index(0, RESULT_COLUMNS.index("why")))
+    seen = {img.pixelColor(x, rect.center().y()).name() for x in range(rect.left(), rect.right())}
+    missing = [c.name() for c, v in zip(colours, win.query.results.contributions(0)) if v[1] > 0.05
+               and c.name() not in seen]
+    return bad + ([f"score bar colours {missing} not painted (saw {sorted(seen)})"] if missing else [])
+
+
+def open_with_query(make_window, store_file, settings="settings.ini"):
+    win = make_window(store_file, graph=True, settings=settings)
+    win.state.select_ids(["refl0"])  # a lineage in the graph, rings everywhere
+    win.query.text.setText("peanut allergy")
+    return win
+
+
+def run_query(qtbot, win):
+    with qtbot.waitSignal(win.query.ranked, timeout=20000):
+        win.query.run_query()
+
+
+# ------------------------------------------------------------------ tests
+def test_view_theme_switches_every_plot_and_keeps_the_contrast(qtbot, make_window, store_file):
+    win = open_with_query(make_window, store_file)
+    run_query(qtbot, win)
+    names = [a.text().replace("&", "") for a in win.theme.menu.actions()]
+    assert names == ["System", "Light", "Dark"]
+    assert [a.isChecked() for a in win.theme.menu.actions()] == [True, False, False]
+    for choice, dark in (("dark", True), ("light", False), ("dark", True)):
+        win.theme.actions[choice].trigger()
+        qtbot.waitUntil(lambda: win.timeline.theme.dark == dark, timeout=5000)
+        assert QApplication.style().name() == "fusion"  # draws every widget from the palette
+        run_query(qtbot, win)
+        assert check_plots(win, dark) == [], choice
+        assert check_score_bars(win) == [], choice
+        assert [a.isChecked() for a in win.theme.menu.actions()] == [c == choice for c in ("system", "light", "dark")]
+    # the graph's lineage is drawn in a colour no kind has: near-white on the dark background
+    from memviz.app.plots import style
+    lineage = QColor(win.graph.theme.lineage)
+    assert min(np.hypot(np.hypot(lineage.red() - k.red(), lineage.green() - k.green()), lineage.blue() - k.blue())
+               for k in map(QColor, win.graph.theme.kinds.values())) > 80
+    assert wcag_luminance(lineage) > 0.6
+    win.theme.actions["system"].trigger()
+    assert not is_dark(QApplication.palette())  # the offscreen platform's palette is light
+    assert style.theme().dark is False
+    qtbot.waitUntil(lambda: not win.map.theme.dark, timeout=5000)
+    assert check_plots(win, False) == []
+
+
+def test_the_desktop_turning_dark_and_back_is_followed_while_memviz_runs(qtbot, make_window, store_file):
+    win = open_with_query(make_window, store_file)
+    run_query(qtbot, win)
+    hints = QApplication.styleHints()
+    assert win.theme.choice == "system"
+    # the desktop reports a dark scheme (Qt 6.5+: colorSchemeChanged) with Qt's palette still light
+    hints.colorSchemeChanged.emit(Qt.ColorScheme.Dark)
+    qtbot.waitUntil(lambda: win.graph.theme.dark, timeout=5000)
+    run_query(qtbot, win)
+    assert check_plots(win, True) == []
+    assert check_score_bars(win) == []
+    hints.colorSchemeChanged.emit(Qt.ColorScheme.Light)
+    qtbot.waitUntil(lambda: not win.graph.theme.dark, timeout=5000)
+    assert check_plots(win, False) == []
+    # a desktop that hands Qt a new palette itself (its own dark colours): the plots take it
+    from memviz.app.plots.style import Theme
+    desktop = QPalette(QApplication.palette())
+    for role, c in ((QPalette.Window, "#1E1F29"), (QPalette.WindowText, "#F8F8F2"), (QPalette.Base, "#282A36"),
+                    (QPalette.Text, "#F8F8F2"), (QPalette.Button, "#343746"), (QPalette.ButtonText, "#F8F8F2")):
+        desktop.setColor(role, QColor(c))
+    QApplication.setPalette(desktop)
+    qtbot.waitUntil(lambda: win.timeline.theme == Theme.from_palette(desktop), timeout=5000)
+    assert plot_background(win.map).name() == "#282a36"
+    assert check_plots(win, True) == []
+    # a scheme the desktop's own palette already matches is left as it is (no palette of memviz's)
+    hints.colorSchemeChanged.emit(Qt.ColorScheme.Dark)
+    assert QApplication.palette().color(QPalette.Base).name() == "#282a36"
+    # Light / Dark chosen in the menu win over the desktop's reports
+    win.theme.actions["light"].trigger()
+    hints.colorSchemeChanged.emit(Qt.ColorScheme.Dark)
+    assert not is_dark(QApplication.palette())
+    qtbot.waitUntil(lambda: not win.graph.theme.dark, timeout=5000)  # (Qt posts the palette's change to widgets)
+    qtbot.wait(50)
+    assert not is_dark(QApplication.palette()) and not win.graph.theme.dark
+
+
+def test_the_theme_chosen_is_there_after_a_restart(qtbot, make_window, store_file):
+    first = make_window(settings="restart.ini")
+    first.theme.actions["dark"].trigger()
+    first.close()  # the window saves its settings as it closes
+    assert is_dark(QApplication.palette())
+    from memviz.app import theme
+    theme.apply("system")  # as a new process starts: the platform's palette
+    assert not is_dark(QApplication.palette())
+    again = make_window(store_file, settings="restart.ini")
+    assert again.theme.choice == "dark" and again.theme.actions["dark"].isChecked()
+    assert is_dark(QApplication.palette())
+    assert wcag_luminance(plot_background(again.timeline)) < 0.05
+    again.theme.actions["system"].trigger()
+    third = make_window(settings="restart.ini")
+    assert third.theme.choice == "system" and not is_dark(QApplication.palette())
+
+
+@pytest.mark.parametrize("base,text", [("#FFFFFF", "#000000"), ("#FDF6E3", "#586E75"), ("#F0F0F0", "#202020"),
+                                       ("#262626", "#E6E6E6"), ("#002B36", "#93A1A1"), ("#000000", "#FFFFFF"),
+                                       ("#1E1E2E", "#CDD6F4")])
+def test_every_meaningful_colour_stands_out_on_any_desktops_background(qapp, base, text):
+    """Light, sepia, grey, dark, Solarized dark, black, Catppuccin: the theme derived from each
+    palette keeps the kind colours, rings and bars at 3:1, and its text colours at 4.5:1."""
+    from memviz.app.plots.style import POINT_ALPHA, Theme
+    pal = QPalette()
+    for role, c in ((QPalette.Base, base), (QPalette.Window, base), (QPalette.Text, text), (QPalette.WindowText, text)):
+        pal.setColor(role, QColor(c))
+    t = Theme.from_palette(pal)
+    bg = QColor(base)
+    assert t.dark == (wcag_luminance(bg) < wcag_luminance(QColor(text)))
+    for c in [*t.kinds.values(), *t.palette]:
+        fill = QColor(c)
+        fill.setAlpha(POINT_ALPHA)
+        assert contrast(fill, bg) >= 3.0, (c, base)
+    for c in [t.selected, t.query, t.new, t.broken, t.lineage, *t.components.values(), *t.other_components]:
+        assert contrast(QColor(c), bg) >= 3.0, (c, base)
+    for c in (t.label_text, t.up, t.down, t.pin, t.alarm):
+        assert contrast(QColor(c), bg) >= 4.5, (c, base)
+    for c in (t.label_text_faint, t.muted):  # text that steps back, still legible
+        assert contrast(QColor(c), bg) >= 3.0, (c, base)
+    kinds = [QColor(c) for c in t.kinds.values()]
+    assert len({c.name() for c in kinds}) == len(kinds)  # still one colour per kind
+
+
+def test_custom_drawn_cells_follow_the_palette(qtbot, make_window, store_file):
+    """The memory table's retired rows, the results' Δ and the prompt view's bar take the theme's colours."""
+    from memviz.app.plots import style
+    win = open_with_query(make_window, store_file)
+    run_query(qtbot, win)
+    model = win.table.model
+    retired = next(i for i in range(model.rowCount()) if not np.isnan(win.state.data.arrays.valid_until[model.order[i]]))
+    for choice in ("dark", "light"):
+        win.theme.actions[choice].trigger()
+        t = style.theme()
+        assert t.dark == (choice == "dark")
+        assert model.data(model.index(retired, 0), Qt.ForegroundRole).name() == QColor(t.muted).name()
+        assert contrast(QColor(t.muted), QColor(t.paper)) >= 3.0
+        info = win.as_of_bar.info
+        win.state.set_as_of(win.state.data.arrays.event_time[0] + 3600)
+        assert info.palette().color(QPalette.WindowText).name() == QColor(t.alarm).name()
+        window = QApplication.palette().color(QPalette.Window)
+        qtbot.waitUntil(lambda: info.palette().color(QPalette.Window) == window, timeout=5000)  # (posted to widgets)
+        assert contrast(info.palette().color(QPalette.WindowText), info.palette().color(QPalette.Window)) >= 4.5
+        img = info.grab().toImage()  # drawn in it (a label in a toolbar draws in another role unless told)
+        assert QColor(t.alarm).name() in {img.pixelColor(x, img.height() // 2).name() for x in range(img.width())}
+        win.state.set_as_of(None)
+        assert info.palette().color(QPalette.WindowText) == QApplication.palette().color(QPalette.WindowText)
