@@ -6,6 +6,7 @@ window's open is: the check follows the read, and a write (or `read_only`) waits
 bench/scale.py times these paths; no timing is asserted here."""
 from __future__ import annotations
 
+import os
 import threading
 
 import apsw
@@ -17,26 +18,11 @@ from pg_server import pg, pg_db  # noqa: F401 - fixtures
 
 import memviz.store as ms
 from memviz.session.state import PREVIEW_CHARS, open_store_data
-from memviz.store import snapshot
+from memviz.store import connection
 from memviz.store import store as store_mod
 from memviz.store.arrays import load_arrays
-from memviz.store.connection import connect
-
-
-@pytest.fixture(autouse=True)
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("MEMVIZ_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(snapshot, "MIN_ROWS", 0)       # a small store stands in for a large one
-    monkeypatch.setattr(snapshot, "WRITE_DELAY", 0.0)
-    yield
-    join_snapshot_writes()
-
-
-def join_snapshot_writes():
-    for t in threading.enumerate():
-        if t.name == "memviz-snapshot":
-            t.join()
-
+from memviz.store.connection import connect, whole_file_mapped
+from tests.test_store_snapshot import cache, join_snapshot_writes  # noqa: F401 - cache: an autouse fixture
 
 #: id -> SQL values an agent wrote with its own statements (what the readers accept or flag)
 ODD = {
@@ -292,3 +278,35 @@ def test_damage_found_after_a_library_read_makes_the_store_read_only(tmp_path, l
     with s:
         assert s.read_only and "quick_check found damage" in s.read_only_reason
 
+
+# ------------------------------------------------------------------ the memory map: held by a whole read only
+def mapped(path) -> bool:
+    """Whether this process has the file memory-mapped (Linux's /proc/self/maps)."""
+    with open("/proc/self/maps") as fh:
+        return any(line.rstrip().endswith(str(path)) for line in fh)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="reads Linux's /proc/self/maps")
+def test_an_open_store_keeps_no_map_and_a_whole_read_maps_the_file_while_it_lasts(odd):
+    with ms.open(odd) as s:
+        assert s.conn.execute("PRAGMA mmap_size").fetchone()[0] == 0
+        with whole_file_mapped(s.conn):
+            assert s.conn.execute("SELECT count(*) FROM memories").fetchone()[0] > 300
+            assert mapped(odd)                             # the read went through a map of the file
+        assert not mapped(odd) and s.conn.execute("PRAGMA mmap_size").fetchone()[0] == 0
+        arrays = s.arrays()
+        assert len(s.vec_search(arrays.embedding[np.flatnonzero(arrays.has_embedding)[0]], 5)) == 5
+        assert s.integrity() == []
+        assert not mapped(odd)                             # each whole read let its map go
+        assert s.conn.execute("PRAGMA mmap_size").fetchone()[0] == 0
+    same(arrays, reference(odd), "read with a map")
+
+
+def test_a_read_without_a_map_gives_the_same_arrays(odd, monkeypatch):
+    monkeypatch.setattr(connection, "SCAN_MMAP_BYTES", 0)   # a whole read through SQLite's page cache
+    with ms.open(odd) as s:
+        same(s.arrays(), reference(odd), "read with no map")
+    memory = apsw.Connection(":memory:")                     # nothing to map: the read goes on as it is
+    with whole_file_mapped(memory):
+        assert memory.execute("SELECT 1").fetchone() == (1,)
+    memory.close()

@@ -46,20 +46,23 @@ def connect(path: str, *, readonly: bool = False, create: bool = False) -> apsw.
 @contextmanager
 def whole_file_mapped(conn: apsw.Connection):
     """The file memory-mapped whole for the block (a read of every row), then as before: SQLite
-    unmaps it once no statement holds a page of it, so its pages leave the resident memory."""
+    unmaps it once no statement holds a page of it, so its pages leave the resident memory. Where
+    SQLite maps nothing (an in-memory database, a build without mmap) the read goes on through its
+    page cache."""
     try:
-        before = conn.execute("PRAGMA mmap_size").fetchone()[0]
-        conn.execute(f"PRAGMA mmap_size={SCAN_MMAP_BYTES}")
+        before = conn.execute("PRAGMA mmap_size").fetchone()   # None: no file to map
+        if before is not None:
+            conn.execute(f"PRAGMA mmap_size={SCAN_MMAP_BYTES}")
     except apsw.Error:
-        yield   # the read goes on through the page cache
-        return
+        before = None
     try:
         yield
     finally:
-        try:
-            conn.execute(f"PRAGMA mmap_size={before}")
-        except apsw.Error:
-            pass  # a connection SQLite could not set back keeps its map until it is closed
+        if before is not None:
+            try:
+                conn.execute(f"PRAGMA mmap_size={before[0]}")
+            except apsw.Error:
+                pass  # a connection SQLite could not set back keeps its map until it is closed
 
 
 @contextmanager
