@@ -18,7 +18,6 @@ from pg_server import pg, pg_db  # noqa: F401 - fixtures
 
 import memviz.store as ms
 from memviz.session.state import PREVIEW_CHARS, open_store_data
-from memviz.store import connection
 from memviz.store import store as store_mod
 from memviz.store.arrays import load_arrays
 from memviz.store.connection import connect, whole_file_mapped
@@ -279,7 +278,7 @@ def test_damage_found_after_a_library_read_makes_the_store_read_only(tmp_path, l
         assert s.read_only and "quick_check found damage" in s.read_only_reason
 
 
-# ------------------------------------------------------------------ the memory map: held by a whole read only
+# ------------------------------------------------------------------ the memory map: none kept, none for a scan
 def mapped(path) -> bool:
     """Whether this process has the file memory-mapped (Linux's /proc/self/maps)."""
     with open("/proc/self/maps") as fh:
@@ -287,7 +286,7 @@ def mapped(path) -> bool:
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="reads Linux's /proc/self/maps")
-def test_an_open_store_keeps_no_map_and_a_whole_read_maps_the_file_while_it_lasts(odd):
+def test_a_store_keeps_no_map_and_a_search_of_every_vector_maps_the_file_only_while_it_lasts(odd):
     with ms.open(odd) as s:
         assert s.conn.execute("PRAGMA mmap_size").fetchone()[0] == 0
         with whole_file_mapped(s.conn):
@@ -295,18 +294,19 @@ def test_an_open_store_keeps_no_map_and_a_whole_read_maps_the_file_while_it_last
             assert mapped(odd)                             # the read went through a map of the file
         assert not mapped(odd) and s.conn.execute("PRAGMA mmap_size").fetchone()[0] == 0
         arrays = s.arrays()
+        assert not mapped(odd)                             # the scan reads through SQLite's page cache
         assert len(s.vec_search(arrays.embedding[np.flatnonzero(arrays.has_embedding)[0]], 5)) == 5
         assert s.integrity() == []
-        assert not mapped(odd)                             # each whole read let its map go
+        assert not mapped(odd)                             # KNN and integrity_check let their map go
         assert s.conn.execute("PRAGMA mmap_size").fetchone()[0] == 0
-    same(arrays, reference(odd), "read with a map")
+    same(arrays, reference(odd), "read")
 
 
-def test_a_read_without_a_map_gives_the_same_arrays(odd, monkeypatch):
-    monkeypatch.setattr(connection, "SCAN_MMAP_BYTES", 0)   # a whole read through SQLite's page cache
+def test_a_read_through_a_map_gives_the_same_arrays_and_a_file_sqlite_cannot_map_is_searched(odd):
     with ms.open(odd) as s:
-        same(s.arrays(), reference(odd), "read with no map")
-    memory = apsw.Connection(":memory:")                     # nothing to map: the read goes on as it is
+        s.conn.execute(f"PRAGMA mmap_size={1 << 40}")          # a caller's own map changes nothing read
+        same(s.arrays(), reference(odd), "read through a map")
+    memory = apsw.Connection(":memory:")                     # nothing to map: the search goes on as it is
     with whole_file_mapped(memory):
         assert memory.execute("SELECT 1").fetchone() == (1,)
     memory.close()

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from operator import itemgetter
@@ -12,7 +12,6 @@ import numpy as np
 import orjson
 
 from ..background import in_thread
-from .connection import whole_file_mapped
 from .records import MS_ABOVE, NUMBER_DEFAULTS, ODD_TYPES_SQL, TIME_COLUMNS, decode_text, read_values
 from .vec_chunks import read_from_index
 
@@ -165,7 +164,7 @@ def load_arrays(conn, model: str | None = None, dim: int | None = None, preview:
     reads the first `preview` characters of each content (newlines and tabs made spaces).
     `in_sqlite` False skips the fast scan and reads row by row (what it falls back to).
     `rowids`: only these rows (a live refresh reads what changed; pass `model` and `dim`)."""
-    with whole_file_mapped(conn) if rowids is None else nullcontext(), one_read(conn):
+    with one_read(conn):   # through SQLite's page cache: a map of the file saved no time here (connection.py)
         arrays = _load(conn, model, dim, preview, in_sqlite, rowids)   # the columns and the vectors, by
                                                                         # separate statements, from one state
     if rowids is None:

@@ -16,13 +16,14 @@ import sqlite_vec
 # How long a statement waits for another process's lock before the store reports itself busy
 # ("in exclusive use by another process"); MEMVIZ_BUSY_TIMEOUT_MS changes it (tests shorten it).
 BUSY_TIMEOUT_MS = int(os.environ.get("MEMVIZ_BUSY_TIMEOUT_MS", "5000"))
-# SQLite reads a page through a read-only memory map of the file instead of a read() into its page
-# cache (it maps read-only and keeps the usual path for pages in the WAL, so writes and crash safety
-# are unchanged by it). A map counts every page it has touched in the process's resident memory for
-# as long as the connection lives, so an open store keeps none (MMAP_BYTES): the window's queries
-# read a few pages each (bench/resident.py measures them beside the memory a map would hold). A read
-# of every row maps the whole file for as long as it lasts (whole_file_mapped), where it saves a
-# tenth to a third of the read (bench/scale.py).
+# SQLite can read a page through a read-only memory map of the file instead of a read() into its
+# page cache (it maps read-only and keeps the usual path for pages in the WAL, so writes and crash
+# safety are unchanged by it). A map counts every page it has touched in the process's resident
+# memory for as long as the connection lives, so an open store keeps none (MMAP_BYTES). The scan
+# that reads a whole store does not map it either: side by side, a map saved it nothing measurable
+# and counted the whole file in the peak resident memory (bench/scale.py's read rows,
+# docs: performance). sqlite-vec's KNN and the integrity check, which read every page of a table
+# or file in one statement, map the file while they last (whole_file_mapped).
 MMAP_BYTES = 0
 SCAN_MMAP_BYTES = 1 << 40   # "the whole file": SQLite maps no more than the file holds
 
