@@ -1,12 +1,12 @@
 """Resident memory of the window on a large store, and what SQLite's memory map trades for it:
-`python bench/resident.py [--n 1000000] [--mmap 0,256M,1G] [--repeat 1] [--census] [--no-umap]
+`python bench/resident.py [--n 1000000] [--mmap current,256M,1G] [--repeat 1] [--census] [--no-umap]
 [--compare-with ROOT]`.
 
 Each probe is a fresh process that opens the real window (offscreen, 1500×950) on bench/scale.py's
 store of n × 256 (built once under $TMPDIR/memviz-bench/), read-only, with SQLite's `mmap_size` set
-to one of `--mmap` (memviz.store.connection.MMAP_BYTES; "current" is memviz's own), and waits until
-every background job the open starts has finished (the map's UMAP included, unless --no-umap),
-then 2 s more. It prints, per setting and open (a first open, which scans the store and writes
+to one of `--mmap` (memviz.store.connection.MMAP_BYTES; "current" is memviz's own, no map; 1G
+what memviz kept before), and waits until every background job the open starts has finished (the
+map's UMAP included, unless --no-umap), then 2 s more. It prints, per setting and open (a first open, which scans the store and writes
 its snapshot, then an unchanged reopen from that snapshot):
   open           open_path → the store shown (the window's `opened`)
   settled        until every job is done (graph, labels, table orders, int8 index, UMAP)
@@ -161,7 +161,7 @@ def probe(path: str, mmap: str, umap: bool, census: bool) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=1_000_000)
-    ap.add_argument("--mmap", default="0,256M,current")
+    ap.add_argument("--mmap", default="current,256M,1G")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--census", action="store_true")
     ap.add_argument("--no-umap", action="store_true")

@@ -27,7 +27,9 @@ SqliteStore's through its mirror up to --fw-max), each in a
 fresh process on a warm page cache, beside the plain read of the vector bytes (`plain_read`: the
 vec0 chunk blobs through a plain SQLite connection into one numpy matrix; also every
 `memories.embedding` so read), `--read-repeat` rounds with the paths alternating; each row's ratio
-to the plain read of its round, against the target of 3x (wall time, and CPU beside it).
+to the plain read of its round, against the target of 3x (wall time, and CPU beside it), and the
+peak resident memory: beside `ms.open(path).arrays()`, the same read with the file memory-mapped
+whole shows what SQLite's mmap_size trades.
 Table rows: the table model's sort and search machinery (session/table_order.py).
 Map rows: the window's UMAP job (a sample fitted and the rest placed past 30k vectors), and with
 --whole-umap UMAP of every vector. Figures are from whatever else the machine is doing: run it
@@ -353,6 +355,7 @@ READ_PATHS = {
     "plain": "plain read: vec0 chunk blobs → numpy",
     "plain-rows": "plain read: SELECT embedding → numpy",
     "open": "ms.open(path).arrays()",
+    "open-mapped": "ms.open(path).arrays(), the file memory-mapped whole (PRAGMA mmap_size)",
     "preview": "ms.open(path).arrays(preview=240)",
     "model": "ms.open(path).arrays(model=M)",
     "open_and_read": "ms.open_and_read(path, Store.arrays)",
@@ -540,6 +543,8 @@ def read_probe(what: str, path: str) -> None:
             store, arrays = ms.open_and_read(path, lambda st: st.arrays())
         else:
             store = ms.open(path)
+            if what == "open-mapped":   # what a map would trade: the same read with the file mapped
+                store.conn.execute(f"PRAGMA mmap_size={os.path.getsize(path)}")
             arrays = (store.arrays(preview=PREVIEW_CHARS) if what == "preview" else
                       store.arrays(model=model) if what == "model" else
                       store.arrays(snapshot=True) if what.startswith("snapshot") else store.arrays())
