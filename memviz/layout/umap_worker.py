@@ -532,6 +532,9 @@ class UmapJob:
             self._coords = full
         self.state, self.error = state, error
         self.elapsed = time.perf_counter() - (self._t0 or time.perf_counter())
+        # the inputs are not needed once finished, and a finished job may be held on (the worker's
+        # listener thread keeps its last job until the next message): a 1M store's copy is 1 GB
+        self._X = self._all = self._sample = None
         self._done.set()
         try:
             if state == "done":

@@ -48,6 +48,28 @@ def _madvise_call():
     return call
 
 
+@lru_cache(maxsize=1)
+def _trim_call():
+    """glibc's malloc_trim through ctypes, looked up once; None where there is none (not glibc)."""
+    try:
+        import ctypes  # noqa: PLC0415
+        call = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
+    call.argtypes = [ctypes.c_size_t]
+    return call
+
+
+def give_back_freed() -> None:
+    """Hand the heap a whole read freed back to the system (malloc_trim). A scan makes and drops
+    hundreds of megabytes of JSON text, lists and Python numbers, in two threads, and the C
+    library keeps freed heap pages for reuse: a quarter of a gigabyte of the window's resident
+    memory at 1M rows (bench/resident.py's "freed, kept by malloc")."""
+    call = _trim_call()
+    if call is not None:
+        call(0)
+
+
 def madvise(block: np.ndarray, advice: int) -> bool:
     """madvise(2) on the whole pages inside `block`; False where there is no such call or it failed
     (not Linux, an older kernel). ctypes releases the GIL for the call."""
@@ -142,8 +164,12 @@ def load_arrays(conn, model: str | None = None, dim: int | None = None, preview:
     reads the first `preview` characters of each content (newlines and tabs made spaces).
     `in_sqlite` False skips the fast scan and reads row by row (what it falls back to).
     `rowids`: only these rows (a live refresh reads what changed; pass `model` and `dim`)."""
-    with one_read(conn):  # the columns and the vectors, read by separate statements, from one state
-        return _load(conn, model, dim, preview, in_sqlite, rowids)
+    with one_read(conn):   # through SQLite's page cache: a map of the file saved no time here (connection.py)
+        arrays = _load(conn, model, dim, preview, in_sqlite, rowids)   # the columns and the vectors, by
+                                                                        # separate statements, from one state
+    if rowids is None:
+        give_back_freed()
+    return arrays
 
 
 @contextmanager
@@ -181,9 +207,8 @@ def _load(conn, model, dim, preview, in_sqlite, rowids=None) -> MemoryArrays:
         return np.asarray(col, dtype=dtype) if n else np.zeros(0, dtype)
 
     # which (model, size) fills the matrix: model names as bytes (NULL = b""), blob sizes (-1 = no blob)
-    names: dict = {}
-    model_code = np.array([names.setdefault(m, len(names)) for m in c["model"]], dtype=np.int64) if n \
-        else np.zeros(0, np.int64)
+    names = {m: i for i, m in enumerate(dict.fromkeys(c["model"]))}   # in order of first use
+    model_code = np.fromiter(map(names.__getitem__, c["model"]), np.int64, count=n)   # no Python statement per row
     names = {(m.encode("utf-8", "surrogatepass") if isinstance(m, str) else m): i for m, i in names.items()}
     size = np.nan_to_num(num(c["size"]), nan=-1).astype(np.int64)
     key, dim = pick_model(list(names), model_code, size,
@@ -280,6 +305,7 @@ def _scan_by_row(conn, preview: int, rowids: list[int] | None = None) -> dict:
     ids, b1 = _texts(cols["id"])
     kind, b2 = _texts(cols["kind"])
     agent, b3 = _texts(cols["agent"])
+    kind[:], agent[:] = one_of_each(kind.tolist()), one_of_each(agent.tolist())
     blobs = cols["embedding"]
 
     def vectors(has, size, nbytes):
@@ -300,27 +326,56 @@ def _scan_by_row(conn, preview: int, rowids: list[int] | None = None) -> dict:
 # reads the store instead. Times and numbers come as stored, so the JSON says which are not
 # numbers (a quoted string, a null where a value belongs: _NULL_IS_VALUE) without a typeof() per
 # cell, a quarter of the scan.
-_SQL_AGG = """
-SELECT json_group_array(rowid), json_group_array(id), json_group_array(kind), json_group_array(agent),
-       json_group_array(importance), json_group_array(event_time), json_group_array(created_at),
-       json_group_array(last_accessed), json_group_array(valid_until), json_group_array(confidence),
-       json_group_array(decay_rate), json_group_array(access_count), json_group_array(CAST(protected AS INTEGER)),
-       json_group_array(CASE WHEN source_ids = '[]' THEN 1 ELSE json_valid(source_ids) END
-                        AND CASE WHEN entity_ids = '[]' THEN 1 ELSE json_valid(entity_ids) END
-                        AND CASE WHEN tags = '[]' THEN 1 ELSE json_valid(tags) END
-                        AND CASE WHEN attributes = '{}' THEN 1 ELSE json_valid(attributes) END),
-       json_group_array(coalesce(embedding_model, '')),
-       json_group_array(CASE WHEN typeof(embedding) = 'blob' THEN length(embedding) END),
-       json_group_array({preview})
-FROM memories  -- a full scan of a rowid table goes in rowid order (checked on the result)
-"""
-#: the columns of _SQL_AGG's one row, in order: each a JSON array over every row
+_AGG_EXPR = {
+    "protected": "CAST(protected AS INTEGER)",
+    "json_ok": """CASE WHEN source_ids = '[]' THEN 1 ELSE json_valid(source_ids) END
+                  AND CASE WHEN entity_ids = '[]' THEN 1 ELSE json_valid(entity_ids) END
+                  AND CASE WHEN tags = '[]' THEN 1 ELSE json_valid(tags) END
+                  AND CASE WHEN attributes = '{}' THEN 1 ELSE json_valid(attributes) END""",  # CASE: no parse of the usual empties
+    "model": "coalesce(embedding_model, '')",
+    "size": "CASE WHEN typeof(embedding) = 'blob' THEN length(embedding) END",
+    "preview": "{preview}",
+}
+# The value most rows hold in a column (SQL; ?1 and ?2: the first row's model and blob size, a store's
+# vectors being mostly of one model): only the rows holding another are sent, as [rowid, value]
+# pairs, and the column is filled with it. Comparing a value costs less than formatting and parsing
+# it (a fifth of the scan at a million rows); a column where most rows differ costs a third more.
+_MOSTLY = {"valid_until": "NULL", "confidence": "1.0", "decay_rate": "0.1", "protected": "0", "json_ok": "1",
+           "model": "?1", "size": "?2"}
+#: the columns of _SQL_AGG's one row, in order: each a JSON array over every row (over the other
+#: rows' [rowid, value] for those of _MOSTLY)
 _AGG_COLUMNS = ("rowid", "id", "kind", "agent", *NUMERIC_COLUMNS, "json_ok", "model", "size", "preview")
 _AGG = {name: i for i, name in enumerate(_AGG_COLUMNS)}
+_SQL_AGG = "SELECT " + ",\n       ".join(
+    f"json_group_array(json_array(rowid, {_AGG_EXPR.get(c, c)})) FILTER (WHERE ({_AGG_EXPR.get(c, c)}) IS NOT {_MOSTLY[c]})"
+    if c in _MOSTLY else f"json_group_array({_AGG_EXPR.get(c, c)})" for c in _AGG_COLUMNS) + \
+    "\nFROM memories  -- a full scan of a rowid table goes in rowid order (checked on the result)"
+_FIRST_ROW = ("SELECT " + ", ".join(_AGG_EXPR[c] for c in ("model", "size")) +
+              " FROM memories WHERE rowid = (SELECT min(rowid) FROM memories)")
 #: time or number column -> whether NULL is a value there (else it is an odd one, as a string is)
 _NULL_IS_VALUE = {"importance": False, "event_time": False, "created_at": False, "last_accessed": True,
                   "valid_until": True, "confidence": False, "decay_rate": False, "access_count": False}
 _AGG_TEXTS = ("kind", "agent", "preview")   # made object arrays ("" for NULL); the model names stay a list
+
+
+def _pairs(text: str, rowid: np.ndarray) -> tuple[list, np.ndarray]:
+    """A column of _MOSTLY as sent: (its values, the positions of their rows in `rowid`)."""
+    pairs = _loads(text)
+    return [p[1] for p in pairs], np.searchsorted(rowid, np.fromiter((p[0] for p in pairs), np.int64, count=len(pairs)))
+
+
+def _spread(values: list, at: np.ndarray, n: int, mostly):
+    """Every row's value: `mostly`, but `values` at the positions `at`. A float64 array (None: NaN),
+    or for a text `mostly` a list."""
+    if isinstance(mostly, str):
+        out = [mostly] * n
+        for i, v in zip(at.tolist(), values):
+            out[i] = v
+        return out
+    out = np.full(n, np.nan if mostly is None else float(mostly))
+    if len(at):
+        out[at] = np.array(values, dtype=np.float64)
+    return out
 
 
 def _scan_in_sqlite(conn, preview: int) -> dict | None:
@@ -333,13 +388,16 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
     text = "replace(replace(replace(substr(content, 1, {0}), char(10), ' '), char(13), ' '), char(9), ' ')"
     early = None
     try:
-        row = conn.execute(_SQL_AGG.replace("{preview}", text.format(int(preview)) if preview > 0 else "NULL")
-                           ).fetchone()
+        first = conn.execute(_FIRST_ROW).fetchone() or ("", None)
+        mostly = {**{c: None if v == "NULL" else float(v) for c, v in _MOSTLY.items() if c not in ("model", "size")},
+                  "model": first[0], "size": first[1]}
+        row = conn.execute(_SQL_AGG.replace("{preview}", text.format(int(preview)) if preview > 0 else "NULL"),
+                           first).fetchone()
         rowid = np.array(_loads(row[_AGG["rowid"]]), dtype=np.int64)
         if len(rowid) > 1 and not (np.diff(rowid) > 0).all():
             return None  # the aggregate did not see the rows in rowid order: read them one by one
-        size = np.nan_to_num(np.array(_loads(row[_AGG["size"]]), dtype=np.float64), nan=-1).astype(np.int64)
         n = len(rowid)
+        size = np.nan_to_num(_spread(*_pairs(row[_AGG["size"]], rowid), n, mostly["size"]), nan=-1).astype(np.int64)
         guess = _common_size(size)
         ids = texts(_loads(row[_AGG["id"]]))
         if guess:
@@ -350,15 +408,20 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
         row, cols, odd = list(row), {}, set()
         for name in ("kind", "agent", "model", "preview", *NUMERIC_COLUMNS, "json_ok"):
             i = _AGG[name]
-            value = _loads(row[i])
+            # a column of _MOSTLY comes as the other rows' values and their positions `at`
+            value, at = _pairs(row[i], rowid) if name in _MOSTLY else (_loads(row[i]), None)
+            if name in ("kind", "agent"):
+                value = one_of_each(value)
             if name in _NULL_IS_VALUE and '"' in row[i]:   # text in a number column (ISO times, 'very high')
                 strings = [j for j, v in enumerate(value) if type(v) is str]
-                odd.update(strings)
+                odd.update(strings if at is None else at[strings].tolist())
                 for j in strings:
                     value[j] = None
+            if at is not None:
+                value = _spread(value, at, n, mostly[name])
             row[i] = None
             cols[name] = texts(value) if name in _AGG_TEXTS else value if name == "model" \
-                else np.array(value, dtype=np.float64)
+                else np.asarray(value, dtype=np.float64)
             if _NULL_IS_VALUE.get(name) is False:
                 odd.update(np.flatnonzero(np.isnan(cols[name])).tolist())   # NULL where a value belongs
             del value
@@ -382,6 +445,13 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
             "model": cols["model"], "size": size,  # str here (valid UTF-8): encoded once per distinct name
             "odd_types": odd_types, "preview": cols["preview"] if preview > 0 else None, "vectors": vectors,
             "settle": (lambda: early.exception()) if early is not None else None}
+
+
+def one_of_each(values: list) -> list:
+    """`values` with every repeat the very object of its first occurrence: a column of a few
+    distinct texts (kinds, agents) then holds a few strings, not one per row (110 MB at 1M rows)."""
+    first = {v: v for v in dict.fromkeys(values)}
+    return list(map(first.__getitem__, values))
 
 
 def _loads(text):

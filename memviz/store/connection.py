@@ -16,10 +16,16 @@ import sqlite_vec
 # How long a statement waits for another process's lock before the store reports itself busy
 # ("in exclusive use by another process"); MEMVIZ_BUSY_TIMEOUT_MS changes it (tests shorten it).
 BUSY_TIMEOUT_MS = int(os.environ.get("MEMVIZ_BUSY_TIMEOUT_MS", "5000"))
-# Pages are read through a read-only memory map instead of a read() per page: a full scan (what
-# loading the arrays is) is much faster. SQLite maps read-only and keeps the usual path for pages
-# in the WAL, so writes and crash safety are unchanged by it.
-MMAP_BYTES = 1 << 30
+# SQLite can read a page through a read-only memory map of the file instead of a read() into its
+# page cache (it maps read-only and keeps the usual path for pages in the WAL, so writes and crash
+# safety are unchanged by it). A map counts every page it has touched in the process's resident
+# memory for as long as the connection lives, so an open store keeps none (MMAP_BYTES). The scan
+# that reads a whole store does not map it either: side by side, a map saved it nothing measurable
+# and counted the whole file in the peak resident memory (bench/scale.py's read rows,
+# docs: performance). sqlite-vec's KNN and the integrity check, which read every page of a table
+# or file in one statement, map the file while they last (whole_file_mapped).
+MMAP_BYTES = 0
+SCAN_MMAP_BYTES = 1 << 40   # "the whole file": SQLite maps no more than the file holds
 
 
 def connect(path: str, *, readonly: bool = False, create: bool = False) -> apsw.Connection:
@@ -36,6 +42,28 @@ def connect(path: str, *, readonly: bool = False, create: bool = False) -> apsw.
     conn.set_busy_timeout(BUSY_TIMEOUT_MS)
     conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
     return conn
+
+
+@contextmanager
+def whole_file_mapped(conn: apsw.Connection):
+    """The file memory-mapped whole for the block (a read of every row), then as before: SQLite
+    unmaps it once no statement holds a page of it, so its pages leave the resident memory. Where
+    SQLite maps nothing (an in-memory database, a build without mmap) the read goes on through its
+    page cache."""
+    try:
+        before = conn.execute("PRAGMA mmap_size").fetchone()   # None: no file to map
+        if before is not None:
+            conn.execute(f"PRAGMA mmap_size={SCAN_MMAP_BYTES}")
+    except apsw.Error:
+        before = None
+    try:
+        yield
+    finally:
+        if before is not None:
+            try:
+                conn.execute(f"PRAGMA mmap_size={before[0]}")
+            except apsw.Error:
+                pass  # a connection SQLite could not set back keeps its map until it is closed
 
 
 @contextmanager

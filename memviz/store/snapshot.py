@@ -31,7 +31,7 @@ import apsw
 import numpy as np
 
 from ..background import in_thread
-from .arrays import MemoryArrays
+from .arrays import MemoryArrays, one_of_each
 from .fileheader import read_head
 
 FORMAT = 2  # bump when what a snapshot holds changes: older ones are then ignored
@@ -84,13 +84,15 @@ def _file_for(state: dict):
 
 
 def load(path: str, preview: int) -> MemoryArrays | None:
-    """The snapshot of this store in its current state (with previews of `preview` characters), or None."""
+    """The snapshot of this store in its current state, or None; with previews of `preview`
+    characters (0: none), cut from a snapshot's longer ones (the window's), so that a read asking
+    for fewer neither scans the store nor writes over the window's snapshot."""
     state = file_state(path)
     f = _file_for(state)
     try:
         with open(f, "rb") as fh:
             meta = _meta(fh)
-            if meta is None or meta.get("state") != state or meta.get("preview") != preview:
+            if meta is None or meta.get("state") != state or not meta.get("preview", -1) >= preview >= 0:
                 return None
             n, cols = int(meta["n"]), {}
             for name, dtype, shape, offset in meta["fields"]:
@@ -101,9 +103,14 @@ def load(path: str, preview: int) -> MemoryArrays | None:
                 fh.seek(offset)
                 cols[name] = np.fromfile(fh, dtype=dtype, count=int(np.prod(shape))).reshape(shape)
         os.utime(f)  # most recently used
-        texts = {k: _split(cols.pop(k), n) for k in _TEXTS if k in cols}
+        raw = {k: cols.pop(k) for k in _TEXTS if k in cols}
+        if not preview:
+            raw.pop("preview", None)
+        texts = {k: _split(v, n, shared=k in ("kind", "agent")) for k, v in raw.items()}
         if any(t is None for t in texts.values()) or len(cols["rowid"]) != n:
             return None
+        if preview and preview < meta["preview"]:
+            texts["preview"] = _cut(texts["preview"], preview)
         return MemoryArrays(**cols, ids=texts["ids"], kind=texts["kind"], agent=texts["agent"],
                             embedding_model=meta["model"], preview=texts.get("preview"))
     except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
@@ -191,10 +198,21 @@ def _joined(texts: np.ndarray) -> np.ndarray:
     return np.frombuffer("\x00".join(texts.tolist()).encode("utf-8", "surrogatepass"), np.uint8)
 
 
-def _split(raw: np.ndarray, n: int) -> np.ndarray | None:
+def _cut(previews: np.ndarray, chars: int) -> np.ndarray:
+    """Each preview's first `chars` characters: a content's first characters on one line (CR, LF and
+    tab made spaces one for one), so the start of a longer preview is the shorter one."""
+    out = np.empty(len(previews), dtype=object)
+    out[:] = [t[:chars] for t in previews.tolist()]
+    return out
+
+
+def _split(raw: np.ndarray, n: int, shared: bool = False) -> np.ndarray | None:
+    """The n texts joined by _joined; `shared`: a few distinct ones repeated (arrays.one_of_each)."""
     parts = raw.tobytes().decode("utf-8", "surrogatepass").split("\x00") if n else []
     if len(parts) != n:
         return None  # a text held NUL characters: the scan reads it properly instead
+    if shared:
+        parts = one_of_each(parts)
     out = np.empty(n, dtype=object)
     out[:] = parts
     return out

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import TypeVar
 
 import apsw
@@ -27,7 +27,7 @@ from .arrays import MemoryArrays, load_arrays
 from .boundary import ErrorBoundary
 from .changes import ChangeToken
 from .common import TEXT_COLUMNS, Provenance, StoreCommon, audit_dump, audit_load, check_expected, decode_row, pick_fields, supersede_ids
-from .connection import connect
+from .connection import connect, whole_file_mapped
 from .errors import (
     UNKNOWN,
     BusyError,
@@ -98,17 +98,22 @@ class Store(StoreCommon, SqliteQueries, SqliteRecords, ErrorBoundary):
         self._read_only_reason = read_only_reason
         self.report = report
         self._lock = threading.RLock()  # one thread on the connection at a time (_turn)
-        self._check: Future | None = None  # SQLite's quick_check still running (open_and_read(check_later=True))
-        self.answers_later = False          # it was started after the read (its answer may come after the window shows the store)
+        self._check: Future | None = None  # SQLite's quick_check still running (begun after the read of a large file)
+        self._check_due: tuple[str, str] | None = None  # (conn_path, path): a large file opened without a read,
+                                                        # checked once first read whole or once asked (_begin_check)
+        self.answers_later = False          # open_and_read(check_later=True): the window follows the check's answer
         self._check_found: list[str] = []    # what that check found
         self._check_lock = threading.Lock()
 
     @property
     def read_only_reason(self) -> str | None:
         """Why edits are refused (None: the store may be written). While the quick check of a store
-        opened with check_later runs, edits are refused with CHECKING; damage it finds stays."""
+        opened with check_later runs, edits are refused with CHECKING; damage it finds stays.
+        Otherwise a check not answered yet (a large file read before it is checked) is waited for."""
         fixed = self._read_only_reason
-        if self._check is not None and not self._settle_check(wait=False):
+        if not self.answers_later:
+            self._settle_check(wait=True)
+        elif self._check is not None and not self._settle_check(wait=False):
             return CHECKING if fixed is None else f"{fixed}; {CHECKING}"
         return self._read_only_reason
 
@@ -123,17 +128,32 @@ class Store(StoreCommon, SqliteQueries, SqliteRecords, ErrorBoundary):
 
     @property
     def checking(self) -> bool:
-        """The quick check of a store opened with check_later is still running (edits wait)."""
-        return self._check is not None and not self._settle_check(wait=False)
+        """The quick check of a large file has not answered yet (edits wait for it)."""
+        return self._check_due is not None or (self._check is not None and not self._settle_check(wait=False))
 
     def checked(self) -> list[str]:
-        """Wait for the quick check still running, if any (open_and_read(check_later=True)); the
-        damage it found (empty: none, or it was not deferred). Damage makes the store read-only."""
+        """Wait for the quick check not answered yet, if any (a large file is checked after it is
+        read); the damage it found (empty: none, or it was checked at the open). Damage makes the
+        store read-only."""
         self._settle_check(wait=True)
         return list(self._check_found)
 
+    def _begin_check(self) -> None:
+        """Start the quick check of a large file opened without a read (open_store), if it is due:
+        after the first whole read (arrays), so that it does not take a core from it, or when its
+        answer is wanted (a write, read_only_reason, checked()). The read is done by then: the
+        check reads through SQLite's page cache, not a second map of the file (_checked_in_thread)."""
+        with self._check_lock:
+            due, self._check_due = self._check_due, None
+            if due is not None:
+                self._check = _checked_in_thread(*due, mapped=False)
+
     def _settle_check(self, wait: bool) -> bool:
         """Fold the deferred check's answer into the read-only reason once it is there; whether it is."""
+        if wait:
+            self._begin_check()
+        elif self._check_due is not None:
+            return False
         check = self._check
         if check is None:
             return True
@@ -186,11 +206,12 @@ class Store(StoreCommon, SqliteQueries, SqliteRecords, ErrorBoundary):
     def reopen(self) -> Store:
         """Another connection to the same store (a writer beside a thread reading on this one).
         The checks made when this one was opened still hold, so they are not repeated."""
+        self._begin_check()   # one check for both connections
         self._settle_check(wait=False)
         conn = connect(self.conn_path, readonly=self._read_only_reason is not None)
         other = Store(self.path, conn, read_only_reason=self._read_only_reason, report=self.report,
                       conn_path=share_copy(self.conn_path))
-        other._check = self._check  # a check still running holds its edits too
+        other._check, other.answers_later = self._check, self.answers_later  # a check still running holds its edits too
         return other
 
     def data_version(self) -> int:
@@ -313,16 +334,21 @@ class Store(StoreCommon, SqliteQueries, SqliteRecords, ErrorBoundary):
         (default: the most used model); rows embedded otherwise have has_embedding False.
         `preview` > 0 adds the first that many characters of each content, on one line.
         `snapshot`: use (and afterwards write) the on-disk snapshot of an unchanged store
-        (snapshot.py); for opening a store, not for re-reads after every edit."""
-        if not snapshot or model is not None:
-            return load_arrays(self.conn, model, preview=preview)  # one scan: it picks the model and dim
-        hit = snapshots.load(self.path, preview)
-        if hit is not None:
-            return hit
-        state = snapshots.file_state(self.path)
-        arrays = load_arrays(self.conn, None, preview=preview)
-        snapshots.save_later(self.path, state, arrays, preview)
-        return arrays
+        (snapshot.py; one of `model`'s vectors when it is the model the snapshot holds); for opening
+        a store, not for re-reads after every edit.
+        A large file's quick check, when it is still due (open_store), begins once this has read it."""
+        try:
+            hit = snapshots.load(self.path, preview) if snapshot else None
+            if hit is not None and model in (None, hit.embedding_model):
+                return hit
+            if not snapshot or model is not None:
+                return load_arrays(self.conn, model, preview=preview)  # one scan: it picks the model and dim
+            state = snapshots.file_state(self.path)
+            arrays = load_arrays(self.conn, None, preview=preview)
+            snapshots.save_later(self.path, state, arrays, preview)
+            return arrays
+        finally:
+            self._begin_check()
 
     def arrays_of(self, rowids, model: str | None, dim: int | None, preview: int = 0) -> MemoryArrays:
         """The rows of `rowids` only, vectors of (`model`, `dim`): what a live refresh reads."""
@@ -435,17 +461,19 @@ class Store(StoreCommon, SqliteQueries, SqliteRecords, ErrorBoundary):
         dim = len(blob) // 4
         if not self._has_table(vec_table(dim)):
             return []
-        rows = self.conn.execute(
-            f"SELECT memory_id, distance FROM {vec_table(dim)} WHERE embedding MATCH ? AND k = ? ORDER BY distance",
-            (blob, int(k)))
-        return [(i, float(d)) for i, d in rows]
+        with whole_file_mapped(self.conn):   # sqlite-vec reads every vector of the dimension: as a scan does
+            rows = self.conn.execute(
+                f"SELECT memory_id, distance FROM {vec_table(dim)} WHERE embedding MATCH ? AND k = ? ORDER BY distance",
+                (blob, int(k)))
+            return [(i, float(d)) for i, d in rows]
 
     def _has_table(self, name: str) -> bool:
         return self.conn.execute("SELECT 1 FROM sqlite_master WHERE name=?", (name,)).fetchone() is not None
 
     def integrity(self) -> list[str]:
         """Problems found by SQLite's integrity_check and the FTS5 index check (empty = fine)."""
-        problems = [r[0] for r in self.conn.execute("PRAGMA integrity_check") if r[0] != "ok"]
+        with whole_file_mapped(self.conn):   # every page is read
+            problems = [r[0] for r in self.conn.execute("PRAGMA integrity_check") if r[0] != "ok"]
         try:
             self.conn.execute("INSERT INTO memories_fts(memories_fts, rank) VALUES ('integrity-check', 1)")
         except apsw.ReadOnlyError:
@@ -580,23 +608,23 @@ def open_store(path: str, *, read_only: bool = False, to_repair: bool = False) -
 
 def open_and_read(path: str, read: Callable[[Store], T] | None, *, read_only: bool = False,
                   check_later: bool = False, to_repair: bool = False) -> tuple[Store, T | None]:
-    """open_store, then `read(store)` run while SQLite's quick_check runs on a second connection.
-    Both spend their time inside SQLite, which releases the GIL, so on a large store the check
-    costs little extra time. The outcome is the same as
-    checking first: damage makes the store read-only with the reason, or fails the open, and
-    no write can happen before the check has answered (nothing is written here; a store that
-    needs migrating is checked before it is migrated).
-    `check_later` (the window; files of CHECK_LATER_BYTES and more): the check starts once the
-    read is done and this returns before it answers, so on two cores it does not compete with
-    the read for a core; the store refuses edits (`read_only_reason`
-    CHECKING) until it has passed, `store.checked()` waits for its answer, and damage stays as
-    the read-only reason. A read that fails waits for the check, which explains damage better."""
+    """open_store, then `read(store)`, with SQLite's quick_check of the file on a second connection.
+    The outcome is the same as checking first: damage makes the store read-only with the reason,
+    or fails the open, and no write can happen before the check has answered (nothing is written
+    here; a store that needs migrating is checked before it is migrated). A small file is checked
+    beside the read (or at once, with no read). A file of CHECK_LATER_BYTES and more is checked
+    once the read is done (with no read: once it is first read whole, `Store.arrays`, or once the
+    answer is wanted), so on two cores the check does not take a core from the read, and this
+    returns before it answers; `store.checked()` waits for its answer, and damage stays as the
+    read-only reason. Until then a write, `read_only` and `read_only_reason` wait for it — or,
+    with `check_later` (the window, which follows the answer: `answers_later`), edits are refused
+    with CHECKING as the reason. A read that fails waits for the check, which explains damage better."""
     path = os.fspath(path)
     if not os.path.exists(path):
         raise StoreError(f"No such file: {path} (memviz does not create a store on open; use `memviz create`).")
     with store_errors(path, doing="opening it"):
         try:
-            return _open_and_read(path, read, read_only, check_later and os.path.getsize(path) >= CHECK_LATER_BYTES,
+            return _open_and_read(path, read, read_only, os.path.getsize(path) >= CHECK_LATER_BYTES, check_later,
                                   to_repair)
         except CorruptStoreError as e:  # whatever SQLite's words, a -wal with content beside the file is named
             hint = wal_hint(path)
@@ -605,7 +633,7 @@ def open_and_read(path: str, read: Callable[[Store], T] | None, *, read_only: bo
             raise CorruptStoreError(str(e).rstrip(".") + hint + ".") from e
 
 
-def _open_and_read(path: str, read, read_only: bool, check_later: bool = False, to_repair: bool = False):
+def _open_and_read(path: str, read, read_only: bool, later: bool, answers_later: bool, to_repair: bool = False):
     check_header(path)
     conn_path, media = detour(path) if needs_detour(path) else (path, None)
     try:
@@ -622,11 +650,12 @@ def _open_and_read(path: str, read, read_only: bool, check_later: bool = False, 
             conn.close()
             conn = _recover(path, allowed=not read_only and not media)
             report = _inspect(conn, path)
-        if read is None or report.version < schema.SCHEMA_VERSION:
+        current = report.version >= schema.SCHEMA_VERSION
+        if not current or (read is None and not later):
             damage = _quick_check(conn, path)  # first: nothing is migrated before the check
             check = None
         else:
-            damage, check = [], None if check_later else _checked_in_thread(conn_path, path)
+            damage, check = [], None if later else _checked_in_thread(conn_path, path)
         reasons = _reasons(report, damage, path, to_repair)
     except BaseException:
         conn.close()
@@ -662,16 +691,20 @@ def _open_and_read(path: str, read, read_only: bool, check_later: bool = False, 
         else:
             conn.close()
             store = Store(path, rw, report=report)
+    store.answers_later = answers_later and later and current
+    if read is None:
+        if later and current:
+            store._check_due = (conn_path, path)
+        return store, None
     result, failure = None, None
     try:
-        if read is not None:
-            result = read(store)
+        result = read(store)
     except BaseException as e:  # noqa: BLE001 - reported after the check, which explains damage better
         failure = e
-    if check_later and read is not None and report.version >= schema.SCHEMA_VERSION:
+    if later and current:
         check = _checked_in_thread(conn_path, path, mapped=failure is not None)
         if failure is None:
-            store._check, store.answers_later = check, True
+            store._check = check
             return store, result
     if check is not None:
         try:
@@ -714,15 +747,15 @@ def _recover(path: str, allowed: bool) -> apsw.Connection:
 
 def _checked_in_thread(conn_path: str, path: str, mapped: bool = True):
     """_quick_check on its own read-only connection, in a thread: a Future of its answer.
-    `mapped` False (a check running after the window is up): every page is read through SQLite's
-    small page cache, at half the speed, instead of a second memory map of the file, which would
-    count up to MMAP_BYTES more of it in the process's resident memory."""
+    `mapped` (beside a read, or after a failed one): the file is memory-mapped whole while it is
+    checked; else (after a read: the window is up) every page is read through SQLite's small page
+    cache, at half the speed, so that the check does not count the whole file in the process's
+    resident memory meanwhile."""
     def check() -> list[str]:
         conn = connect(conn_path, readonly=True)
-        if not mapped:
-            conn.execute("PRAGMA mmap_size=0")
         try:
-            return _quick_check(conn, path)
+            with whole_file_mapped(conn) if mapped else nullcontext():
+                return _quick_check(conn, path)
         finally:
             conn.close()
     return in_thread(check, "memviz-quick-check")
