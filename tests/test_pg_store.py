@@ -51,6 +51,7 @@ def test_create_makes_the_native_schema_with_an_index_per_dimension(store, pg, p
     wide = store.arrays(model="wide")
     assert wide.dim == 2048 and wide.has_embedding.sum() == 2
     assert store.vec_search(wide.embedding[5], 1)[0][0] == "wm0"
+    assert store.vec_search(np.zeros(8, np.float32), 3) == []  # no direction: near nothing
 
 
 def test_vectors_round_trip_bit_for_bit(store):

@@ -58,6 +58,7 @@ def test_fts_and_vectors_follow_inserts_updates(store):
     store.update_fields(ids[1], {"embedding": v[2], "embedding_model": "m"})
     top2 = {i for i, _ in store.vec_search(v[2], k=2)}
     assert top2 == {ids[1], ids[2]}
+    assert store.vec_search(np.zeros(8, np.float32), k=2) == []  # no direction: near nothing (was a TypeError)
     assert store.conn.execute("SELECT count(*) FROM vec_memories_8").fetchone()[0] == 4
     assert store.integrity() == []
 

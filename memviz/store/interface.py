@@ -119,7 +119,8 @@ class MemoryStore(Protocol):
         """(rowid, score) of every memory matching any word of `query`, shape (n, 2), unordered
         (the hybrid preset ranks them): fts_search's scores without its join and sort."""
     def vec_search(self, vector, k: int = 50) -> list[tuple[str, float]]:
-        """(id, cosine distance) nearest first, from the backend's vector index."""
+        """(id, cosine distance) nearest first, from the backend's vector index; none for an
+        all-zero vector (it has no cosine to anything)."""
     def integrity(self) -> list[str]: ...
     def vector_index_notes(self) -> list[str]:
         """What the backend's vector indexes lack, in words (`memviz stats`)."""

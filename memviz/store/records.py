@@ -49,6 +49,12 @@ def embedding_blob(vec, expected_dim: int | None = None, *, what: str = "embeddi
     return arr.tobytes()
 
 
+def has_direction(blob: bytes) -> bool:
+    """A vector (embedding_blob's bytes) that is not all zeros: a zero vector has no cosine to
+    anything, so nothing is near it (sqlite-vec gives NULL distances, pgvector NaN)."""
+    return bool(np.any(np.frombuffer(blob, dtype="<f4")))
+
+
 _COLUMN_SET = frozenset(MEMORY_COLUMNS)
 _NONE_ROW = dict.fromkeys(MEMORY_COLUMNS)  # a row's keys in column order, every value None
 #: json.dumps(value, ensure_ascii=False, separators=(",", ":")) without building an encoder per call

@@ -43,7 +43,7 @@ from .errors import (
 from .fileheader import check_header
 from .judged import SqliteRecords
 from .read_only_media import detour, needs_detour, release_copy, share_copy
-from .records import MS_ABOVE, decode_json, decode_text, embedding_blob, read_time
+from .records import MS_ABOVE, decode_json, decode_text, embedding_blob, has_direction, read_time
 from .schema import MEMORY_COLUMNS
 from .sqlite_queries import SqliteQueries
 from .vectors import NOT_REPAIRABLE_VECTORS, misdeclared_text, vec_ddl, vec_table
@@ -459,7 +459,7 @@ class Store(StoreCommon, SqliteQueries, SqliteRecords, ErrorBoundary):
         """(id, cosine distance) nearest first, from the vec0 table of the vector's dimension."""
         blob = embedding_blob(vector, what="query vector")
         dim = len(blob) // 4
-        if not self._has_table(vec_table(dim)):
+        if not has_direction(blob) or not self._has_table(vec_table(dim)):
             return []
         with whole_file_mapped(self.conn):   # sqlite-vec reads every vector of the dimension: as a scan does
             rows = self.conn.execute(

@@ -27,7 +27,7 @@ from ..boundary import ErrorBoundary
 from ..common import SCALAR_COLUMNS, Provenance, StoreCommon, audit_dump, audit_load, check_expected, decode_row, pick_fields, supersede_ids
 from ..errors import UNKNOWN, ConnectionLostError, ReadOnlyError, StoreError, _written_text
 from ..judged import PgRecords
-from ..records import decode_json, embedding_blob
+from ..records import decode_json, embedding_blob, has_direction
 from ..schema import MEMORY_COLUMNS
 from . import arrays as pg_arrays
 from . import schema
@@ -431,7 +431,7 @@ class PgStore(StoreCommon, PgQueries, PgChangeLog, PgRecords, ErrorBoundary):
         """(id, cosine distance) nearest first: pgvector's HNSW index (d <= 2000), else exact."""
         blob = embedding_blob(vector, what="query vector")
         dim = len(blob) // 4
-        if dim not in self._vector_dims():
+        if not has_direction(blob) or dim not in self._vector_dims():
             return []
         col = schema.vec_column(dim)
 
