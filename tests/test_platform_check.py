@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from memviz.app.platform_check import XCB_LIBRARIES, platform_problem
 
 X11 = {"DISPLAY": ":0"}
@@ -29,6 +31,7 @@ def test_nothing_is_said_when_qt_will_not_need_them_or_has_them():
     assert len(XCB_LIBRARIES) == len(set(XCB_LIBRARIES.values()))
 
 
+@pytest.mark.qt  # without Qt installed, memviz says that first (the no-Qt run)
 def test_the_window_command_with_no_display_exits_with_the_reason(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
     env["HOME"] = str(tmp_path)
