@@ -75,6 +75,23 @@ def sqlite_agent(path, ops: list[dict], *, embed: str | None = "local", fields=(
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def sqlite_facts(path, vectors) -> str:
+    """A SqliteStore file (LangGraph's own tables) holding item-k = "ann remembers fact k" in the
+    namespace memories.ann, with vectors[k] (toy 8-d) written straight into its tables."""
+    import apsw
+    import numpy as np
+    sqlite_agent(path, [], embed="toy:8")   # LangGraph's SqliteStore.setup(): its own tables
+    conn = apsw.Connection(str(path))
+    with conn:
+        for k, vec in enumerate(vectors):
+            conn.execute("INSERT INTO store (prefix, key, value) VALUES (?, ?, ?)",
+                         ("memories.ann", f"item-{k}", json.dumps({"content": f"ann remembers fact {k}"}).encode()))
+            conn.execute("INSERT INTO store_vectors (prefix, key, field_name, embedding) VALUES (?, ?, 'content', ?)",
+                         ("memories.ann", f"item-{k}", np.asarray(vec, np.float32).tobytes()))
+    conn.close()
+    return str(path)
+
+
 @contextmanager
 def postgres_store(dsn: str, *, embed: str | None = "local", fields=("content",)):
     from langgraph.store.postgres import PostgresStore

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 import inspect
-import json
 import random
 from pathlib import Path
 
@@ -168,20 +167,11 @@ def test_the_probe_walk_finds_what_the_window_once_did():
 
 # ------------------------------------------------------------------ the framework mirror, a wrapper
 def test_a_framework_store_is_a_wrapper_that_answers_as_the_interface_says(tmp_path, monkeypatch):
-    from langgraph_stores import sqlite_agent
+    from langgraph_stores import sqlite_facts
 
     import memviz.frameworks as fw
     monkeypatch.setenv("MEMVIZ_CACHE_DIR", str(tmp_path / "cache"))
-    path = tmp_path / "langgraph.db"
-    sqlite_agent(path, [], embed="toy:8")   # LangGraph's SqliteStore.setup(): its own tables
-    conn = apsw.Connection(str(path))
-    with conn:
-        for k in range(12):
-            conn.execute("INSERT INTO store (prefix, key, value) VALUES (?, ?, ?)",
-                         ("memories.ann", f"item-{k}", json.dumps({"content": f"ann remembers fact {k}"}).encode()))
-            conn.execute("INSERT INTO store_vectors (prefix, key, field_name, embedding) VALUES (?, ?, 'content', ?)",
-                         ("memories.ann", f"item-{k}", np.ones(8, np.float32).tobytes()))
-    conn.close()
+    path = sqlite_facts(tmp_path / "langgraph.db", [np.ones(8)] * 12)
     with fw.open_source(str(path), read_only=True) as s:
         assert isinstance(s, MirroredStore) and not isinstance(s, Store)
         assert isinstance(s, MemoryStore) and isinstance(s, SqliteFile)

@@ -260,20 +260,10 @@ def test_copy_carries_judged_sets_and_parameter_sets(filled, tmp_path):
 # ------------------------------------------------------------------ a framework store: beside its mirror
 @pytest.fixture
 def langgraph_file(tmp_path, monkeypatch):
-    from langgraph_stores import sqlite_agent
+    from langgraph_stores import sqlite_facts
     monkeypatch.setenv("MEMVIZ_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("MEMVIZ_DATA_DIR", str(tmp_path / "data"))
-    path = tmp_path / "langgraph.db"
-    sqlite_agent(path, [], embed="toy:8")
-    conn = apsw.Connection(str(path))
-    with conn:
-        for k in range(6):
-            conn.execute("INSERT INTO store (prefix, key, value) VALUES (?, ?, ?)",
-                         ("memories.ann", f"item-{k}", json.dumps({"content": f"ann remembers fact {k}"}).encode()))
-            conn.execute("INSERT INTO store_vectors (prefix, key, field_name, embedding) VALUES (?, ?, 'content', ?)",
-                         ("memories.ann", f"item-{k}", np.full(8, k + 1, np.float32).tobytes()))
-    conn.close()
-    return str(path)
+    return sqlite_facts(tmp_path / "langgraph.db", [np.full(8, k + 1) for k in range(6)])
 
 
 def test_a_framework_store_keeps_its_sets_beside_the_mirror_through_a_rebuild(langgraph_file, tmp_path, monkeypatch):
