@@ -79,6 +79,7 @@ def main(argv=None) -> int:
         win.map.color_by.setCurrentText("score")
     if target:
         win.state.select_ids([target])
+    win.statusBar().clearMessage()  # the open's message names this machine's path; the bar shows the store
     for k, (w, h) in enumerate(sizes):
         win.resize(w, h)
         win.reset_docks()
