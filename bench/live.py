@@ -148,20 +148,11 @@ def mix_label(rate: float, recall_only: bool, mix: str | None) -> str:
 # ------------------------------------------------------------------ the window
 def fresh_rss(db: str) -> int:
     """Open `db` in a new window, settle, print the RSS (MB)."""
-    from PySide6.QtCore import QSettings
-
-    from memviz.app.main import make_app
-    from memviz.app.window import MainWindow
+    from memviz.app.main import make_app, open_and_wait, scratch_window
 
     app = make_app()
-    win = MainWindow(QSettings(os.path.join(tempfile.mkdtemp(), "s.ini"), QSettings.IniFormat))
-    win.map.auto_umap = False
-    win.resize(1500, 950)
-    win.show()
-    opened = []
-    win.opened.connect(opened.append)
-    win.open_path(db)
-    pump(app, lambda: opened, 300)
+    win = scratch_window()
+    open_and_wait(win, db, 300)
     settle(app, win)  # graph, labels, first paint
     print(json.dumps({"rss": rss_mb()}))
     win.close()
@@ -171,26 +162,22 @@ def fresh_rss(db: str) -> int:
 def settle(app, win) -> None:
     """Until the jobs that follow an open (graph, map labels, copies) are done, then 2 s more:
     what is measured is the window at rest beside the agent, not the end of its opening."""
-    pump(app, lambda: False, 3)
-    pump(app, win.workers.idle, 300)
-    pump(app, lambda: False, 2)
+    pump(lambda: False, 3)
+    pump(win.workers.idle, 300)
+    pump(lambda: False, 2)
 
 
-def pump(app, until, seconds: float) -> bool:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        app.processEvents()
-        if until():
-            return True
-        time.sleep(0.002)
-    return False
+def pump(until, seconds: float) -> bool:
+    """The event loop until `until()` or `seconds` pass, asked every 2 ms (latencies are in ms)."""
+    from memviz.app.main import process_until
+    return process_until(until, seconds, poll=0.002)
 
 
 def run_case(app, template: str, n: int, case: dict) -> dict:
     """One case in this process: `case` holds rate, seconds, umap, recall_only, query, mix, profile."""
-    from PySide6.QtCore import QSettings, QTimer
+    from PySide6.QtCore import QTimer
 
-    from memviz.app.window import MainWindow
+    from memviz.app.main import open_and_wait, scratch_window
 
     rate, seconds = case["rate"], case["seconds"]
     db = os.path.join(DIR, f"live-case-{n}-{os.getpid()}.db")  # per process: cases may run side by side
@@ -198,21 +185,15 @@ def run_case(app, template: str, n: int, case: dict) -> dict:
         if os.path.exists(db + suffix):
             os.remove(db + suffix)
     shutil.copy(template, db)
-    win = MainWindow(QSettings(os.path.join(tempfile.mkdtemp(), "s.ini"), QSettings.IniFormat))
-    win.map.auto_umap = False
-    win.resize(1500, 950)
-    win.show()
-    opened = []
-    win.opened.connect(opened.append)
-    win.open_path(db)
-    pump(app, lambda: opened, 600)
+    win = scratch_window()
+    open_and_wait(win, db, 600)
     settle(app, win)
     if case["query"]:  # a query on screen: brought up to date after writes
         ranked = []
         win.query.ranked.connect(lambda *a: ranked.append(1))
         win.state.select([5])
         win.query.query_selected()
-        pump(app, lambda: ranked, 60)
+        pump(lambda: ranked, 60)
     shown_at: dict[str, float] = {}
     changed_at: dict[str, list] = {}  # id -> when a rows_changed named it changed (a rewrite on screen)
 
@@ -270,10 +251,10 @@ def run_case(app, template: str, n: int, case: dict) -> dict:
                 at, rss, th, fd = samples[-1]
                 print(f"  {at:5.0f} s  RSS {rss:4.0f} MB  threads {th}  fds {fd}", file=sys.stderr, flush=True)
             return proc.poll() is not None
-        pump(app, sample, seconds + 60)
+        pump(sample, seconds + 60)
     else:  # no writer: what the window and the machine do on their own (stalls from a busy machine)
         open(log, "w").close()
-        pump(app, lambda: False, seconds)
+        pump(lambda: False, seconds)
     cpu1, t1 = cpu_s(), time.monotonic()
     if profile is not None:
         profile.disable()
@@ -282,12 +263,12 @@ def run_case(app, template: str, n: int, case: dict) -> dict:
     with open(log) as f:
         writes = [line.split() for line in f if line.strip()]
     commits = {m: float(t) for op, m, t in writes if op == "insert"}
-    pump(app, lambda: all(m in shown_at for m in commits), 30)  # the last ones arrive
+    pump(lambda: all(m in shown_at for m in commits), 30)  # the last ones arrive
     timer.stop()
     lat = sorted(shown_at[m] - c for m, c in commits.items() if m in shown_at)
     rewrite_lat = sorted(min((s for s in changed_at.get(m, []) if s >= float(t)), default=float("inf")) - float(t)
                          for op, m, t in writes if op == "rewrite")
-    pump(app, lambda: False, 2)
+    pump(lambda: False, 2)
     out = {
         "n": n, "rate": rate, "writer": mix_label(rate, case["recall_only"], case["mix"]),
         "writes": len(writes), "inserts": len(commits), "shown": len(lat),
@@ -302,7 +283,7 @@ def run_case(app, template: str, n: int, case: dict) -> dict:
         "umap_s": (umap_done[0] - t0) if umap_done else None, "samples": samples,
     }
     win.close()
-    pump(app, lambda: False, 1)
+    pump(lambda: False, 1)
     got = subprocess.run([sys.executable, os.path.abspath(__file__), "--fresh-rss", db], capture_output=True, text=True)
     try:
         out["rss_fresh"] = json.loads(got.stdout.strip().splitlines()[-1])["rss"]

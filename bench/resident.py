@@ -99,21 +99,12 @@ def probe(path: str, mmap: str, umap: bool, census: bool) -> None:
     from memviz.store import connection
     if mmap_bytes(mmap) is not None:
         connection.MMAP_BYTES = mmap_bytes(mmap)
-    from PySide6.QtCore import QSettings
-
-    from memviz.app.main import make_app, process_until
-    from memviz.app.window import MainWindow
+    from memviz.app.main import make_app, open_and_wait, process_until, scratch_window
 
     app = make_app()  # noqa: F841 - keeps the QApplication alive
-    win = MainWindow(QSettings(os.path.join(tempfile.mkdtemp(), "resident.ini"), QSettings.IniFormat))
-    win.map.auto_umap = umap
-    win.resize(1500, 950)
-    win.show()
-    opened = []
-    win.opened.connect(opened.append)
+    win = scratch_window(umap=umap)
     t = time.perf_counter()
-    win.open_path(path, read_only=True)
-    process_until(lambda: opened, 1800)
+    open_and_wait(win, path, 1800, read_only=True)
     open_s = time.perf_counter() - t
     process_until(lambda: False, 3)            # the jobs that start once the store is shown
     process_until(win.workers.idle, 3600)     # graph, labels, table orders, UMAP

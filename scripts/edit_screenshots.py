@@ -20,18 +20,17 @@ CLAIM = "5db88360a544cc67e7d27c3963a1b4e4"     # "Elena must file the childcare 
 def main(argv=None) -> int:
     out = (argv or sys.argv[1:] or ["."])[0]
     os.makedirs(out, exist_ok=True)
-    from PySide6.QtCore import QPoint, QSettings
+    from PySide6.QtCore import QPoint
     from PySide6.QtGui import QGuiApplication
 
     import memviz.store as ms
-    from memviz.app.main import make_app, process_until
+    from memviz.app.main import make_app, open_and_wait, process_until, scratch_window
     app = make_app()  # noqa: F841 - the reference keeps the QApplication alive
-    from memviz.app.window import MainWindow  # after the QApplication exists
 
     wait = process_until
 
     def settle(seconds=1.0):
-        wait(lambda: not win.edits.embedding and not win.workers.running("reload"))
+        wait(lambda: not win.edits.corrections.embedding and not win.workers.running("reload"))
         wait(lambda: False, seconds)
 
     def shot(name):
@@ -42,15 +41,9 @@ def main(argv=None) -> int:
 
     db = os.path.join(tempfile.mkdtemp(), "assistant.db")
     shutil.copyfile(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "sample_dbs", "assistant.db"), db)
-    win = MainWindow(QSettings(os.path.join(tempfile.mkdtemp(), "shots.ini"), QSettings.IniFormat))
-    win.map.auto_umap = False
-    win.resize(1500, 950)
+    win = scratch_window()
     win.move(0, 0)
-    win.show()
-    opened = []
-    win.opened.connect(opened.append)
-    win.open_path(db)
-    if not wait(lambda: opened, 60):
+    if not open_and_wait(win, db, 60):
         return 2
     wait(lambda: win.graph.graph is not None, 60)
     ctl = win.edits

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 
 
 def main(argv=None) -> int:
@@ -25,21 +24,11 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     os.makedirs(args.outdir, exist_ok=True)
 
-    from PySide6.QtCore import QSettings
-
-    from memviz.app.main import make_app, process_until
+    from memviz.app.main import make_app, open_and_wait, process_until, scratch_window
     app = make_app()  # noqa: F841 - the reference keeps the QApplication alive
-    from memviz.app.window import MainWindow
 
-    win = MainWindow(QSettings(os.path.join(tempfile.mkdtemp(), "shots.ini"), QSettings.IniFormat))
-    win.map.auto_umap = False
-    win.resize(1500, 950)
-    win.show()
-    opened = []
-    win.opened.connect(opened.append)
-    win.open_failed.connect(lambda p, m: opened.append(None))
-    win.open_path(args.db, read_only=True)
-    if not process_until(lambda: opened, 120) or opened[0] is None:
+    win = scratch_window()
+    if not open_and_wait(win, args.db, 120, read_only=True):
         print("could not open", args.db, file=sys.stderr)
         return 2
     if not process_until(lambda: win.graph.graph is not None and win.prompt.exact_counts(), 600):

@@ -70,7 +70,7 @@ def main(argv=None) -> int:
     correct.trigger()
     win.edits.dialog.new_text.setPlainText("The user lives in Porto.")
     win.edits.dialog.accept()
-    process_until(lambda: not win.edits.embedding and not win.workers.running("reload")
+    process_until(lambda: not win.edits.corrections.embedding and not win.workers.running("reload")
                   and not win.workers.running("refresh"), 30)
     process_until(lambda: False, 0.8)
     with open(store, encoding="utf-8") as f:

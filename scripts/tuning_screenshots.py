@@ -27,11 +27,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def shoot(db: str, judged: str, set_name: str, out: str, prefix: str, sizes, query_id: str | None,
           setting: dict) -> None:
-    from PySide6.QtCore import QSettings, Qt
+    from PySide6.QtCore import Qt
 
     import memviz.store as ms
+    from memviz.app.main import open_and_wait, scratch_window
     from memviz.app.main import process_until as wait
-    from memviz.app.window import MainWindow
     from memviz.edits import History
     from memviz.judge.stored import read_file_for, save_set
 
@@ -41,13 +41,8 @@ def shoot(db: str, judged: str, set_name: str, out: str, prefix: str, sizes, que
     History(store).perform(save_set(read_file_for(store, judged, name=set_name)))
     store.close()
 
-    win = MainWindow(QSettings(os.path.join(tempfile.mkdtemp(), "shots.ini"), QSettings.IniFormat))
-    win.resize(*sizes[0])
-    win.show()
-    opened = []
-    win.opened.connect(opened.append)
-    win.open_path(copy)
-    if not wait(lambda: opened, 120):
+    win = scratch_window(sizes[0], umap=True)
+    if not open_and_wait(win, copy, 120):
         raise SystemExit(f"could not open {db}")
     if win.map.auto_umap:
         wait(lambda: win.workers.running("umap"), 5)

@@ -61,6 +61,31 @@ def process_until(cond, timeout: float = 60.0, poll: float = 0.01) -> bool:
     return cond()
 
 
+def scratch_window(size=(1500, 950), umap: bool = False):
+    """A shown MainWindow whose settings live in a new temporary folder, so nothing of the
+    user's layout is read or written (scripts, benchmarks; after make_app())."""
+    import tempfile
+
+    from PySide6.QtCore import QSettings
+
+    from memviz.app.window import MainWindow
+    win = MainWindow(QSettings(os.path.join(tempfile.mkdtemp(), "memviz.ini"), QSettings.IniFormat))
+    win.map.auto_umap = umap
+    win.resize(*size)
+    win.show()
+    return win
+
+
+def open_and_wait(win, path: str, timeout: float, read_only: bool = False) -> bool:
+    """Open `path` in `win` and run the event loop until it is shown (True), or the open failed
+    or `timeout` seconds passed (False)."""
+    ended = []
+    win.opened.connect(lambda _path: ended.append(True))
+    win.open_failed.connect(lambda _path, _message: ended.append(False))
+    win.open_path(path, read_only=read_only)
+    return process_until(lambda: ended, timeout) and ended[0]
+
+
 def prefetch(path: str, read_only: bool) -> Future:
     """Open and read a store in a thread (no Qt needed); the window's open job takes the result."""
     def read():
