@@ -344,7 +344,7 @@ class MainWindow(QMainWindow):
         self.status_counts.setTextFormat(Qt.PlainText)
         self.status_model = QLabel()
         self.status_model.setTextFormat(Qt.PlainText)
-        self.status_ro = ThemeLabel()  # "writable" in the theme's green, "READ-ONLY" in its alarm red
+        self.status_ro = ThemeLabel(pick=lambda t: t.ok)  # "writable" in the theme's green; "READ-ONLY" bold, its alarm red
         self.status_ro.setTextFormat(Qt.PlainText)
         # a fixed width: in a crowded status bar Qt squeezed it until its text wrapped over the bar
         self.progress = QProgressBar(minimumWidth=PROGRESS_WIDTH, maximumWidth=PROGRESS_WIDTH, maximum=1000)
@@ -422,7 +422,9 @@ class MainWindow(QMainWindow):
 
     def _show_new(self) -> None:
         self.new_button.setText(f"+{len(self._new_ids):,} new")
-        self.new_button.setStyleSheet(f"color: {theme().new}; font-weight: bold;")  # the map's ring colour
+        style = f"color: {theme().new}; font-weight: bold;"  # the map's ring colour
+        if self.new_button.styleSheet() != style:  # (a refresh comes every second under writes)
+            self.new_button.setStyleSheet(style)
         self.new_button.setVisible(bool(self._new_ids))
 
     def select_new(self) -> None:
@@ -483,10 +485,11 @@ class MainWindow(QMainWindow):
         self.status_model.setText(f"{model} ({dim}-d)" if model else "no embeddings")
         self.status_ro.setText("READ-ONLY" if s.read_only else "writable")
         self.status_ro.setToolTip(plain_tooltip(s.read_only_reason or "edits are written to this file"))
-        self.status_ro.set_pick((lambda t: t.alarm) if s.read_only else (lambda t: t.ok))
-        font = self.status_ro.font()
-        font.setBold(s.read_only)
-        self.status_ro.setFont(font)
+        if self.status_ro.font().bold() != s.read_only:  # (asked at every live refresh: changed only when it changes)
+            font = self.status_ro.font()
+            font.setBold(s.read_only)
+            self.status_ro.setFont(font)
+            self.status_ro.set_pick((lambda t: t.alarm) if s.read_only else (lambda t: t.ok))
         self.setWindowTitle(f"memviz — {label(s.path)}{' [read-only]' if s.read_only else ''}")
 
     # ------------------------------------------------------------ opening (app/controllers/store_opener.py)
