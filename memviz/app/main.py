@@ -69,8 +69,7 @@ def scratch_window(size=(1500, 950), umap: bool = False):
     from PySide6.QtCore import QSettings
 
     from memviz.app.window import MainWindow
-    win = MainWindow(QSettings(os.path.join(tempfile.mkdtemp(), "memviz.ini"), QSettings.IniFormat))
-    win.map.auto_umap = umap
+    win = MainWindow(QSettings(os.path.join(tempfile.mkdtemp(), "memviz.ini"), QSettings.IniFormat), auto_umap=umap)
     win.resize(*size)
     win.show()
     return win

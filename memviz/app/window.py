@@ -63,7 +63,9 @@ class MainWindow(QMainWindow):
     open_failed = Signal(str, str)
     copied = Signal(str)  # the redacted target of a finished File ▸ Copy store to…
 
-    def __init__(self, settings: QSettings | None = None) -> None:
+    def __init__(self, settings: QSettings | None = None, auto_umap: bool = True) -> None:
+        """`auto_umap`: the map starts UMAP by itself once a store is shown (scripts and
+        benchmarks that time something else turn it off)."""
         super().__init__()
         self.settings = settings if settings is not None else QSettings()
         self.state = AppState()
@@ -82,6 +84,7 @@ class MainWindow(QMainWindow):
         self.timeline = TimelinePanel(self.state)
         self.graph = GraphPanel(self.state, self.workers)
         self.map = MapPanel(self.state, self.workers)
+        self.map.auto_umap = auto_umap
         self.query = QueryPanel(self.state, self.workers)
         self.table = TablePanel(self.state, self.workers)
         self.detail = DetailPanel(self.state)
