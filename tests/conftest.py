@@ -15,6 +15,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from declared import declared  # noqa: E402
 from fake_openai import FakeOpenAI  # noqa: E402
+from hypothesis import settings as hypothesis_settings  # noqa: E402
 from packaging.requirements import Requirement  # noqa: E402
 
 import memviz.store as ms  # noqa: E402
@@ -28,6 +29,13 @@ _IMPORTS_CHECKED_IN = 600  # seconds the session waits for the import check (col
 _IMPORT_CHECK = pytest.StashKey[subprocess.Popen]()
 _NOT_COLLECTED = pytest.StashKey[list]()  # no-Qt run: modules left out because they import Qt
 _SKIPS: list = []  # the session's skipped reports (collection and tests)
+
+# Property tests draw the same examples in every run, so a run's verdict is about the code, not
+# the draw; `--hypothesis-profile=explore` draws fresh examples (and more of them) to look for new
+# failures, which then become explicit cases.
+hypothesis_settings.register_profile("repeatable", derandomize=True, print_blob=True)
+hypothesis_settings.register_profile("explore", derandomize=False, max_examples=1000, print_blob=True)
+hypothesis_settings.load_profile("repeatable")
 
 
 def pytest_addoption(parser):

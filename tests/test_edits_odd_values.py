@@ -136,9 +136,10 @@ def _different(store, column: str) -> tuple[str, object]:
     """A guarded column and a plain value for it that shows differently from what is shown now."""
     col = column if column in GUARDED else "importance"
     now = store.get(MID)
-    value = {"importance": 9.5 if now["importance"] != 9.5 else 1.5, "confidence": 0.25, "decay_rate": 0.75,
-             "valid_until": 1_650_000_000 if now["valid_until"] is not None else None}[col]
-    assert shown_value(value, col) != shown_value(now[col], col)
+    # the agent's odd value may itself read as one of the candidates (" 0.25 " is 0.25): take another
+    candidates = {"importance": (9.5, 1.5), "confidence": (0.25, 0.75), "decay_rate": (0.75, 0.25),
+                  "valid_until": (1_650_000_000, 1_600_000_000) if now["valid_until"] is not None else (None,)}[col]
+    value = next(v for v in candidates if shown_value(v, col) != shown_value(now[col], col))
     return col, value
 
 
