@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,7 @@ from memviz.app.controllers.judge_controller import user_name
 from memviz.app.dialogs.help_dialogs import ShortcutsDialog
 from memviz.app.dialogs.judge_dialogs import SaveJudgedDialog
 from memviz.edits import History
+from memviz.judge import JudgedSet
 from memviz.judge.stored import read_file_for, read_set, save_set
 from memviz.session.query import Query
 from memviz.store.clock import store_clock
@@ -392,3 +394,38 @@ def test_deleting_a_judged_query_and_a_set_is_undone_from_the_edit_menu(qtbot, m
     win.undo_action.trigger()
     qtbot.waitUntil(lambda: dict(store.judged_sets()).get("sample") == 18, timeout=WAIT)
     assert read_set(store, "sample").by_id()["tom-food"].query == "What food does Tom like?"
+
+
+def test_a_corrected_memory_keeps_its_grade_on_the_new_one(qtbot, make_window, judged_sample):
+    """Correct a memory graded for the query on screen: the memory that replaces it shows the
+    grade (↳★★) in the results, and the readout measures it as the relevant one (the judged
+    query asked now, not at a moment before the correction)."""
+    store = ms.open(judged_sample)
+    jq = read_set(store, "sample").by_id()["lina-allergy"]
+    History(store).perform(save_set(JudgedSet("sample", (replace(jq, as_of=None),))))
+    store.close()
+    win = make_window(judged_sample)
+    show_judged(qtbot, win)
+    t = win.judge.tuning
+    readout(qtbot, win)
+    win.judge.choose_query("lina-allergy")
+    qtbot.waitUntil(lambda: t.readout.query_id == "lina-allergy" and not win.workers.running("query"), timeout=WAIT)
+    fact = "2bd8145952a1a97f1c13f92fc6525f03"   # "Lina is allergic to peanuts; …", graded 2
+    assert win.judge.book.grade(fact) == 2
+    was = t.readout.now.per_query["lina-allergy"]
+    win.state.select_ids([fact])
+    menu = win.context_menu_for([fact])
+    next(a for a in menu.actions() if a.objectName() == "edit_correct").trigger()
+    dlg = win.edits.dialog
+    dlg.new_text.setPlainText(dlg.old_text.toPlainText() + " Confirmed by her doctor in March.")
+    ev = t.evaluator
+    dlg.accept()
+    qtbot.waitUntil(lambda: win.undo_stack.count() == 1, timeout=WAIT)
+    new = next(m for m in win.state.selected_ids if m != fact)
+    assert win.judge.grade_text(new) == "↳★★" and win.judge.grade_text(fact) == "★★"
+    # the measure moved the saved grade to the new memory too: the query's figures hold
+    qtbot.waitUntil(lambda: t.evaluator is not None and t.evaluator is not ev and t.readout is not None
+                    and t.readout.evaluator is t.evaluator, timeout=WAIT)
+    assert dict(t.evaluator.measured.by_id()["lina-allergy"].relevant).get(new) == 2
+    assert fact not in t.evaluator.measured.by_id()["lina-allergy"].relevant
+    assert t.readout.now.per_query["lina-allergy"]["recall@10"] == was["recall@10"]

@@ -134,7 +134,7 @@ class MainWindow(QMainWindow):
         self.judge.run_requested.connect(self.query.run)
         self.judge.choices_changed.connect(self.query.set_parameter_choices)
         self.judge.marks_changed.connect(self.query.results.reformat)
-        self.edits.edited.connect(lambda _out: self.judge.read_records())
+        self.edits.edited.connect(self.judge.edited)
         self.add_context_provider(self.judge.context_actions)
         self.query.results.add_column(self.judge.grade_column())
         self.query.show_column("grade", self.judge.judging())

@@ -56,6 +56,9 @@ class Outcome:
     text: str
     ids: list[str] = field(default_factory=list)
     warning: str | None = None  # something the user must be told (e.g. no embedding was made)
+    #: old id -> the new memory that now stands for it (a correction that supersedes): what a
+    #: grade given to the old one is shown on
+    replaced: dict[str, str] = field(default_factory=dict)
 
 
 def shown_id(memory_id: str) -> str:
@@ -348,7 +351,8 @@ class Correct(Action):
                                       expected=expected, note=self.note)
         if self.in_place:
             return Outcome(f"Corrected {shown_id(self.old_id)} in place", [self.old_id], warning)
-        return Outcome(f"Corrected {shown_id(self.old_id)}: new memory {shown_id(self.new_id)}", [self.old_id, self.new_id], warning)
+        return Outcome(f"Corrected {shown_id(self.old_id)}: new memory {shown_id(self.new_id)}", [self.old_id, self.new_id], warning,
+                       {self.old_id: self.new_id})
 
     @property
     def in_place(self) -> bool:
@@ -384,7 +388,8 @@ class Correct(Action):
                           action="redo:" + self.name, note=self.note,
                           expected={self.new_id: {"valid_until": self.undone_at, "content": self.content},
                                     self.old_id: {"valid_until": None}})
-        return Outcome(f"Redone: correction of {shown_id(self.old_id)}", [self.old_id, self.new_id])
+        return Outcome(f"Redone: correction of {shown_id(self.old_id)}", [self.old_id, self.new_id],
+                       replaced={self.old_id: self.new_id})
 
 
 def embed_for_store(store, text: str, embedder: Embedder | None = None, *, embedded: tuple | None = None):

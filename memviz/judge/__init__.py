@@ -4,6 +4,7 @@ cross-validated fit of a preset's parameters. Qt-free. Without the engine (ranki
 metric function come in, numbers go out):
 
   model.py    JudgedQuery, JudgedSet (validated on construction)
+  successors.py  a corrected memory's grades moved to what replaced it (Successors.follow)
   files.py    JSON Lines and TREC qrels + topics, read all or nothing (JudgedFileError)
   metrics.py  evaluate / Evaluator: ndcg@K, recall@K, p@K, mrr
   compare.py  wins and losses against a baseline; top-k entries and exits; near misses

@@ -61,6 +61,7 @@ from .compare import TopKChange, WinsLosses, held_back_by, top_k_changes, wins_l
 from .fit import LOG, LOG_COMPLEMENT, Knob
 from .metrics import Evaluation, Evaluator, measure
 from .model import JudgedQuery, JudgedSet
+from .successors import Successors
 
 #: how deep rankings go (mrr reads down to the first relevant memory within it)
 DEPTH = 100
@@ -220,7 +221,6 @@ class JudgedEvaluator:
         self.query_ids = judged.ids
         #: the depths candidates are pruned for: the evaluator's, and SHALLOW (a fit's nDCG@10)
         self.levels = tuple(sorted({self.depth, min(SHALLOW, self.depth)}))
-        self._by_id = judged.by_id()
         self._ids = np.asarray(self.arrays.ids)
         self.timings: dict[str, float] = {}
         t0 = time.perf_counter()
@@ -232,6 +232,7 @@ class JudgedEvaluator:
         self._groups: dict[tuple, _Group] = {}
         self._queries: list[_Query] = []
         self._cos: dict[str, np.ndarray] = {}   # query id -> its cosines (float32) from the batch product
+        self._successors = Successors(store.supersede_links())
         self._precompute(task.part(0.1, 1.0))
         self.timings["precompute"] = time.perf_counter() - t0
         task.progress(1.0, f"{len(self._queries)} judged queries ready")
@@ -275,13 +276,28 @@ class JudgedEvaluator:
                     problems.append(f"query {q.id!r}: {e}")
                     continue
                 group = self._group_of(q, qp, comps) if self._linear else None
-                self._queries.append(self._prepare_query(q, qp, comps, group))
+                self._queries.append(self._prepare_query(self._followed(q, comps.rows), qp, comps, group))
         if problems:
             raise ValueError(f"{len(problems)} judged quer{'y' if len(problems) == 1 else 'ies'} cannot be ranked: "
                              + "; ".join(problems[:5]) + (" …" if len(problems) > 5 else ""))
+        #: the set as measured (`judged` stays the set given): each query's grades of corrected
+        #: memories moved to what replaced them
+        self.measured = JudgedSet(self.judged.name, tuple(q.judged for q in self._queries))
         self._index = {q.judged.id: q for q in self._queries}
         if self._linear and self.searchable:
             self._check_relevance_is_query_only()
+
+    def _followed(self, q: JudgedQuery, rows: np.ndarray) -> JudgedQuery:
+        """`q` with the grades of its corrected memories on their successors (successors.py)."""
+        if not any(m in self._successors for m in q.relevant):
+            return q
+        candidate = np.zeros(len(self.arrays), bool)
+        candidate[rows] = True
+
+        def is_candidate(memory_id: str) -> bool:
+            i = self.arrays.index_of(memory_id)
+            return i is not None and bool(candidate[i])
+        return self._successors.follow(q, is_candidate)
 
     def _vectors(self, queries: list[JudgedQuery]) -> list[np.ndarray | None]:
         """Each query's vector (None: it has none — no embedder, or an example without one)."""
@@ -609,7 +625,7 @@ class JudgedEvaluator:
     def _evaluator(self, measures: tuple[str, ...]) -> Evaluator:
         ev = self._evaluators.get(measures)
         if ev is None:
-            ev = self._evaluators[measures] = Evaluator(self.judged.qrels(), measures)
+            ev = self._evaluators[measures] = Evaluator(self.measured.qrels(), measures)
         return ev
 
     def metrics(self, params: Params, measures: Iterable[str] | None = None) -> Evaluation:

@@ -73,6 +73,9 @@ class Marks:
     saved: dict[str, int] = field(default_factory=dict)
     set_name: str | None = None
     query_id: str | None = None
+    #: grades shown on memories that replaced a graded one (a correction): not the user's marks,
+    #: never saved; the measure moves the saved grade the same way (judge/successors.py)
+    inherited: dict[str, int] = field(default_factory=dict)
 
     @property
     def dirty(self) -> bool:
@@ -134,6 +137,24 @@ class MarkBook:
     def grade(self, memory_id: str) -> int | None:
         m = self.marks
         return None if m is None else m.grades.get(memory_id)
+
+    def inherited(self, memory_id: str) -> int | None:
+        """The grade `memory_id` shows for the query on screen because it replaced a memory
+        graded for it (None: it replaced none, or it has a mark of its own)."""
+        m = self.marks
+        return None if m is None or memory_id in m.grades else m.inherited.get(memory_id)
+
+    def follow(self, replaced: dict[str, str]) -> None:
+        """Memories replaced by others (old id -> new id, a correction): every query's grade of an
+        old one is shown on its replacement."""
+        hit = False
+        for m in self.by_query.values():
+            for old, new in replaced.items():
+                grade = m.grades.get(old, m.inherited.get(old))
+                if grade is not None and new != old:
+                    m.inherited[new], hit = grade, True
+        if hit:
+            self.changed.emit()
 
     def mark(self, ids: Iterable[str], grade: int | None) -> Marks:
         """Grade `ids` for the query on screen (None: take the mark off). ValueError when no

@@ -188,6 +188,12 @@ class JudgeController(QObject):
             self.tuning.stale = True
             self._reprepare.request()
 
+    def edited(self, outcome) -> None:
+        """A step of the history was taken (an edit, an undo, a save of marks): a corrected
+        memory's grades show on what replaced it; the judged sets are read again."""
+        self.book.follow(outcome.replaced)
+        self.read_records()
+
     def read_records(self, choose_first: bool = False) -> None:
         """Read the store's judged sets, the one measured and the saved parameter sets again (after
         an open, or a step of the history: a save, a delete, an undo)."""
@@ -418,15 +424,21 @@ class JudgeController(QObject):
     def grade_column(self) -> ResultColumn:
         """The results' column of the user's grades for the query on screen."""
         def color(text: str):
-            return None if not text else style.color(style.theme().down if text == "✕" else style.theme().up)
+            return None if not text else style.color(style.theme().down if text.endswith("✕") else style.theme().up)
         return ResultColumn("grade", lambda m, i, r: self.grade_text(m.data_.arrays.ids[r]), 44, 40,
                             "Your grade for the query on screen: ★★ highly relevant (2), ★ relevant (1), ✕ not "
-                            "relevant (0). Keys 2, 1, 0 grade the selected results; Backspace clears", right=False,
+                            "relevant (0); ↳ the grade of the memory this one corrected (the measure moves it here "
+                            "for queries asked after the correction). Keys 2, 1, 0 grade the selected results; "
+                            "Backspace clears", right=False,
                             color=color)
 
     def grade_text(self, memory_id: str) -> str:
         """What the results' grade column shows for a memory (its mark for the query on screen)."""
-        return grade_mark(self.book.grade(memory_id))
+        own = self.book.grade(memory_id)
+        if own is not None:
+            return grade_mark(own)
+        inherited = self.book.inherited(memory_id)
+        return "" if inherited is None else "↳" + grade_mark(inherited)
 
     # ------------------------------------------------------------ saving marks
     def save_refusal(self) -> str | None:
