@@ -26,6 +26,10 @@ the same store opened afresh in a new process, threads and open files at start a
 garbage collector's pauses (count, longest, total per generation), then the GUI thread's stack
 every 20 ms of each event-loop stall over 80 ms (a watcher thread samples it), the most frequent
 first.
+`--events FILE`: every event the GUI thread handles is timed (its CPU time, nested: a refresh's
+queued call, a timer, each widget's paint inside an update request), and for every gap between
+two ticks in which the GUI thread ran over EVENTS_OVER_S, the events of that gap over 1 ms go to
+FILE as a tree: which turn, which panel's paint or timer, how long.
 
 Stores come from bench/app.py's generator, kept under $TMPDIR/memviz-bench/ (a fresh copy per
 case). The machine may be shared: the figures are as measured; they are on the manual's
@@ -119,6 +123,61 @@ class StallWatch:
                 f.write(f"--- {count} samples ({count * 20} ms)\n{stack}\n")
 
 
+EVENTS_OVER_S = 0.035  # --events: the gaps in which the GUI thread ran longer than this
+
+
+def timed_app():
+    """The QApplication, made before make_app() (which takes it), with every event the GUI thread
+    handles timed: `app.events` (an EventTimes)."""
+    import threading
+
+    from PySide6.QtCore import QEvent
+    from PySide6.QtWidgets import QApplication
+
+    gui = threading.get_ident()
+
+    class EventTimes:
+        def __init__(self) -> None:
+            self.depth, self.done, self.out = 0, [], None
+
+        def label(self, obj, ev) -> str:
+            try:
+                names, o = [], obj
+                while o is not None and len(names) < 3:
+                    names.append(type(o).__name__ + (f"#{o.objectName()}" if o.objectName() else ""))
+                    o = o.parent()
+                return f"{QEvent.Type(ev.type()).name} {'<'.join(names)}"
+            except RuntimeError:  # (deleted meanwhile)
+                return f"{int(ev.type())} ?"
+
+        def gap(self, since: float, busy: float, gap: float) -> None:
+            """The events since thread time `since`, when the thread ran over 35 ms in this gap."""
+            if busy > EVENTS_OVER_S and self.out is not None:
+                self.out.write(f"=== GUI thread {1000 * busy:.0f} ms in a gap of {1000 * gap:.0f} ms at {time.time():.3f}\n")
+                for depth, t0, d, text in sorted(self.done, key=lambda r: r[1]):
+                    if t0 >= since:
+                        self.out.write(f"{'  ' * depth}{1000 * d:6.1f} {text}\n")
+            self.done.clear()
+
+    class App(QApplication):
+        def notify(self, obj, ev):
+            if threading.get_ident() != gui:
+                return super().notify(obj, ev)
+            t0 = time.thread_time()
+            self.events.depth += 1
+            try:
+                return super().notify(obj, ev)
+            finally:
+                self.events.depth -= 1
+                d = time.thread_time() - t0
+                if d > 0.001:
+                    self.events.done.append((self.events.depth, t0, d, self.events.label(obj, ev)))
+
+    app = App([sys.argv[0]])
+    app.events = EventTimes()
+    return app
+
+
 # ------------------------------------------------------------------ the writer process
 WRITER = os.path.join(os.path.dirname(HERE), "tests", "agent_writer.py")
 MIX = "insert=20,recall=2,rewrite=1,delete=0.1,tag=0.1"  # an agent as the issue measured it (per second)
@@ -174,7 +233,7 @@ def pump(until, seconds: float) -> bool:
 
 
 def run_case(app, template: str, n: int, case: dict) -> dict:
-    """One case in this process: `case` holds rate, seconds, umap, recall_only, query, mix, profile."""
+    """One case in this process: `case` holds rate, seconds, umap, recall_only, query, mix, profile, events."""
     from PySide6.QtCore import QTimer
 
     from memviz.app.main import open_and_wait, scratch_window
@@ -215,6 +274,9 @@ def run_case(app, template: str, n: int, case: dict) -> dict:
     gaps, last = {"50": 0, "100": 0, "longest": 0.0, "busy100": 0, "busiest": 0.0}, [time.monotonic(), time.thread_time()]
 
     watch = StallWatch() if case["profile"] else None
+    events = app.events if case.get("events") else None
+    if events is not None:
+        events.out = open(case["events"], "w")
 
     def tick():
         t, ran = time.monotonic(), time.thread_time()
@@ -226,6 +288,8 @@ def run_case(app, template: str, n: int, case: dict) -> dict:
         gaps["longest"] = max(gaps["longest"], gap)
         gaps["busy100"] += busy > 0.100
         gaps["busiest"] = max(gaps["busiest"], busy)
+        if events is not None:
+            events.gap(last[1], busy, gap + 0.010)
         last[0], last[1] = t, ran
     timer = QTimer(interval=10, timeout=tick)
     timer.start()
@@ -256,6 +320,9 @@ def run_case(app, template: str, n: int, case: dict) -> dict:
         open(log, "w").close()
         pump(lambda: False, seconds)
     cpu1, t1 = cpu_s(), time.monotonic()
+    if events is not None:
+        events.out.close()
+        events.out = None
     if profile is not None:
         profile.disable()
         profile.dump_stats(case["profile"])
@@ -319,6 +386,7 @@ def main(argv=None) -> int:
     ap.add_argument("--query", action="store_true", help="a query (by a memory) on screen, brought up to date after writes")
     ap.add_argument("--sample-every", type=float, default=300, help="seconds between samples of RSS, threads and fds")
     ap.add_argument("--profile", default="", help="a cProfile of the window's GUI thread while the agent writes, to this file")
+    ap.add_argument("--events", default="", help="the GUI thread's events in each gap it ran over 35 ms, to this file")
     args = ap.parse_args(argv)
     rows = []
     rates = [1.0] if args.agent else [float(x) for x in args.rates.split(",")]
@@ -326,7 +394,7 @@ def main(argv=None) -> int:
         template_for(n)
         for rate in rates:
             case = {"rate": rate, "seconds": args.seconds, "umap": args.umap, "recall_only": args.recall_only,
-                    "query": args.query, "mix": args.mix if args.agent else None, "profile": args.profile,
+                    "query": args.query, "mix": args.mix if args.agent else None, "profile": args.profile, "events": args.events,
                     "sample_s": args.sample_every}
             # each case in its own process: its RSS is its own, not what the previous case left
             got = subprocess.run([sys.executable, os.path.abspath(__file__), "--case", str(n), json.dumps(case)],
@@ -357,6 +425,8 @@ if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--case":
         from memviz.app.main import make_app
 
+        if json.loads(sys.argv[3]).get("events"):
+            timed_app()
         _app = make_app()   # the window's process as `memviz` runs it (GIL switch interval included)
         print(json.dumps(run_case(_app, template_for(int(sys.argv[2])), int(sys.argv[2]), json.loads(sys.argv[3]))))
         sys.exit(0)

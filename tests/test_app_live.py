@@ -322,6 +322,21 @@ def test_new_rows_enter_the_sorted_table_where_a_full_sort_puts_them(qtbot, live
     np.testing.assert_array_equal(live_order, t.model.order)
 
 
+def test_a_refresh_leaves_the_tables_new_rows_to_an_event_loop_turn_of_their_own(qtbot, live):
+    """The window's work for one refresh is spread over event-loop turns (input and paints come
+    between): when rows_changed has run, the table has not put the new rows in its order yet; a
+    later turn does, and then it holds every row."""
+    win, path = live
+    t = win.table
+    at_refresh = []  # (rows added, rows in the table's order, rows in the store) as each refresh ends
+    win.state.rows_changed.connect(lambda d: at_refresh.append((len(d.added), len(t.model.order), win.state.data.n)))
+    out = finished(qtbot, agent(path, "--rate", "20", "--seconds", "1"))
+    caught_up(qtbot, win, path)
+    assert sum(added for added, _, _ in at_refresh) == len(out["inserted"]) > 0
+    assert all(shown < n for added, shown, n in at_refresh if added)
+    assert len(t.model.order) == win.state.data.n == 300 + len(out["inserted"])
+
+
 def test_the_table_count_follows_new_rows_that_no_filter_lets_through(qtbot, live):
     """'N of M': M is every memory now, even when none of the agent's new rows passes the search."""
     win, path = live

@@ -222,3 +222,37 @@ def test_restyling_points_draws_what_set_data_with_their_new_styles_draws(plot, 
     if z:
         assert not item.restyle([0], [(codes[0] + 1) % 3], size=size[0])
     assert drawn(item) == before
+
+
+@pytest.mark.parametrize("z", [False, True])
+def test_the_first_append_after_set_data_writes_below_the_points_without_copying_them(z):
+    """A live refresh's new points go into the spare rows of the arrays set_data made: the points
+    already drawn are not copied (a million of them on the GUI thread, at the first refresh after
+    every redraw)."""
+    styles = [{"brush": pg.mkBrush(*c), "pen": None, "z": (i if z else 0)} for i, c in enumerate((RED, BLUE))]
+    item = PointsItem()
+    x, y = np.arange(1000.0), np.arange(1000.0) % 7
+    codes = np.arange(1000) % 2
+    item.set_data(x, y, codes, styles, size=6)
+    held = (item._x, item._y, item._entry) + (() if item._pos is None else (item._pos,))
+    assert item.append([5.0, 6.0], [1.0, 2.0], [1, 1], size=6)
+    now = (item._x, item._y, item._entry) + (() if item._pos is None else (item._pos,))
+    assert all(np.shares_memory(a, b) for a, b in zip(held, now))
+    np.testing.assert_array_equal(item.get_data()[0], np.r_[x, 5.0, 6.0])
+
+
+def test_a_panels_points_take_new_rows_without_copying_the_drawn_ones(qtbot):
+    """ScatterPanel.add_points after set_points (a redraw): the points' coordinates, rows and the
+    row -> point table grow into spare rows made with them."""
+    from memviz.app.plots.scatter_panel import ScatterPanel
+    from memviz.session.state import AppState
+
+    panel = ScatterPanel(AppState())
+    qtbot.addWidget(panel)
+    panel.set_points(np.arange(1000.0), np.zeros(1000), np.arange(1000))
+    assert list(panel.point_of_rows(np.array([3, 999]))) == [3, 999]  # (the table is made)
+    held = (panel.x, panel.y, panel.rows, panel._row_to_point)
+    panel.add_points(np.array([1.0, 2.0]), np.array([3.0, 4.0]), np.array([1000, 1001]))
+    now = (panel.x, panel.y, panel.rows, panel._row_to_point)
+    assert all(np.shares_memory(a, b) for a, b in zip(held, now))
+    assert list(panel.point_of_rows(np.array([1001, 3]))) == [1001, 3]

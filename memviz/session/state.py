@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from memviz.retrieval.params import Params
-from memviz.session.buffers import ColumnGrowth
+from memviz.session.buffers import ColumnGrowth, with_room
 from memviz.store import MemoryArrays, Provenance
 from memviz.store.changes import ChangeToken, token_now
 from memviz.store.interface import MemoryStore
@@ -139,7 +139,9 @@ def load_store_data(store: MemoryStore, snapshot: bool = False) -> StoreData:
     kinds = sorted(counts["by_kind"], key=lambda k: -sum(counts["by_kind"][k]))
     agents = sorted(counts["by_agent"], key=lambda a: -sum(counts["by_agent"][a]))
     data = StoreData(store=store, arrays=arrays, provenance_=None, counts=counts, kinds=kinds, agents=agents,
-                     kind_codes=category_codes(kind, kinds), agent_codes=category_codes(agent, agents), token=token)
+                     # (with spare rows, like the columns: a live refresh's new codes are written below them)
+                     kind_codes=with_room(category_codes(kind, kinds)), agent_codes=with_room(category_codes(agent, agents)),
+                     token=token)
     data.map_start  # noqa: B018 - computed here, in the loading thread
     return data
 

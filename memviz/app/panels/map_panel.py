@@ -26,7 +26,7 @@ from memviz.app.plots.points_item import PointsItem
 from memviz.app.plots.scatter_panel import ScatterPanel
 from memviz.app.workers import PacedCall, Workers
 from memviz.blas import one_blas_thread
-from memviz.session.buffers import grow
+from memviz.session.buffers import grow, with_room
 from memviz.session.state import AppState, StoreData
 from memviz.store.errors import StoreError
 
@@ -170,7 +170,7 @@ class MapPanel(ScatterPanel):
             self.redraw(fit=True)
             return
         coords, method = data.map_start
-        self._set_coords(coords.copy(), method)
+        self._set_coords(with_room(coords), method)  # (a copy with spare rows: refreshes append below)
         n_emb = int(data.arrays.has_embedding.sum())
         self.umap_button.setEnabled(n_emb >= UMAP_MIN_POINTS)
         if not method.startswith("UMAP") and n_emb >= UMAP_MIN_POINTS:
@@ -313,7 +313,7 @@ class MapPanel(ScatterPanel):
         """`old_coords` (rows of `old_arrays`) moved to the rows of the current arrays, by id; NaN
         for memories that were not there."""
         a = self.state.data.arrays
-        out = np.full((len(a), 2), np.nan, np.float32)
+        out = with_room(np.full((len(a), 2), np.nan, np.float32))  # (spare rows: refreshes append below)
         if old_arrays is a or (len(old_arrays) <= len(a) and np.array_equal(old_arrays.rowid, a.rowid[:len(old_arrays)])
                                and list(old_arrays.ids[-1:]) == list(a.ids[len(old_arrays) - 1:len(old_arrays)])):
             out[:len(old_coords)] = old_coords[:len(a)]  # rows only appended since: same indices

@@ -282,8 +282,12 @@ class TablePanel(QWidget):
         self._sort = (3, Qt.AscendingOrder)
         self._applying = False
         self._refilter_timer = QTimer(self, singleShot=True, interval=150, timeout=self.refilter)
-        self._live = PacedCall(lambda: self.refilter(keep_top=self._live_top), self)  # coalesced and paced
+        # a refresh's rows enter the order in a later event-loop turn than the refresh's own (the
+        # panels' work for one refresh is spread over turns: input and paints come between),
+        # coalesced and paced
+        self._live = PacedCall(self._live_update, self)
         self._live_top: str | None = None
+        self._owed: list = []  # deltas whose rows are not in the order yet
         self.search.textChanged.connect(lambda: self._refilter_timer.start())
         self.kind.currentIndexChanged.connect(lambda: self.refilter())
         self.view.selectionModel().selectionChanged.connect(self._view_selection_changed)
@@ -336,9 +340,18 @@ class TablePanel(QWidget):
         self.kind.blockSignals(True)
         self.kind.addItems([k for k in self.state.data.kinds if k not in known])
         self.kind.blockSignals(False)
+        self._owed.append(delta)
+        self._live.request()
+
+    def _live_update(self) -> None:
+        """The rows of the refreshes since the last update into the order (`_insert`, one delta
+        after the other), or, when that cannot be done, filtered and sorted again."""
+        owed, self._owed = self._owed, []
+        if not owed:
+            return  # (a refilter took them meanwhile)
         busy = self.workers is not None and self.workers.running("table")  # its order misses these rows
-        if busy or self._live.isActive() or not self._insert(delta):
-            self._live.request()
+        if busy or not all(self._insert(delta) for delta in owed):
+            self.refilter(keep_top=self._live_top)  # (every row: the deltas left are in it)
 
     def _insert(self, delta) -> bool:
         """New rows into the sorted order where they belong, and changed rows whose sorted or
@@ -407,6 +420,7 @@ class TablePanel(QWidget):
         """Filter and sort again; `keep_top`: the memory to keep at the top of the viewport (a
         refresh), instead of scrolling to the current row."""
         data = self.state.data
+        self._owed = []  # (the rows of every refresh so far are filtered and sorted here)
         if data is None:
             self.count.setText("")
             return

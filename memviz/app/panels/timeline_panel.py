@@ -183,7 +183,7 @@ class TimelinePanel(ScatterPanel):
             return False
         points = self.point_of_rows(np.unique(rows))
         rows = self.rows[points]
-        codes, _ = style.kind_styles(data, rows)
+        codes = style.kind_codes(data, rows)  # (the styles drawn stay)
         return self.points.restyle(points, codes, size=style.importance_sizes(data.arrays.importance[rows]))
 
     def _append(self, rows: np.ndarray) -> bool:
@@ -194,7 +194,7 @@ class TimelinePanel(ScatterPanel):
         if not self.state.show_retired:
             rows = rows[np.isnan(data.arrays.valid_until[rows])]
         x, y = self._positions(rows)
-        codes, _ = style.kind_styles(data, rows)
+        codes = style.kind_codes(data, rows)  # (the styles drawn stay)
         if not self.points.append(x, y, codes, size=style.importance_sizes(data.arrays.importance[rows])):
             return False
         self.add_points(x, y, rows)

@@ -21,7 +21,7 @@ from PySide6.QtCore import QRectF
 from PySide6.QtGui import QImage, QPaintEngine, QPainter, QPixmap, QTransform
 from shiboken6 import wrapInstance
 
-from memviz.session.buffers import grow
+from memviz.session.buffers import grow, taken, with_room
 
 VECTOR_ENGINES = {QPaintEngine.Type.SVG, QPaintEngine.Type.Pdf, QPaintEngine.Type.Picture}  # exports: draw as vectors
 _SIZE_STEP = 0.5  # sizes are rounded to this many pixels: a handful of atlas entries
@@ -70,8 +70,9 @@ class PointsItem(pg.GraphicsObject):
         for k in uniq.tolist():
             self._new_entry(k // n_steps, k % n_steps)
         self._cache = None
-        self._pos = None if not (n and np.ptp(z)) else np.argsort(order)
-        self._x, self._y, self._entry = x[order], y[order], entry.ravel().astype(np.int64)
+        # with spare rows: a live refresh's append writes below them, copying none (see buffers.py)
+        self._pos = None if not (n and np.ptp(z)) else with_room(np.argsort(order))
+        self._x, self._y, self._entry = taken(x, order), taken(y, order), with_room(entry.ravel().astype(np.int64))
         key = [(sym, size, pen.color().rgba(), pen.widthF(), int(pen.style().value), brush.color().rgba(),
                 int(brush.style().value)) for sym, size, pen, brush in self._entries]
         if key != self._atlas_key:  # the same symbols (a live refresh): the atlas stays

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QApplication, QGraphicsItem, QGraphicsPathItem, QH
 from memviz.app.plots import style
 from memviz.app.plots.density_item import DensityPointsItem
 from memviz.app.plots.points_item import PointsItem
-from memviz.session.buffers import grow
+from memviz.session.buffers import grow, with_room
 from memviz.session.state import AppState
 
 PICK_PIXELS = 8
@@ -172,7 +172,9 @@ class ScatterPanel(QWidget):
 
     # ------------------------------------------------------------ points
     def set_points(self, x: np.ndarray, y: np.ndarray, rows: np.ndarray) -> None:
-        self.x, self.y, self.rows = np.asarray(x, float), np.asarray(y, float), np.asarray(rows, np.int64)
+        # copies with spare rows: a live refresh's add_points writes below them (see buffers.py)
+        self.x, self.y = with_room(np.asarray(x, float)), with_room(np.asarray(y, float))
+        self.rows = with_room(np.asarray(rows, np.int64))
         self._row_to_point = None
 
     def add_points(self, x: np.ndarray, y: np.ndarray, rows: np.ndarray) -> None:
@@ -207,7 +209,7 @@ class ScatterPanel(QWidget):
         """Indices of the drawn points showing these rows (rows not drawn are skipped)."""
         if self._row_to_point is None:
             n = 0 if self.state.data is None else self.state.data.n
-            lut = np.full(max(n, int(self.rows.max()) + 1 if len(self.rows) else 0), -1, np.int64)
+            lut = with_room(np.full(max(n, int(self.rows.max()) + 1 if len(self.rows) else 0), -1, np.int64))
             lut[self.rows] = np.arange(len(self.rows))
             self._row_to_point = lut
         rows = np.asarray(rows, np.int64)

@@ -251,15 +251,19 @@ def importance_sizes(importance: np.ndarray, small: float = 4.0, large: float = 
     return small + step * (large - small) / (N_SIZES - 1)
 
 
+def kind_codes(data, rows: np.ndarray, dim: np.ndarray | None = None) -> np.ndarray:
+    """The codes kind_styles gives `rows` (a live refresh's new rows, drawn in styles made before)."""
+    k = len(data.kinds) + 1
+    retired = ~np.isnan(data.arrays.valid_until[rows])
+    pale = np.zeros(len(rows), bool) if dim is None else np.asarray(dim, bool)
+    return data.kind_codes[rows] + k * (retired.astype(np.int64) + 2 * pale)
+
+
 def kind_styles(data, rows: np.ndarray, dim: np.ndarray | None = None) -> tuple[np.ndarray, list[dict]]:
     """(codes, styles) for a PointsItem: colour by kind; retired rows hollow and faded; `dim`
     rows (a bool mask over `rows`) pale."""
-    a = data.arrays
     k = len(data.kinds) + 1
-    kind = data.kind_codes[rows]
-    retired = ~np.isnan(a.valid_until[rows])
-    pale = np.zeros(len(rows), bool) if dim is None else np.asarray(dim, bool)
-    codes = kind + k * (retired.astype(np.int64) + 2 * pale)
+    codes = kind_codes(data, rows, dim)
     fill = category_brushes(data.kinds)
     light = category_brushes(data.kinds, alpha=45)
     live_pen = pg.mkPen(color(theme().paper, 160), width=0.5)  # a rim of the background between touching markers
