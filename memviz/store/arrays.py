@@ -344,7 +344,7 @@ _MOSTLY = {"valid_until": "NULL", "confidence": "1.0", "decay_rate": "0.1", "pro
            "model": "?1", "size": "?2"}
 #: the columns of _SQL_AGG's one row, in order: each a JSON array over every row (over the other
 #: rows' [rowid, value] for those of _MOSTLY)
-_AGG_COLUMNS = ("rowid", "id", "kind", "agent", *NUMERIC_COLUMNS, "json_ok", "model", "size", "preview")
+_AGG_COLUMNS = ("rowid", "id", *NUMERIC_COLUMNS, "json_ok", "model", "size", "preview")
 _AGG = {name: i for i, name in enumerate(_AGG_COLUMNS)}
 _SQL_AGG = "SELECT " + ",\n       ".join(
     f"json_group_array(json_array(rowid, {_AGG_EXPR.get(c, c)})) FILTER (WHERE ({_AGG_EXPR.get(c, c)}) IS NOT {_MOSTLY[c]})"
@@ -355,7 +355,14 @@ _FIRST_ROW = ("SELECT " + ", ".join(_AGG_EXPR[c] for c in ("model", "size")) +
 #: time or number column -> whether NULL is a value there (else it is an odd one, as a string is)
 _NULL_IS_VALUE = {"importance": False, "event_time": False, "created_at": False, "last_accessed": True,
                   "valid_until": True, "confidence": False, "decay_rate": False, "access_count": False}
-_AGG_TEXTS = ("kind", "agent", "preview")   # made object arrays ("" for NULL); the model names stay a list
+_AGG_TEXTS = ("preview",)   # made an object array ("" for NULL); the model names stay a list
+# Kinds and agents are a few distinct texts: read as the rows of each (kind, agent), through the
+# index on (agent, kind) where the store has one, not as a string per row (a sixth of the decoding).
+# A GROUP BY takes 5 and 5.0 for one value, so a key that is not text falls back to the JSON of each row.
+_KIND_AGENT = ("SELECT kind, agent, json_group_array(rowid) FROM memories "
+               "GROUP BY agent COLLATE BINARY, kind COLLATE BINARY")   # a NOCASE column's 'Fact' is not 'fact'
+_KIND_AGENT_ROWS = "SELECT json_group_array(kind), json_group_array(agent) FROM memories"
+_NO_INT = "-9223372036854775808"   # int64's least value: stands for null in a column of integers
 
 
 def _pairs(text: str, rowid: np.ndarray) -> tuple[list, np.ndarray]:
@@ -378,6 +385,63 @@ def _spread(values: list, at: np.ndarray, n: int, mostly):
     return out
 
 
+def _numbers(text: str, n: int) -> np.ndarray | None:
+    """A JSON array of `n` integers and nulls (times and counts as an agent writes them) as
+    float64, null as NaN: parsed by numpy, not as a Python object per value. None where it holds
+    anything else (a real, a string, infinity): the caller reads it through _loads."""
+    if '"' in text or "." in text or "e" in text.replace("null", "") or "E" in text:
+        return None
+    nulls = "null" in text
+    if nulls:
+        if _NO_INT in text:
+            return None
+        text = text.replace("null", _NO_INT)
+    body = text[1:-1]
+    if not body.strip():
+        return np.zeros(0) if n == 0 else None
+    try:
+        ints = np.fromstring(body, dtype=np.int64, sep=",")
+    except ValueError:
+        return None
+    if len(ints) != n:
+        return None
+    out = ints.astype(np.float64)
+    if nulls:
+        out[ints == np.iinfo(np.int64).min] = np.nan
+    return out
+
+
+def _kinds_and_agents(conn, rowid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The kind and agent of every row (`rowid`: the scan's, ascending) as object arrays, "" for
+    NULL, each distinct text one object (as one_of_each)."""
+    n = len(rowid)
+    kind, agent = np.empty(n, dtype=object), np.empty(n, dtype=object)
+    groups = conn.execute(_KIND_AGENT).fetchall()
+    if all(type(k) in (str, type(None)) and type(a) in (str, type(None)) for k, a, _ in groups):
+        same: dict = {}
+        filled = 0
+        for k, a, rows in groups:
+            at = _numbers(rows, rows.count(",") + 1 if len(rows) > 2 else 0)
+            if at is None:
+                break
+            want = at.astype(np.int64)
+            at = np.searchsorted(rowid, want)
+            if len(want) and (at.max() >= n or not np.array_equal(rowid[at], want)):
+                break
+            kind[at] = same.setdefault(("k", k or ""), k or "")
+            agent[at] = same.setdefault(("a", a or ""), a or "")
+            filled += len(at)
+        else:
+            if filled == n:
+                return kind, agent
+    # a kind or agent stored as a number or a blob: every row's value as it is
+    k, a = conn.execute(_KIND_AGENT_ROWS).fetchone()
+    kind[:], agent[:] = one_of_each(_loads(k)), one_of_each(_loads(a))
+    kind[np.equal(kind, None)] = ""
+    agent[np.equal(agent, None)] = ""
+    return kind, agent
+
+
 def _scan_in_sqlite(conn, preview: int) -> dict | None:
     def texts(col):
         out = np.empty(len(col), dtype=object)
@@ -393,25 +457,34 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
                   "model": first[0], "size": first[1]}
         row = conn.execute(_SQL_AGG.replace("{preview}", text.format(int(preview)) if preview > 0 else "NULL"),
                            first).fetchone()
-        rowid = np.array(_loads(row[_AGG["rowid"]]), dtype=np.int64)
+        text = row[_AGG["rowid"]]
+        rowid = _numbers(text, text.count(",") + 1 if len(text) > 2 else 0)
+        rowid = np.array(_loads(text), dtype=np.int64) if rowid is None else rowid.astype(np.int64)
         if len(rowid) > 1 and not (np.diff(rowid) > 0).all():
             return None  # the aggregate did not see the rows in rowid order: read them one by one
         n = len(rowid)
         size = np.nan_to_num(_spread(*_pairs(row[_AGG["size"]], rowid), n, mostly["size"]), nan=-1).astype(np.int64)
         guess = _common_size(size)
         ids = texts(_loads(row[_AGG["id"]]))
+        kind, agent = _kinds_and_agents(conn, rowid)   # before the vectors' thread takes the connection
         if guess:
             # the vectors of the most common size are read (SQLite, no GIL) while the columns are decoded
             early = in_thread(lambda: _read_vectors(conn, rowid, size, size == guess, guess, ids), "memviz-vectors")
         # one column at a time, its JSON text dropped once read and numbers made an array at once:
         # at a million rows the texts and the lists of floats together would be half a gigabyte
-        row, cols, odd = list(row), {}, set()
-        for name in ("kind", "agent", "model", "preview", *NUMERIC_COLUMNS, "json_ok"):
+        row, cols, odd = list(row), {"kind": kind, "agent": agent}, set()
+        for name in ("model", "preview", *NUMERIC_COLUMNS, "json_ok"):
             i = _AGG[name]
+            if name in _NULL_IS_VALUE and name not in _MOSTLY:
+                fast = _numbers(row[i], n)   # integers and nulls, the usual times and counts
+                if fast is not None:
+                    row[i] = None
+                    cols[name] = fast
+                    if _NULL_IS_VALUE[name] is False:
+                        odd.update(np.flatnonzero(np.isnan(fast)).tolist())   # NULL where a value belongs
+                    continue
             # a column of _MOSTLY comes as the other rows' values and their positions `at`
             value, at = _pairs(row[i], rowid) if name in _MOSTLY else (_loads(row[i]), None)
-            if name in ("kind", "agent"):
-                value = one_of_each(value)
             if name in _NULL_IS_VALUE and '"' in row[i]:   # text in a number column (ISO times, 'very high')
                 strings = [j for j, v in enumerate(value) if type(v) is str]
                 odd.update(strings if at is None else at[strings].tolist())
