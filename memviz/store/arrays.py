@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -13,7 +14,8 @@ import orjson
 
 from ..background import in_thread
 from .records import MS_ABOVE, NUMBER_DEFAULTS, ODD_TYPES_SQL, TIME_COLUMNS, decode_text, read_values
-from .vec_chunks import read_from_index
+from .second_read import read_beside, second_reader
+from .vec_chunks import likely_dim, place_read, read_chunks, read_from_index
 
 ROOM = 1 / 2  # spare rows below a matrix read whole, as a share of its rows (at least 256): a live refresh
               # (session/buffers.py) appends new rows there without copying the matrix; untouched, they
@@ -349,7 +351,7 @@ _AGG = {name: i for i, name in enumerate(_AGG_COLUMNS)}
 _SQL_AGG = "SELECT " + ",\n       ".join(
     f"json_group_array(json_array(rowid, {_AGG_EXPR.get(c, c)})) FILTER (WHERE ({_AGG_EXPR.get(c, c)}) IS NOT {_MOSTLY[c]})"
     if c in _MOSTLY else f"json_group_array({_AGG_EXPR.get(c, c)})" for c in _AGG_COLUMNS) + \
-    "\nFROM memories  -- a full scan of a rowid table goes in rowid order (checked on the result)"
+    "\nFROM memories WHERE rowid BETWEEN ?3 AND ?4"   # a rowid range goes in rowid order (checked on the result)
 _FIRST_ROW = ("SELECT " + ", ".join(_AGG_EXPR[c] for c in ("model", "size")) +
               " FROM memories WHERE rowid = (SELECT min(rowid) FROM memories)")
 #: time or number column -> whether NULL is a value there (else it is an odd one, as a string is)
@@ -362,6 +364,10 @@ _AGG_TEXTS = ("preview",)   # made an object array ("" for NULL); the model name
 _KIND_AGENT = ("SELECT kind, agent, json_group_array(rowid) FROM memories "
                "GROUP BY agent COLLATE BINARY, kind COLLATE BINARY")   # a NOCASE column's 'Fact' is not 'fact'
 _KIND_AGENT_ROWS = "SELECT json_group_array(kind), json_group_array(agent) FROM memories"
+# With a second connection (second_read.py) the rows after a split are scanned there, beside this
+# one, which decodes the columns afterwards: it takes this share of the rowids, from this many.
+_BESIDE_SHARE = 0.35
+_SPLIT_FROM = 20_000
 _NO_INT = "-9223372036854775808"   # int64's least value: stands for null in a column of integers
 
 
@@ -411,12 +417,13 @@ def _numbers(text: str, n: int) -> np.ndarray | None:
     return out
 
 
-def _kinds_and_agents(conn, rowid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _kinds_and_agents(conn, rowid: np.ndarray, groups=None) -> tuple[np.ndarray, np.ndarray]:
     """The kind and agent of every row (`rowid`: the scan's, ascending) as object arrays, "" for
-    NULL, each distinct text one object (as one_of_each)."""
+    NULL, each distinct text one object (as one_of_each). `groups`: _KIND_AGENT's rows where
+    they were read beside the scan."""
     n = len(rowid)
     kind, agent = np.empty(n, dtype=object), np.empty(n, dtype=object)
-    groups = conn.execute(_KIND_AGENT).fetchall()
+    groups = conn.execute(_KIND_AGENT).fetchall() if groups is None else groups
     if all(type(k) in (str, type(None)) and type(a) in (str, type(None)) for k, a, _ in groups):
         same: dict = {}
         filled = 0
@@ -450,13 +457,41 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
         return out
 
     text = "replace(replace(replace(substr(content, 1, {0}), char(10), ' '), char(13), ' '), char(9), ' ')"
-    early = None
+    sql = _SQL_AGG.replace("{preview}", text.format(int(preview)) if preview > 0 else "NULL")
+    early = beside = None
     try:
+        second = second_reader(conn)   # opened before this connection's read begins (second_read.py)
         first = conn.execute(_FIRST_ROW).fetchone() or ("", None)
+        lo, hi = conn.execute("SELECT min(rowid), max(rowid) FROM memories").fetchone()
+        lo, hi = (1, 0) if lo is None else (lo, hi)
+        split = hi if second is None or hi - lo < _SPLIT_FROM else lo + int((hi - lo) * (1 - _BESIDE_SHARE))
+        dim = likely_dim(conn) if second is not None else 0
+        if second is not None:
+            # on the other core: the rows after `split`, the kinds and agents, and the vectors of the
+            # dimension with the most (a store's are mostly of one), while this one scans the rows up to it
+            def work(other):
+                def attempt(read):   # what fails here is read again on this connection
+                    try:
+                        return read()
+                    except (apsw.Error, UnicodeError, ValueError):
+                        return None
+                try:
+                    part.set_result((attempt(lambda: other.execute(sql, (*first, split + 1, hi)).fetchone())
+                                     if split < hi else None, attempt(lambda: other.execute(_KIND_AGENT).fetchall())))
+                finally:
+                    if not part.done():
+                        part.set_result((None, None))   # this connection reads them
+                return attempt(lambda: read_chunks(other, dim, _matrix)) if dim else None   # while the columns are decoded
+            part = Future()
+            beside = read_beside(conn, second, work, "memviz-vectors")
         mostly = {**{c: None if v == "NULL" else float(v) for c, v in _MOSTLY.items() if c not in ("model", "size")},
                   "model": first[0], "size": first[1]}
-        row = conn.execute(_SQL_AGG.replace("{preview}", text.format(int(preview)) if preview > 0 else "NULL"),
-                           first).fetchone()
+        row = conn.execute(sql, (*first, lo, split)).fetchone()
+        rest, groups = part.result() if beside is not None else (None, None)
+        if split < hi:
+            rest = rest or conn.execute(sql, (*first, split + 1, hi)).fetchone()
+            row = tuple(_joined(a, b) for a, b in zip(row, rest))
+        del rest
         text = row[_AGG["rowid"]]
         rowid = _numbers(text, text.count(",") + 1 if len(text) > 2 else 0)
         rowid = np.array(_loads(text), dtype=np.int64) if rowid is None else rowid.astype(np.int64)
@@ -466,8 +501,11 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
         size = np.nan_to_num(_spread(*_pairs(row[_AGG["size"]], rowid), n, mostly["size"]), nan=-1).astype(np.int64)
         guess = _common_size(size)
         ids = texts(_loads(row[_AGG["id"]]))
-        kind, agent = _kinds_and_agents(conn, rowid)   # before the vectors' thread takes the connection
-        if guess:
+        kind, agent = _kinds_and_agents(conn, rowid, groups)   # before the vectors' thread takes the connection
+        if beside is not None and guess != 4 * dim:
+            beside.exception()   # of another size than most: read below
+            beside = None
+        if guess and beside is None:
             # the vectors of the most common size are read (SQLite, no GIL) while the columns are decoded
             early = in_thread(lambda: _read_vectors(conn, rowid, size, size == guess, guess, ids), "memviz-vectors")
         # one column at a time, its JSON text dropped once read and numbers made an array at once:
@@ -505,6 +543,12 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
         return None
 
     def vectors(has, size_, nbytes):
+        chunks = beside.result() if beside is not None else None
+        if chunks is not None and chunks.nbytes == nbytes:
+            out = place_read(conn, chunks, ids, rowid, (size_ == nbytes), n + spare_rows(n), _matrix)
+            if out is not None:
+                out[(size_ == nbytes) & ~has] = 0   # the same size but another model's vector
+                return out
         if early is not None and nbytes == guess:
             out = early.result()
             out[(size_ == nbytes) & ~has] = 0   # the same size but another model's vector
@@ -517,7 +561,16 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
             "bad_text": np.zeros(n, bool), **{name: cols[name] for name in NUMERIC_COLUMNS}, "json_ok": cols["json_ok"],
             "model": cols["model"], "size": size,  # str here (valid UTF-8): encoded once per distinct name
             "odd_types": odd_types, "preview": cols["preview"] if preview > 0 else None, "vectors": vectors,
-            "settle": (lambda: early.exception()) if early is not None else None}
+            "settle": lambda: [f.exception() for f in (early, beside) if f is not None]}
+
+
+def _joined(a: str, b: str) -> str:
+    """Two JSON arrays as one."""
+    return b if a == "[]" else a if b == "[]" else a[:-1] + "," + b[1:]
+
+
+def _matrix(n: int, dim: int) -> np.ndarray:
+    return rows_with_room(n, (dim,), "<f4")
 
 
 def one_of_each(values: list) -> list:
