@@ -138,3 +138,20 @@ def _fast_scan(conn, preview):
     if c is not None and c.get("settle"):
         c["settle"]()
     return c
+
+
+@pytest.mark.parametrize("text", ["[]", "[1,2,3]", "[1.0,2.0,null]", "[6.05,1.0]", "[1.0e+20]", "[null,null]",
+                                  "[-3.0,0.0,-0.0]", "[-10.0,5]", "[9.0e+999]", "[-9223372036854775808,null]",
+                                  "[9223372036854775807,1]", "[1767225600,1767225660]"])
+def test_numbers_parsed_by_numpy_equal_the_json_reader(text):
+    # the scan's integer and whole-real columns skip a Python object per value; what they read is
+    # what the JSON reader reads, sign of zero included, or they leave the column to it (None)
+    import json
+
+    from memviz.store import arrays as A
+    want = np.asarray(json.loads(text), dtype=np.float64)
+    got = A._numbers(text, len(want))
+    assert got is None or (got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True)
+                           and np.array_equal(np.signbit(got), np.signbit(want)))
+    if text in ("[1,2,3]", "[1.0,2.0,null]", "[null,null]", "[1767225600,1767225660]"):
+        assert got is not None

@@ -392,11 +392,17 @@ def _spread(values: list, at: np.ndarray, n: int, mostly):
 
 
 def _numbers(text: str, n: int) -> np.ndarray | None:
-    """A JSON array of `n` integers and nulls (times and counts as an agent writes them) as
-    float64, null as NaN: parsed by numpy, not as a Python object per value. None where it holds
-    anything else (a real, a string, infinity): the caller reads it through _loads."""
-    if '"' in text or "." in text or "e" in text.replace("null", "") or "E" in text:
+    """A JSON array of `n` integers, whole reals and nulls (times, counts and importances as an
+    agent writes them) as float64, null as NaN: parsed by numpy, not as a Python object per value.
+    None where it holds anything else (a fraction, a string, an exponent, infinity): the caller
+    reads it through _loads."""
+    if '"' in text or "e" in text or "E" in text:   # "null" holds no e
         return None
+    points = text.count(".")
+    if points:   # whole reals as SQLite writes them: "6.0"
+        if text.count(".0,") + text.count(".0]") != points or "-0.0" in text:   # -0.0 keeps its sign
+            return None
+        text = text.replace(".0,", ",").replace(".0]", "]")
     nulls = "null" in text
     if nulls:
         if _NO_INT in text:
