@@ -147,8 +147,8 @@ def test_chunks_read_beside_the_scan_equal_the_rows(store, beside, case):
                 c.execute("UPDATE memories SET embedding = ? WHERE id = ?", (new[k].astype("<f4").tobytes(), f"m-{k * 50}"))
     a = _exact(store)
     assert len(beside) == 1 and beside[0] is not None and a.has_embedding.sum() == N
-    in_place = beside[0].base is not None and len(beside[0].base) >= N + A.spare_rows(len(a))
-    assert in_place and not beside[0].base[len(a):].any()   # the buffer's spare rows hold nothing
+    room = beside[0].base is not None and len(beside[0].base) >= len(a) + A.spare_rows(len(a))
+    assert room and not beside[0].base[len(a):].any()   # spare rows (a live refresh's) that hold nothing
 
 
 def test_a_commit_between_the_two_reads_beginnings_is_seen(store, store_path):

@@ -487,7 +487,7 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
                 finally:
                     if not part.done():
                         part.set_result((None, None))   # this connection reads them
-                return attempt(lambda: read_chunks(other, dim, _matrix)) if dim else None   # while the columns are decoded
+                return attempt(lambda: read_chunks(other, dim, _matrix, hi - lo + 1)) if dim else None   # while the columns are decoded
             part = Future()
             beside = read_beside(conn, second, work, "memviz-vectors")
         mostly = {**{c: None if v == "NULL" else float(v) for c, v in _MOSTLY.items() if c not in ("model", "size")},

@@ -82,33 +82,36 @@ def likely_dim(conn) -> int:
     return best[1]
 
 
-def read_chunks(conn, dim: int, allocate) -> Chunks | None:
-    """Every chunk of the vec0 table of `dim` copied, in slot order, into `allocate(slots, dim)`
-    (a connection beside the scan of the rows reads them: second_read.py; place_read makes them
-    the matrix). None where the table is not as this reader knows it, or memviz's triggers do not
-    keep it."""
+def read_chunks(conn, dim: int, allocate, rows: int = 0) -> Chunks | None:
+    """The chunks of the vec0 table of `dim` copied, in slot order up to the last slot used, into
+    `allocate(max(slots, rows), dim)` (`rows`: what the memories likely number, so that the buffer
+    is the one the matrix needs where the two line up). A connection beside the scan of the rows
+    reads them (second_read.py); place_read makes them the matrix. None where the table is not
+    as this reader knows it, or memviz's triggers do not keep it."""
     table, nbytes = vec_table(dim), 4 * dim
     layout = _chunk_layout(conn, table) if _native_triggers(conn, dim) else None
     vec_rows = _vec_rows(conn, table) if layout is not None else None
     if vec_rows is None:
         return None
-    size, blob_rowid, _valid, _slot_rowid = layout
-    slots = allocate(len(blob_rowid) * size, dim)
-    flat = memoryview(slots).cast("B")
+    size, blob_rowid, valid, _slot_rowid = layout
+    used = np.flatnonzero(valid.ravel())
+    end = int(used[-1]) + 1 if len(used) else 0
+    buffer = allocate(max(end, rows), dim)
+    flat = memoryview(buffer).cast("B")
     blob = None
     try:
-        for c, cid in enumerate(blob_rowid.tolist()):
+        for c, cid in enumerate(blob_rowid[:-(-end // size)].tolist()):
             if blob is None:
                 blob = conn.blob_open("main", f"{table}_vector_chunks00", "vectors", cid, False)
             else:
                 blob.reopen(cid)
             if blob.length() != size * nbytes:
                 return None
-            blob.read_into(flat, c * size * nbytes, size * nbytes)
+            blob.read_into(flat, c * size * nbytes, min(size, end - c * size) * nbytes)
     finally:
         if blob is not None:
             blob.close()
-    return Chunks(nbytes, layout, vec_rows, slots, slots if slots.base is None else slots.base)
+    return Chunks(nbytes, layout, vec_rows, buffer[:end], buffer if buffer.base is None else buffer.base)
 
 
 def place_read(conn, chunks: Chunks, ids: np.ndarray, rowid: np.ndarray, want: np.ndarray,
@@ -137,7 +140,7 @@ def place_read(conn, chunks: Chunks, ids: np.ndarray, rowid: np.ndarray, want: n
         keep = np.zeros(n, bool)
         keep[rows_f] = True
         out[~keep] = 0
-        buffer[n:len(chunks.slots)] = 0   # the spare rows hold nothing, as a new buffer's
+        buffer[n:max(n, len(chunks.slots))] = 0   # the spare rows hold nothing, as a new buffer's
     else:
         out = allocate(n, nbytes // 4)
         out[rows_f] = chunks.slots[slot_f]
