@@ -336,7 +336,6 @@ _AGG_EXPR = {
                   AND CASE WHEN attributes = '{}' THEN 1 ELSE json_valid(attributes) END""",  # CASE: no parse of the usual empties
     "model": "coalesce(embedding_model, '')",
     "size": "CASE WHEN typeof(embedding) = 'blob' THEN length(embedding) END",
-    "preview": "{preview}",
 }
 # The value most rows hold in a column (SQL; ?1 and ?2: the first row's model and blob size, a store's
 # vectors being mostly of one model): only the rows holding another are sent, as [rowid, value]
@@ -349,6 +348,7 @@ _MOSTLY = {"valid_until": "NULL", "confidence": "1.0", "decay_rate": "0.1", "pro
 _AGG_COLUMNS = ("rowid", "id", *NUMERIC_COLUMNS, "json_ok", "model", "size", "preview")
 _AGG = {name: i for i, name in enumerate(_AGG_COLUMNS)}
 _SQL_AGG = "SELECT " + ",\n       ".join(
+    "{preview}" if c == "preview" else
     f"json_group_array(json_array(rowid, {_AGG_EXPR.get(c, c)})) FILTER (WHERE ({_AGG_EXPR.get(c, c)}) IS NOT {_MOSTLY[c]})"
     if c in _MOSTLY else f"json_group_array({_AGG_EXPR.get(c, c)})" for c in _AGG_COLUMNS) + \
     "\nFROM memories WHERE rowid BETWEEN ?3 AND ?4"   # a rowid range goes in rowid order (checked on the result)
@@ -357,7 +357,11 @@ _FIRST_ROW = ("SELECT " + ", ".join(_AGG_EXPR[c] for c in ("model", "size")) +
 #: time or number column -> whether NULL is a value there (else it is an odd one, as a string is)
 _NULL_IS_VALUE = {"importance": False, "event_time": False, "created_at": False, "last_accessed": True,
                   "valid_until": True, "confidence": False, "decay_rate": False, "access_count": False}
-_AGG_TEXTS = ("preview",)   # made an object array ("" for NULL); the model names stay a list
+# The previews are most of what the scan sends (240 characters a row): joined by NUL, not as JSON
+# strings (SQLite escapes every character, orjson unescapes it), made one line and split in Python.
+# A content holding NUL splits into more parts than rows: the column is then read as JSON.
+_PREVIEWS = "group_concat(coalesce(substr(content, 1, {0}), ''), char(0))"
+_PREVIEWS_JSON = "SELECT json_group_array(coalesce(substr(content, 1, ?1), '')) FROM memories WHERE rowid BETWEEN ?2 AND ?3"
 # Kinds and agents are a few distinct texts: read as the rows of each (kind, agent), through the
 # index on (agent, kind) where the store has one, not as a string per row (a sixth of the decoding).
 # A GROUP BY takes 5 and 5.0 for one value, so a key that is not text falls back to the JSON of each row.
@@ -462,8 +466,7 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
         out[np.equal(out, None)] = ""  # NULL reads as "", as in _scan_by_row
         return out
 
-    text = "replace(replace(replace(substr(content, 1, {0}), char(10), ' '), char(13), ' '), char(9), ' ')"
-    sql = _SQL_AGG.replace("{preview}", text.format(int(preview)) if preview > 0 else "NULL")
+    sql = _SQL_AGG.replace("{preview}", _PREVIEWS.format(int(preview)) if preview > 0 else "NULL")
     early = beside = None
     try:
         second = second_reader(conn)   # opened before this connection's read begins (second_read.py)
@@ -496,7 +499,8 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
         rest, groups = part.result() if beside is not None else (None, None)
         if split < hi:
             rest = rest or conn.execute(sql, (*first, split + 1, hi)).fetchone()
-            row = tuple(_joined(a, b) for a, b in zip(row, rest))
+            row = tuple(_joined(a, b) if k != _AGG["preview"] else b if a is None else a if b is None else a + "\x00" + b
+                        for k, (a, b) in enumerate(zip(row, rest)))
         del rest
         text = row[_AGG["rowid"]]
         rowid = _numbers(text, text.count(",") + 1 if len(text) > 2 else 0)
@@ -507,6 +511,13 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
         size = np.nan_to_num(_spread(*_pairs(row[_AGG["size"]], rowid), n, mostly["size"]), nan=-1).astype(np.int64)
         guess = _common_size(size)
         ids = texts(_loads(row[_AGG["id"]]))
+        if preview > 0:   # before the vectors' thread takes the connection: a NUL in a content reads it again
+            lines = [] if row[_AGG["preview"]] is None else _flat(row[_AGG["preview"]]).split("\x00")
+            if len(lines) != n:
+                lines = [_flat(t) for t in _loads(conn.execute(_PREVIEWS_JSON, (int(preview), lo, hi)).fetchone()[0])]
+            previews = np.empty(n, dtype=object)
+            previews[:] = lines
+            del lines
         kind, agent = _kinds_and_agents(conn, rowid, groups)   # before the vectors' thread takes the connection
         if beside is not None and guess != 4 * dim:
             beside.exception()   # of another size than most: read below
@@ -517,7 +528,10 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
         # one column at a time, its JSON text dropped once read and numbers made an array at once:
         # at a million rows the texts and the lists of floats together would be half a gigabyte
         row, cols, odd = list(row), {"kind": kind, "agent": agent}, set()
-        for name in ("model", "preview", *NUMERIC_COLUMNS, "json_ok"):
+        if preview > 0:
+            cols["preview"] = previews
+        row[_AGG["preview"]] = None
+        for name in ("model", *NUMERIC_COLUMNS, "json_ok"):
             i = _AGG[name]
             if name in _NULL_IS_VALUE and name not in _MOSTLY:
                 fast = _numbers(row[i], n)   # integers and nulls, the usual times and counts
@@ -537,8 +551,7 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
             if at is not None:
                 value = _spread(value, at, n, mostly[name])
             row[i] = None
-            cols[name] = texts(value) if name in _AGG_TEXTS else value if name == "model" \
-                else np.asarray(value, dtype=np.float64)
+            cols[name] = value if name == "model" else np.asarray(value, dtype=np.float64)
             if _NULL_IS_VALUE.get(name) is False:
                 odd.update(np.flatnonzero(np.isnan(cols[name])).tolist())   # NULL where a value belongs
             del value
