@@ -71,10 +71,14 @@ def test_empty_json_values_are_stored_canonically_and_checked(store):
         store.insert_memories([{"kind": "fact", "content": "x", "attributes": []}])
 
 
-def test_the_in_sqlite_scan_equals_the_row_by_row_scan(store):
+@pytest.mark.parametrize("split", [False, True])
+def test_the_in_sqlite_scan_equals_the_row_by_row_scan(store, monkeypatch, split):
     # the fast path (everything aggregated inside SQLite) and the exact one must agree on every
-    # column of an awkward store; when the fast path cannot (bad UTF-8 above) the exact one runs
+    # column of an awkward store; when the fast path cannot (bad UTF-8 above) the exact one runs.
+    # split: the rows scanned on two connections, as a large store's are (previews joined by NUL)
     from memviz.store import arrays as A
+    if split:
+        monkeypatch.setattr(A, "_SPLIT_FROM", 0)
 
     store.insert_memories(_recs(6, "big", 8, scale=2.0) + _recs(3, "small", 4, start=100))
     store.insert_memories([{"id": "plain", "kind": "fact", "content": "line\nbreak\ttab " * 30},
@@ -138,3 +142,41 @@ def _fast_scan(conn, preview):
     if c is not None and c.get("settle"):
         c["settle"]()
     return c
+
+
+@pytest.mark.parametrize("text", ["[]", "[1,2,3]", "[1.0,2.0,null]", "[6.05,1.0]", "[1.0e+20]", "[null,null]",
+                                  "[-3.0,0.0,-0.0]", "[-10.0,5]", "[9.0e+999]", "[-9223372036854775808,null]",
+                                  "[9223372036854775807,1]", "[1767225600,1767225660]"])
+def test_numbers_parsed_by_numpy_equal_the_json_reader(text):
+    # the scan's integer and whole-real columns skip a Python object per value; what they read is
+    # what the JSON reader reads, sign of zero included, or they leave the column to it (None)
+    import json
+
+    from memviz.store import arrays as A
+    want = np.asarray(json.loads(text), dtype=np.float64)
+    got = A._numbers(text, len(want))
+    assert got is None or (got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True)
+                           and np.array_equal(np.signbit(got), np.signbit(want)))
+    if text in ("[1,2,3]", "[1.0,2.0,null]", "[null,null]", "[1767225600,1767225660]"):
+        assert got is not None
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_previews_joined_by_nul_equal_the_row_by_row_scan(store, monkeypatch, split):
+    # the previews come joined by NUL, not as JSON strings: the same lines, on one connection or two
+    from memviz.store import arrays as A
+    monkeypatch.setattr(A, "_SPLIT_FROM", 0 if split else A._SPLIT_FROM)
+    monkeypatch.setattr(A, "_PREVIEWS_JSON", "SELECT no_such_function()")   # the NUL fallback is not what runs
+    store.insert_memories(_recs(5, "m", 4) + [
+        {"id": "lines", "kind": "fact", "content": "first\r\nsecond\tthird " * 20},
+        {"id": "wide", "kind": "fact", "content": "café ☕ 𝄞 " * 40}, {"id": "short", "kind": "fact", "content": "x"}])
+    with store.transaction() as c:
+        c.execute("UPDATE memories SET content = '' WHERE id = 'm-2'")
+    with A.one_read(store.conn):
+        fast = A._scan_in_sqlite(store.conn, 50)
+        assert fast is not None
+        fast["settle"]()
+    slow = A.load_arrays(store.conn, preview=50, in_sqlite=False)
+    assert list(fast["preview"]) == list(slow.preview)
+    assert slow.preview[5] == ("first  second third " * 3)[:50] and slow.preview[2] == ""
+    assert_same_arrays(A.load_arrays(store.conn, preview=50), slow)

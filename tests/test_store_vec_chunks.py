@@ -116,3 +116,58 @@ def test_a_stale_vector_in_the_sample_makes_the_rows_read(store, row):
     ok, _, _ = _by_index(store)
     assert not ok
     assert _exact(store).embedding[store.arrays().index_of(row)].tobytes() == unit_vectors(1, DIM, 7)[0].tobytes()
+
+
+@pytest.fixture
+def beside(monkeypatch):
+    """The reads of a whole store split over two connections at any size (second_read.py: the rows
+    after the split and the chunks read beside the scan); the matrices place_read made, listed."""
+    monkeypatch.setattr(A, "_SPLIT_FROM", 0)
+    made = []
+
+    def place(*args, **kw):
+        out = vec_chunks.place_read(*args, **kw)
+        made.append(out)
+        return out
+    monkeypatch.setattr(A, "place_read", place)
+    return made
+
+
+@pytest.mark.parametrize("case", ["fresh", "rewritten", "no-vector-first", "both"])
+def test_chunks_read_beside_the_scan_equal_the_rows(store, beside, case):
+    # each row's slot at it (fresh), after it (vectors rewritten: appended to the index), before it
+    # (memories without vectors first), or both (a new matrix): moved in place or gathered
+    if case in ("no-vector-first", "both"):
+        store.insert_memories([{"id": f"plain-{i}", "kind": "fact", "content": "no vector"} for i in range(30)])
+    _fill(store)
+    if case in ("rewritten", "both"):
+        new = unit_vectors(40, DIM, seed=11)
+        with store.transaction() as c:
+            for k in range(40):
+                c.execute("UPDATE memories SET embedding = ? WHERE id = ?", (new[k].astype("<f4").tobytes(), f"m-{k * 50}"))
+    a = _exact(store)
+    assert len(beside) == 1 and beside[0] is not None and a.has_embedding.sum() == N
+    room = beside[0].base is not None and len(beside[0].base) >= len(a) + A.spare_rows(len(a))
+    assert room and not beside[0].base[len(a):].any()   # spare rows (a live refresh's) that hold nothing
+
+
+def test_a_commit_between_the_two_reads_beginnings_is_seen(store, store_path):
+    # the second connection would see a state the caller's does not: it is not used
+    import apsw
+
+    from memviz.store.second_read import read_beside, second_reader
+    _fill(store, 10)
+    second = second_reader(store.conn)
+    assert second is not None
+    other = apsw.Connection(str(store_path))
+    other.execute("UPDATE memories SET importance = 9 WHERE id = 'm-1'")
+    other.close()
+    with A.one_read(store.conn):
+        store.conn.execute("SELECT 1 FROM memories LIMIT 1").fetchall()
+        assert read_beside(store.conn, second, lambda c: 1) is None
+    second = second_reader(store.conn)
+    with A.one_read(store.conn):
+        store.conn.execute("SELECT 1 FROM memories LIMIT 1").fetchall()
+        got = read_beside(store.conn, second, lambda c: c.execute("SELECT importance FROM memories WHERE id = 'm-1'")
+                          .fetchone()[0])
+        assert got is not None and got.result() == 9

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -13,7 +14,8 @@ import orjson
 
 from ..background import in_thread
 from .records import MS_ABOVE, NUMBER_DEFAULTS, ODD_TYPES_SQL, TIME_COLUMNS, decode_text, read_values
-from .vec_chunks import read_from_index
+from .second_read import read_beside, second_reader
+from .vec_chunks import likely_dim, place_read, read_chunks, read_from_index
 
 ROOM = 1 / 2  # spare rows below a matrix read whole, as a share of its rows (at least 256): a live refresh
               # (session/buffers.py) appends new rows there without copying the matrix; untouched, they
@@ -334,7 +336,6 @@ _AGG_EXPR = {
                   AND CASE WHEN attributes = '{}' THEN 1 ELSE json_valid(attributes) END""",  # CASE: no parse of the usual empties
     "model": "coalesce(embedding_model, '')",
     "size": "CASE WHEN typeof(embedding) = 'blob' THEN length(embedding) END",
-    "preview": "{preview}",
 }
 # The value most rows hold in a column (SQL; ?1 and ?2: the first row's model and blob size, a store's
 # vectors being mostly of one model): only the rows holding another are sent, as [rowid, value]
@@ -344,18 +345,34 @@ _MOSTLY = {"valid_until": "NULL", "confidence": "1.0", "decay_rate": "0.1", "pro
            "model": "?1", "size": "?2"}
 #: the columns of _SQL_AGG's one row, in order: each a JSON array over every row (over the other
 #: rows' [rowid, value] for those of _MOSTLY)
-_AGG_COLUMNS = ("rowid", "id", "kind", "agent", *NUMERIC_COLUMNS, "json_ok", "model", "size", "preview")
+_AGG_COLUMNS = ("rowid", "id", *NUMERIC_COLUMNS, "json_ok", "model", "size", "preview")
 _AGG = {name: i for i, name in enumerate(_AGG_COLUMNS)}
 _SQL_AGG = "SELECT " + ",\n       ".join(
+    "{preview}" if c == "preview" else
     f"json_group_array(json_array(rowid, {_AGG_EXPR.get(c, c)})) FILTER (WHERE ({_AGG_EXPR.get(c, c)}) IS NOT {_MOSTLY[c]})"
     if c in _MOSTLY else f"json_group_array({_AGG_EXPR.get(c, c)})" for c in _AGG_COLUMNS) + \
-    "\nFROM memories  -- a full scan of a rowid table goes in rowid order (checked on the result)"
+    "\nFROM memories WHERE rowid BETWEEN ?3 AND ?4"   # a rowid range goes in rowid order (checked on the result)
 _FIRST_ROW = ("SELECT " + ", ".join(_AGG_EXPR[c] for c in ("model", "size")) +
               " FROM memories WHERE rowid = (SELECT min(rowid) FROM memories)")
 #: time or number column -> whether NULL is a value there (else it is an odd one, as a string is)
 _NULL_IS_VALUE = {"importance": False, "event_time": False, "created_at": False, "last_accessed": True,
                   "valid_until": True, "confidence": False, "decay_rate": False, "access_count": False}
-_AGG_TEXTS = ("kind", "agent", "preview")   # made object arrays ("" for NULL); the model names stay a list
+# The previews are most of what the scan sends (240 characters a row): joined by NUL, not as JSON
+# strings (SQLite escapes every character, orjson unescapes it), made one line and split in Python.
+# A content holding NUL splits into more parts than rows: the column is then read as JSON.
+_PREVIEWS = "group_concat(coalesce(substr(content, 1, {0}), ''), char(0))"
+_PREVIEWS_JSON = "SELECT json_group_array(coalesce(substr(content, 1, ?1), '')) FROM memories WHERE rowid BETWEEN ?2 AND ?3"
+# Kinds and agents are a few distinct texts: read as the rows of each (kind, agent), through the
+# index on (agent, kind) where the store has one, not as a string per row (a sixth of the decoding).
+# A GROUP BY takes 5 and 5.0 for one value, so a key that is not text falls back to the JSON of each row.
+_KIND_AGENT = ("SELECT kind, agent, json_group_array(rowid) FROM memories "
+               "GROUP BY agent COLLATE BINARY, kind COLLATE BINARY")   # a NOCASE column's 'Fact' is not 'fact'
+_KIND_AGENT_ROWS = "SELECT json_group_array(kind), json_group_array(agent) FROM memories"
+# With a second connection (second_read.py) the rows after a split are scanned there, beside this
+# one, which decodes the columns afterwards: it takes this share of the rowids, from this many.
+_BESIDE_SHARE = 0.35
+_SPLIT_FROM = 20_000
+_NO_INT = "-9223372036854775808"   # int64's least value: stands for null in a column of integers
 
 
 def _pairs(text: str, rowid: np.ndarray) -> tuple[list, np.ndarray]:
@@ -378,6 +395,70 @@ def _spread(values: list, at: np.ndarray, n: int, mostly):
     return out
 
 
+def _numbers(text: str, n: int) -> np.ndarray | None:
+    """A JSON array of `n` integers, whole reals and nulls (times, counts and importances as an
+    agent writes them) as float64, null as NaN: parsed by numpy, not as a Python object per value.
+    None where it holds anything else (a fraction, a string, an exponent, infinity): the caller
+    reads it through _loads."""
+    if '"' in text or "e" in text or "E" in text:   # "null" holds no e
+        return None
+    points = text.count(".")
+    if points:   # whole reals as SQLite writes them: "6.0"
+        if text.count(".0,") + text.count(".0]") != points or "-0.0" in text:   # -0.0 keeps its sign
+            return None
+        text = text.replace(".0,", ",").replace(".0]", "]")
+    nulls = "null" in text
+    if nulls:
+        if _NO_INT in text:
+            return None
+        text = text.replace("null", _NO_INT)
+    body = text[1:-1]
+    if not body.strip():
+        return np.zeros(0) if n == 0 else None
+    try:
+        ints = np.fromstring(body, dtype=np.int64, sep=",")
+    except ValueError:
+        return None
+    if len(ints) != n:
+        return None
+    out = ints.astype(np.float64)
+    if nulls:
+        out[ints == np.iinfo(np.int64).min] = np.nan
+    return out
+
+
+def _kinds_and_agents(conn, rowid: np.ndarray, groups=None) -> tuple[np.ndarray, np.ndarray]:
+    """The kind and agent of every row (`rowid`: the scan's, ascending) as object arrays, "" for
+    NULL, each distinct text one object (as one_of_each). `groups`: _KIND_AGENT's rows where
+    they were read beside the scan."""
+    n = len(rowid)
+    kind, agent = np.empty(n, dtype=object), np.empty(n, dtype=object)
+    groups = conn.execute(_KIND_AGENT).fetchall() if groups is None else groups
+    if all(type(k) in (str, type(None)) and type(a) in (str, type(None)) for k, a, _ in groups):
+        same: dict = {}
+        filled = 0
+        for k, a, rows in groups:
+            at = _numbers(rows, rows.count(",") + 1 if len(rows) > 2 else 0)
+            if at is None:
+                break
+            want = at.astype(np.int64)
+            at = np.searchsorted(rowid, want)
+            if len(want) and (at.max() >= n or not np.array_equal(rowid[at], want)):
+                break
+            kind[at] = same.setdefault(("k", k or ""), k or "")
+            agent[at] = same.setdefault(("a", a or ""), a or "")
+            filled += len(at)
+        else:
+            if filled == n:
+                return kind, agent
+    # a kind or agent stored as a number or a blob: every row's value as it is
+    k, a = conn.execute(_KIND_AGENT_ROWS).fetchone()
+    kind[:], agent[:] = one_of_each(_loads(k)), one_of_each(_loads(a))
+    kind[np.equal(kind, None)] = ""
+    agent[np.equal(agent, None)] = ""
+    return kind, agent
+
+
 def _scan_in_sqlite(conn, preview: int) -> dict | None:
     def texts(col):
         out = np.empty(len(col), dtype=object)
@@ -385,33 +466,83 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
         out[np.equal(out, None)] = ""  # NULL reads as "", as in _scan_by_row
         return out
 
-    text = "replace(replace(replace(substr(content, 1, {0}), char(10), ' '), char(13), ' '), char(9), ' ')"
-    early = None
+    sql = _SQL_AGG.replace("{preview}", _PREVIEWS.format(int(preview)) if preview > 0 else "NULL")
+    early = beside = None
     try:
+        second = second_reader(conn)   # opened before this connection's read begins (second_read.py)
         first = conn.execute(_FIRST_ROW).fetchone() or ("", None)
+        lo, hi = conn.execute("SELECT min(rowid), max(rowid) FROM memories").fetchone()
+        lo, hi = (1, 0) if lo is None else (lo, hi)
+        split = hi if second is None or hi - lo < _SPLIT_FROM else lo + int((hi - lo) * (1 - _BESIDE_SHARE))
+        dim = likely_dim(conn) if second is not None else 0
+        if second is not None:
+            # on the other core: the rows after `split`, the kinds and agents, and the vectors of the
+            # dimension with the most (a store's are mostly of one), while this one scans the rows up to it
+            def work(other):
+                def attempt(read):   # what fails here is read again on this connection
+                    try:
+                        return read()
+                    except (apsw.Error, UnicodeError, ValueError):
+                        return None
+                try:
+                    part.set_result((attempt(lambda: other.execute(sql, (*first, split + 1, hi)).fetchone())
+                                     if split < hi else None, attempt(lambda: other.execute(_KIND_AGENT).fetchall())))
+                finally:
+                    if not part.done():
+                        part.set_result((None, None))   # this connection reads them
+                return attempt(lambda: read_chunks(other, dim, _matrix, hi - lo + 1)) if dim else None   # while the columns are decoded
+            part = Future()
+            beside = read_beside(conn, second, work, "memviz-vectors")
         mostly = {**{c: None if v == "NULL" else float(v) for c, v in _MOSTLY.items() if c not in ("model", "size")},
                   "model": first[0], "size": first[1]}
-        row = conn.execute(_SQL_AGG.replace("{preview}", text.format(int(preview)) if preview > 0 else "NULL"),
-                           first).fetchone()
-        rowid = np.array(_loads(row[_AGG["rowid"]]), dtype=np.int64)
+        row = conn.execute(sql, (*first, lo, split)).fetchone()
+        rest, groups = part.result() if beside is not None else (None, None)
+        if split < hi:
+            rest = rest or conn.execute(sql, (*first, split + 1, hi)).fetchone()
+            row = tuple(_joined(a, b) if k != _AGG["preview"] else b if a is None else a if b is None else a + "\x00" + b
+                        for k, (a, b) in enumerate(zip(row, rest)))
+        del rest
+        text = row[_AGG["rowid"]]
+        rowid = _numbers(text, text.count(",") + 1 if len(text) > 2 else 0)
+        rowid = np.array(_loads(text), dtype=np.int64) if rowid is None else rowid.astype(np.int64)
         if len(rowid) > 1 and not (np.diff(rowid) > 0).all():
             return None  # the aggregate did not see the rows in rowid order: read them one by one
         n = len(rowid)
         size = np.nan_to_num(_spread(*_pairs(row[_AGG["size"]], rowid), n, mostly["size"]), nan=-1).astype(np.int64)
         guess = _common_size(size)
         ids = texts(_loads(row[_AGG["id"]]))
-        if guess:
+        if preview > 0:   # before the vectors' thread takes the connection: a NUL in a content reads it again
+            lines = [] if row[_AGG["preview"]] is None else _flat(row[_AGG["preview"]]).split("\x00")
+            if len(lines) != n:
+                lines = [_flat(t) for t in _loads(conn.execute(_PREVIEWS_JSON, (int(preview), lo, hi)).fetchone()[0])]
+            previews = np.empty(n, dtype=object)
+            previews[:] = lines
+            del lines
+        kind, agent = _kinds_and_agents(conn, rowid, groups)   # before the vectors' thread takes the connection
+        if beside is not None and guess != 4 * dim:
+            beside.exception()   # of another size than most: read below
+            beside = None
+        if guess and beside is None:
             # the vectors of the most common size are read (SQLite, no GIL) while the columns are decoded
             early = in_thread(lambda: _read_vectors(conn, rowid, size, size == guess, guess, ids), "memviz-vectors")
         # one column at a time, its JSON text dropped once read and numbers made an array at once:
         # at a million rows the texts and the lists of floats together would be half a gigabyte
-        row, cols, odd = list(row), {}, set()
-        for name in ("kind", "agent", "model", "preview", *NUMERIC_COLUMNS, "json_ok"):
+        row, cols, odd = list(row), {"kind": kind, "agent": agent}, set()
+        if preview > 0:
+            cols["preview"] = previews
+        row[_AGG["preview"]] = None
+        for name in ("model", *NUMERIC_COLUMNS, "json_ok"):
             i = _AGG[name]
+            if name in _NULL_IS_VALUE and name not in _MOSTLY:
+                fast = _numbers(row[i], n)   # integers and nulls, the usual times and counts
+                if fast is not None:
+                    row[i] = None
+                    cols[name] = fast
+                    if _NULL_IS_VALUE[name] is False:
+                        odd.update(np.flatnonzero(np.isnan(fast)).tolist())   # NULL where a value belongs
+                    continue
             # a column of _MOSTLY comes as the other rows' values and their positions `at`
             value, at = _pairs(row[i], rowid) if name in _MOSTLY else (_loads(row[i]), None)
-            if name in ("kind", "agent"):
-                value = one_of_each(value)
             if name in _NULL_IS_VALUE and '"' in row[i]:   # text in a number column (ISO times, 'very high')
                 strings = [j for j, v in enumerate(value) if type(v) is str]
                 odd.update(strings if at is None else at[strings].tolist())
@@ -420,8 +551,7 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
             if at is not None:
                 value = _spread(value, at, n, mostly[name])
             row[i] = None
-            cols[name] = texts(value) if name in _AGG_TEXTS else value if name == "model" \
-                else np.asarray(value, dtype=np.float64)
+            cols[name] = value if name == "model" else np.asarray(value, dtype=np.float64)
             if _NULL_IS_VALUE.get(name) is False:
                 odd.update(np.flatnonzero(np.isnan(cols[name])).tolist())   # NULL where a value belongs
             del value
@@ -432,6 +562,12 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
         return None
 
     def vectors(has, size_, nbytes):
+        chunks = beside.result() if beside is not None else None
+        if chunks is not None and chunks.nbytes == nbytes:
+            out = place_read(conn, chunks, ids, rowid, (size_ == nbytes), n + spare_rows(n), _matrix)
+            if out is not None:
+                out[(size_ == nbytes) & ~has] = 0   # the same size but another model's vector
+                return out
         if early is not None and nbytes == guess:
             out = early.result()
             out[(size_ == nbytes) & ~has] = 0   # the same size but another model's vector
@@ -444,7 +580,16 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
             "bad_text": np.zeros(n, bool), **{name: cols[name] for name in NUMERIC_COLUMNS}, "json_ok": cols["json_ok"],
             "model": cols["model"], "size": size,  # str here (valid UTF-8): encoded once per distinct name
             "odd_types": odd_types, "preview": cols["preview"] if preview > 0 else None, "vectors": vectors,
-            "settle": (lambda: early.exception()) if early is not None else None}
+            "settle": lambda: [f.exception() for f in (early, beside) if f is not None]}
+
+
+def _joined(a: str, b: str) -> str:
+    """Two JSON arrays as one."""
+    return b if a == "[]" else a if b == "[]" else a[:-1] + "," + b[1:]
+
+
+def _matrix(n: int, dim: int) -> np.ndarray:
+    return rows_with_room(n, (dim,), "<f4")
 
 
 def one_of_each(values: list) -> list:

@@ -16,11 +16,14 @@ a table) are read from their rows. Anything else unexpected answers False: the c
 """
 from __future__ import annotations
 
+import ctypes
+from dataclasses import dataclass
+
 import apsw
 import numpy as np
 import orjson
 
-from .vectors import native_vec_triggers, vec_table
+from .vectors import VEC_PREFIX, native_vec_triggers, vec_table
 
 SAMPLE = 256   # rows compared with memories.embedding on every read (evenly spread, plus the newest)
 
@@ -38,7 +41,10 @@ def read_from_index(conn, ids: np.ndarray, rowid: np.ndarray, want: np.ndarray, 
     if layout is None or not _native_triggers(conn, nbytes // 4):
         return False
     size, blob_rowid, valid, slot_rowid = layout
-    place = _places(conn, table, ids, want, size, valid, slot_rowid)
+    vec_rows = _vec_rows(conn, table)
+    if vec_rows is None:
+        return False
+    place = _places(vec_rows, ids, want, size, valid, slot_rowid)
     if place is None:
         return False
     rows = np.flatnonzero(want)
@@ -50,6 +56,123 @@ def read_from_index(conn, ids: np.ndarray, rowid: np.ndarray, want: np.ndarray, 
     except (apsw.Error, ValueError):
         return False   # a chunk or a row changed shape under us: read the rows instead
     return _sample_agrees(conn, rowid, rows, nbytes, out)
+
+
+@dataclass
+class Chunks:
+    """A vec0 table read whole (read_chunks): its layout (_chunk_layout), its rows' memory ids
+    and vec0 rowids, and every chunk's vectors in slot order: the first rows of `buffer`, a
+    buffer with spare rows."""
+    nbytes: int
+    layout: tuple
+    vec_rows: tuple
+    slots: np.ndarray
+    buffer: np.ndarray
+
+
+def likely_dim(conn) -> int:
+    """The dimension whose vec0 table has had the most rows (its largest rowid: no count of a large
+    table), 0 if there is none."""
+    best = (0, 0)
+    for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB ?",
+                                (f"{VEC_PREFIX}[0-9]*_rowids",)):
+        dim = name[len(VEC_PREFIX):-len("_rowids")]
+        if dim.isdigit():
+            best = max(best, (conn.execute(f'SELECT coalesce(max(rowid), 0) FROM "{name}"').fetchone()[0], int(dim)))
+    return best[1]
+
+
+def read_chunks(conn, dim: int, allocate, rows: int = 0) -> Chunks | None:
+    """The chunks of the vec0 table of `dim` copied, in slot order up to the last slot used, into
+    `allocate(max(slots, rows), dim)` (`rows`: what the memories likely number, so that the buffer
+    is the one the matrix needs where the two line up). A connection beside the scan of the rows
+    reads them (second_read.py); place_read makes them the matrix. None where the table is not
+    as this reader knows it, or memviz's triggers do not keep it."""
+    table, nbytes = vec_table(dim), 4 * dim
+    layout = _chunk_layout(conn, table) if _native_triggers(conn, dim) else None
+    vec_rows = _vec_rows(conn, table) if layout is not None else None
+    if vec_rows is None:
+        return None
+    size, blob_rowid, valid, _slot_rowid = layout
+    used = np.flatnonzero(valid.ravel())
+    end = int(used[-1]) + 1 if len(used) else 0
+    buffer = allocate(max(end, rows), dim)
+    flat = memoryview(buffer).cast("B")
+    blob = None
+    try:
+        for c, cid in enumerate(blob_rowid[:-(-end // size)].tolist()):
+            if blob is None:
+                blob = conn.blob_open("main", f"{table}_vector_chunks00", "vectors", cid, False)
+            else:
+                blob.reopen(cid)
+            if blob.length() != size * nbytes:
+                return None
+            blob.read_into(flat, c * size * nbytes, min(size, end - c * size) * nbytes)
+    finally:
+        if blob is not None:
+            blob.close()
+    return Chunks(nbytes, layout, vec_rows, buffer[:end], buffer if buffer.base is None else buffer.base)
+
+
+def place_read(conn, chunks: Chunks, ids: np.ndarray, rowid: np.ndarray, want: np.ndarray,
+               room: int, allocate) -> np.ndarray | None:
+    """The matrix of the rows `want` (zeros elsewhere) from `chunks`: its buffer itself where
+    every row's slot lies at or after the row (or every one at or before it; the usual index, or
+    one where some vectors were rewritten or some memories have none), the vectors moved there in
+    place; else a new matrix. Rows the index lacks are read from `memories` on `conn`, where a
+    sample is compared too (read_from_index's checks). `room`: the rows the matrix's buffer must
+    hold (its rows and their spare ones). None: the index cannot be used (the caller reads the
+    rows)."""
+    n, nbytes = len(ids), chunks.nbytes
+    size, _blob_rowid, valid, slot_rowid = chunks.layout
+    place = _places(chunks.vec_rows, ids, want, size, valid, slot_rowid)
+    if place is None or not want.any():
+        return None
+    rows = np.flatnonzero(want)
+    slot = place[rows]
+    found = slot >= 0
+    rows_f, slot_f = rows[found], slot[found]
+    shift = slot_f - rows_f
+    buffer = chunks.buffer
+    if len(buffer) >= room and ((shift >= 0).all() or (shift <= 0).all()):
+        _move_in_place(buffer, rows_f, shift, nbytes)
+        out = buffer[:n]
+        keep = np.zeros(n, bool)
+        keep[rows_f] = True
+        out[~keep] = 0
+        buffer[n:max(n, len(chunks.slots))] = 0   # the spare rows hold nothing, as a new buffer's
+    else:
+        out = allocate(n, nbytes // 4)
+        out[rows_f] = chunks.slots[slot_f]
+    try:
+        _copy_rows(conn, rowid, rows[~found], nbytes, out)
+    except (apsw.Error, ValueError):
+        return None
+    return out if _sample_agrees(conn, rowid, rows, nbytes, out) else None
+
+
+def _move_in_place(buffer: np.ndarray, rows: np.ndarray, shift: np.ndarray, nbytes: int) -> None:
+    """buffer[rows] = buffer[rows + shift], every shift of one sign: runs of rows moved by one
+    shift, in the order that reads each source before it is written over (memmove: no copy of a
+    run, which may be most of the matrix)."""
+    if not len(rows) or not shift.any():
+        return
+    brk = np.flatnonzero((np.diff(rows) != 1) | (np.diff(shift) != 0)) + 1
+    runs = list(zip(np.concatenate(([0], brk)).tolist(), np.concatenate((brk, [len(rows)])).tolist()))
+    base = buffer.ctypes.data
+    for s, e in (runs if shift.max() > 0 else reversed(runs)):
+        k, r = int(shift[s]), int(rows[s])
+        if k:
+            ctypes.memmove(base + r * nbytes, base + (r + k) * nbytes, (e - s) * nbytes)
+
+
+def _vec_rows(conn, table: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """(memory ids, vec0 rowids) of the vec0 table's rows, in its rowid table's order."""
+    raw = conn.execute(f'SELECT json_group_array(id), json_group_array(rowid) FROM "{table}_rowids"').fetchone()
+    try:
+        return np.array(orjson.loads(raw[0]), dtype=object), np.array(orjson.loads(raw[1]), dtype=np.int64)
+    except (orjson.JSONDecodeError, TypeError, ValueError):
+        return None
 
 
 def _chunk_layout(conn, table: str):
@@ -92,17 +215,12 @@ def _native_triggers(conn, dim: int) -> bool:
     return have == want
 
 
-def _places(conn, table, ids, want, size, valid, slot_rowid) -> np.ndarray | None:
+def _places(vec_rows, ids, want, size, valid, slot_rowid) -> np.ndarray | None:
     """Per memory row, its slot in the chunks (chunk position * size + offset), -1 if the index
     has no vector for it. A slot belongs to the vec0 row its chunk names there (what vec0's own
-    search reports), so only (id, rowid) of vec0's rowid table are read. None if vec0's tables
-    disagree with each other."""
-    raw = conn.execute(f'SELECT json_group_array(id), json_group_array(rowid) FROM "{table}_rowids"').fetchone()
-    try:
-        vec_ids = np.array(orjson.loads(raw[0]), dtype=object)
-        vec_rowid = np.array(orjson.loads(raw[1]), dtype=np.int64)
-    except (orjson.JSONDecodeError, TypeError, ValueError):
-        return None
+    search reports), so only (id, rowid) of vec0's rowid table are read (`vec_rows`:
+    _vec_rows'). None if vec0's tables disagree with each other."""
+    vec_ids, vec_rowid = vec_rows
     used = np.flatnonzero(valid.ravel())          # the slots holding a vector, in chunk order
     at = slot_rowid.ravel()[used]                 # and the vec0 rowid of each
     if len(at) != len(vec_rowid):
