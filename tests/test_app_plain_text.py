@@ -10,6 +10,7 @@ display and tooltip roles, every plot item's text and tooltip, the status bar, t
 shown. A tag that vanished or an image that appeared is a leak."""
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -261,6 +262,8 @@ def texts_on_screen():
     """(where, text, format) of every text the application's widgets, models and plots hold."""
     models = set()
     for w in QApplication.allWidgets():
+        if not w.window().isVisible():
+            continue   # an earlier test's closed window, waiting to be deleted: not on screen
         where = _where(w)
         yield f"{where} tooltip", w.toolTip(), AUTO
         yield f"{where} what's this", w.whatsThis(), AUTO
@@ -316,13 +319,19 @@ class Leaks:
         self.store_texts = 0
 
     def look(self, step: str) -> None:
-        for where, text, fmt in texts_on_screen():
-            if not text or (MARK not in text and "passwd" not in text):
-                continue
-            self.store_texts += 1
-            seen = rendered(text, fmt)
-            if leaked(seen):
-                self.found.setdefault(where, f"{step}: {text[:120]!r} shows as {seen[:120]!r}")
+        # No collection during the walk: collecting an earlier test's window (a Python wrapper that
+        # owns its widgets) would delete widgets the walk holds pointers to (a crash in CI's order).
+        gc.disable()
+        try:
+            for where, text, fmt in texts_on_screen():
+                if not text or (MARK not in text and "passwd" not in text):
+                    continue
+                self.store_texts += 1
+                seen = rendered(text, fmt)
+                if leaked(seen):
+                    self.found.setdefault(where, f"{step}: {text[:120]!r} shows as {seen[:120]!r}")
+        finally:
+            gc.enable()
 
     def check(self, at_least: int = 1) -> None:
         assert self.store_texts >= at_least, "the walk saw no store text: it checked nothing"
