@@ -27,7 +27,7 @@ def test_grades_follow_chains_and_merges_to_the_first_candidates():
     s = Successors([("b", "a"), ("c", "b"), ("f", "d"), ("f", "e"), ("h", "g"), ("g", "h")])
     live = {"c", "f", "x"}.__contains__
     assert s.heirs("a", live) == ["c"] and s.heirs("g", live) == [] and s.heirs("x", live) == []
-    assert "a" in s and "c" not in s and s.predecessors("f") == ["d", "e"]
+    assert "a" in s and "c" not in s and s.heirs("d", live) == s.heirs("e", live) == ["f"]
     q = JudgedQuery("q", {"a": 2, "d": 1, "e": 2, "x": 1}, query="t")
     assert dict(s.follow(q, live).relevant) == {"x": 1, "c": 2, "f": 2}
     # the old memory still a candidate (asked before the correction): it keeps its grade

@@ -25,11 +25,9 @@ class Successors:
 
     def __init__(self, links: Iterable[tuple[str, str]]):
         self._next: dict[str, list[str]] = {}
-        self._before: dict[str, list[str]] = {}
         for new, old in links:
             if new != old:
                 self._next.setdefault(old, []).append(new)
-                self._before.setdefault(new, []).append(old)
 
     def __contains__(self, memory_id: str) -> bool:
         """Whether something supersedes `memory_id`."""
@@ -73,7 +71,3 @@ class Successors:
         if grades == dict(q.relevant) or not any(grades.values()):
             return q
         return replace(q, relevant=grades)
-
-    def predecessors(self, memory_id: str) -> list[str]:
-        """The memories `memory_id` directly supersedes."""
-        return self._before.get(memory_id, [])
