@@ -37,13 +37,10 @@ def read_from_index(conn, ids: np.ndarray, rowid: np.ndarray, want: np.ndarray, 
     if nbytes % 4 or not want.any():
         return False
     table = vec_table(nbytes // 4)
-    layout = _chunk_layout(conn, table)
-    if layout is None or not _native_triggers(conn, nbytes // 4):
+    index = _index(conn, nbytes // 4)
+    if index is None:
         return False
-    size, blob_rowid, valid, slot_rowid = layout
-    vec_rows = _vec_rows(conn, table)
-    if vec_rows is None:
-        return False
+    (size, blob_rowid, valid, slot_rowid), vec_rows = index
     place = _places(vec_rows, ids, want, size, valid, slot_rowid)
     if place is None:
         return False
@@ -89,10 +86,10 @@ def read_chunks(conn, dim: int, allocate, rows: int = 0) -> Chunks | None:
     reads them (second_read.py); place_read makes them the matrix. None where the table is not
     as this reader knows it, or memviz's triggers do not keep it."""
     table, nbytes = vec_table(dim), 4 * dim
-    layout = _chunk_layout(conn, table) if _native_triggers(conn, dim) else None
-    vec_rows = _vec_rows(conn, table) if layout is not None else None
-    if vec_rows is None:
+    index = _index(conn, dim)
+    if index is None:
         return None
+    layout, vec_rows = index
     size, blob_rowid, valid, _slot_rowid = layout
     used = np.flatnonzero(valid.ravel())
     end = int(used[-1]) + 1 if len(used) else 0
@@ -164,6 +161,15 @@ def _move_in_place(buffer: np.ndarray, rows: np.ndarray, shift: np.ndarray, nbyt
         k, r = int(shift[s]), int(rows[s])
         if k:
             ctypes.memmove(base + r * nbytes, base + (r + k) * nbytes, (e - s) * nbytes)
+
+
+def _index(conn, dim: int):
+    """(_chunk_layout, _vec_rows) of the vec0 table of `dim` where this reader knows its layout and
+    memviz's triggers keep it, else None."""
+    table = vec_table(dim)
+    layout = _chunk_layout(conn, table) if _native_triggers(conn, dim) else None
+    vec_rows = _vec_rows(conn, table) if layout is not None else None
+    return None if vec_rows is None else (layout, vec_rows)
 
 
 def _vec_rows(conn, table: str) -> tuple[np.ndarray, np.ndarray] | None:
