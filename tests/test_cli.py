@@ -26,8 +26,10 @@ def test_create_then_stats(tmp_path, capsys):
     assert "memories: 2  live 1  retired 1" in out
     assert "2026-01-02 03:04:05 .. 2026-02-01 00:00:00" in out
     assert "integrity: ok" in out
+    assert "read-only" not in out, "stats opens read-only itself; the store is writable"
     assert main(["stats", "--json", p]) == 0
     info = json.loads(capsys.readouterr().out)
+    assert info["read_only"] is None
     assert info["counts"]["by_agent"] == {"ann": [1, 0], "bob": [0, 1]}
 
 

@@ -112,6 +112,7 @@ def test_stats_on_a_bit_flipped_store_prints_what_it_can_read_and_names_the_rest
                        env=cli_env(), timeout=120)
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
     assert "read-only: " in r.stdout and "time span: " in r.stdout  # what the damage does not touch
+    assert "--read-only" not in r.stdout, "stats' own read-only open is not a reason the user must act on"
     assert "unreadable: counts: " in r.stdout and "damaged" in r.stdout
 
 

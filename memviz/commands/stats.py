@@ -7,7 +7,7 @@ from ..frameworks import open_source as open_store
 from ..store import iso
 from ..store.check import fts_findings, vec_findings
 from ..store.clock import parse_clock, store_clock
-from ..store.errors import StoreError
+from ..store.errors import StoreError, reasons_besides_asking
 from .clock import add_now_argument
 
 #: above this many memories stats skips the index checks (each reads every row); `memviz check` runs them
@@ -38,7 +38,8 @@ def collect(store, integrity: bool = True) -> dict:
     info = {
         "path": store.path,
         "schema_version": store.schema_version(),
-        "read_only": store.read_only_reason,
+        # stats opens every store read-only itself: say only why an open to edit would be read-only
+        "read_only": reasons_besides_asking(store.read_only_reason),
         "notes": read("vector index notes", store.vector_index_notes) or [],
         "counts": read("counts", store.counts),
         "time_span": [iso(span[0]), iso(span[1])] if span[0] is not None else None,

@@ -47,7 +47,7 @@ from ..store.boundary import ErrorBoundary
 from ..store.bulk import bulk_load, fill_indexes
 from ..store.common import StoreCommon, check_expected
 from ..store.connection import connect, immediate
-from ..store.errors import store_errors
+from ..store.errors import ASKED_READ_ONLY, store_errors
 from ..store.judged import SAVE_JUDGED, SAVE_PARAMETERS, UNCHECKED, AgentQuery, JudgedRow, SavedParameters, records_read_only
 from ..store.records import normalize_many
 from ..store.schema import MEMORY_COLUMNS
@@ -180,7 +180,7 @@ class MirroredStore(StoreCommon, ErrorBoundary):
         self.mirror = Store(source.label, mirror.conn, report=mirror.report, conn_path=mirror.conn_path)
         self.path = source.label
         own = source.read_only_reason() if not source.edits else None
-        self._read_only_reason = own or ("opened with --read-only" if read_only else None)
+        self._read_only_reason = "; ".join(([ASKED_READ_ONLY] if read_only else []) + ([own] if own else [])) or None
         self._synced_token = self.mirror.meta("mirror.token")
         self._sync_lock = threading.Lock()
         self._in_step = False  # the source was told the mirror matches it (Source.in_step)

@@ -40,6 +40,18 @@ class ReadOnlyError(StoreError):
     it is on cannot be written; the message says which."""
 
 
+#: the read-only reason of a store opened read-only on request; always first among its reasons
+ASKED_READ_ONLY = "opened with --read-only"
+
+
+def reasons_besides_asking(reason: str | None) -> str | None:
+    """A read-only reason without the request itself: why the store would be read-only opened to
+    edit (a command that opens read-only for its own safety tells the user only these)."""
+    if reason is None or reason == ASKED_READ_ONLY:
+        return None
+    return reason.removeprefix(ASKED_READ_ONLY + "; ")
+
+
 class ValidationError(StoreError):
     """A record was rejected before any write (bad embedding, bad JSON, bad field)."""
 

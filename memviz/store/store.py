@@ -29,6 +29,7 @@ from .changes import ChangeToken
 from .common import TEXT_COLUMNS, Provenance, StoreCommon, audit_dump, audit_load, check_expected, decode_row, pick_fields, supersede_ids
 from .connection import connect, whole_file_mapped
 from .errors import (
+    ASKED_READ_ONLY,
     UNKNOWN,
     BusyError,
     CorruptStoreError,
@@ -664,12 +665,12 @@ def _open_and_read(path: str, read, read_only: bool, later: bool, answers_later:
     folder = os.path.dirname(os.path.abspath(path))
     if media:
         reasons.insert(0, media)
-    if read_only:
-        reasons.insert(0, "opened with --read-only")
-    elif not os.access(path, os.W_OK):
+    if not os.access(path, os.W_OK):
         reasons.insert(0, "the file is not writable")
     elif not os.access(folder, os.W_OK):
         reasons.insert(0, "its folder is not writable")
+    if read_only:
+        reasons.insert(0, ASKED_READ_ONLY)
     if reasons:
         store = Store(path, conn, read_only_reason="; ".join(reasons), report=report, conn_path=conn_path)
     else:

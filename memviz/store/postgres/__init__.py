@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from contextlib import contextmanager
 
-from ..errors import NotAStoreError
+from ..errors import ASKED_READ_ONLY, NotAStoreError
 from . import foreign, schema
 from .connect import _psycopg, connect, no_vector_message, prepare_new_store, translate, vector_oid
 from .dsn import is_dsn, redact
@@ -43,7 +43,7 @@ def open_store(dsn: str, *, read_only: bool = False) -> PgStore:
         if "table memories" in missing:
             raise NotAStoreError(f"{where} holds no memviz memory store (no `memories` table); "
                                  "use `memviz create` to make one.")
-        reasons = ["opened with --read-only"] if read_only else []
+        reasons = [ASKED_READ_ONLY] if read_only else []
         if missing:  # a table memviz did not make: read-only through stand-ins, if it has enough
             _select, differs, unusable = foreign.plan(conn)
             if unusable:
