@@ -27,6 +27,8 @@ def test_cli_actions_history_and_retired(small, capsys):
     assert main(["edit", db, "correct", "k0", "remote", "fact", "corrected"]) == 0
     out = capsys.readouterr().out
     assert "Corrected k0" in out and "warning:" in out and "needs" in out  # remote-model cannot be reached here
+    named = [ln.split()[2] for ln in out.splitlines() if ln.startswith("new memory: ")]
+    assert len(named) == 1 and small.get(named[0])["content"] == "remote fact corrected", out  # whole, usable in the next command
     assert small.get("k0")["importance"] == 7 and small.get("k0")["tags"] == ["home", "todo"]
     assert small.get("k3")["protected"] is True and small.get("k2")["valid_until"] is None
     assert main(["edit", db, "retired", "--json"]) == 0

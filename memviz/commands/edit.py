@@ -75,6 +75,8 @@ def run(args) -> int:
             raise BusyError(f"{args.db} is {IN_USE} (memviz waited and retried); your edit was not written. "
                             "Run the command again when that process is done.") from None
         print(out.text)
+        for old, new in out.replaced.items():  # the status line shortens ids; the shell needs them whole
+            print(f"new memory: {new} (supersedes {old})")
         if out.warning:
             print(f"warning: {out.warning}")
         return 0
