@@ -459,13 +459,61 @@ def _kinds_and_agents(conn, rowid: np.ndarray, groups=None) -> tuple[np.ndarray,
     return kind, agent
 
 
-def _scan_in_sqlite(conn, preview: int) -> dict | None:
-    def texts(col):
-        out = np.empty(len(col), dtype=object)
-        out[:] = col
-        out[np.equal(out, None)] = ""  # NULL reads as "", as in _scan_by_row
-        return out
+def _texts_of(col) -> np.ndarray:
+    """A column of texts as an object array, NULL read as "" (as in _scan_by_row)."""
+    out = np.empty(len(col), dtype=object)
+    out[:] = col
+    out[np.equal(out, None)] = ""
+    return out
 
+
+def _keys(row: list, mostly: dict) -> dict | None:
+    """The rowids, ids (and their JSON text) and blob sizes of one part of the scan (_SQL_AGG's
+    row); None where the aggregate did not see the rows in rowid order."""
+    text = row[_AGG["rowid"]]
+    rowid = _numbers(text, text.count(",") + 1 if len(text) > 2 else 0)
+    rowid = np.array(_loads(text), dtype=np.int64) if rowid is None else rowid.astype(np.int64)
+    if len(rowid) > 1 and not (np.diff(rowid) > 0).all():
+        return None
+    size = np.nan_to_num(_spread(*_pairs(row[_AGG["size"]], rowid), len(rowid), mostly["size"]), nan=-1).astype(np.int64)
+    ids_json = row[_AGG["id"]]
+    return {"rowid": rowid, "size": size, "ids": _texts_of(_loads(ids_json)), "ids_json": ids_json}
+
+
+def _values(row: list, rowid: np.ndarray, mostly: dict) -> tuple[dict, list]:
+    """The model, time and number columns and json_ok of one part of the scan (its texts dropped
+    from `row` as they are read), and the rowids of its odd values."""
+    n, cols, odd = len(rowid), {}, set()
+    # one column at a time, its JSON text dropped once read and numbers made an array at once:
+    # at a million rows the texts and the lists of floats together would be half a gigabyte
+    for name in ("model", *NUMERIC_COLUMNS, "json_ok"):
+        i = _AGG[name]
+        if name in _NULL_IS_VALUE and name not in _MOSTLY:
+            fast = _numbers(row[i], n)   # integers and nulls, the usual times and counts
+            if fast is not None:
+                row[i] = None
+                cols[name] = fast
+                if _NULL_IS_VALUE[name] is False:
+                    odd.update(np.flatnonzero(np.isnan(fast)).tolist())   # NULL where a value belongs
+                continue
+        # a column of _MOSTLY comes as the other rows' values and their positions `at`
+        value, at = _pairs(row[i], rowid) if name in _MOSTLY else (_loads(row[i]), None)
+        if name in _NULL_IS_VALUE and '"' in row[i]:   # text in a number column (ISO times, 'very high')
+            strings = [j for j, v in enumerate(value) if type(v) is str]
+            odd.update(strings if at is None else at[strings].tolist())
+            for j in strings:
+                value[j] = None
+        if at is not None:
+            value = _spread(value, at, n, mostly[name])
+        row[i] = None
+        cols[name] = value if name == "model" else np.asarray(value, dtype=np.float64)
+        if _NULL_IS_VALUE.get(name) is False:
+            odd.update(np.flatnonzero(np.isnan(cols[name])).tolist())   # NULL where a value belongs
+        del value
+    return cols, rowid[sorted(odd)].tolist()
+
+
+def _scan_in_sqlite(conn, preview: int) -> dict | None:
     sql = _SQL_AGG.replace("{preview}", _PREVIEWS.format(int(preview)) if preview > 0 else "NULL")
     early = beside = None
     try:
@@ -476,8 +524,10 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
         split = hi if second is None or hi - lo < _SPLIT_FROM else lo + int((hi - lo) * (1 - _BESIDE_SHARE))
         dim = likely_dim(conn) if second is not None else 0
         if second is not None:
-            # on the other core: the rows after `split`, the kinds and agents, and the vectors of the
-            # dimension with the most (a store's are mostly of one), while this one scans the rows up to it
+            # on the other core: first the vectors of the dimension with the most (a store's are mostly
+            # of one), while this connection scans the rows up to `split` (SQLite: neither thread
+            # waits for Python's lock); then the rows after it and the kinds and agents, while this
+            # one decodes its part
             def work(other):
                 def attempt(read):   # what fails here is read again on this connection
                     try:
@@ -485,32 +535,43 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
                     except (apsw.Error, UnicodeError, ValueError):
                         return None
                 try:
+                    chunks = attempt(lambda: read_chunks(other, dim, _matrix, hi - lo + 1)) if dim else None
                     part.set_result((attempt(lambda: other.execute(sql, (*first, split + 1, hi)).fetchone())
                                      if split < hi else None, attempt(lambda: other.execute(_KIND_AGENT).fetchall())))
                 finally:
                     if not part.done():
                         part.set_result((None, None))   # this connection reads them
-                return attempt(lambda: read_chunks(other, dim, _matrix, hi - lo + 1)) if dim else None   # while the columns are decoded
+                return chunks
             part = Future()
             beside = read_beside(conn, second, work, "memviz-vectors")
         mostly = {**{c: None if v == "NULL" else float(v) for c, v in _MOSTLY.items() if c not in ("model", "size")},
                   "model": first[0], "size": first[1]}
-        row = conn.execute(sql, (*first, lo, split)).fetchone()
-        rest, groups = part.result() if beside is not None else (None, None)
-        if split < hi:
-            rest = rest or conn.execute(sql, (*first, split + 1, hi)).fetchone()
-            row = tuple(_joined(a, b) if k != _AGG["preview"] else b if a is None else a if b is None else a + "\x00" + b
-                        for k, (a, b) in enumerate(zip(row, rest)))
-        del rest
-        text = row[_AGG["rowid"]]
-        rowid = _numbers(text, text.count(",") + 1 if len(text) > 2 else 0)
-        rowid = np.array(_loads(text), dtype=np.int64) if rowid is None else rowid.astype(np.int64)
-        if len(rowid) > 1 and not (np.diff(rowid) > 0).all():
-            return None  # the aggregate did not see the rows in rowid order: read them one by one
+        row = list(conn.execute(sql, (*first, lo, split)).fetchone())
+        values = None
+        if split < hi:   # this part decoded while the other connection scans the rest
+            keys = _keys(row, mostly)
+            if keys is None:
+                return None   # the aggregate did not see the rows in rowid order: read them one by one
+            values = _values(row, keys["rowid"], mostly)
+            rest, groups = part.result() if beside is not None else (None, None)
+            rest = list(rest or conn.execute(sql, (*first, split + 1, hi)).fetchone())
+            more = _keys(rest, mostly)
+            if more is None or (len(more["rowid"]) and len(keys["rowid"]) and more["rowid"][0] <= keys["rowid"][-1]):
+                return None
+            values = _merged(values, _values(rest, more["rowid"], mostly))
+            keys = {"rowid": np.concatenate((keys["rowid"], more["rowid"])), "size": np.concatenate((keys["size"], more["size"])),
+                    "ids": np.concatenate((keys["ids"], more["ids"])), "ids_json": _joined(keys["ids_json"], more["ids_json"])}
+            a, b = row[_AGG["preview"]], rest[_AGG["preview"]]
+            row[_AGG["preview"]] = b if a is None else a if b is None else a + "\x00" + b
+            del rest, more
+        else:
+            groups = part.result()[1] if beside is not None else None
+            keys = _keys(row, mostly)
+            if keys is None:
+                return None
+        rowid, size, ids = keys["rowid"], keys["size"], keys["ids"]
         n = len(rowid)
-        size = np.nan_to_num(_spread(*_pairs(row[_AGG["size"]], rowid), n, mostly["size"]), nan=-1).astype(np.int64)
         guess = _common_size(size)
-        ids = texts(_loads(row[_AGG["id"]]))
         if preview > 0:   # before the vectors' thread takes the connection: a NUL in a content reads it again
             lines = [] if row[_AGG["preview"]] is None else _flat(row[_AGG["preview"]]).split("\x00")
             if len(lines) != n:
@@ -518,6 +579,7 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
             previews = np.empty(n, dtype=object)
             previews[:] = lines
             del lines
+        row[_AGG["preview"]] = None
         kind, agent = _kinds_and_agents(conn, rowid, groups)   # before the vectors' thread takes the connection
         if beside is not None and guess != 4 * dim:
             beside.exception()   # of another size than most: read below
@@ -525,37 +587,8 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
         if guess and beside is None:
             # the vectors of the most common size are read (SQLite, no GIL) while the columns are decoded
             early = in_thread(lambda: _read_vectors(conn, rowid, size, size == guess, guess, ids), "memviz-vectors")
-        # one column at a time, its JSON text dropped once read and numbers made an array at once:
-        # at a million rows the texts and the lists of floats together would be half a gigabyte
-        row, cols, odd = list(row), {"kind": kind, "agent": agent}, set()
-        if preview > 0:
-            cols["preview"] = previews
-        row[_AGG["preview"]] = None
-        for name in ("model", *NUMERIC_COLUMNS, "json_ok"):
-            i = _AGG[name]
-            if name in _NULL_IS_VALUE and name not in _MOSTLY:
-                fast = _numbers(row[i], n)   # integers and nulls, the usual times and counts
-                if fast is not None:
-                    row[i] = None
-                    cols[name] = fast
-                    if _NULL_IS_VALUE[name] is False:
-                        odd.update(np.flatnonzero(np.isnan(fast)).tolist())   # NULL where a value belongs
-                    continue
-            # a column of _MOSTLY comes as the other rows' values and their positions `at`
-            value, at = _pairs(row[i], rowid) if name in _MOSTLY else (_loads(row[i]), None)
-            if name in _NULL_IS_VALUE and '"' in row[i]:   # text in a number column (ISO times, 'very high')
-                strings = [j for j, v in enumerate(value) if type(v) is str]
-                odd.update(strings if at is None else at[strings].tolist())
-                for j in strings:
-                    value[j] = None
-            if at is not None:
-                value = _spread(value, at, n, mostly[name])
-            row[i] = None
-            cols[name] = value if name == "model" else np.asarray(value, dtype=np.float64)
-            if _NULL_IS_VALUE.get(name) is False:
-                odd.update(np.flatnonzero(np.isnan(cols[name])).tolist())   # NULL where a value belongs
-            del value
-        odd_types = rowid[sorted(odd)].tolist()
+        cols, odd_types = values if values is not None else _values(row, rowid, mostly)
+        del row
     except (apsw.Error, UnicodeError, ValueError, TypeError):
         if early is not None:
             early.exception()   # let it finish before the scan falls back (one reader at a time)
@@ -564,7 +597,7 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
     def vectors(has, size_, nbytes):
         chunks = beside.result() if beside is not None else None
         if chunks is not None and chunks.nbytes == nbytes:
-            out = place_read(conn, chunks, ids, rowid, (size_ == nbytes), n + spare_rows(n), _matrix)
+            out = place_read(conn, chunks, ids, rowid, (size_ == nbytes), n + spare_rows(n), _matrix, keys["ids_json"])
             if out is not None:
                 out[(size_ == nbytes) & ~has] = 0   # the same size but another model's vector
                 return out
@@ -576,11 +609,17 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
             early.exception()
         return _read_vectors(conn, rowid, size_, has, nbytes, ids)
 
-    return {"rowid": rowid, "ids": ids, "kind": cols["kind"], "agent": cols["agent"],
+    return {"rowid": rowid, "ids": ids, "kind": kind, "agent": agent,
             "bad_text": np.zeros(n, bool), **{name: cols[name] for name in NUMERIC_COLUMNS}, "json_ok": cols["json_ok"],
             "model": cols["model"], "size": size,  # str here (valid UTF-8): encoded once per distinct name
-            "odd_types": odd_types, "preview": cols["preview"] if preview > 0 else None, "vectors": vectors,
+            "odd_types": odd_types, "preview": previews if preview > 0 else None, "vectors": vectors,
             "settle": lambda: [f.exception() for f in (early, beside) if f is not None]}
+
+
+def _merged(a: tuple[dict, list], b: tuple[dict, list]) -> tuple[dict, list]:
+    """_values of two parts, in rowid order, as one."""
+    (ca, oa), (cb, ob) = a, b
+    return {name: ca[name] + cb[name] if name == "model" else np.concatenate((ca[name], cb[name])) for name in ca}, oa + ob
 
 
 def _joined(a: str, b: str) -> str:
@@ -589,7 +628,13 @@ def _joined(a: str, b: str) -> str:
 
 
 def _matrix(n: int, dim: int) -> np.ndarray:
-    return rows_with_room(n, (dim,), "<f4")
+    """The matrix of a whole read (rows_with_room's), its `n` rows faulted in at once: every one
+    is written (the vectors, or zeros where a memory has none), and one madvise call costs a
+    third less CPU than a page fault at each first write."""
+    out = rows_with_room(n, (dim,), "<f4")
+    if out.nbytes >= _SMALL_PAGES_FROM:
+        madvise(out, MADV_POPULATE_WRITE)
+    return out
 
 
 def one_of_each(values: list) -> list:
