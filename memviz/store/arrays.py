@@ -13,6 +13,7 @@ import numpy as np
 import orjson
 
 from ..background import in_thread
+from .errors import translate
 from .records import MS_ABOVE, NUMBER_DEFAULTS, ODD_TYPES_SQL, TIME_COLUMNS, decode_text, read_values
 from .second_read import read_beside, second_reader
 from .vec_chunks import likely_dim, place_read, read_chunks, read_from_index
@@ -98,21 +99,44 @@ def small_pages(block: np.ndarray) -> np.ndarray:
 _SMALL_PAGES_FROM = 64 << 20  # the matrices; numpy's columns (8 MB per million rows) are left as they are
 
 
+# A row's JSON columns are all well-formed (1); CASE skips parsing the usual empties. A whole read
+# asks it apart from the scan (_BAD_JSON, beside it): it parses every row's attributes.
+_JSON_OK = """CASE WHEN source_ids = '[]' THEN 1 ELSE json_valid(source_ids) END
+              AND CASE WHEN entity_ids = '[]' THEN 1 ELSE json_valid(entity_ids) END
+              AND CASE WHEN tags = '[]' THEN 1 ELSE json_valid(tags) END
+              AND CASE WHEN attributes = '{}' THEN 1 ELSE json_valid(attributes) END"""
+_BAD_JSON = f"SELECT json_group_array(rowid) FROM memories WHERE ({_JSON_OK}) IS NOT 1"   # NULL: not well-formed either
+
 _SQL = """
 SELECT rowid, CAST(id AS BLOB), CAST(kind AS BLOB), CAST(agent AS BLOB),
        CAST(importance AS REAL), CAST(event_time AS REAL), CAST(created_at AS REAL),
        CAST(last_accessed AS REAL), CAST(valid_until AS REAL), CAST(confidence AS REAL),
        CAST(decay_rate AS REAL), CAST(access_count AS INTEGER), CAST(protected AS INTEGER),
-       embedding,
-       CASE WHEN source_ids = '[]' THEN 1 ELSE json_valid(source_ids) END
-       AND CASE WHEN entity_ids = '[]' THEN 1 ELSE json_valid(entity_ids) END
-       AND CASE WHEN tags = '[]' THEN 1 ELSE json_valid(tags) END
-       AND CASE WHEN attributes = '{}' THEN 1 ELSE json_valid(attributes) END,  -- CASE skips parsing the usual empties
+       embedding, {json_ok},
        CAST(coalesce(embedding_model, '') AS BLOB), CASE WHEN typeof(embedding) = 'blob' THEN length(embedding) END,
        {odd_types}
        {preview}
 FROM memories {where} ORDER BY rowid
 """
+
+
+class Later:
+    """A MemoryArrays column that may still be being read when the arrays are handed out (a
+    Future stands in its place): the first read of it waits for its value, every read gets it."""
+
+    def __set_name__(self, owner, name):
+        self.slot = "_later_" + name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            raise AttributeError(self.slot)   # no default value: the field is required
+        value = obj.__dict__[self.slot]
+        if isinstance(value, Future):
+            value = obj.__dict__[self.slot] = value.result()
+        return value
+
+    def __set__(self, obj, value):
+        obj.__dict__[self.slot] = value
 
 
 @dataclass
@@ -136,7 +160,8 @@ class MemoryArrays:
                                # may be read-only (a view of what SQLite returned): copy to modify
     has_embedding: np.ndarray  # bool
     embedding_model: str | None
-    bad_json: np.ndarray       # bool: a JSON column of the row is malformed
+    bad_json: np.ndarray = Later()  # bool: a JSON column of the row is malformed (a whole read's comes
+                                    # from a pass beside it, which a first read of it may wait for)
     bad_text: np.ndarray       # bool: id/kind/agent held invalid UTF-8
     preview: np.ndarray | None = None  # object: the start of each content on one line (when asked for)
     bad_value: np.ndarray | None = None  # bool: a time or number of the row could not be read (records.read_values)
@@ -243,7 +268,7 @@ def _load(conn, model, dim, preview, in_sqlite, rowids=None) -> MemoryArrays:
         embedding=emb,
         has_embedding=has,
         embedding_model=model,
-        bad_json=~np.nan_to_num(num(c["json_ok"])).astype(bool),
+        bad_json=c["bad_json"],
         bad_text=c["bad_text"],
         preview=c["preview"] if preview > 0 else None,
     )
@@ -292,7 +317,7 @@ NUMERIC_COLUMNS = ("importance", "event_time", "created_at", "last_accessed", "v
             "access_count", "protected")
 
 
-_SQL = _SQL.replace("{odd_types}", ODD_TYPES_SQL)
+_SQL = _SQL.replace("{odd_types}", ODD_TYPES_SQL).replace("{json_ok}", _JSON_OK)
 #: the columns of _SQL's rows, in order (`preview` only when asked for)
 _ROW_COLUMNS = ("rowid", "id", "kind", "agent", *NUMERIC_COLUMNS, "embedding", "json_ok", "model", "size", "odd_type", "preview")
 
@@ -316,7 +341,8 @@ def _scan_by_row(conn, preview: int, rowids: list[int] | None = None) -> dict:
         buf = bytearray().join(blobs if has.all() else (b if h else zero for b, h in zip(blobs, has.tolist())))
         return np.frombuffer(buf, dtype="<f4").reshape(len(has), nbytes // 4)
     return {"rowid": cols["rowid"], "ids": ids, "kind": kind, "agent": agent, "bad_text": b1 | b2 | b3,
-            **{name: cols[name] for name in NUMERIC_COLUMNS}, "json_ok": cols["json_ok"], "model": cols["model"],
+            **{name: cols[name] for name in NUMERIC_COLUMNS}, "model": cols["model"],
+            "bad_json": ~np.nan_to_num(np.asarray(cols["json_ok"], np.float64)).astype(bool),
             "size": cols["size"], "odd_types": [r for r, odd in zip(cols["rowid"], cols["odd_type"]) if odd],
             "preview": one_line(cols["preview"]) if preview > 0 else None, "vectors": vectors}
 
@@ -330,10 +356,6 @@ def _scan_by_row(conn, preview: int, rowids: list[int] | None = None) -> dict:
 # cell, a quarter of the scan.
 _AGG_EXPR = {
     "protected": "CAST(protected AS INTEGER)",
-    "json_ok": """CASE WHEN source_ids = '[]' THEN 1 ELSE json_valid(source_ids) END
-                  AND CASE WHEN entity_ids = '[]' THEN 1 ELSE json_valid(entity_ids) END
-                  AND CASE WHEN tags = '[]' THEN 1 ELSE json_valid(tags) END
-                  AND CASE WHEN attributes = '{}' THEN 1 ELSE json_valid(attributes) END""",  # CASE: no parse of the usual empties
     "model": "coalesce(embedding_model, '')",
     "size": "CASE WHEN typeof(embedding) = 'blob' THEN length(embedding) END",
 }
@@ -341,11 +363,11 @@ _AGG_EXPR = {
 # vectors being mostly of one model): only the rows holding another are sent, as [rowid, value]
 # pairs, and the column is filled with it. Comparing a value costs less than formatting and parsing
 # it (a fifth of the scan at a million rows); a column where most rows differ costs a third more.
-_MOSTLY = {"valid_until": "NULL", "confidence": "1.0", "decay_rate": "0.1", "protected": "0", "json_ok": "1",
+_MOSTLY = {"valid_until": "NULL", "confidence": "1.0", "decay_rate": "0.1", "protected": "0",
            "model": "?1", "size": "?2"}
 #: the columns of _SQL_AGG's one row, in order: each a JSON array over every row (over the other
 #: rows' [rowid, value] for those of _MOSTLY)
-_AGG_COLUMNS = ("rowid", "id", *NUMERIC_COLUMNS, "json_ok", "model", "size", "preview")
+_AGG_COLUMNS = ("rowid", "id", *NUMERIC_COLUMNS, "model", "size", "preview")
 _AGG = {name: i for i, name in enumerate(_AGG_COLUMNS)}
 _SQL_AGG = "SELECT " + ",\n       ".join(
     "{preview}" if c == "preview" else
@@ -481,12 +503,12 @@ def _keys(row: list, mostly: dict) -> dict | None:
 
 
 def _values(row: list, rowid: np.ndarray, mostly: dict) -> tuple[dict, list]:
-    """The model, time and number columns and json_ok of one part of the scan (its texts dropped
+    """The model, time and number columns of one part of the scan (its texts dropped
     from `row` as they are read), and the rowids of its odd values."""
     n, cols, odd = len(rowid), {}, set()
     # one column at a time, its JSON text dropped once read and numbers made an array at once:
     # at a million rows the texts and the lists of floats together would be half a gigabyte
-    for name in ("model", *NUMERIC_COLUMNS, "json_ok"):
+    for name in ("model", *NUMERIC_COLUMNS):
         i = _AGG[name]
         if name in _NULL_IS_VALUE and name not in _MOSTLY:
             fast = _numbers(row[i], n)   # integers and nulls, the usual times and counts
@@ -527,7 +549,8 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
             # on the other core: first the vectors of the dimension with the most (a store's are mostly
             # of one), while this connection scans the rows up to `split` (SQLite: neither thread
             # waits for Python's lock); then the rows after it and the kinds and agents, while this
-            # one decodes its part
+            # one decodes its part; last the rows with a malformed JSON column, while this one places
+            # the vectors and after the arrays are handed out (their bad_json waits for it)
             def work(other):
                 def attempt(read):   # what fails here is read again on this connection
                     try:
@@ -535,14 +558,18 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
                     except (apsw.Error, UnicodeError, ValueError):
                         return None
                 try:
-                    chunks = attempt(lambda: read_chunks(other, dim, _matrix, hi - lo + 1)) if dim else None
+                    chunks.set_result(attempt(lambda: read_chunks(other, dim, _matrix, hi - lo + 1)) if dim else None)
                     part.set_result((attempt(lambda: other.execute(sql, (*first, split + 1, hi)).fetchone())
                                      if split < hi else None, attempt(lambda: other.execute(_KIND_AGENT).fetchall())))
+                    json_rows.set_result(_bad_json_rows(other, again=True))
+                except BaseException as e:  # noqa: BLE001 - handed to whoever reads bad_json
+                    if not json_rows.done():
+                        json_rows.set_exception(e)
                 finally:
-                    if not part.done():
-                        part.set_result((None, None))   # this connection reads them
-                return chunks
-            part = Future()
+                    for f, none in ((chunks, None), (part, (None, None))):
+                        if not f.done():
+                            f.set_result(none)   # this connection reads them
+            chunks, part, json_rows = Future(), Future(), Future()
             beside = read_beside(conn, second, work, "memviz-vectors")
         mostly = {**{c: None if v == "NULL" else float(v) for c, v in _MOSTLY.items() if c not in ("model", "size")},
                   "model": first[0], "size": first[1]}
@@ -581,9 +608,14 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
             del lines
         row[_AGG["preview"]] = None
         kind, agent = _kinds_and_agents(conn, rowid, groups)   # before the vectors' thread takes the connection
-        if beside is not None and guess != 4 * dim:
-            beside.exception()   # of another size than most: read below
-            beside = None
+        if beside is None:   # no second connection: the JSON columns checked here, in the read
+            bad_json = _flagged(rowid, _bad_json_rows(conn))
+        else:
+            bad_json = Future()
+            json_rows.add_done_callback(lambda f: _settle(bad_json, lambda: _flagged(rowid, f.result())))
+            if guess != 4 * dim:
+                chunks.result()   # of another size than most: read below
+                beside = None
         if guess and beside is None:
             # the vectors of the most common size are read (SQLite, no GIL) while the columns are decoded
             early = in_thread(lambda: _read_vectors(conn, rowid, size, size == guess, guess, ids), "memviz-vectors")
@@ -595,9 +627,9 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
         return None
 
     def vectors(has, size_, nbytes):
-        chunks = beside.result() if beside is not None else None
-        if chunks is not None and chunks.nbytes == nbytes:
-            out = place_read(conn, chunks, ids, rowid, (size_ == nbytes), n + spare_rows(n), _matrix, keys["ids_json"])
+        read = chunks.result() if beside is not None else None
+        if read is not None and read.nbytes == nbytes:
+            out = place_read(conn, read, ids, rowid, (size_ == nbytes), n + spare_rows(n), _matrix, keys["ids_json"])
             if out is not None:
                 out[(size_ == nbytes) & ~has] = 0   # the same size but another model's vector
                 return out
@@ -610,10 +642,48 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
         return _read_vectors(conn, rowid, size_, has, nbytes, ids)
 
     return {"rowid": rowid, "ids": ids, "kind": kind, "agent": agent,
-            "bad_text": np.zeros(n, bool), **{name: cols[name] for name in NUMERIC_COLUMNS}, "json_ok": cols["json_ok"],
+            "bad_text": np.zeros(n, bool), **{name: cols[name] for name in NUMERIC_COLUMNS}, "bad_json": bad_json,
             "model": cols["model"], "size": size,  # str here (valid UTF-8): encoded once per distinct name
             "odd_types": odd_types, "preview": previews if preview > 0 else None, "vectors": vectors,
-            "settle": lambda: [f.exception() for f in (early, beside) if f is not None]}
+            "settle": lambda: [f.exception() for f in (early, chunks if beside is not None else None) if f is not None]}
+
+
+def _bad_json_rows(conn, again: bool = False) -> str:
+    """The rowids of the rows with a malformed JSON column, as a JSON array. `again`: where
+    `conn` (the second connection, after its other reads) fails, on a connection of its own to
+    the file's newest state, and a StoreError saying what happened if that fails too."""
+    try:
+        return conn.execute(_BAD_JSON).fetchone()[0]
+    except apsw.Error as e:
+        if not again:
+            raise
+        first = e
+    try:
+        other = apsw.Connection(conn.filename, flags=apsw.SQLITE_OPEN_READONLY, vfs=conn.open_vfs)
+        try:
+            return other.execute(_BAD_JSON).fetchone()[0]
+        finally:
+            other.close()
+    except apsw.Error as e:
+        raise translate(first, conn.filename, doing="checking the JSON columns of every memory") from e
+
+
+def _flagged(rowid: np.ndarray, rows: str) -> np.ndarray:
+    """Per row of `rowid` (ascending): whether it is among `rows` (a JSON array of rowids)."""
+    out = np.zeros(len(rowid), bool)
+    at = np.array(_loads(rows), dtype=np.int64)
+    pos = np.minimum(np.searchsorted(rowid, at), max(len(rowid) - 1, 0))
+    if len(rowid):
+        out[pos[rowid[pos] == at]] = True
+    return out
+
+
+def _settle(fut: Future, make) -> None:
+    """fut's result: what make() returns, or what it raised."""
+    try:
+        fut.set_result(make())
+    except BaseException as e:  # noqa: BLE001 - handed to whoever asks the Future
+        fut.set_exception(e)
 
 
 def _merged(a: tuple[dict, list], b: tuple[dict, list]) -> tuple[dict, list]:
