@@ -234,9 +234,8 @@ def _load(conn, model, dim, preview, in_sqlite, rowids=None) -> MemoryArrays:
         return np.asarray(col, dtype=dtype) if n else np.zeros(0, dtype)
 
     # which (model, size) fills the matrix: model names as bytes (NULL = b""), blob sizes (-1 = no blob)
-    names = {m: i for i, m in enumerate(dict.fromkeys(c["model"]))}   # in order of first use
-    model_code = np.fromiter(map(names.__getitem__, c["model"]), np.int64, count=n)   # no Python statement per row
-    names = {(m.encode("utf-8", "surrogatepass") if isinstance(m, str) else m): i for m, i in names.items()}
+    model_code = c["model_code"]
+    names = {(m.encode("utf-8", "surrogatepass") if isinstance(m, str) else m): i for i, m in enumerate(c["model_names"])}
     size = np.nan_to_num(num(c["size"]), nan=-1).astype(np.int64)
     key, dim = pick_model(list(names), model_code, size,
                            None if model is None else model.encode("utf-8", "surrogatepass"), dim)
@@ -341,7 +340,7 @@ def _scan_by_row(conn, preview: int, rowids: list[int] | None = None) -> dict:
         buf = bytearray().join(blobs if has.all() else (b if h else zero for b, h in zip(blobs, has.tolist())))
         return np.frombuffer(buf, dtype="<f4").reshape(len(has), nbytes // 4)
     return {"rowid": cols["rowid"], "ids": ids, "kind": kind, "agent": agent, "bad_text": b1 | b2 | b3,
-            **{name: cols[name] for name in NUMERIC_COLUMNS}, "model": cols["model"],
+            **{name: cols[name] for name in NUMERIC_COLUMNS}, **_model_codes(cols["model"]),
             "bad_json": ~np.nan_to_num(np.asarray(cols["json_ok"], np.float64)).astype(bool),
             "size": cols["size"], "odd_types": [r for r, odd in zip(cols["rowid"], cols["odd_type"]) if odd],
             "preview": one_line(cols["preview"]) if preview > 0 else None, "vectors": vectors}
@@ -390,9 +389,9 @@ _PREVIEWS_JSON = "SELECT json_group_array(coalesce(substr(content, 1, ?1), '')) 
 _KIND_AGENT = ("SELECT kind, agent, json_group_array(rowid) FROM memories "
                "GROUP BY agent COLLATE BINARY, kind COLLATE BINARY")   # a NOCASE column's 'Fact' is not 'fact'
 _KIND_AGENT_ROWS = "SELECT json_group_array(kind), json_group_array(agent) FROM memories"
-# With a second connection (second_read.py) the rows after a split are scanned there, beside this
-# one, which decodes the columns afterwards: it takes this share of the rowids, from this many.
-_BESIDE_SHARE = 0.35
+# With a second connection (second_read.py) the rows after a split are scanned there, after it has
+# copied the vector chunks: it takes this share of the rowids, from this many.
+_BESIDE_SHARE = 0.3
 _SPLIT_FROM = 20_000
 _NO_INT = "-9223372036854775808"   # int64's least value: stands for null in a column of integers
 
@@ -404,13 +403,7 @@ def _pairs(text: str, rowid: np.ndarray) -> tuple[list, np.ndarray]:
 
 
 def _spread(values: list, at: np.ndarray, n: int, mostly):
-    """Every row's value: `mostly`, but `values` at the positions `at`. A float64 array (None: NaN),
-    or for a text `mostly` a list."""
-    if isinstance(mostly, str):
-        out = [mostly] * n
-        for i, v in zip(at.tolist(), values):
-            out[i] = v
-        return out
+    """Every row's value as a float64 array: `mostly`, but `values` at the positions `at` (None: NaN)."""
     out = np.full(n, np.nan if mostly is None else float(mostly))
     if len(at):
         out[at] = np.array(values, dtype=np.float64)
@@ -525,10 +518,13 @@ def _values(row: list, rowid: np.ndarray, mostly: dict) -> tuple[dict, list]:
             odd.update(strings if at is None else at[strings].tolist())
             for j in strings:
                 value[j] = None
+        row[i] = None
+        if name == "model":   # the other rows' names and their rows (_model_codes)
+            cols[name] = (value, at)
+            continue
         if at is not None:
             value = _spread(value, at, n, mostly[name])
-        row[i] = None
-        cols[name] = value if name == "model" else np.asarray(value, dtype=np.float64)
+        cols[name] = np.asarray(value, dtype=np.float64)
         if _NULL_IS_VALUE.get(name) is False:
             odd.update(np.flatnonzero(np.isnan(cols[name])).tolist())   # NULL where a value belongs
         del value
@@ -585,7 +581,7 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
             more = _keys(rest, mostly)
             if more is None or (len(more["rowid"]) and len(keys["rowid"]) and more["rowid"][0] <= keys["rowid"][-1]):
                 return None
-            values = _merged(values, _values(rest, more["rowid"], mostly))
+            values = _merged(values, _values(rest, more["rowid"], mostly), len(keys["rowid"]))
             keys = {"rowid": np.concatenate((keys["rowid"], more["rowid"])), "size": np.concatenate((keys["size"], more["size"])),
                     "ids": np.concatenate((keys["ids"], more["ids"])), "ids_json": _joined(keys["ids_json"], more["ids_json"])}
             a, b = row[_AGG["preview"]], rest[_AGG["preview"]]
@@ -643,7 +639,7 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
 
     return {"rowid": rowid, "ids": ids, "kind": kind, "agent": agent,
             "bad_text": np.zeros(n, bool), **{name: cols[name] for name in NUMERIC_COLUMNS}, "bad_json": bad_json,
-            "model": cols["model"], "size": size,  # str here (valid UTF-8): encoded once per distinct name
+            **_model_codes(*cols["model"], n, mostly["model"]), "size": size,  # str here (valid UTF-8)
             "odd_types": odd_types, "preview": previews if preview > 0 else None, "vectors": vectors,
             "settle": lambda: [f.exception() for f in (early, chunks if beside is not None else None) if f is not None]}
 
@@ -686,10 +682,28 @@ def _settle(fut: Future, make) -> None:
         fut.set_exception(e)
 
 
-def _merged(a: tuple[dict, list], b: tuple[dict, list]) -> tuple[dict, list]:
-    """_values of two parts, in rowid order, as one."""
+def _merged(a: tuple[dict, list], b: tuple[dict, list], offset: int) -> tuple[dict, list]:
+    """_values of two parts, in rowid order, as one (`offset`: the first part's rows)."""
     (ca, oa), (cb, ob) = a, b
-    return {name: ca[name] + cb[name] if name == "model" else np.concatenate((ca[name], cb[name])) for name in ca}, oa + ob
+    out = {name: np.concatenate((ca[name], cb[name])) for name in ca if name != "model"}
+    out["model"] = (ca["model"][0] + cb["model"][0], np.concatenate((ca["model"][1], cb["model"][1] + offset)))
+    return out, oa + ob
+
+
+def _model_codes(values, at: np.ndarray | None = None, n: int = 0, mostly=None) -> dict:
+    """The model column as "model_code" (per row) and "model_names" (per code): from every row's
+    name, or from `mostly` and the other names `values` at the rows `at` (no Python object per row)."""
+    if at is None:
+        names = dict.fromkeys(values)   # in order of first use
+        code = {m: i for i, m in enumerate(names)}
+        return {"model_code": np.fromiter(map(code.__getitem__, values), np.int64, count=len(values)),
+                "model_names": list(names)}
+    code = {mostly: 0}
+    for m in values:
+        code.setdefault(m, len(code))
+    out = np.zeros(n, np.int64)
+    out[at] = np.fromiter(map(code.__getitem__, values), np.int64, count=len(values))
+    return {"model_code": out, "model_names": list(code)}
 
 
 def _joined(a: str, b: str) -> str:
@@ -810,7 +824,11 @@ def pick_model(names: list[bytes], model_code: np.ndarray, size: np.ndarray, mod
         blob &= model_code == (names.index(model) if model in names else -1)
     if not blob.any():
         return model, 0
-    pairs, counts = np.unique(model_code[blob] << 32 | size[blob] // 4, return_counts=True)
+    key = model_code[blob] << 32 | size[blob] // 4
+    if (key == key[0]).all():   # one model and size (the usual store): no sort
+        pairs, counts = key[:1], [len(key)]
+    else:
+        pairs, counts = np.unique(key, return_counts=True)
     m, d, _ = min(((names[int(p >> 32)], int(p & 0xFFFFFFFF), int(c)) for p, c in zip(pairs, counts)),
                   key=lambda mdc: (-mdc[2], mdc[0], mdc[1]))
     return (m if model is None else model), d
