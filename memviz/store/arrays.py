@@ -570,12 +570,14 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
         mostly = {**{c: None if v == "NULL" else float(v) for c, v in _MOSTLY.items() if c not in ("model", "size")},
                   "model": first[0], "size": first[1]}
         row = list(conn.execute(sql, (*first, lo, split)).fetchone())
-        values = None
+        values = lines = None
         if split < hi:   # this part decoded while the other connection scans the rest
             keys = _keys(row, mostly)
             if keys is None:
                 return None   # the aggregate did not see the rows in rowid order: read them one by one
             values = _values(row, keys["rowid"], mostly)
+            if preview > 0:
+                lines = _preview_lines(conn, row[_AGG["preview"]], len(keys["rowid"]), preview, lo, split)
             rest, groups = part.result() if beside is not None else (None, None)
             rest = list(rest or conn.execute(sql, (*first, split + 1, hi)).fetchone())
             more = _keys(rest, mostly)
@@ -584,8 +586,8 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
             values = _merged(values, _values(rest, more["rowid"], mostly), len(keys["rowid"]))
             keys = {"rowid": np.concatenate((keys["rowid"], more["rowid"])), "size": np.concatenate((keys["size"], more["size"])),
                     "ids": np.concatenate((keys["ids"], more["ids"])), "ids_json": _joined(keys["ids_json"], more["ids_json"])}
-            a, b = row[_AGG["preview"]], rest[_AGG["preview"]]
-            row[_AGG["preview"]] = b if a is None else a if b is None else a + "\x00" + b
+            if preview > 0:
+                lines += _preview_lines(conn, rest[_AGG["preview"]], len(more["rowid"]), preview, split + 1, hi)
             del rest, more
         else:
             groups = part.result()[1] if beside is not None else None
@@ -595,10 +597,9 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
         rowid, size, ids = keys["rowid"], keys["size"], keys["ids"]
         n = len(rowid)
         guess = _common_size(size)
-        if preview > 0:   # before the vectors' thread takes the connection: a NUL in a content reads it again
-            lines = [] if row[_AGG["preview"]] is None else _flat(row[_AGG["preview"]]).split("\x00")
-            if len(lines) != n:
-                lines = [_flat(t) for t in _loads(conn.execute(_PREVIEWS_JSON, (int(preview), lo, hi)).fetchone()[0])]
+        if preview > 0:   # before the vectors' thread takes the connection (a NUL in a content reads it again)
+            if lines is None:
+                lines = _preview_lines(conn, row[_AGG["preview"]], n, preview, lo, hi)
             previews = np.empty(n, dtype=object)
             previews[:] = lines
             del lines
@@ -642,6 +643,15 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
             **_model_codes(*cols["model"], n, mostly["model"]), "size": size,  # str here (valid UTF-8)
             "odd_types": odd_types, "preview": previews if preview > 0 else None, "vectors": vectors,
             "settle": lambda: [f.exception() for f in (early, chunks if beside is not None else None) if f is not None]}
+
+
+def _preview_lines(conn, text: str | None, n: int, preview: int, lo: int, hi: int) -> list[str]:
+    """The previews of the `n` rows of rowids `lo`..`hi` from their NUL-joined text (_PREVIEWS), made
+    one line; a content holding NUL splits into more parts than rows: read as JSON instead."""
+    lines = [] if text is None else _flat(text).split("\x00")
+    if len(lines) != n:
+        lines = [_flat(t) for t in _loads(conn.execute(_PREVIEWS_JSON, (int(preview), lo, hi)).fetchone()[0])]
+    return lines
 
 
 def _bad_json_rows(conn, again: bool = False) -> str:
