@@ -88,12 +88,14 @@ def test_the_in_sqlite_scan_equals_the_row_by_row_scan(store, monkeypatch, split
         c.execute("UPDATE memories SET attributes = '{not json' WHERE id = 'big-1'")
         c.execute("UPDATE memories SET importance = '7', agent = '', kind = '' WHERE id = 'big-2'")
         c.execute("UPDATE memories SET content = 'nul' || char(0) || 'inside' WHERE id = 'big-3'")
+        c.execute("UPDATE memories SET content = 'last' || char(0) || 'row' WHERE id = 'gone'")   # after a split too
     fast = _fast_scan(store.conn, 40)
     assert fast is not None
     a = A.load_arrays(store.conn, preview=40)
     assert_same_arrays(a, A.load_arrays(store.conn, preview=40, in_sqlite=False))
     assert a.bad_json.tolist()[1] and a.importance[2] == 7.0 and a.agent[2] == ""
     assert a.confidence[-1] == 0.123456789012345 and a.preview[-2].startswith("line break tab")
+    assert a.preview[-1].startswith("last") and a.preview[3].startswith("nul")   # each row's own, NUL or not
     assert a.embedding_model == "big" and a.has_embedding.sum() == 6
 
 

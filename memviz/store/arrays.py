@@ -13,6 +13,7 @@ import numpy as np
 import orjson
 
 from ..background import in_thread
+from .errors import translate
 from .records import MS_ABOVE, NUMBER_DEFAULTS, ODD_TYPES_SQL, TIME_COLUMNS, decode_text, read_values
 from .second_read import read_beside, second_reader
 from .vec_chunks import likely_dim, place_read, read_chunks, read_from_index
@@ -98,21 +99,44 @@ def small_pages(block: np.ndarray) -> np.ndarray:
 _SMALL_PAGES_FROM = 64 << 20  # the matrices; numpy's columns (8 MB per million rows) are left as they are
 
 
+# A row's JSON columns are all well-formed (1); CASE skips parsing the usual empties. A whole read
+# asks it apart from the scan (_BAD_JSON, beside it): it parses every row's attributes.
+_JSON_OK = """CASE WHEN source_ids = '[]' THEN 1 ELSE json_valid(source_ids) END
+              AND CASE WHEN entity_ids = '[]' THEN 1 ELSE json_valid(entity_ids) END
+              AND CASE WHEN tags = '[]' THEN 1 ELSE json_valid(tags) END
+              AND CASE WHEN attributes = '{}' THEN 1 ELSE json_valid(attributes) END"""
+_BAD_JSON = f"SELECT json_group_array(rowid) FROM memories WHERE ({_JSON_OK}) IS NOT 1"   # NULL: not well-formed either
+
 _SQL = """
 SELECT rowid, CAST(id AS BLOB), CAST(kind AS BLOB), CAST(agent AS BLOB),
        CAST(importance AS REAL), CAST(event_time AS REAL), CAST(created_at AS REAL),
        CAST(last_accessed AS REAL), CAST(valid_until AS REAL), CAST(confidence AS REAL),
        CAST(decay_rate AS REAL), CAST(access_count AS INTEGER), CAST(protected AS INTEGER),
-       embedding,
-       CASE WHEN source_ids = '[]' THEN 1 ELSE json_valid(source_ids) END
-       AND CASE WHEN entity_ids = '[]' THEN 1 ELSE json_valid(entity_ids) END
-       AND CASE WHEN tags = '[]' THEN 1 ELSE json_valid(tags) END
-       AND CASE WHEN attributes = '{}' THEN 1 ELSE json_valid(attributes) END,  -- CASE skips parsing the usual empties
+       embedding, {json_ok},
        CAST(coalesce(embedding_model, '') AS BLOB), CASE WHEN typeof(embedding) = 'blob' THEN length(embedding) END,
        {odd_types}
        {preview}
 FROM memories {where} ORDER BY rowid
 """
+
+
+class Later:
+    """A MemoryArrays column that may still be being read when the arrays are handed out (a
+    Future stands in its place): the first read of it waits for its value, every read gets it."""
+
+    def __set_name__(self, owner, name):
+        self.slot = "_later_" + name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            raise AttributeError(self.slot)   # no default value: the field is required
+        value = obj.__dict__[self.slot]
+        if isinstance(value, Future):
+            value = obj.__dict__[self.slot] = value.result()
+        return value
+
+    def __set__(self, obj, value):
+        obj.__dict__[self.slot] = value
 
 
 @dataclass
@@ -136,7 +160,8 @@ class MemoryArrays:
                                # may be read-only (a view of what SQLite returned): copy to modify
     has_embedding: np.ndarray  # bool
     embedding_model: str | None
-    bad_json: np.ndarray       # bool: a JSON column of the row is malformed
+    bad_json: np.ndarray = Later()  # bool: a JSON column of the row is malformed (a whole read's comes
+                                    # from a pass beside it, which a first read of it may wait for)
     bad_text: np.ndarray       # bool: id/kind/agent held invalid UTF-8
     preview: np.ndarray | None = None  # object: the start of each content on one line (when asked for)
     bad_value: np.ndarray | None = None  # bool: a time or number of the row could not be read (records.read_values)
@@ -209,9 +234,8 @@ def _load(conn, model, dim, preview, in_sqlite, rowids=None) -> MemoryArrays:
         return np.asarray(col, dtype=dtype) if n else np.zeros(0, dtype)
 
     # which (model, size) fills the matrix: model names as bytes (NULL = b""), blob sizes (-1 = no blob)
-    names = {m: i for i, m in enumerate(dict.fromkeys(c["model"]))}   # in order of first use
-    model_code = np.fromiter(map(names.__getitem__, c["model"]), np.int64, count=n)   # no Python statement per row
-    names = {(m.encode("utf-8", "surrogatepass") if isinstance(m, str) else m): i for m, i in names.items()}
+    model_code = c["model_code"]
+    names = {(m.encode("utf-8", "surrogatepass") if isinstance(m, str) else m): i for i, m in enumerate(c["model_names"])}
     size = np.nan_to_num(num(c["size"]), nan=-1).astype(np.int64)
     key, dim = pick_model(list(names), model_code, size,
                            None if model is None else model.encode("utf-8", "surrogatepass"), dim)
@@ -243,7 +267,7 @@ def _load(conn, model, dim, preview, in_sqlite, rowids=None) -> MemoryArrays:
         embedding=emb,
         has_embedding=has,
         embedding_model=model,
-        bad_json=~np.nan_to_num(num(c["json_ok"])).astype(bool),
+        bad_json=c["bad_json"],
         bad_text=c["bad_text"],
         preview=c["preview"] if preview > 0 else None,
     )
@@ -292,7 +316,7 @@ NUMERIC_COLUMNS = ("importance", "event_time", "created_at", "last_accessed", "v
             "access_count", "protected")
 
 
-_SQL = _SQL.replace("{odd_types}", ODD_TYPES_SQL)
+_SQL = _SQL.replace("{odd_types}", ODD_TYPES_SQL).replace("{json_ok}", _JSON_OK)
 #: the columns of _SQL's rows, in order (`preview` only when asked for)
 _ROW_COLUMNS = ("rowid", "id", "kind", "agent", *NUMERIC_COLUMNS, "embedding", "json_ok", "model", "size", "odd_type", "preview")
 
@@ -316,7 +340,8 @@ def _scan_by_row(conn, preview: int, rowids: list[int] | None = None) -> dict:
         buf = bytearray().join(blobs if has.all() else (b if h else zero for b, h in zip(blobs, has.tolist())))
         return np.frombuffer(buf, dtype="<f4").reshape(len(has), nbytes // 4)
     return {"rowid": cols["rowid"], "ids": ids, "kind": kind, "agent": agent, "bad_text": b1 | b2 | b3,
-            **{name: cols[name] for name in NUMERIC_COLUMNS}, "json_ok": cols["json_ok"], "model": cols["model"],
+            **{name: cols[name] for name in NUMERIC_COLUMNS}, **_model_codes(cols["model"]),
+            "bad_json": ~np.nan_to_num(np.asarray(cols["json_ok"], np.float64)).astype(bool),
             "size": cols["size"], "odd_types": [r for r, odd in zip(cols["rowid"], cols["odd_type"]) if odd],
             "preview": one_line(cols["preview"]) if preview > 0 else None, "vectors": vectors}
 
@@ -330,10 +355,6 @@ def _scan_by_row(conn, preview: int, rowids: list[int] | None = None) -> dict:
 # cell, a quarter of the scan.
 _AGG_EXPR = {
     "protected": "CAST(protected AS INTEGER)",
-    "json_ok": """CASE WHEN source_ids = '[]' THEN 1 ELSE json_valid(source_ids) END
-                  AND CASE WHEN entity_ids = '[]' THEN 1 ELSE json_valid(entity_ids) END
-                  AND CASE WHEN tags = '[]' THEN 1 ELSE json_valid(tags) END
-                  AND CASE WHEN attributes = '{}' THEN 1 ELSE json_valid(attributes) END""",  # CASE: no parse of the usual empties
     "model": "coalesce(embedding_model, '')",
     "size": "CASE WHEN typeof(embedding) = 'blob' THEN length(embedding) END",
 }
@@ -341,11 +362,11 @@ _AGG_EXPR = {
 # vectors being mostly of one model): only the rows holding another are sent, as [rowid, value]
 # pairs, and the column is filled with it. Comparing a value costs less than formatting and parsing
 # it (a fifth of the scan at a million rows); a column where most rows differ costs a third more.
-_MOSTLY = {"valid_until": "NULL", "confidence": "1.0", "decay_rate": "0.1", "protected": "0", "json_ok": "1",
+_MOSTLY = {"valid_until": "NULL", "confidence": "1.0", "decay_rate": "0.1", "protected": "0",
            "model": "?1", "size": "?2"}
 #: the columns of _SQL_AGG's one row, in order: each a JSON array over every row (over the other
 #: rows' [rowid, value] for those of _MOSTLY)
-_AGG_COLUMNS = ("rowid", "id", *NUMERIC_COLUMNS, "json_ok", "model", "size", "preview")
+_AGG_COLUMNS = ("rowid", "id", *NUMERIC_COLUMNS, "model", "size", "preview")
 _AGG = {name: i for i, name in enumerate(_AGG_COLUMNS)}
 _SQL_AGG = "SELECT " + ",\n       ".join(
     "{preview}" if c == "preview" else
@@ -368,9 +389,9 @@ _PREVIEWS_JSON = "SELECT json_group_array(coalesce(substr(content, 1, ?1), '')) 
 _KIND_AGENT = ("SELECT kind, agent, json_group_array(rowid) FROM memories "
                "GROUP BY agent COLLATE BINARY, kind COLLATE BINARY")   # a NOCASE column's 'Fact' is not 'fact'
 _KIND_AGENT_ROWS = "SELECT json_group_array(kind), json_group_array(agent) FROM memories"
-# With a second connection (second_read.py) the rows after a split are scanned there, beside this
-# one, which decodes the columns afterwards: it takes this share of the rowids, from this many.
-_BESIDE_SHARE = 0.35
+# With a second connection (second_read.py) the rows after a split are scanned there, after it has
+# copied the vector chunks: it takes this share of the rowids, from this many.
+_BESIDE_SHARE = 0.3
 _SPLIT_FROM = 20_000
 _NO_INT = "-9223372036854775808"   # int64's least value: stands for null in a column of integers
 
@@ -382,13 +403,7 @@ def _pairs(text: str, rowid: np.ndarray) -> tuple[list, np.ndarray]:
 
 
 def _spread(values: list, at: np.ndarray, n: int, mostly):
-    """Every row's value: `mostly`, but `values` at the positions `at`. A float64 array (None: NaN),
-    or for a text `mostly` a list."""
-    if isinstance(mostly, str):
-        out = [mostly] * n
-        for i, v in zip(at.tolist(), values):
-            out[i] = v
-        return out
+    """Every row's value as a float64 array: `mostly`, but `values` at the positions `at` (None: NaN)."""
     out = np.full(n, np.nan if mostly is None else float(mostly))
     if len(at):
         out[at] = np.array(values, dtype=np.float64)
@@ -459,13 +474,64 @@ def _kinds_and_agents(conn, rowid: np.ndarray, groups=None) -> tuple[np.ndarray,
     return kind, agent
 
 
-def _scan_in_sqlite(conn, preview: int) -> dict | None:
-    def texts(col):
-        out = np.empty(len(col), dtype=object)
-        out[:] = col
-        out[np.equal(out, None)] = ""  # NULL reads as "", as in _scan_by_row
-        return out
+def _texts_of(col) -> np.ndarray:
+    """A column of texts as an object array, NULL read as "" (as in _scan_by_row)."""
+    out = np.empty(len(col), dtype=object)
+    out[:] = col
+    out[np.equal(out, None)] = ""
+    return out
 
+
+def _keys(row: list, mostly: dict) -> dict | None:
+    """The rowids, ids (and their JSON text) and blob sizes of one part of the scan (_SQL_AGG's
+    row); None where the aggregate did not see the rows in rowid order."""
+    text = row[_AGG["rowid"]]
+    rowid = _numbers(text, text.count(",") + 1 if len(text) > 2 else 0)
+    rowid = np.array(_loads(text), dtype=np.int64) if rowid is None else rowid.astype(np.int64)
+    if len(rowid) > 1 and not (np.diff(rowid) > 0).all():
+        return None
+    size = np.nan_to_num(_spread(*_pairs(row[_AGG["size"]], rowid), len(rowid), mostly["size"]), nan=-1).astype(np.int64)
+    ids_json = row[_AGG["id"]]
+    return {"rowid": rowid, "size": size, "ids": _texts_of(_loads(ids_json)), "ids_json": ids_json}
+
+
+def _values(row: list, rowid: np.ndarray, mostly: dict) -> tuple[dict, list]:
+    """The model, time and number columns of one part of the scan (its texts dropped
+    from `row` as they are read), and the rowids of its odd values."""
+    n, cols, odd = len(rowid), {}, set()
+    # one column at a time, its JSON text dropped once read and numbers made an array at once:
+    # at a million rows the texts and the lists of floats together would be half a gigabyte
+    for name in ("model", *NUMERIC_COLUMNS):
+        i = _AGG[name]
+        if name in _NULL_IS_VALUE and name not in _MOSTLY:
+            fast = _numbers(row[i], n)   # integers and nulls, the usual times and counts
+            if fast is not None:
+                row[i] = None
+                cols[name] = fast
+                if _NULL_IS_VALUE[name] is False:
+                    odd.update(np.flatnonzero(np.isnan(fast)).tolist())   # NULL where a value belongs
+                continue
+        # a column of _MOSTLY comes as the other rows' values and their positions `at`
+        value, at = _pairs(row[i], rowid) if name in _MOSTLY else (_loads(row[i]), None)
+        if name in _NULL_IS_VALUE and '"' in row[i]:   # text in a number column (ISO times, 'very high')
+            strings = [j for j, v in enumerate(value) if type(v) is str]
+            odd.update(strings if at is None else at[strings].tolist())
+            for j in strings:
+                value[j] = None
+        row[i] = None
+        if name == "model":   # the other rows' names and their rows (_model_codes)
+            cols[name] = (value, at)
+            continue
+        if at is not None:
+            value = _spread(value, at, n, mostly[name])
+        cols[name] = np.asarray(value, dtype=np.float64)
+        if _NULL_IS_VALUE.get(name) is False:
+            odd.update(np.flatnonzero(np.isnan(cols[name])).tolist())   # NULL where a value belongs
+        del value
+    return cols, rowid[sorted(odd)].tolist()
+
+
+def _scan_in_sqlite(conn, preview: int) -> dict | None:
     sql = _SQL_AGG.replace("{preview}", _PREVIEWS.format(int(preview)) if preview > 0 else "NULL")
     early = beside = None
     try:
@@ -476,8 +542,11 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
         split = hi if second is None or hi - lo < _SPLIT_FROM else lo + int((hi - lo) * (1 - _BESIDE_SHARE))
         dim = likely_dim(conn) if second is not None else 0
         if second is not None:
-            # on the other core: the rows after `split`, the kinds and agents, and the vectors of the
-            # dimension with the most (a store's are mostly of one), while this one scans the rows up to it
+            # on the other core: first the vectors of the dimension with the most (a store's are mostly
+            # of one), while this connection scans the rows up to `split` (SQLite: neither thread
+            # waits for Python's lock); then the rows after it and the kinds and agents, while this
+            # one decodes its part; last the rows with a malformed JSON column, while this one places
+            # the vectors and after the arrays are handed out (their bad_json waits for it)
             def work(other):
                 def attempt(read):   # what fails here is read again on this connection
                     try:
@@ -485,86 +554,79 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
                     except (apsw.Error, UnicodeError, ValueError):
                         return None
                 try:
+                    chunks.set_result(attempt(lambda: read_chunks(other, dim, _matrix, hi - lo + 1)) if dim else None)
                     part.set_result((attempt(lambda: other.execute(sql, (*first, split + 1, hi)).fetchone())
                                      if split < hi else None, attempt(lambda: other.execute(_KIND_AGENT).fetchall())))
+                    json_rows.set_result(_bad_json_rows(other, again=True))
+                except BaseException as e:  # noqa: BLE001 - handed to whoever reads bad_json
+                    if not json_rows.done():
+                        json_rows.set_exception(e)
                 finally:
-                    if not part.done():
-                        part.set_result((None, None))   # this connection reads them
-                return attempt(lambda: read_chunks(other, dim, _matrix, hi - lo + 1)) if dim else None   # while the columns are decoded
-            part = Future()
+                    for f, none in ((chunks, None), (part, (None, None))):
+                        if not f.done():
+                            f.set_result(none)   # this connection reads them
+            chunks, part, json_rows = Future(), Future(), Future()
             beside = read_beside(conn, second, work, "memviz-vectors")
         mostly = {**{c: None if v == "NULL" else float(v) for c, v in _MOSTLY.items() if c not in ("model", "size")},
                   "model": first[0], "size": first[1]}
-        row = conn.execute(sql, (*first, lo, split)).fetchone()
-        rest, groups = part.result() if beside is not None else (None, None)
-        if split < hi:
-            rest = rest or conn.execute(sql, (*first, split + 1, hi)).fetchone()
-            row = tuple(_joined(a, b) if k != _AGG["preview"] else b if a is None else a if b is None else a + "\x00" + b
-                        for k, (a, b) in enumerate(zip(row, rest)))
-        del rest
-        text = row[_AGG["rowid"]]
-        rowid = _numbers(text, text.count(",") + 1 if len(text) > 2 else 0)
-        rowid = np.array(_loads(text), dtype=np.int64) if rowid is None else rowid.astype(np.int64)
-        if len(rowid) > 1 and not (np.diff(rowid) > 0).all():
-            return None  # the aggregate did not see the rows in rowid order: read them one by one
+        row = list(conn.execute(sql, (*first, lo, split)).fetchone())
+        values = lines = None
+        if split < hi:   # this part decoded while the other connection scans the rest
+            keys = _keys(row, mostly)
+            if keys is None:
+                return None   # the aggregate did not see the rows in rowid order: read them one by one
+            values = _values(row, keys["rowid"], mostly)
+            if preview > 0:
+                lines = _preview_lines(conn, row[_AGG["preview"]], len(keys["rowid"]), preview, lo, split)
+            rest, groups = part.result() if beside is not None else (None, None)
+            rest = list(rest or conn.execute(sql, (*first, split + 1, hi)).fetchone())
+            more = _keys(rest, mostly)
+            if more is None or (len(more["rowid"]) and len(keys["rowid"]) and more["rowid"][0] <= keys["rowid"][-1]):
+                return None
+            values = _merged(values, _values(rest, more["rowid"], mostly), len(keys["rowid"]))
+            keys = {"rowid": np.concatenate((keys["rowid"], more["rowid"])), "size": np.concatenate((keys["size"], more["size"])),
+                    "ids": np.concatenate((keys["ids"], more["ids"])), "ids_json": _joined(keys["ids_json"], more["ids_json"])}
+            if preview > 0:
+                lines += _preview_lines(conn, rest[_AGG["preview"]], len(more["rowid"]), preview, split + 1, hi)
+            del rest, more
+        else:
+            groups = part.result()[1] if beside is not None else None
+            keys = _keys(row, mostly)
+            if keys is None:
+                return None
+        rowid, size, ids = keys["rowid"], keys["size"], keys["ids"]
         n = len(rowid)
-        size = np.nan_to_num(_spread(*_pairs(row[_AGG["size"]], rowid), n, mostly["size"]), nan=-1).astype(np.int64)
         guess = _common_size(size)
-        ids = texts(_loads(row[_AGG["id"]]))
-        if preview > 0:   # before the vectors' thread takes the connection: a NUL in a content reads it again
-            lines = [] if row[_AGG["preview"]] is None else _flat(row[_AGG["preview"]]).split("\x00")
-            if len(lines) != n:
-                lines = [_flat(t) for t in _loads(conn.execute(_PREVIEWS_JSON, (int(preview), lo, hi)).fetchone()[0])]
+        if preview > 0:   # before the vectors' thread takes the connection (a NUL in a content reads it again)
+            if lines is None:
+                lines = _preview_lines(conn, row[_AGG["preview"]], n, preview, lo, hi)
             previews = np.empty(n, dtype=object)
             previews[:] = lines
             del lines
+        row[_AGG["preview"]] = None
         kind, agent = _kinds_and_agents(conn, rowid, groups)   # before the vectors' thread takes the connection
-        if beside is not None and guess != 4 * dim:
-            beside.exception()   # of another size than most: read below
-            beside = None
+        if beside is None:   # no second connection: the JSON columns checked here, in the read
+            bad_json = _flagged(rowid, _bad_json_rows(conn))
+        else:
+            bad_json = Future()
+            json_rows.add_done_callback(lambda f: _settle(bad_json, lambda: _flagged(rowid, f.result())))
+            if guess != 4 * dim:
+                chunks.result()   # of another size than most: read below
+                beside = None
         if guess and beside is None:
             # the vectors of the most common size are read (SQLite, no GIL) while the columns are decoded
             early = in_thread(lambda: _read_vectors(conn, rowid, size, size == guess, guess, ids), "memviz-vectors")
-        # one column at a time, its JSON text dropped once read and numbers made an array at once:
-        # at a million rows the texts and the lists of floats together would be half a gigabyte
-        row, cols, odd = list(row), {"kind": kind, "agent": agent}, set()
-        if preview > 0:
-            cols["preview"] = previews
-        row[_AGG["preview"]] = None
-        for name in ("model", *NUMERIC_COLUMNS, "json_ok"):
-            i = _AGG[name]
-            if name in _NULL_IS_VALUE and name not in _MOSTLY:
-                fast = _numbers(row[i], n)   # integers and nulls, the usual times and counts
-                if fast is not None:
-                    row[i] = None
-                    cols[name] = fast
-                    if _NULL_IS_VALUE[name] is False:
-                        odd.update(np.flatnonzero(np.isnan(fast)).tolist())   # NULL where a value belongs
-                    continue
-            # a column of _MOSTLY comes as the other rows' values and their positions `at`
-            value, at = _pairs(row[i], rowid) if name in _MOSTLY else (_loads(row[i]), None)
-            if name in _NULL_IS_VALUE and '"' in row[i]:   # text in a number column (ISO times, 'very high')
-                strings = [j for j, v in enumerate(value) if type(v) is str]
-                odd.update(strings if at is None else at[strings].tolist())
-                for j in strings:
-                    value[j] = None
-            if at is not None:
-                value = _spread(value, at, n, mostly[name])
-            row[i] = None
-            cols[name] = value if name == "model" else np.asarray(value, dtype=np.float64)
-            if _NULL_IS_VALUE.get(name) is False:
-                odd.update(np.flatnonzero(np.isnan(cols[name])).tolist())   # NULL where a value belongs
-            del value
-        odd_types = rowid[sorted(odd)].tolist()
+        cols, odd_types = values if values is not None else _values(row, rowid, mostly)
+        del row
     except (apsw.Error, UnicodeError, ValueError, TypeError):
         if early is not None:
             early.exception()   # let it finish before the scan falls back (one reader at a time)
         return None
 
     def vectors(has, size_, nbytes):
-        chunks = beside.result() if beside is not None else None
-        if chunks is not None and chunks.nbytes == nbytes:
-            out = place_read(conn, chunks, ids, rowid, (size_ == nbytes), n + spare_rows(n), _matrix)
+        read = chunks.result() if beside is not None else None
+        if read is not None and read.nbytes == nbytes:
+            out = place_read(conn, read, ids, rowid, (size_ == nbytes), n + spare_rows(n), _matrix, keys["ids_json"])
             if out is not None:
                 out[(size_ == nbytes) & ~has] = 0   # the same size but another model's vector
                 return out
@@ -576,11 +638,82 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
             early.exception()
         return _read_vectors(conn, rowid, size_, has, nbytes, ids)
 
-    return {"rowid": rowid, "ids": ids, "kind": cols["kind"], "agent": cols["agent"],
-            "bad_text": np.zeros(n, bool), **{name: cols[name] for name in NUMERIC_COLUMNS}, "json_ok": cols["json_ok"],
-            "model": cols["model"], "size": size,  # str here (valid UTF-8): encoded once per distinct name
-            "odd_types": odd_types, "preview": cols["preview"] if preview > 0 else None, "vectors": vectors,
-            "settle": lambda: [f.exception() for f in (early, beside) if f is not None]}
+    return {"rowid": rowid, "ids": ids, "kind": kind, "agent": agent,
+            "bad_text": np.zeros(n, bool), **{name: cols[name] for name in NUMERIC_COLUMNS}, "bad_json": bad_json,
+            **_model_codes(*cols["model"], n, mostly["model"]), "size": size,  # str here (valid UTF-8)
+            "odd_types": odd_types, "preview": previews if preview > 0 else None, "vectors": vectors,
+            "settle": lambda: [f.exception() for f in (early, chunks if beside is not None else None) if f is not None]}
+
+
+def _preview_lines(conn, text: str | None, n: int, preview: int, lo: int, hi: int) -> list[str]:
+    """The previews of the `n` rows of rowids `lo`..`hi` from their NUL-joined text (_PREVIEWS), made
+    one line; a content holding NUL splits into more parts than rows: read as JSON instead."""
+    lines = [] if text is None else _flat(text).split("\x00")
+    if len(lines) != n:
+        lines = [_flat(t) for t in _loads(conn.execute(_PREVIEWS_JSON, (int(preview), lo, hi)).fetchone()[0])]
+    return lines
+
+
+def _bad_json_rows(conn, again: bool = False) -> str:
+    """The rowids of the rows with a malformed JSON column, as a JSON array. `again`: where
+    `conn` (the second connection, after its other reads) fails, on a connection of its own to
+    the file's newest state, and a StoreError saying what happened if that fails too."""
+    try:
+        return conn.execute(_BAD_JSON).fetchone()[0]
+    except apsw.Error as e:
+        if not again:
+            raise
+        first = e
+    try:
+        other = apsw.Connection(conn.filename, flags=apsw.SQLITE_OPEN_READONLY, vfs=conn.open_vfs)
+        try:
+            return other.execute(_BAD_JSON).fetchone()[0]
+        finally:
+            other.close()
+    except apsw.Error as e:
+        raise translate(first, conn.filename, doing="checking the JSON columns of every memory") from e
+
+
+def _flagged(rowid: np.ndarray, rows: str) -> np.ndarray:
+    """Per row of `rowid` (ascending): whether it is among `rows` (a JSON array of rowids)."""
+    out = np.zeros(len(rowid), bool)
+    at = np.array(_loads(rows), dtype=np.int64)
+    pos = np.minimum(np.searchsorted(rowid, at), max(len(rowid) - 1, 0))
+    if len(rowid):
+        out[pos[rowid[pos] == at]] = True
+    return out
+
+
+def _settle(fut: Future, make) -> None:
+    """fut's result: what make() returns, or what it raised."""
+    try:
+        fut.set_result(make())
+    except BaseException as e:  # noqa: BLE001 - handed to whoever asks the Future
+        fut.set_exception(e)
+
+
+def _merged(a: tuple[dict, list], b: tuple[dict, list], offset: int) -> tuple[dict, list]:
+    """_values of two parts, in rowid order, as one (`offset`: the first part's rows)."""
+    (ca, oa), (cb, ob) = a, b
+    out = {name: np.concatenate((ca[name], cb[name])) for name in ca if name != "model"}
+    out["model"] = (ca["model"][0] + cb["model"][0], np.concatenate((ca["model"][1], cb["model"][1] + offset)))
+    return out, oa + ob
+
+
+def _model_codes(values, at: np.ndarray | None = None, n: int = 0, mostly=None) -> dict:
+    """The model column as "model_code" (per row) and "model_names" (per code): from every row's
+    name, or from `mostly` and the other names `values` at the rows `at` (no Python object per row)."""
+    if at is None:
+        names = dict.fromkeys(values)   # in order of first use
+        code = {m: i for i, m in enumerate(names)}
+        return {"model_code": np.fromiter(map(code.__getitem__, values), np.int64, count=len(values)),
+                "model_names": list(names)}
+    code = {mostly: 0}
+    for m in values:
+        code.setdefault(m, len(code))
+    out = np.zeros(n, np.int64)
+    out[at] = np.fromiter(map(code.__getitem__, values), np.int64, count=len(values))
+    return {"model_code": out, "model_names": list(code)}
 
 
 def _joined(a: str, b: str) -> str:
@@ -589,7 +722,13 @@ def _joined(a: str, b: str) -> str:
 
 
 def _matrix(n: int, dim: int) -> np.ndarray:
-    return rows_with_room(n, (dim,), "<f4")
+    """The matrix of a whole read (rows_with_room's), its `n` rows faulted in at once: every one
+    is written (the vectors, or zeros where a memory has none), and one madvise call costs a
+    third less CPU than a page fault at each first write."""
+    out = rows_with_room(n, (dim,), "<f4")
+    if out.nbytes >= _SMALL_PAGES_FROM:
+        madvise(out, MADV_POPULATE_WRITE)
+    return out
 
 
 def one_of_each(values: list) -> list:
@@ -695,7 +834,11 @@ def pick_model(names: list[bytes], model_code: np.ndarray, size: np.ndarray, mod
         blob &= model_code == (names.index(model) if model in names else -1)
     if not blob.any():
         return model, 0
-    pairs, counts = np.unique(model_code[blob] << 32 | size[blob] // 4, return_counts=True)
+    key = model_code[blob] << 32 | size[blob] // 4
+    if (key == key[0]).all():   # one model and size (the usual store): no sort
+        pairs, counts = key[:1], [len(key)]
+    else:
+        pairs, counts = np.unique(key, return_counts=True)
     m, d, _ = min(((names[int(p >> 32)], int(p & 0xFFFFFFFF), int(c)) for p, c in zip(pairs, counts)),
                   key=lambda mdc: (-mdc[2], mdc[0], mdc[1]))
     return (m if model is None else model), d

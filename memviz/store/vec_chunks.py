@@ -112,17 +112,17 @@ def read_chunks(conn, dim: int, allocate, rows: int = 0) -> Chunks | None:
 
 
 def place_read(conn, chunks: Chunks, ids: np.ndarray, rowid: np.ndarray, want: np.ndarray,
-               room: int, allocate) -> np.ndarray | None:
+               room: int, allocate, ids_json: str | None = None) -> np.ndarray | None:
     """The matrix of the rows `want` (zeros elsewhere) from `chunks`: its buffer itself where
     every row's slot lies at or after the row (or every one at or before it; the usual index, or
     one where some vectors were rewritten or some memories have none), the vectors moved there in
     place; else a new matrix. Rows the index lacks are read from `memories` on `conn`, where a
     sample is compared too (read_from_index's checks). `room`: the rows the matrix's buffer must
-    hold (its rows and their spare ones). None: the index cannot be used (the caller reads the
-    rows)."""
+    hold (its rows and their spare ones). `ids_json`: `ids` as SQLite's json_group_array wrote
+    them, if at hand (_places). None: the index cannot be used (the caller reads the rows)."""
     n, nbytes = len(ids), chunks.nbytes
     size, _blob_rowid, valid, slot_rowid = chunks.layout
-    place = _places(chunks.vec_rows, ids, want, size, valid, slot_rowid)
+    place = _places(chunks.vec_rows, ids, want, size, valid, slot_rowid, ids_json)
     if place is None or not want.any():
         return None
     rows = np.flatnonzero(want)
@@ -172,13 +172,19 @@ def _index(conn, dim: int):
     return None if vec_rows is None else (layout, vec_rows)
 
 
-def _vec_rows(conn, table: str) -> tuple[np.ndarray, np.ndarray] | None:
-    """(memory ids, vec0 rowids) of the vec0 table's rows, in its rowid table's order."""
-    raw = conn.execute(f'SELECT json_group_array(id), json_group_array(rowid) FROM "{table}_rowids"').fetchone()
-    try:
-        return np.array(orjson.loads(raw[0]), dtype=object), np.array(orjson.loads(raw[1]), dtype=np.int64)
-    except (orjson.JSONDecodeError, TypeError, ValueError):
+def _vec_rows(conn, table: str) -> tuple[str, np.ndarray] | None:
+    """(memory ids as a JSON array, vec0 rowids) of the vec0 table's rows, in its rowid table's
+    order. The ids stay text: where they are the memories' own JSON, character for character, no
+    id is parsed (_places)."""
+    ids, rowids = conn.execute(f'SELECT json_group_array(id), json_group_array(rowid) FROM "{table}_rowids"').fetchone()
+    if not isinstance(ids, str) or not isinstance(rowids, str):
         return None
+    count = rowids.count(",") + 1 if len(rowids) > 2 else 0
+    try:   # integers only: numpy parses them without a Python object each
+        at = np.fromstring(rowids[1:-1], dtype=np.int64, sep=",") if count else np.zeros(0, np.int64)
+    except ValueError:
+        return None
+    return (ids, at) if len(at) == count else None
 
 
 def _chunk_layout(conn, table: str):
@@ -221,12 +227,14 @@ def _native_triggers(conn, dim: int) -> bool:
     return have == want
 
 
-def _places(vec_rows, ids, want, size, valid, slot_rowid) -> np.ndarray | None:
+def _places(vec_rows, ids, want, size, valid, slot_rowid, ids_json: str | None = None) -> np.ndarray | None:
     """Per memory row, its slot in the chunks (chunk position * size + offset), -1 if the index
     has no vector for it. A slot belongs to the vec0 row its chunk names there (what vec0's own
     search reports), so only (id, rowid) of vec0's rowid table are read (`vec_rows`:
-    _vec_rows'). None if vec0's tables disagree with each other."""
-    vec_ids, vec_rowid = vec_rows
+    _vec_rows'). `ids_json`: `ids` as json_group_array wrote them; where every row is wanted
+    and the index lists the same text, the index was filled in the memories' order (the usual
+    store) and no id is parsed. None if vec0's tables disagree with each other."""
+    vec_text, vec_rowid = vec_rows
     used = np.flatnonzero(valid.ravel())          # the slots holding a vector, in chunk order
     at = slot_rowid.ravel()[used]                 # and the vec0 rowid of each
     if len(at) != len(vec_rowid):
@@ -241,6 +249,15 @@ def _places(vec_rows, ids, want, size, valid, slot_rowid) -> np.ndarray | None:
         vec_slot = used[order[k]]
     place = np.full(len(ids), -1, np.int64)
     rows = np.flatnonzero(want)
+    if ids_json is not None and len(rows) == len(ids) and ids_json == vec_text:
+        place[rows] = vec_slot   # the same ids, in the same order
+        return place
+    try:
+        vec_ids = np.array(orjson.loads(vec_text), dtype=object)
+    except (orjson.JSONDecodeError, TypeError, ValueError):
+        return None
+    if len(vec_ids) != len(vec_rowid):
+        return None
     mine = ids[rows]
     if len(vec_ids) == len(rows) and (vec_ids == mine).all():
         place[rows] = vec_slot   # the index was filled in the order the memories were

@@ -1,0 +1,90 @@
+"""A whole read checks the JSON columns of every row on its second connection, beside the scan and
+after the arrays are handed out: the read does not wait for that check, `bad_json` does (its
+first read waits for the answer, which is exact), and a check that cannot run on the second
+connection runs on a connection of its own, or says what happened."""
+from __future__ import annotations
+
+import threading
+
+import apsw
+import pytest
+
+import memviz.store as ms
+from memviz.store import arrays as A
+
+BAD = {"m-3": "attributes = '{not json'", "m-7": "tags = '[\"a\",'"}
+
+
+@pytest.fixture
+def path(tmp_path):
+    p = str(tmp_path / "json.db")
+    with ms.create(p) as s:
+        s.insert_memories([dict(id=f"m-{i}", kind="fact", content=f"memory {i}", attributes={"n": i})
+                           for i in range(12)])
+        with s.transaction() as c:
+            for mid, sets in BAD.items():
+                c.execute(f"UPDATE memories SET {sets} WHERE id = ?", (mid,))
+    return p
+
+
+def want(a) -> list[str]:
+    return sorted(a.ids[a.bad_json].tolist())
+
+
+def test_the_read_returns_before_the_json_check_and_bad_json_waits_for_it(path, monkeypatch):
+    monkeypatch.setattr(A, "_SPLIT_FROM", 0)   # the rows split over two connections, as a large store's
+    release, began = threading.Event(), threading.Event()
+    check = A._bad_json_rows
+
+    def held(conn, again=False):
+        began.set()
+        assert release.wait(10)
+        return check(conn, again)
+    monkeypatch.setattr(A, "_bad_json_rows", held)
+    with ms.open(path, read_only=True) as s:
+        a = s.arrays()   # returns while the check is held
+        assert began.wait(10) and not release.is_set()
+        answer = []
+        reader = threading.Thread(target=lambda: answer.append(want(a)))
+        reader.start()
+        reader.join(0.3)
+        assert reader.is_alive() and not answer   # a reader of bad_json waits for the answer
+        release.set()
+        reader.join(10)
+        assert answer == [["m-3", "m-7"]]
+        assert want(a) == ["m-3", "m-7"]
+        exact = A.load_arrays(s.conn, in_sqlite=False)   # the row-by-row reader checks in the read
+        assert want(exact) == ["m-3", "m-7"]
+
+
+class Failing:
+    """A connection to the same file whose statements fail (as an out-of-memory error would)."""
+
+    def __init__(self, conn):
+        self.filename, self.open_vfs = conn.filename, conn.open_vfs
+
+    def execute(self, *_args):
+        raise apsw.NoMemError("out of memory")
+
+
+def test_a_check_the_second_connection_cannot_make_runs_on_its_own_connection(path, monkeypatch):
+    monkeypatch.setattr(A, "_SPLIT_FROM", 0)
+    check, used = A._bad_json_rows, []
+
+    def failing(conn, again=False):
+        used.append(again)
+        return check(Failing(conn) if again else conn, again)
+    monkeypatch.setattr(A, "_bad_json_rows", failing)
+    with ms.open(path, read_only=True) as s:
+        assert want(s.arrays()) == ["m-3", "m-7"]
+    assert used == [True]   # the second connection's check failed, and a connection of its own answered
+
+
+def test_a_check_that_cannot_run_anywhere_says_so(path, monkeypatch):
+    monkeypatch.setattr(A, "_SPLIT_FROM", 0)
+    monkeypatch.setattr(A, "_BAD_JSON", "SELECT no_such_function()")
+    with ms.open(path, read_only=True) as s:
+        a = s.arrays()
+        with pytest.raises(ms.StoreError, match="checking the JSON columns") as e:
+            a.bad_json.any()
+        assert not isinstance(e.value, apsw.Error)
