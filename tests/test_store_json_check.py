@@ -88,3 +88,29 @@ def test_a_check_that_cannot_run_anywhere_says_so(path, monkeypatch):
         with pytest.raises(ms.StoreError, match="checking the JSON columns") as e:
             a.bad_json.any()
         assert not isinstance(e.value, apsw.Error)
+
+
+def test_the_windows_load_waits_for_the_check_so_no_paint_does(path, monkeypatch):
+    """load_store_data runs in a loading thread and hands its arrays to the GUI thread, whose
+    table reads bad_json in a paint: the loading thread waits for the check, the paint never."""
+    from memviz.session.state import load_store_data
+    monkeypatch.setattr(A, "_SPLIT_FROM", 0)
+    release, began = threading.Event(), threading.Event()
+    check = A._bad_json_rows
+
+    def held(conn, again=False):
+        began.set()
+        assert release.wait(10)
+        return check(conn, again)
+    monkeypatch.setattr(A, "_bad_json_rows", held)
+    with ms.open(path, read_only=True) as s:
+        loaded = []
+        loader = threading.Thread(target=lambda: loaded.append(load_store_data(s)))
+        loader.start()
+        assert began.wait(10)
+        loader.join(0.3)
+        assert loader.is_alive() and not loaded   # still loading: the check is part of it
+        release.set()
+        loader.join(10)
+        a = loaded[0].arrays
+        assert want(a) == ["m-3", "m-7"]

@@ -143,6 +143,7 @@ def load_store_data(store: MemoryStore, snapshot: bool = False) -> StoreData:
                      kind_codes=with_room(category_codes(kind, kinds)), agent_codes=with_room(category_codes(agent, agents)),
                      token=token)
     data.map_start  # noqa: B018 - computed here, in the loading thread
+    arrays.settle()  # the JSON check beside the read ends here, not in the table's first paint
     return data
 
 

@@ -178,6 +178,14 @@ class MemoryArrays:
     def dim(self) -> int:
         return self.embedding.shape[1]
 
+    def settle(self) -> MemoryArrays:
+        """Wait for every column still being read (Later) and return self: a reader that hands
+        the arrays to a thread that must not wait (the GUI's) calls it first."""
+        for name, column in vars(MemoryArrays).items():
+            if isinstance(column, Later):
+                getattr(self, name)
+        return self
+
     def index_of(self, memory_id: str) -> int | None:
         if self._index is None:
             self._index = {m: i for i, m in enumerate(self.ids)}
