@@ -5,14 +5,19 @@ mirror's indexes, an LLM request, a second core's share of a retrieval pass). `w
 waits for such a Future unless a `memviz.tasks.Task` is cancelled first; a job that can be
 stopped mid-statement registers its stop with `task.on_cancel` (e.g. `conn.interrupt`).
 `read_ahead` reads a source in a thread ahead of its consumer; `gc_paused` holds the cyclic
-garbage collector back while many objects are made at once.
+garbage collector back while many objects are made at once. `as_worker(name)` is what every
+worker thread (these and the window's worker lanes) is: named for the system (top -H, py-spy,
+bench/live.py's per-thread figures).
 
 No other core module starts a thread (tests/test_contracts.py checks it). The window's jobs
 use the worker lanes of memviz/app/workers.py, UMAP its own process (memviz/layout/umap_worker.py)."""
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import gc
 import queue
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
@@ -24,11 +29,25 @@ from .tasks import Task
 T = TypeVar("T")
 
 
+_prctl = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True).prctl if sys.platform == "linux" else None
+_PR_SET_NAME = 15
+
+
+def as_worker(name: str) -> None:
+    """Make the calling thread a worker named `name` for the system (Linux: the first 15 bytes,
+    what /proc/<pid>/task/<tid>/comm shows), so a profiler or a per-thread measure tells the
+    workers apart. (Python's name is threading.Thread's; a Qt pool thread has none to keep.)"""
+    if _prctl is not None:
+        _prctl(_PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
+
+
 def in_thread(fn: Callable[[], T], name: str) -> Future:
-    """Start `fn` in a daemon thread; the Future holds what it returned or raised."""
+    """Start `fn` in a daemon thread (a worker, `as_worker(name)`); the Future holds what it
+    returned or raised."""
     fut: Future = Future()
 
     def work() -> None:
+        as_worker(name)
         try:
             fut.set_result(fn())
         except BaseException as e:  # noqa: BLE001 - handed to whoever asks the Future

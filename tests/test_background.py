@@ -3,9 +3,12 @@ on after the last one ends — unless it was off before the first began."""
 from __future__ import annotations
 
 import gc
+import sys
 import threading
 
-from memviz.background import gc_paused
+import pytest
+
+from memviz.background import gc_paused, in_thread
 
 
 def test_the_collector_comes_back_after_the_last_pause_of_any_thread():
@@ -44,3 +47,11 @@ def test_an_error_inside_ends_the_pause():
     except ValueError:
         pass
     assert gc.isenabled()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="thread names in /proc are Linux's")
+def test_a_thread_started_in_thread_carries_its_name_for_the_system_too():
+    def names():
+        with open(f"/proc/self/task/{threading.get_native_id()}/comm") as f:
+            return threading.current_thread().name, f.read().strip()
+    assert in_thread(names, "memviz-a-long-name-for-a-job").result(10) == ("memviz-a-long-name-for-a-job", "memviz-a-long-n")
