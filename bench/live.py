@@ -3,6 +3,7 @@ window (offscreen) follows.
 
     PYTHONPATH=. python bench/live.py [--sizes 10000,100000] [--rates 1,20,100] [--seconds 30]
         [--agent [--mix insert=20,recall=2,rewrite=1,delete=0.1,tag=0.1]] [--recall-only] [--query] [--umap]
+        [--busy K] [--no-fresh] [--events FILE] [--profile FILE]
 
 The writer is tests/agent_writer.py's agent (plain SQL, one write per transaction). By default it
 inserts `rate` memories a second and recalls an older one (access count and time) after every
@@ -22,6 +23,14 @@ CPU-seconds per second of writing, event-loop stalls over 50 and 100 ms (a 10 ms
 lateness) and those in which the GUI thread itself ran over 100 ms (`GUI>100`; `GUI max`: the
 most it ran between two ticks), delta refreshes vs full re-reads, RSS at start, at end and for
 the same store opened afresh in a new process, threads and open files at start and end.
+Under the table, every stall over 50 ms split into what the GUI thread did in it — ran, waited
+for a core (a run queue), for the GIL or a lock (a futex), for the disk, or was idle — and what
+each worker thread (by its system name, memviz-<lane>), the agent, the garbage collector and the
+machine (busy cores, stolen time) did meanwhile: the bench's parent process samples the window
+process's threads in /proc every SAMPLE_S (ThreadClock; it shares no GIL with the window); the
+table's own/core/lock/disk/idle counts the stalls over 100 ms by the largest of the five.
+`--busy K`: K processes spin while the agent writes (a shared machine, reproducibly).
+`--no-fresh`: no RSS of the store opened afresh (a shorter run).
 `--profile FILE` writes a cProfile of the window's GUI thread to FILE and, to FILE.stalls, the
 garbage collector's pauses (count, longest, total per generation), then the GUI thread's stack
 every 20 ms of each event-loop stall over 80 ms (a watcher thread samples it), the most frequent
