@@ -3,6 +3,7 @@ window (offscreen) follows.
 
     PYTHONPATH=. python bench/live.py [--sizes 10000,100000] [--rates 1,20,100] [--seconds 30]
         [--agent [--mix insert=20,recall=2,rewrite=1,delete=0.1,tag=0.1]] [--recall-only] [--query] [--umap]
+        [--busy K] [--no-fresh] [--events FILE] [--profile FILE]
 
 The writer is tests/agent_writer.py's agent (plain SQL, one write per transaction). By default it
 inserts `rate` memories a second and recalls an older one (access count and time) after every
@@ -22,6 +23,14 @@ CPU-seconds per second of writing, event-loop stalls over 50 and 100 ms (a 10 ms
 lateness) and those in which the GUI thread itself ran over 100 ms (`GUI>100`; `GUI max`: the
 most it ran between two ticks), delta refreshes vs full re-reads, RSS at start, at end and for
 the same store opened afresh in a new process, threads and open files at start and end.
+Under the table, every stall over 50 ms split into what the GUI thread did in it — ran, waited
+for a core (a run queue), for the GIL or a lock (a futex), for the disk, or was idle — and what
+each worker thread (by its system name, memviz-<lane>), the agent, the garbage collector and the
+machine (busy cores, stolen time) did meanwhile: the bench's parent process samples the window
+process's threads in /proc every SAMPLE_S (ThreadClock; it shares no GIL with the window); the
+table's own/core/lock/disk/idle counts the stalls over 100 ms by the largest of the five.
+`--busy K`: K processes spin while the agent writes (a shared machine, reproducibly).
+`--no-fresh`: no RSS of the store opened afresh (a shorter run).
 `--profile FILE` writes a cProfile of the window's GUI thread to FILE and, to FILE.stalls, the
 garbage collector's pauses (count, longest, total per generation), then the GUI thread's stack
 every 20 ms of each event-loop stall over 80 ms (a watcher thread samples it), the most frequent
@@ -178,6 +187,177 @@ def timed_app():
     return app
 
 
+# ------------------------------------------------------------------ what each thread did in a stall
+SAMPLE_S = 0.005  # the parent's sampling period of the window process's threads
+
+
+class ThreadClock:
+    """What the window process's threads did, sampled from the bench's parent process (it shares
+    no GIL with the window, so it samples on time while the window's threads wait): every
+    SAMPLE_S, each thread's /proc schedstat (ns on a core, ns waiting on a run queue for one) and
+    name, what the GUI thread is blocked in when it is neither (its wchan: a futex is the GIL or a
+    lock; anything else is idle: the event loop's sleep), the agent's CPU and the machine's
+    (/proc/stat: busy and stolen jiffies). `stall(a, b)` splits the monotonic span a..b."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.agent = pid, None
+        self.series: dict[int, tuple] = {}   # tid -> (times, ns run, ns queued): arrays of doubles
+        self.names: dict[int, str] = {}
+        self.gui: list[tuple] = []   # (time, "r" on a core or queued / "l" a futex / "d" disk / "i" idle, major faults)
+        self.machine: list[tuple[float, int, int, int]] = []  # (time, busy, all, steal jiffies)
+        self._fds: dict[str, int] = {}
+        self.samples, self.cpu = 0, 0.0
+
+    def _read(self, path: str) -> bytes | None:
+        fd = self._fds.get(path)
+        try:
+            if fd is None:
+                fd = self._fds[path] = os.open(path, os.O_RDONLY)
+            return os.pread(fd, 512, 0)
+        except OSError:  # the thread or the process ended
+            if fd is not None:
+                os.close(self._fds.pop(path))
+            return None
+
+    def _add(self, tid: int, t: float, stat: bytes) -> None:
+        from array import array
+        run, queued = stat.split()[:2]
+        if tid not in self.series:
+            self.series[tid] = (array("d"), array("d"), array("d"))
+        times, runs, waits = self.series[tid]
+        times.append(t)
+        runs.append(int(run))
+        waits.append(int(queued))
+
+    def sample(self) -> None:
+        c0 = time.thread_time()
+        t = time.monotonic()
+        task = f"/proc/{self.pid}/task"
+        try:
+            tids = [int(x) for x in os.listdir(task)]
+        except OSError:
+            return
+        for tid in tids:
+            stat = self._read(f"{task}/{tid}/schedstat")
+            if stat:
+                self._add(tid, t, stat)
+            if tid not in self.names or self.samples % 100 == 0:  # named when a job starts (its lane)
+                name = self._read(f"{task}/{tid}/comm")
+                if name:
+                    self.names[tid] = name.decode().strip()
+        wchan, stat = self._read(f"{task}/{self.pid}/wchan"), self._read(f"{task}/{self.pid}/stat")
+        if wchan is not None and stat is not None:
+            w, fields = wchan.decode(), stat.rsplit(b")", 1)[1].split()
+            state = "r" if w == "0" else "d" if fields[0] == b"D" else "l" if w.startswith("futex") else "i"
+            self.gui.append((t, state, int(fields[7])))  # (majflt: a page read from disk)
+        if self.agent is None and self.samples % 100 == 0:
+            kids = self._read(f"{task}/{self.pid}/children")
+            if kids and kids.split():
+                self.agent = int(kids.split()[0])
+        if self.agent is not None:
+            stat = self._read(f"/proc/{self.agent}/schedstat")
+            if stat:
+                self._add(-1, t, stat)
+        cpu = self._read("/proc/stat")
+        if cpu:
+            j = [int(x) for x in cpu.split(b"\n", 1)[0].split()[1:]]
+            idle = j[3] + j[4]
+            self.machine.append((t, sum(j[:8]) - idle - j[7], sum(j[:8]), j[7]))
+        self.samples += 1
+        self.cpu += time.thread_time() - c0
+
+    @staticmethod
+    def _at(times, values, t: float) -> float:
+        """`values` at time t, linear between samples (0 before the first: a thread not yet made)."""
+        import bisect
+        i = bisect.bisect_left(times, t)
+        if i == 0:
+            return 0.0 if not times or t < times[0] else values[0]
+        if i == len(times):
+            return values[-1]
+        f = (t - times[i - 1]) / (times[i] - times[i - 1])
+        return values[i - 1] + f * (values[i] - values[i - 1])
+
+    def ran(self, tid: int, a: float, b: float) -> tuple[float, float]:
+        """Seconds thread `tid` ran, and waited on a run queue, between a and b."""
+        times, runs, waits = self.series.get(tid, ((), (), ()))
+        return ((self._at(times, runs, b) - self._at(times, runs, a)) / 1e9,
+                (self._at(times, waits, b) - self._at(times, waits, a)) / 1e9)
+
+    def stall(self, a: float, b: float) -> dict:
+        """A stall from a to b: the GUI thread's run / run-queue wait / futex wait / idle, each
+        worker's (by name) and the agent's run, the machine's busy cores and stolen time (s)."""
+        span = b - a
+        ran, queued = self.ran(self.pid, a, b)
+        asleep = max(0.0, span - ran - queued)
+        inside = [g for g in self.gui if a <= g[0] <= b]
+        states = [g[1] for g in inside if g[1] != "r"]
+        locked = asleep * (states.count("l") / len(states)) if states else 0.0
+        disk = asleep * (states.count("d") / len(states)) if states else 0.0
+        faults = inside[-1][2] - inside[0][2] if inside else 0
+        workers: dict[str, float] = {}
+        for tid in self.series:
+            if tid not in (self.pid, -1):
+                got = self.ran(tid, a, b)[0]
+                if got > 0.0005:
+                    name = self.names.get(tid, str(tid))
+                    workers[name] = workers.get(name, 0.0) + got
+        m = [r for r in self.machine if a - 0.02 <= r[0] <= b + 0.02]
+        busy = steal = float("nan")
+        if len(m) >= 2 and m[-1][2] > m[0][2]:
+            busy = (os.cpu_count() or 1) * (m[-1][1] - m[0][1]) / (m[-1][2] - m[0][2])
+            steal = (m[-1][3] - m[0][3]) / os.sysconf("SC_CLK_TCK")
+        return {"ms": 1000 * span, "ran": 1000 * ran, "queued": 1000 * queued, "locked": 1000 * locked,
+                "disk": 1000 * disk, "faults": faults, "idle": 1000 * (asleep - locked - disk),
+                "agent": 1000 * self.ran(-1, a, b)[0],
+                "workers": {k: 1000 * v for k, v in sorted(workers.items(), key=lambda kv: -kv[1])},
+                "busy_cores": busy, "steal_ms": 1000 * steal}
+
+    @staticmethod
+    def cause(st: dict) -> str:
+        """What most of a stall was: the GUI thread's own run, a wait for a core, for the GIL / a
+        lock, for the disk (a page fault, a read), or idle."""
+        parts = {"own": st["ran"], "core": st["queued"], "lock": st["locked"], "disk": st["disk"], "idle": st["idle"]}
+        return max(parts, key=parts.get)
+
+
+BUSY = "while True: pass"  # --busy: a process that keeps a core busy (other work on a shared machine)
+
+
+def run_sampled(cmd: list[str], busy: int = 0) -> tuple[str, dict]:
+    """Run a case's process, sampling its threads (ThreadClock) from when it starts writing
+    (a line "writing from" on its stderr, passed on) to when it stops ("writing ended"), with
+    `busy` processes spinning meanwhile."""
+    import threading
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    clock, writing, ended = ThreadClock(proc.pid), threading.Event(), threading.Event()
+    hogs: list[subprocess.Popen] = []
+
+    def relay() -> None:
+        for line in proc.stderr:
+            sys.stderr.write(line)
+            writing.set() if line.startswith("writing from") else ended.set() if line.startswith("writing ended") else None
+    threading.Thread(target=relay, daemon=True).start()
+    out = []
+    threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True).start()
+    nxt = time.monotonic()
+    while proc.poll() is None:
+        if writing.is_set() and not ended.is_set():
+            if len(hogs) < busy:
+                hogs += [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(busy)]
+            clock.sample()
+        elif hogs:
+            for h in hogs:
+                h.kill()
+                h.wait()
+            hogs = []
+        nxt = max(nxt + SAMPLE_S, time.monotonic())
+        time.sleep(max(0.0, nxt - time.monotonic()))
+    proc.wait()
+    time.sleep(0.1)  # the reader threads take the last lines
+    return (out[0] if out else ""), clock
+
+
 # ------------------------------------------------------------------ the writer process
 WRITER = os.path.join(os.path.dirname(HERE), "tests", "agent_writer.py")
 MIX = "insert=20,recall=2,rewrite=1,delete=0.1,tag=0.1"  # an agent as the issue measured it (per second)
@@ -272,6 +452,18 @@ def run_case(app, template: str, n: int, case: dict) -> dict:
     # and of each stall, how much the GUI thread itself ran (its CPU time over the gap): a stall
     # the thread spent mostly waiting (the machine's other work, the GIL) is not the window's work
     gaps, last = {"50": 0, "100": 0, "longest": 0.0, "busy100": 0, "busiest": 0.0}, [time.monotonic(), time.thread_time()]
+    stalls = []  # each stall over 50 ms: [from, to] (monotonic), for the parent's ThreadClock
+    collections = []  # the garbage collector's pauses over 5 ms: [from, to, generation, thread]
+    gc_from = [0.0]
+
+    def on_gc(phase: str, info: dict) -> None:
+        import threading
+        if phase == "start":
+            gc_from[0] = time.monotonic()
+        elif time.monotonic() - gc_from[0] > 0.005 and len(collections) < 500:
+            collections.append((gc_from[0], time.monotonic(), info["generation"], threading.current_thread().name))
+    import gc
+    gc.callbacks.append(on_gc)
 
     watch = StallWatch() if case["profile"] else None
     events = app.events if case.get("events") else None
@@ -285,6 +477,8 @@ def run_case(app, template: str, n: int, case: dict) -> dict:
         gap, busy = t - last[0] - 0.010, ran - last[1]
         gaps["50"] += gap > 0.050
         gaps["100"] += gap > 0.100
+        if gap > 0.050 and len(stalls) < 500:
+            stalls.append((last[0], t))
         gaps["longest"] = max(gaps["longest"], gap)
         gaps["busy100"] += busy > 0.100
         gaps["busiest"] = max(gaps["busiest"], busy)
@@ -320,6 +514,8 @@ def run_case(app, template: str, n: int, case: dict) -> dict:
         open(log, "w").close()
         pump(lambda: False, seconds)
     cpu1, t1 = cpu_s(), time.monotonic()
+    print("writing ended", file=sys.stderr, flush=True)
+    gc.callbacks.remove(on_gc)
     if events is not None:
         events.out.close()
         events.out = None
@@ -347,15 +543,18 @@ def run_case(app, template: str, n: int, case: dict) -> dict:
         "busy100": gaps["busy100"], "busiest_ms": 1000 * gaps["busiest"],
         "delta": win.live.refreshes["delta"] - refreshes0["delta"], "full": win.live.refreshes["full"] - refreshes0["full"],
         "rss0": rss0, "rss1": rss_mb(), "threads": (th0, threads_and_fds()[0]), "fds": (fd0, threads_and_fds()[1]),
-        "umap_s": (umap_done[0] - t0) if umap_done else None, "samples": samples,
+        "umap_s": (umap_done[0] - t0) if umap_done else None, "samples": samples, "stalls": stalls,
+        "collections": collections, "load": os.getloadavg()[0],
     }
     win.close()
     pump(lambda: False, 1)
-    got = subprocess.run([sys.executable, os.path.abspath(__file__), "--fresh-rss", db], capture_output=True, text=True)
-    try:
-        out["rss_fresh"] = json.loads(got.stdout.strip().splitlines()[-1])["rss"]
-    except (ValueError, IndexError):
-        out["rss_fresh"] = float("nan")
+    out["rss_fresh"] = float("nan")
+    if case.get("fresh", True):
+        got = subprocess.run([sys.executable, os.path.abspath(__file__), "--fresh-rss", db], capture_output=True, text=True)
+        try:
+            out["rss_fresh"] = json.loads(got.stdout.strip().splitlines()[-1])["rss"]
+        except (ValueError, IndexError):
+            pass
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(db + suffix):
             os.remove(db + suffix)
@@ -387,6 +586,8 @@ def main(argv=None) -> int:
     ap.add_argument("--sample-every", type=float, default=300, help="seconds between samples of RSS, threads and fds")
     ap.add_argument("--profile", default="", help="a cProfile of the window's GUI thread while the agent writes, to this file")
     ap.add_argument("--events", default="", help="the GUI thread's events in each gap it ran over 35 ms, to this file")
+    ap.add_argument("--busy", type=int, default=0, help="processes spinning while the agent writes (a shared machine)")
+    ap.add_argument("--no-fresh", action="store_true", help="skip the RSS of the store opened afresh (a shorter run)")
     args = ap.parse_args(argv)
     rows = []
     rates = [1.0] if args.agent else [float(x) for x in args.rates.split(",")]
@@ -395,27 +596,48 @@ def main(argv=None) -> int:
         for rate in rates:
             case = {"rate": rate, "seconds": args.seconds, "umap": args.umap, "recall_only": args.recall_only,
                     "query": args.query, "mix": args.mix if args.agent else None, "profile": args.profile, "events": args.events,
-                    "sample_s": args.sample_every}
+                    "sample_s": args.sample_every, "fresh": not args.no_fresh}
             # each case in its own process: its RSS is its own, not what the previous case left
-            got = subprocess.run([sys.executable, os.path.abspath(__file__), "--case", str(n), json.dumps(case)],
-                                 stdout=subprocess.PIPE, text=True)  # its stderr: the long run's samples, errors
+            # (its stderr: the long run's samples, errors; its threads sampled from here)
+            got, clock = run_sampled([sys.executable, os.path.abspath(__file__), "--case", str(n), json.dumps(case)], args.busy)
             try:
-                r = json.loads(got.stdout.strip().splitlines()[-1])
+                r = json.loads(got.strip().splitlines()[-1])
             except (ValueError, IndexError):
                 continue
-            rows.append(r)
+            r["stalls"] = [dict(clock.stall(a, b), gc=1000 * sum(max(0.0, min(b, d) - max(a, c)) for c, d, *_ in r["collections"]))
+                           for a, b in r["stalls"]]
+            r["causes"] = {c: sum(ThreadClock.cause(st) == c for st in r["stalls"] if st["ms"] > 110)
+                           for c in ("own", "core", "lock", "disk", "idle")}  # (a stall over 100 ms: its span holds the tick's 10)
             print(json.dumps(r), file=sys.stderr, flush=True)
+            print(f"(sampled the window's threads {clock.samples} times, {clock.cpu:.2f} CPU-s in the bench's parent)",
+                  file=sys.stderr, flush=True)
+            rows.append(r)
     print(f"\n{'memories':>9} {'writer':>30} {'writes':>6} {'lat med':>8} {'lat p95':>8} {'rw p95':>7} {'CPU-s/s':>7} "
-          f"{'>50ms':>5} {'>100ms':>6} {'longest':>8} {'GUI>100':>7} {'GUI max':>7} {'delta':>5} {'full':>4} "
-          f"{'RSS start':>9} {'end':>6} {'fresh':>6} "
-          f"{'threads':>7} {'fds':>7}" + ("  UMAP" if args.umap else ""))
+          f"{'>50ms':>5} {'>100ms':>6} {'longest':>8} {'own/core/lock/disk/idle':>23} {'GUI>100':>7} {'GUI max':>7} "
+          f"{'gc>5ms (max)':>12} {'delta':>5} {'full':>4} {'RSS start':>9} {'end':>6} {'fresh':>6} "
+          f"{'threads':>7} {'fds':>7} {'load':>5}" + ("  UMAP" if args.umap else ""))
     for r in rows:
+        causes = "/".join(str(r["causes"][c]) for c in ("own", "core", "lock", "disk", "idle"))
         print(f"{r['n']:>9,} {r['writer']:>30} {r['writes']:>6} {r['lat_med'] * 1000:>6.0f}ms {r['lat_p95'] * 1000:>6.0f}ms "
               f"{r['rewrite_p95'] * 1000:>5.0f}ms {r['cpu_per_s']:>7.2f} {r['stalls50']:>5} {r['stalls100']:>6} "
-              f"{r['longest_ms']:>6.0f}ms {r['busy100']:>7} {r['busiest_ms']:>5.0f}ms {r['delta']:>5} {r['full']:>4} "
+              f"{r['longest_ms']:>6.0f}ms {causes:>23} {r['busy100']:>7} {r['busiest_ms']:>5.0f}ms "
+              f"{len(r['collections']):>4} ({1000 * max((d - c for c, d, *_ in r['collections']), default=0):>3.0f}ms) "
+              f"{r['delta']:>5} {r['full']:>4} "
               f"{r['rss0']:>7.0f}MB {r['rss1']:>4.0f}MB "
-              f"{r['rss_fresh']:>4.0f}MB {r['threads'][0]:>3}→{r['threads'][1]:<3} {r['fds'][0]:>3}→{r['fds'][1]:<3}"
-              + (f"  {r['umap_s']:.0f} s" if args.umap and r['umap_s'] else "  -" if args.umap else ""))
+              f"{r['rss_fresh']:>4.0f}MB {r['threads'][0]:>3}→{r['threads'][1]:<3} {r['fds'][0]:>3}→{r['fds'][1]:<3} "
+              f"{r['load']:>5.1f}" + (f"  {r['umap_s']:.0f} s" if args.umap and r['umap_s'] else "  -" if args.umap else ""))
+    stalls = [(r["n"], st) for r in rows for st in r["stalls"]]
+    if stalls:
+        print(f"\nevery stall over 50 ms (the span between two ticks, its 10 ms included), what each thread did in it"
+              f" (ms; the cause: the largest of the GUI thread's five)\n"
+              f"{'memories':>9} {'stall':>6} {'GUI ran':>7} {'waited for a core':>17} {'waited for the GIL / a lock':>27} "
+              f"{'disk (faults)':>13} {'idle':>5} {'cause':>5} {'gc':>4} {'agent ran':>9} {'busy cores':>10} {'stolen':>6}  workers ran")
+        for n, st in stalls:
+            workers = ", ".join(f"{k} {v:.0f}" for k, v in st["workers"].items()) or "-"
+            print(f"{n:>9,} {st['ms']:>6.0f} {st['ran']:>7.0f} {st['queued']:>17.0f} {st['locked']:>27.0f} "
+                  f"{st['disk']:>8.0f} ({st['faults']:>2}) {st['idle']:>5.0f} "
+                  f"{ThreadClock.cause(st):>5} {st['gc']:>4.0f} "
+                  f"{st['agent']:>9.0f} {st['busy_cores']:>10.2f} {st['steal_ms']:>6.0f}  {workers}")
     return 0
 
 

@@ -3,6 +3,7 @@ thread, a newer job of the same name cancels the older one (hooks run, result dr
 PacedCall coalesces requests and keeps its gap, and a paced job runs until it finishes."""
 from __future__ import annotations
 
+import sys
 import threading
 import time
 
@@ -110,3 +111,29 @@ def test_a_paced_job_runs_until_it_finishes_and_requests_meanwhile_run_once_afte
     paced.finished(1.0)  # a job forgotten by cancel: its end changes nothing
     paced.request()
     qtbot.waitUntil(lambda: len(started) == 4, timeout=5000)
+
+
+def system_nice() -> int:
+    """The calling thread's own nice value (Linux: per thread)."""
+    import os
+    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+
+def system_name() -> str:
+    """The calling thread's name as the system shows it (top -H, py-spy, /proc)."""
+    with open(f"/proc/self/task/{threading.get_native_id()}/comm") as f:
+        return f.read().strip()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="thread names in /proc are Linux's")
+def test_each_lane_s_jobs_run_in_threads_the_system_knows_by_the_lane_below_the_gui_thread_s_priority(qtbot):
+    workers = Workers()
+    names = {}
+    for lane in ("live", "place", "bg"):
+        workers.submit(f"j-{lane}", lambda task, lane=lane: names.__setitem__(lane, (system_name(), system_nice())),
+                       on_done=lambda _: None, lane=lane)
+    qtbot.waitUntil(lambda: len(names) == 3, timeout=10000)
+    gui = system_nice()
+    low = min(19, gui + 5)  # (19 is the lowest priority there is)
+    assert names == {"live": ("memviz-live", low), "place": ("memviz-place", low), "bg": ("memviz-bg", low)}
+    assert system_nice() == gui  # the GUI thread keeps its priority

@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, Signal
 
+from memviz.background import as_worker
 from memviz.store.errors import translate
 from memviz.tasks import Cancelled, Task
 
@@ -42,11 +43,12 @@ class _Relay(QObject):
 
 
 class _Runnable(QRunnable):
-    def __init__(self, fn, task: WorkerTask, relay: _Relay) -> None:
+    def __init__(self, fn, task: WorkerTask, relay: _Relay, lane: str) -> None:
         super().__init__()
-        self.fn, self.task, self.relay = fn, task, relay
+        self.fn, self.task, self.relay, self.lane = fn, task, relay, lane
 
     def run(self) -> None:
+        as_worker(f"memviz-{self.lane}", background=True)  # (each run: a pool's threads come and go)
         if self.task.cancelled:  # superseded while queued: never start stale work
             self._send("done", Cancelled())
             return
@@ -103,7 +105,7 @@ class Workers(QObject):
         self._latest[name] = task
         self._handlers[task] = (on_done, on_error, on_progress)
         self.activity.emit(name, -1.0, "")
-        self.pool(lane).start(_Runnable(fn, task, self._relay))
+        self.pool(lane).start(_Runnable(fn, task, self._relay, lane))
         return task
 
     def cancel(self, name: str) -> None:

@@ -21,6 +21,7 @@ import apsw
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from memviz.app.workers import PacedCall, Workers
+from memviz.background import collect_and_freeze
 from memviz.session.live import Poll, apply_changes, read_changes
 from memviz.session.state import AppState, load_store_data
 from memviz.store.errors import StoreError, translate
@@ -50,6 +51,8 @@ class LiveController(QObject):
         self._on_data(state.data)
 
     def _on_data(self, data) -> None:
+        if data is not None:  # (a live window's refreshes then never wait for a walk of the whole read)
+            collect_and_freeze()
         store = None if data is None else data.store
         if self._poll is not None and self._poll.store is store:
             return  # the same store read again whole
