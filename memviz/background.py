@@ -48,7 +48,7 @@ def as_worker(name: str, background: bool = False) -> None:
     if _prctl is not None:
         _prctl(_PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
     if background and sys.platform == "linux":
-        tid, want = threading.get_native_id(), min(19, os.getpriority(os.PRIO_PROCESS, os.getpid()) + WORKER_NICE)
+        tid, want = threading.get_native_id(), os.getpriority(os.PRIO_PROCESS, os.getpid()) + WORKER_NICE
         if os.getpriority(os.PRIO_PROCESS, tid) < want:  # (a pool thread keeps it: set once)
             os.setpriority(os.PRIO_PROCESS, tid, want)
 
