@@ -17,7 +17,6 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import gc
-import os
 import queue
 import sys
 import threading
@@ -35,22 +34,12 @@ _prctl = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True).prctl if sys
 _PR_SET_NAME = 15
 
 
-WORKER_NICE = 5  # a background worker's priority below the GUI thread's (Linux: nice per thread)
-
-
-def as_worker(name: str, background: bool = False) -> None:
+def as_worker(name: str) -> None:
     """Make the calling thread a worker named `name` for the system (Linux: the first 15 bytes,
     what /proc/<pid>/task/<tid>/comm shows), so a profiler or a per-thread measure tells the
-    workers apart. (Python's name is threading.Thread's; a Qt pool thread has none to keep.)
-    `background`: the thread also yields a shared core to the GUI thread (WORKER_NICE above the
-    process's nice, on Linux where a thread has its own; it still takes any core left idle):
-    with both cores busy, the GUI thread waited 30-47 ms for a core while a worker ran."""
+    workers apart. (Python's name is threading.Thread's; a Qt pool thread has none to keep.)"""
     if _prctl is not None:
         _prctl(_PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
-    if background and sys.platform == "linux":
-        tid, want = threading.get_native_id(), os.getpriority(os.PRIO_PROCESS, os.getpid()) + WORKER_NICE
-        if os.getpriority(os.PRIO_PROCESS, tid) < want:  # (a pool thread keeps it: set once)
-            os.setpriority(os.PRIO_PROCESS, tid, want)
 
 
 def in_thread(fn: Callable[[], T], name: str) -> Future:

@@ -48,7 +48,7 @@ class _Runnable(QRunnable):
         self.fn, self.task, self.relay, self.lane = fn, task, relay, lane
 
     def run(self) -> None:
-        as_worker(f"memviz-{self.lane}", background=True)  # (each run: a pool's threads come and go)
+        as_worker(f"memviz-{self.lane}")  # (each run: a pool's threads come and go)
         if self.task.cancelled:  # superseded while queued: never start stale work
             self._send("done", Cancelled())
             return
