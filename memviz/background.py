@@ -100,9 +100,9 @@ def collect_and_freeze() -> None:
     """After a store is read whole: collect the cycles of what came before (a closed store's),
     then keep every object alive now out of the cyclic collector's later walks (gc.freeze).
     A full collection walks every element of every tracked list and dict, holding the GIL in
-    whichever thread set it off: 45 ms at 100k memories, 94 ms at 1M, while the GUI thread
-    waited (bench/live.py). Frozen objects are still freed by reference counting; only their
-    cycles wait, for the next call."""
+    whichever thread set it off, while the GUI thread waits (bench/live.py's stalls; figures in
+    performance.md). Frozen objects are still freed by reference counting; only their cycles
+    wait, for the next call, which the GUI thread makes (a Qt object in a cycle dies there)."""
     gc.unfreeze()
     gc.collect()
     gc.freeze()
