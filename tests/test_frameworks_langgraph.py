@@ -223,6 +223,87 @@ def test_after_a_reopen_changes_come_without_a_whole_read(lg_file):
         s.close()
 
 
+@pytest.fixture
+def identified(monkeypatch):
+    """How many times a LangGraph source named its model by embedding texts (identify_model,
+    counted around the real one)."""
+    import memviz.frameworks.langgraph as lg
+    calls = []
+    real = lg.identify_model
+    monkeypatch.setattr(lg, "identify_model", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    return calls
+
+
+def test_a_reopen_in_step_takes_the_model_the_mirror_holds(lg_file, identified):
+    """The first open names the model by embedding the items' texts; a reopen with nothing
+    written since takes it from the mirror (no embedding) and names the same one."""
+    s = fw.open_source(str(lg_file))
+    first = (s.source.model, s.source.dim)
+    s.close()
+    assert identified == [first[1]] and first == (LOCAL_MODEL, LocalEmbedder().dim)
+    s = fw.open_source(str(lg_file))
+    try:
+        assert identified == [first[1]]  # not again
+        assert (s.source.model, s.source.dim) == first and s.source._since is not None  # noqa: SLF001
+    finally:
+        s.close()
+
+
+def test_a_mirror_that_did_not_keep_its_model_counts_it_once(lg_file, identified):
+    """A mirror built before it kept its model (its meta without it) is counted at the reopen in
+    step, without embedding anything, and keeps it for the next."""
+    import apsw
+
+    from memviz.frameworks.mirror import mirror_path
+    fw.open_source(str(lg_file)).close()
+    path = mirror_path(fw.recognise(str(lg_file)))
+    conn = apsw.Connection(path)
+    conn.execute("DELETE FROM memviz_meta WHERE key = 'mirror.model'")
+    conn.close()
+    s = fw.open_source(str(lg_file))
+    try:
+        assert s.source.model == LOCAL_MODEL and len(identified) == 1
+        assert s.meta("mirror.model") == [LOCAL_MODEL, LocalEmbedder().dim]
+    finally:
+        s.close()
+
+
+def test_a_store_changed_since_its_mirror_names_its_model_again(lg_file, identified):
+    """Something written while memviz was closed: the reopen reads the store and names its
+    model from its vectors, as the first open did."""
+    fw.open_source(str(lg_file)).close()
+    sqlite_agent(lg_file, [put(("memories", "alice"), "k8", {"content": "Alice sings in a choir"})])
+    s = fw.open_source(str(lg_file))
+    try:
+        assert len(identified) == 2 and s.source.model == LOCAL_MODEL
+        assert s.get("k8@memories.alice")["embedding_model"] == LOCAL_MODEL
+    finally:
+        s.close()
+
+
+def test_a_change_to_another_model_is_not_taken_from_the_mirror(tmp_path, identified):
+    """The mirror keeps its model until a change brings vectors of another: then a reopen in
+    step counts the mirror again (here: most vectors now of a 4-d model memviz does not know)."""
+    path = tmp_path / "lg.db"
+    sqlite_agent(path, [put(("notes",), "a", {"text": "a note"})], fields=("text",))
+    s = fw.open_source(str(path))
+    try:
+        assert s.get("a@notes")["embedding_model"] == LOCAL_MODEL
+        sqlite_agent(path, [put(("notes",), k, {"text": f"note {k}"}) for k in "bcd"], embed="toy:4", fields=("text",))
+        assert s.sync()["added"] == 3 and s.get("b@notes")["embedding_model"] == "unknown/langgraph-4d"
+        assert s.meta("mirror.model") is None  # may have moved: not kept
+    finally:
+        s.close()
+    fw.open_source(str(path)).close()  # (the token kept holds the closed connection's data_version: this open reads the store whole)
+    named = len(identified)
+    s = fw.open_source(str(path))
+    try:
+        assert s.meta("mirror.model") == ["unknown/langgraph-4d", 4] and s.source.model == "unknown/langgraph-4d"
+        assert len(identified) == named
+    finally:
+        s.close()
+
+
 # ------------------------------------------------------------------ edits
 NEW_TEXT = "Alice drinks jasmine tea in the evening"
 

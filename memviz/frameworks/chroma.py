@@ -239,7 +239,9 @@ class ChromaFolder(Source):
         self._seq = _newest_seq(rows, None)
         return self._mapped(rows, collections, meta, vectors, task)
 
-    def in_step(self, token) -> None:
+    def in_step(self, token, model) -> None:
+        """Chroma names its models per collection when it reads their vectors (changed_since,
+        records): `model`, the mirror's main one, is not theirs."""
         seq = self._q("SELECT max(seq_id), count(*) FILTER (WHERE typeof(seq_id) != 'integer') FROM embeddings")[0]
         if self.token() == token and not seq[1]:  # nothing written since: the mirror holds up to seq
             self._seq = seq[0] if seq[0] is not None else -1

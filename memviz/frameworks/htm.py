@@ -102,7 +102,8 @@ class HtmSource(Source):
         self._versions = now
         return out, list(now)
 
-    def in_step(self, token) -> None:
+    def in_step(self, token, model) -> None:
+        """`model` is not needed: HTM's is named from the vector size (model_name)."""
         with self._db.snapshot() as conn:  # one snapshot for the versions and the check against the token
             rows = conn.execute("SELECT key, xmin::text::bigint FROM nodes").fetchall()
             side = self._tags_now(conn)

@@ -487,13 +487,20 @@ class LangGraphSqlite(LangGraphStore):
         self._since = max((r[_UPDATED] for r in rows if isinstance(r[_UPDATED], str)), default="")
         self._prefixes = frozenset(r[0] for r in rows)
 
-    def in_step(self, token) -> None:
-        """The mirror holds the store as of `token` (a reopen): note where it stands, and name
-        the model as a whole read would (the most common vector size; the first items' texts)."""
+    def in_step(self, token, model) -> None:
+        """The mirror holds the store as of `token` (a reopen): note where it stands, and take
+        the model the mirror's vectors carry (`model`, named by the read that built it), or,
+        when the mirror has none, name it as a whole read would (the most common vector size;
+        the first items' texts). Nothing is noted when the store moved meanwhile: the next sync
+        reads it whole, and names its model then."""
         top, looked = self._q("SELECT coalesce(max(rowid), 0) FROM store")[0][0], _sqlite_now()
         since = self._q("SELECT coalesce(max(updated_at), '') FROM store")[0][0]
         prefixes = frozenset(r[0] for r in self._q("SELECT DISTINCT prefix FROM store"))
-        if self.dim is None and self._has_vectors():
+        if self.token() != token:
+            return
+        if model is not None:
+            self.model, self.dim = model
+        elif self.dim is None and self._has_vectors():
             common = self._q("SELECT length(embedding) / 4, count(*) FROM store_vectors WHERE length(embedding) % 4 = 0 "
                              "GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 1")
             if common:
@@ -504,8 +511,8 @@ class LangGraphSqlite(LangGraphStore):
                                                " AND embedding IS NOT NULL", (prefix, key)):
                         vectors[(prefix, key)][field] = blob
                 self._name_model(first, vectors, int(common[0][0]))
-        if self.token() == token:  # nothing written since these were read: they describe the mirror
-            self._top, self._looked, self._since, self._prefixes = top, looked, str(since), prefixes
+        # nothing written since these were read: they describe the mirror
+        self._top, self._looked, self._since, self._prefixes = top, looked, str(since), prefixes
 
     def changed_since(self, token, known, task: Task | None = None):
         """The items written since the last read, with their vectors, and every id (read only
@@ -768,10 +775,11 @@ class LangGraphPostgres(LangGraphStore):
         self._at, self._undo = (xid, looked, window, prefixes), None
 
     # ---------------------------------------------------------------- changes without a whole read
-    def in_step(self, token) -> None:
+    def in_step(self, token, model) -> None:
         """The mirror holds the store as of `token` (a reopen): note where it stands, if the
-        store is still there, and name the model as a whole read would (the most common vector
-        size; the first items' texts)."""
+        store is still there, and take the model the mirror's vectors carry (`model`), or, when
+        the mirror has none, name it as a whole read would (the most common vector size; the
+        first items' texts)."""
         looked = dt.datetime.now(dt.UTC)
 
         def look(conn):
@@ -783,7 +791,9 @@ class LangGraphPostgres(LangGraphStore):
         if got is None:
             return
         xid, window, prefixes = got
-        if self.dim is None and "store_vectors" in self._tables():
+        if model is not None:
+            self.model, self.dim = model
+        elif self.dim is None and "store_vectors" in self._tables():
             self._name_model(*self._run(_sample))
         self._at, self._undo = (xid, looked, window, prefixes), None
 

@@ -163,7 +163,8 @@ class Mem0Source(Source):
         self._versions = now
         return out, list(now)
 
-    def in_step(self, token) -> None:
+    def in_step(self, token, model) -> None:
+        """`model` is not needed: a collection's model is named from its vector size (model_name)."""
         with self._db.snapshot() as conn:  # one snapshot for the versions and the check against the token
             per = [conn.execute(f'SELECT id::text, xmin::text::bigint FROM "{c}"').fetchall() for c in self.collections]
         if [[len(v), sum(x for _i, x in v) if v else None] for v in per] == [

@@ -33,6 +33,7 @@ import json
 import os
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 
 import apsw
@@ -60,6 +61,9 @@ from .source import Source
 #: is then rebuilt (what each bump was for is in git's history of this line)
 MIRROR_VERSION = 6
 _FP_TABLE = "memviz_mirror"
+#: meta key: [embedding_model, dimension] most of the mirror's vectors carry ([null, 0]: none); absent
+#: or null when not known (a mirror from before it, or a change that may have moved it): counted again
+_MODEL = "mirror.model"
 _BATCH = 5000
 #: a first build for the window of this many memories or more writes its indexes after the first read
 INDEX_LATER_ROWS = 20_000
@@ -511,7 +515,8 @@ class MirroredStore(StoreCommon, ErrorBoundary):
             token = _token_text(raw)
             if token == self._synced_token and not first:
                 if not self._in_step:  # reopened unchanged: the source may note what it holds now
-                    self._source_call(lambda: self.source.in_step(raw))
+                    model = self._main_model()
+                    self._source_call(lambda: self.source.in_step(raw, model))
                     self._in_step = True
                 return {"added": 0, "changed": 0, "gone": 0}
             self.indexed()  # nothing is written before the first build's indexes are
@@ -575,6 +580,8 @@ class MirroredStore(StoreCommon, ErrorBoundary):
                                    actor=actor, note=f"deleted by {self.source.title} (kept retired here)")
             with mirror.transaction() as c:
                 c.executemany(f"DELETE FROM {_FP_TABLE} WHERE id = ?", [(rid,) for rid in gone])
+        if _model_moved(mirror.meta(_MODEL), [r for r, _fp in changed.values()], [r for r, _fp in new]):
+            mirror.set_meta(_MODEL, None)
         mirror.set_meta("mirror.token", token)
         return {"added": len(new), "changed": len(changed), "gone": len(gone)}
 
@@ -586,6 +593,7 @@ class MirroredStore(StoreCommon, ErrorBoundary):
         store (index_later)."""
         read = task.part(0.0, 0.95) if task else None
         times: list[dict] = []
+        models: Counter = Counter()  # (embedding_model, dimension) -> how many of the records carry it
         with bulk_load(self.mirror, durable=False, keep=True, indexes=False) as load:  # a cache: rebuilt if damaged
             def prepared():
                 seen: set[str] = set()
@@ -595,6 +603,8 @@ class MirroredStore(StoreCommon, ErrorBoundary):
                     if rid not in seen:  # a system that lists a memory twice: the first wins
                         seen.add(rid)
                         batch.append(rec)
+                        if (m := _model_of(rec)) is not None:
+                            models[m] += 1
                     if len(batch) == _BATCH:
                         yield load.prepare(batch), [_source_times(r) for r in batch]
                         batch = []
@@ -611,6 +621,9 @@ class MirroredStore(StoreCommon, ErrorBoundary):
             upto = load.conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0]
             load.conn.execute("INSERT INTO memviz_meta(key, value) VALUES (?, ?)", (_PENDING, json.dumps(upto)))
         self._import_history()
+        # what embedding_models() would count, counted while reading: a reopen in step names it
+        main = min(models.items(), key=lambda kv: (-kv[1], kv[0]))[0] if models else (None, 0)
+        self.mirror.set_meta(_MODEL, list(main))
         self.mirror.set_meta("mirror.token", token)
         self._indexing = _Indexing(self, upto, times, frozenset(load.dims))
         if not (later and load.count >= INDEX_LATER_ROWS):
@@ -619,6 +632,15 @@ class MirroredStore(StoreCommon, ErrorBoundary):
             self.indexed()
         self._fresh = (load.written, self._write_marks())
         return {"added": load.count, "changed": 0, "gone": 0}
+
+    def _main_model(self) -> tuple[str, int] | None:
+        """The (embedding_model, dimension) most of the mirror's vectors carry, None when it holds
+        none: kept in its meta by the read that built it; counted (one scan) and kept when not."""
+        kept = _kept(self.mirror.meta(_MODEL))
+        if kept is None:
+            kept = self.mirror.main_model()
+            self.mirror.set_meta(_MODEL, list(kept))
+        return None if kept[0] is None else (kept[0], kept[1])
 
     def _read_records(self, task: Task | None) -> Iterator[dict]:
         """Source.records, its library's errors translated record by record (see _source_call)."""
@@ -677,6 +699,8 @@ class MirroredStore(StoreCommon, ErrorBoundary):
             check_expected(rid, self.mirror.get(rid), exp)
         landed = self._source_call(lambda: self.source.write(rows, changes))
         done = self.mirror.update_rows(landed, action=action, expected=expected, actor=actor, note=note)
+        if _model_moved(self.mirror.meta(_MODEL), [ch for ch in landed.values() if "embedding" in ch]):
+            self.mirror.set_meta(_MODEL, None)
         self._after_write()
         return done
 
@@ -762,6 +786,34 @@ def _same(a, b, col) -> bool:
 
 def _json(v):
     return None if v is None else json.dumps(v, ensure_ascii=False, default=str)
+
+
+def _model_of(rec: dict) -> tuple[str, int] | None:
+    """(embedding_model, dimension) of a record's vector (float32 bytes or a sequence), None without one."""
+    vec = rec.get("embedding")
+    if vec is None:
+        return None
+    return str(rec.get("embedding_model") or ""), len(vec) // 4 if isinstance(vec, bytes | bytearray | memoryview) else len(vec)
+
+
+def _kept(value) -> tuple[str | None, int] | None:
+    """The meta _MODEL as (embedding_model, dimension), (None, 0) for a mirror without vectors;
+    None when it is not kept."""
+    if isinstance(value, list) and len(value) == 2 and isinstance(value[1], int) \
+            and (value[0] is None or isinstance(value[0], str)):
+        return value[0], value[1]
+    return None
+
+
+def _model_moved(value, changed, new=()) -> bool:
+    """The mirror's kept main model (meta _MODEL's `value`) may no longer be the main one once
+    `changed` are written over some of its rows and `new` rows added: one of them carries
+    another model's vector, or one of `changed` none. (Rows retired keep their vectors.)"""
+    kept = _kept(value)
+    if kept is None:
+        return False  # not kept: counted at the next reopen in step
+    want = None if kept[0] is None else kept
+    return any(_model_of(r) != want for r in changed) or any(_model_of(r) not in (want, None) for r in new)
 
 
 def _token_text(token) -> str:

@@ -103,10 +103,14 @@ class Source:
         default): the mirror reads `records()` and compares every fingerprint."""
         return None
 
-    def in_step(self, token: Any) -> None:
+    def in_step(self, token: Any, model: tuple[str, int] | None) -> None:
         """The mirror holds the source as it was at `token` (a reopen with nothing changed): a
         source whose `changed_since` keeps its own row versions may note them now, if its token
-        still is `token`, instead of reading everything at the next change. Default: nothing."""
+        still is `token`, instead of reading everything at the next change. `model`: the
+        (embedding_model, dimension) most of the mirror's vectors carry, as the source's last
+        read named them (None: the mirror holds no vector). A source that names its model by
+        looking at its vectors (identify_model) takes it from there rather than naming it again,
+        if its token still is `token`. Default: nothing."""
 
     def history(self) -> Iterator[dict]:
         """The system's own change history, if it keeps one, as audit rows: dicts with at
