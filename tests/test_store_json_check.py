@@ -31,16 +31,24 @@ def want(a) -> list[str]:
     return sorted(a.ids[a.bad_json].tolist())
 
 
-def test_the_read_returns_before_the_json_check_and_bad_json_waits_for_it(path, monkeypatch):
-    monkeypatch.setattr(A, "_SPLIT_FROM", 0)   # the rows split over two connections, as a large store's
+@pytest.fixture
+def held(monkeypatch):
+    """The JSON check of a whole read held until `release` is set (`began`: it has started);
+    the rows split over two connections, as a large store's are."""
+    monkeypatch.setattr(A, "_SPLIT_FROM", 0)
     release, began = threading.Event(), threading.Event()
     check = A._bad_json_rows
 
-    def held(conn, again=False):
+    def holding(conn, again=False):
         began.set()
         assert release.wait(10)
         return check(conn, again)
-    monkeypatch.setattr(A, "_bad_json_rows", held)
+    monkeypatch.setattr(A, "_bad_json_rows", holding)
+    return release, began
+
+
+def test_the_read_returns_before_the_json_check_and_bad_json_waits_for_it(path, held):
+    release, began = held
     with ms.open(path, read_only=True) as s:
         a = s.arrays()   # returns while the check is held
         assert began.wait(10) and not release.is_set()
@@ -90,19 +98,11 @@ def test_a_check_that_cannot_run_anywhere_says_so(path, monkeypatch):
         assert not isinstance(e.value, apsw.Error)
 
 
-def test_the_windows_load_waits_for_the_check_so_no_paint_does(path, monkeypatch):
+def test_the_windows_load_waits_for_the_check_so_no_paint_does(path, held):
     """load_store_data runs in a loading thread and hands its arrays to the GUI thread, whose
     table reads bad_json in a paint: the loading thread waits for the check, the paint never."""
     from memviz.session.state import load_store_data
-    monkeypatch.setattr(A, "_SPLIT_FROM", 0)
-    release, began = threading.Event(), threading.Event()
-    check = A._bad_json_rows
-
-    def held(conn, again=False):
-        began.set()
-        assert release.wait(10)
-        return check(conn, again)
-    monkeypatch.setattr(A, "_bad_json_rows", held)
+    release, began = held
     with ms.open(path, read_only=True) as s:
         loaded = []
         loader = threading.Thread(target=lambda: loaded.append(load_store_data(s)))
