@@ -145,3 +145,11 @@ def test_values_json_refuses_are_still_refused():
         _encode({"when": dt.datetime(2026, 1, 1)})   # orjson would write it; json, and so memviz, does not
     with pytest.raises(TypeError):
         _encode({"what": {1, 2}})
+
+
+def test_json_ints_reads_integer_arrays_only():
+    from memviz.store.records import json_ints
+    assert json_ints("[3,-1,9007199254740993]").tolist() == [3, -1, 9007199254740993]   # exact past 2**53
+    assert json_ints("[]").tolist() == []
+    for other in ("[1,2.0]", "[1,null]", '["1"]', "[1e3]", "[1,,2]", "1,2", "[1,x]"):
+        assert json_ints(other) is None, other

@@ -14,7 +14,7 @@ import orjson
 
 from ..background import in_thread
 from .errors import translate
-from .records import MS_ABOVE, NUMBER_DEFAULTS, ODD_TYPES_SQL, TIME_COLUMNS, decode_text, read_values
+from .records import MS_ABOVE, NUMBER_DEFAULTS, ODD_TYPES_SQL, TIME_COLUMNS, decode_text, json_ints, read_values
 from .second_read import read_beside, second_reader
 from .vec_chunks import likely_dim, place_read, read_chunks, read_from_index
 
@@ -461,10 +461,9 @@ def _kinds_and_agents(conn, rowid: np.ndarray, groups=None) -> tuple[np.ndarray,
         same: dict = {}
         filled = 0
         for k, a, rows in groups:
-            at = _numbers(rows, rows.count(",") + 1 if len(rows) > 2 else 0)
-            if at is None:
+            want = json_ints(rows)
+            if want is None:
                 break
-            want = at.astype(np.int64)
             at = np.searchsorted(rowid, want)
             if len(want) and (at.max() >= n or not np.array_equal(rowid[at], want)):
                 break
@@ -494,8 +493,8 @@ def _keys(row: list, mostly: dict) -> dict | None:
     """The rowids, ids (and their JSON text) and blob sizes of one part of the scan (_SQL_AGG's
     row); None where the aggregate did not see the rows in rowid order."""
     text = row[_AGG["rowid"]]
-    rowid = _numbers(text, text.count(",") + 1 if len(text) > 2 else 0)
-    rowid = np.array(_loads(text), dtype=np.int64) if rowid is None else rowid.astype(np.int64)
+    rowid = json_ints(text)
+    rowid = np.array(_loads(text), dtype=np.int64) if rowid is None else rowid
     if len(rowid) > 1 and not (np.diff(rowid) > 0).all():
         return None
     size = np.nan_to_num(_spread(*_pairs(row[_AGG["size"]], rowid), len(rowid), mostly["size"]), nan=-1).astype(np.int64)

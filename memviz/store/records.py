@@ -226,6 +226,19 @@ def encode_json(value, col: str, mid: str = "") -> str:
     return _encode(value)
 
 
+def json_ints(text: str) -> np.ndarray | None:
+    """A JSON array of integers (rowids as json_group_array writes them) as int64, parsed by numpy
+    rather than as a Python object per value; None where it holds anything else."""
+    if not (text.startswith("[") and text.endswith("]")) or any(c in text for c in '".eEn'):
+        return None   # a string, a real, an exponent, null
+    count = text.count(",") + 1 if text[1:-1].strip() else 0
+    try:
+        out = np.fromstring(text[1:-1], dtype=np.int64, sep=",") if count else np.zeros(0, np.int64)
+    except ValueError:
+        return None
+    return out if len(out) == count else None
+
+
 def decode_text(raw) -> tuple[str, bool]:
     """Text of a column read as bytes; invalid UTF-8 is replaced and reported."""
     if raw is None:

@@ -23,6 +23,7 @@ import apsw
 import numpy as np
 import orjson
 
+from .records import json_ints
 from .vectors import VEC_PREFIX, native_vec_triggers, vec_table
 
 SAMPLE = 256   # rows compared with memories.embedding on every read (evenly spread, plus the newest)
@@ -179,12 +180,8 @@ def _vec_rows(conn, table: str) -> tuple[str, np.ndarray] | None:
     ids, rowids = conn.execute(f'SELECT json_group_array(id), json_group_array(rowid) FROM "{table}_rowids"').fetchone()
     if not isinstance(ids, str) or not isinstance(rowids, str):
         return None
-    count = rowids.count(",") + 1 if len(rowids) > 2 else 0
-    try:   # integers only: numpy parses them without a Python object each
-        at = np.fromstring(rowids[1:-1], dtype=np.int64, sep=",") if count else np.zeros(0, np.int64)
-    except ValueError:
-        return None
-    return (ids, at) if len(at) == count else None
+    at = json_ints(rowids)
+    return None if at is None else (ids, at)
 
 
 def _chunk_layout(conn, table: str):
