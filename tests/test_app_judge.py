@@ -429,3 +429,15 @@ def test_a_corrected_memory_keeps_its_grade_on_the_new_one(qtbot, make_window, j
     assert dict(t.evaluator.measured.by_id()["lina-allergy"].relevant).get(new) == 2
     assert fact not in t.evaluator.measured.by_id()["lina-allergy"].relevant
     assert t.readout.now.per_query["lina-allergy"]["recall@10"] == was["recall@10"]
+    # the query chosen again (its saved grades read again): the replacement keeps its ↳
+    win.judge.choose_query("lina-allergy")
+    qtbot.waitUntil(lambda: not win.workers.running("query"), timeout=WAIT)
+    assert win.judge.grade_text(new) == "↳★★"
+    # another session on the same store: the ↳ comes from the store's corrections, as the measure's does
+    win.close()
+    again = make_window(judged_sample)
+    show_judged(qtbot, again)
+    readout(qtbot, again)
+    again.judge.choose_query("lina-allergy")
+    qtbot.waitUntil(lambda: again.judge.grade_text(new) == "↳★★", timeout=WAIT)
+    assert again.judge.grade_text(fact) == "★★"

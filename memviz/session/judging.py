@@ -172,15 +172,33 @@ class MarkBook:
         self.changed.emit()
         return m
 
-    def load(self, query: Query, judged: JudgedQuery, set_name: str) -> None:
+    def load(self, query: Query, judged: JudgedQuery, set_name: str, measured: JudgedQuery | None = None) -> None:
         """A judged query of `set_name` is asked again: its grades are the marks of `query`
-        (marks not saved yet stay: they are newer)."""
+        (marks not saved yet stay: they are newer); the grades shown on replacements stay, with
+        those of `measured` (the query as the measure takes it, `measured_as`)."""
         m = self.by_query.get(query)
         if m is not None and m.dirty:
             return
         grades = dict(judged.relevant)
-        self.by_query[query] = Marks(query, dict(grades), grades, set_name, judged.id)
+        inherited = {} if m is None else dict(m.inherited)
+        self.by_query[query] = Marks(query, dict(grades), grades, set_name, judged.id, inherited)
+        if measured is None or not self.measured_as(query, measured):
+            self.changed.emit()
+
+    def measured_as(self, query: Query, measured: JudgedQuery) -> bool:
+        """`measured` is how the measure takes `query`'s judged query (the evaluator's `measured`:
+        the grades of corrected memories moved to what replaced them, as the store's links say,
+        in this session or before it): those moved grades are shown on their memories. Whether
+        anything shown changed."""
+        m = self.by_query.get(query)
+        if m is None:
+            return False
+        moved = {mid: g for mid, g in measured.relevant.items() if mid not in m.grades and m.inherited.get(mid) != g}
+        if not moved:
+            return False
+        m.inherited.update(moved)
         self.changed.emit()
+        return True
 
     def saved_as(self, marks: Marks, set_name: str, query_id: str) -> None:
         marks.saved, marks.set_name, marks.query_id = dict(marks.grades), set_name, query_id

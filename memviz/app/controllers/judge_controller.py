@@ -36,7 +36,7 @@ from memviz.app.panels.query_panel import ResultColumn
 from memviz.app.plain_text import plain_tooltip
 from memviz.app.plots import style
 from memviz.app.workers import PacedCall, Workers
-from memviz.judge import InvalidJudgment, JudgedFileError, write_jsonl, write_trec
+from memviz.judge import InvalidJudgment, JudgedFileError, JudgedQuery, write_jsonl, write_trec
 from memviz.judge.stored import (
     StoredSetError,
     delete_queries,
@@ -312,6 +312,9 @@ class JudgeController(QObject):
             self._reprepare.finished(time.perf_counter() - started)
             t.prepared(ev)
             t.say("")
+            measured = self._measured(t.query_id)   # the query on screen's grades on what replaced its memories
+            if measured is not None and t.evaluator is ev:
+                self.book.measured_as(query_of(t.judged.by_id()[t.query_id]), measured)
             self.setting_changed()
 
         def failed(e: Exception) -> None:
@@ -515,7 +518,7 @@ class JudgeController(QObject):
         jq = t.judged.by_id()[query_id]
         t.query_id = query_id
         query = query_of(jq)
-        self.book.load(query, jq, t.set_name)
+        self.book.load(query, jq, t.set_name, self._measured(query_id))
         params = self.state.params
         as_of = jq.as_of
         if as_of is not None and self.store is not None and abs(as_of - self._clock_now()) < 1.0:
@@ -525,6 +528,12 @@ class JudgeController(QObject):
         self.run_requested.emit(query)
         self.setting_changed()
         self._update_enabled()
+
+    def _measured(self, query_id: str | None) -> JudgedQuery | None:
+        """The judged query `query_id` as the evaluator measures it (its grades followed down the
+        store's corrections: judge/successors.py), when one is prepared."""
+        ev = self.tuning.evaluator
+        return None if ev is None or query_id is None else ev.measured.by_id().get(query_id)
 
     def _clock_now(self) -> float:
         return float(store_clock(self.store, self.state.loaded_arrays).now())
