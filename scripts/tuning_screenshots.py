@@ -9,7 +9,9 @@ On a private copy of sample_dbs/assistant.db with its hand-judged set
   from the defaults), a judged query chosen with its near misses (the first one selected), its
   marks in the results' grade column;
 - tuning-grid.png: the judged panel's picture, nDCG@10 over α × β at the current γ, with the
-  setting in force and the fitted point marked.
+  setting in force and the fitted point marked;
+- tuning-corrected.png: the query panel after a graded fact of "lina-allergy" was corrected: the
+  memory that replaced it shows its grade as ↳★★ (sample only).
 `--size WxH` adds window shots at other sizes (tuning-readout-WxH.png). `--locomo DB JSONL`
 does the same on a LoCoMo store made by bench/locomo.py (files tuning-locomo-*.png), where the
 fit holds each conversation out whole.
@@ -26,7 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def shoot(db: str, judged: str, set_name: str, out: str, prefix: str, sizes, query_id: str | None,
-          setting: dict) -> None:
+          setting: dict, corrected: tuple[str, str, str] | None = None) -> None:
     from PySide6.QtCore import Qt
 
     import memviz.store as ms
@@ -100,6 +102,19 @@ def shoot(db: str, judged: str, set_name: str, out: str, prefix: str, sizes, que
     wait(lambda: t.grid is not None and win.judged.picture.grid is t.grid and not win.workers.running("judge grid"), 300)
     wait(lambda: False, 0.8)
     d["judged"].grab().save(os.path.join(out, f"{prefix}-grid.png"))
+
+    if corrected:   # (judged query, its graded memory, the corrected text): the grade on the replacement
+        from memviz.edits import Correct
+        qid, fact, text = corrected
+        win.reset_docks()
+        judge.choose_query(qid)
+        wait(lambda: t.readout is not None and t.readout.query_id == qid, 60)
+        settled()
+        win.edits.perform(Correct(fact, text))
+        wait(lambda: win.undo_stack.count() == 1, 60)
+        judge.choose_query(qid)
+        settled()
+        win.docks["query"].grab().save(os.path.join(out, f"{prefix}-corrected.png"))
     win.close()
 
 
@@ -118,7 +133,9 @@ def main(argv=None) -> int:
 
     if args.sample:
         shoot(os.path.join(ROOT, "sample_dbs", "assistant.db"), os.path.join(ROOT, "sample_dbs", "assistant.judged.jsonl"),
-              "sample", args.outdir, "tuning", sizes, "morning-drink", {"alpha": 0.9, "beta": 0.1, "gamma": 0.2})
+              "sample", args.outdir, "tuning", sizes, "morning-drink", {"alpha": 0.9, "beta": 0.1, "gamma": 0.2},
+              ("lina-allergy", "2bd8145952a1a97f1c13f92fc6525f03",
+               "Lina is allergic to peanuts and tree nuts; always check restaurant menus for her."))
     if args.locomo:
         shoot(args.locomo[0], args.locomo[1], "locomo", args.outdir, "tuning-locomo", sizes, "conv-26/qa2",
               {"alpha": 0.8, "beta": 0.05, "gamma": 0.15})
