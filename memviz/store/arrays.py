@@ -384,6 +384,9 @@ _SQL_AGG = _SQL_AGG_SELECT + "\nFROM memories WHERE rowid BETWEEN ?3 AND ?4"   #
 # previews (a tenth of the pages): in the index's order, which the caller sorts by rowid.
 _SQL_AGG_INDEXED = _SQL_AGG_SELECT.replace("{preview}", "NULL") + "\nFROM memories"
 _PREVIEWS_ALONE = "SELECT {0} FROM memories WHERE rowid BETWEEN ?1 AND ?2"
+# ... and the second connection reads the previews after the vectors, the last share here, after
+# the scan and its decoding: both then end about together
+_PREVIEWS_HERE = 0.15
 _FIRST_ROW = ("SELECT " + ", ".join(_AGG_EXPR[c] for c in ("model", "size")) +
               " FROM memories WHERE rowid = (SELECT min(rowid) FROM memories)")
 #: time or number column -> whether NULL is a value there (else it is an odd one, as a string is)
@@ -685,18 +688,19 @@ _HAS_READ_INDEX = f"SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 
 def _scan_indexed(conn, second, preview: int, first: tuple, lo: int, hi: int, dim: int) -> dict | None:
     """_scan_in_sqlite's read of a store with the read index: every column but the previews in one
     scan of the index on this connection (a table scan would read every vector's bytes with the
-    rows), sorted here by rowid; on the other, first the vectors' chunks, then the previews (the
-    table's pages), the kinds and agents and the rows with a malformed JSON column (the index holds
-    that). `second`: second_reader's, None where there is none (all of it read here)."""
+    rows), sorted here by rowid, then the kinds and agents and the rows with a malformed JSON column
+    (the index holds that); on the other, the vectors' chunks, then the first part of the previews
+    (the table's pages), while this one reads the rest after its own work. `second`:
+    second_reader's, None where there is none (all of it read here)."""
     previews_sql = _PREVIEWS_ALONE.format(_PREVIEWS.format(int(preview)))
+    split = hi if second is None else lo + int((hi - lo) * (1 - _PREVIEWS_HERE))
     beside = None
     if second is not None:
         def work(other):
             return (_or_none(lambda: read_chunks(other, dim, _matrix, hi - lo + 1)) if dim else None,
-                    _or_none(lambda: other.execute(previews_sql, (lo, hi)).fetchone()[0]) if preview > 0 else None,
-                    _or_none(lambda: other.execute(_KIND_AGENT).fetchall()),
-                    _or_none(lambda: other.execute(_BAD_JSON).fetchone()[0]))
+                    _or_none(lambda: other.execute(previews_sql, (lo, split)).fetchone()[0]) if preview > 0 else None)
         beside = read_beside(conn, second, work, "memviz-vectors")
+        split = split if beside is not None else hi
     mostly = {**{c: None if v == "NULL" else float(v) for c, v in _MOSTLY.items() if c not in ("model", "size")},
               "model": first[0], "size": first[1]}
     try:
@@ -708,15 +712,20 @@ def _scan_indexed(conn, second, preview: int, first: tuple, lo: int, hi: int, di
         n = len(rowid)
         cols, odd_types = _values(row, rowid, mostly, keys["order"])
         del row
-        chunks, text, groups, bad = beside.result() if beside is not None else (None, None, None, None)
+        kind, agent = _kinds_and_agents(conn, rowid)
+        bad_json = _flagged(rowid, _bad_json_rows(conn))
         previews = None
         if preview > 0:
-            text = text if beside is not None else conn.execute(previews_sql, (lo, hi)).fetchone()[0]
+            rest = conn.execute(previews_sql, (split + 1, hi)).fetchone()[0] if split < hi else None
+            chunks, text = beside.result() if beside is not None else (None, None)
+            text = conn.execute(previews_sql, (lo, split)).fetchone()[0] if beside is None else text
+            part = int(np.searchsorted(rowid, split, side="right"))   # the rows up to the split
             previews = np.empty(n, dtype=object)
-            previews[:] = _preview_lines(conn, text, n, preview, lo, hi)
-            del text
-        kind, agent = _kinds_and_agents(conn, rowid, groups)
-        bad_json = _flagged(rowid, _bad_json_rows(conn) if bad is None else bad)
+            previews[:part] = _preview_lines(conn, text, part, preview, lo, split)
+            previews[part:] = _preview_lines(conn, rest, n - part, preview, split + 1, hi)
+            del text, rest
+        else:
+            chunks = beside.result()[0] if beside is not None else None
     except (apsw.Error, UnicodeError, ValueError, TypeError):
         if beside is not None:
             beside.exception()   # let it end before the scan falls back
