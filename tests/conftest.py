@@ -186,6 +186,21 @@ needs_real = pytest.mark.skipif(not (REAL_PERSONA / "bootstrap_memory").is_dir()
                                 reason="the real GA persona is not on this machine")
 
 
+#: how a test's whole reads scan the rows: through the read index (a store this memviz made or
+#: migrated), the table (a store without the index: from before it, or opened read-only since), or
+#: the table shared with a second connection at any size (a large store's)
+SCANS = ("index", "table", "table-split")
+
+
+def scan_as(how: str, conn, monkeypatch) -> None:
+    """Whole reads of `conn`'s store scan as `how` (one of SCANS)."""
+    from memviz.store import arrays
+    from memviz.store.schema import READ_INDEX
+    if how != "index":
+        conn.execute(f"DROP INDEX IF EXISTS {READ_INDEX}")
+    monkeypatch.setattr(arrays, "_SPLIT_FROM", 0 if how == "table-split" else arrays._SPLIT_FROM)
+
+
 def assert_same_arrays(a, b):
     """Two MemoryArrays hold the same values, dtypes and shapes in every field."""
     for name in a.__dataclass_fields__:

@@ -217,7 +217,8 @@ def test_a_store_from_before_the_migration_opened_read_only_has_none(tmp_path):
     with ms.create(path) as s:
         s.insert_memories(_records(2))
     c = apsw.Connection(path)
-    c.execute("DROP TABLE memviz_judged; DROP TABLE memviz_parameter_sets; DELETE FROM memviz_migrations WHERE version = 3")
+    c.execute("DROP TABLE memviz_judged; DROP TABLE memviz_parameter_sets; DROP INDEX memviz_read_columns; "
+              "DELETE FROM memviz_migrations WHERE version >= 3")   # migration 2's store
     c.close()
     with ms.open(path, read_only=True) as ro:
         assert ro.report.version == 2 and ro.judged_sets() == [] and ro.parameter_sets() == []

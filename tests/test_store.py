@@ -9,7 +9,7 @@ import pytest
 import memviz.store as ms
 from memviz.store import schema
 from memviz.store.connection import connect
-from tests.conftest import unit_vectors
+from tests.conftest import assert_same_arrays, unit_vectors
 
 
 def _records(n, dim=8, model="m", **extra):
@@ -173,6 +173,22 @@ def test_open_migrates_an_older_native_store(store_path, monkeypatch):
     assert json.loads(json.dumps([r[0] for r in s.conn.execute("SELECT version FROM memviz_migrations")])) == \
         [m.version for m in schema.MIGRATIONS]
     s.close()
+
+
+def test_a_store_from_before_the_read_index_gets_it_at_a_writable_open_and_reads_the_same(store_path):
+    s = ms.create(str(store_path))
+    s.insert_memories(_records(5))
+    with s.transaction() as c:   # as migration 3 left a store
+        c.execute(f"DROP INDEX {schema.READ_INDEX}")
+        c.execute("DELETE FROM memviz_migrations WHERE version = 4")
+    s.close()
+    index = f"SELECT 1 FROM sqlite_master WHERE name = '{schema.READ_INDEX}'"
+    with ms.open(str(store_path), read_only=True) as ro:   # read from the table
+        assert ro.report.version == 3 and not ro.conn.execute(index).fetchall()
+        before = ro.arrays(preview=30)
+    with ms.open(str(store_path)) as rw:
+        assert rw.report.version == 4 and rw.conn.execute(index).fetchall()
+        assert_same_arrays(rw.arrays(preview=30), before)
 
 
 def test_embeddings_without_vector_index_are_noted(store_path):

@@ -99,7 +99,7 @@ def test_bit_flipped_store_opens_read_only_and_its_failing_reads_are_store_error
     with ms.open(str(p)) as s:
         assert s.read_only and "quick_check found damage" in s.read_only_reason
         with pytest.raises(ms.CorruptStoreError, match="damaged.*memviz check"):
-            s.arrays()
+            s.arrays(preview=40)   # the rows' texts are on the damaged pages (the rest is in the read index)
         assert s.entities(), "a read the damage does not touch is still answered"
         with pytest.raises(ms.ReadOnlyError):
             History(s).perform(SoftDelete(some_id(pristine_sample())))

@@ -1,7 +1,8 @@
-"""A whole read checks the JSON columns of every row on its second connection, beside the scan and
-after the arrays are handed out: the read does not wait for that check, `bad_json` does (its
-first read waits for the answer, which is exact), and a check that cannot run on the second
-connection runs on a connection of its own, or says what happened."""
+"""A whole read of a store without the read index checks the JSON columns of every row on its
+second connection, beside the scan and after the arrays are handed out: the read does not wait for
+that check, `bad_json` does (its first read waits for the answer, which is exact), and a check
+that cannot run on the second connection runs on a connection of its own, or says what happened.
+With the read index (schema.READ_INDEX: each row's answer is in it) the check reads the index."""
 from __future__ import annotations
 
 import threading
@@ -11,20 +12,27 @@ import pytest
 
 import memviz.store as ms
 from memviz.store import arrays as A
+from memviz.store.schema import READ_INDEX
 
 BAD = {"m-3": "attributes = '{not json'", "m-7": "tags = '[\"a\",'"}
 
 
-@pytest.fixture
-def path(tmp_path):
-    p = str(tmp_path / "json.db")
+def json_store(p: str, index: bool) -> str:
+    """A store of 12 memories, two with a malformed JSON column (BAD); `index`: it keeps the read index."""
     with ms.create(p) as s:
         s.insert_memories([dict(id=f"m-{i}", kind="fact", content=f"memory {i}", attributes={"n": i})
                            for i in range(12)])
         with s.transaction() as c:
             for mid, sets in BAD.items():
                 c.execute(f"UPDATE memories SET {sets} WHERE id = ?", (mid,))
+            if not index:
+                c.execute(f"DROP INDEX {READ_INDEX}")
     return p
+
+
+@pytest.fixture
+def path(tmp_path):
+    return json_store(str(tmp_path / "json.db"), index=False)
 
 
 def want(a) -> list[str]:
@@ -114,3 +122,13 @@ def test_the_windows_load_waits_for_the_check_so_no_paint_does(path, held):
         loader.join(10)
         a = loaded[0].arrays
         assert want(a) == ["m-3", "m-7"]
+
+
+def test_with_the_read_index_the_check_reads_the_index_and_is_exact(tmp_path, monkeypatch):
+    p = json_store(str(tmp_path / "indexed.db"), index=True)
+    with ms.open(p, read_only=True) as s:
+        plan = " ".join(r[3] for r in s.conn.execute("EXPLAIN QUERY PLAN " + A._BAD_JSON))
+        assert f"COVERING INDEX {READ_INDEX}" in plan   # the index holds each row's answer: no table page read
+        assert want(s.arrays()) == ["m-3", "m-7"]
+        monkeypatch.setattr(A, "_BAD_JSON", "SELECT no_such_function()")
+        assert want(s.arrays()) == ["m-3", "m-7"]   # the check cannot run: the rows are read one by one

@@ -1,7 +1,7 @@
 """The one-scan `Store.arrays()` and the batch-insert fast paths (bench/store.py measures them)."""
 import numpy as np
 import pytest
-from conftest import assert_same_arrays, unit_vectors
+from conftest import SCANS, assert_same_arrays, scan_as, unit_vectors
 
 import memviz.store as ms
 
@@ -71,14 +71,13 @@ def test_empty_json_values_are_stored_canonically_and_checked(store):
         store.insert_memories([{"kind": "fact", "content": "x", "attributes": []}])
 
 
-@pytest.mark.parametrize("split", [False, True])
-def test_the_in_sqlite_scan_equals_the_row_by_row_scan(store, monkeypatch, split):
+@pytest.mark.parametrize("scan", SCANS)
+def test_the_in_sqlite_scan_equals_the_row_by_row_scan(store, monkeypatch, scan):
     # the fast path (everything aggregated inside SQLite) and the exact one must agree on every
     # column of an awkward store; when the fast path cannot (bad UTF-8 above) the exact one runs.
-    # split: the rows scanned on two connections, as a large store's are (previews joined by NUL)
+    # through the read index, the table, or the table on two connections (previews joined by NUL)
     from memviz.store import arrays as A
-    if split:
-        monkeypatch.setattr(A, "_SPLIT_FROM", 0)
+    scan_as(scan, store.conn, monkeypatch)
 
     store.insert_memories(_recs(6, "big", 8, scale=2.0) + _recs(3, "small", 4, start=100))
     store.insert_memories([{"id": "plain", "kind": "fact", "content": "line\nbreak\ttab " * 30},
@@ -163,11 +162,11 @@ def test_numbers_parsed_by_numpy_equal_the_json_reader(text):
         assert got is not None
 
 
-@pytest.mark.parametrize("split", [False, True])
-def test_previews_joined_by_nul_equal_the_row_by_row_scan(store, monkeypatch, split):
+@pytest.mark.parametrize("scan", SCANS)
+def test_previews_joined_by_nul_equal_the_row_by_row_scan(store, monkeypatch, scan):
     # the previews come joined by NUL, not as JSON strings: the same lines, on one connection or two
     from memviz.store import arrays as A
-    monkeypatch.setattr(A, "_SPLIT_FROM", 0 if split else A._SPLIT_FROM)
+    scan_as(scan, store.conn, monkeypatch)
     monkeypatch.setattr(A, "_PREVIEWS_JSON", "SELECT no_such_function()")   # the NUL fallback is not what runs
     store.insert_memories(_recs(5, "m", 4) + [
         {"id": "lines", "kind": "fact", "content": "first\r\nsecond\tthird " * 20},
@@ -182,3 +181,20 @@ def test_previews_joined_by_nul_equal_the_row_by_row_scan(store, monkeypatch, sp
     assert list(fast["preview"]) == list(slow.preview)
     assert slow.preview[5] == ("first  second third " * 3)[:50] and slow.preview[2] == ""
     assert_same_arrays(A.load_arrays(store.conn, preview=50), slow)
+
+
+def test_a_whole_read_scans_the_read_index_not_the_tables_rows(store, monkeypatch):
+    # the rows hold their vectors: the read takes every other column from the read index (SQLite
+    # uses it only where each of the query's expressions is one the index holds, as written)
+    from memviz.store import arrays as A
+    from memviz.store.schema import READ_INDEX
+    store.insert_memories(_recs(30, "m", 8))
+    plan = " ".join(r[3] for r in store.conn.execute("EXPLAIN QUERY PLAN " + A._SQL_AGG_INDEXED, ("m", 32)))
+    assert plan == f"SCAN memories USING COVERING INDEX {READ_INDEX}"
+    used = []
+    scan = A._scan_indexed
+    monkeypatch.setattr(A, "_scan_indexed", lambda *a: used.append(scan(*a)) or used[-1])
+    a = store.arrays(preview=20)
+    assert len(used) == 1 and used[0] is not None   # it read, and nothing fell back to another scan
+    assert_same_arrays(a, A.load_arrays(store.conn, preview=20, in_sqlite=False))
+    assert list(a.ids) == [f"m-{i}" for i in range(30)]   # in rowid order, whatever the index's

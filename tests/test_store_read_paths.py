@@ -12,13 +12,12 @@ import threading
 import apsw
 import numpy as np
 import pytest
-from conftest import assert_same_arrays, unit_vectors
+from conftest import SCANS, assert_same_arrays, scan_as, unit_vectors
 from hostile_store import BAD_UTF8
 from pg_server import pg, pg_db  # noqa: F401 - fixtures
 
 import memviz.store as ms
 from memviz.session.state import PREVIEW_CHARS, open_store_data
-from memviz.store import arrays as arrays_mod
 from memviz.store import store as store_mod
 from memviz.store.arrays import load_arrays
 from memviz.store.connection import connect, whole_file_mapped
@@ -97,11 +96,12 @@ def reference(path, preview: int = 0, model=None):
         return load_arrays(s.conn, model, preview=preview, in_sqlite=False)
 
 
-@pytest.mark.parametrize("split", [False, True])
-def test_every_sqlite_read_path_gives_the_same_arrays(odd, monkeypatch, split):
-    # split: the scan of the rows shared with a second connection at any size (a large store's)
-    if split:
-        monkeypatch.setattr(arrays_mod, "_SPLIT_FROM", 0)
+@pytest.mark.parametrize("scan", SCANS)
+def test_every_sqlite_read_path_gives_the_same_arrays(odd, monkeypatch, scan):
+    # through the read index, the table, or the table shared with a second connection at any size
+    conn = apsw.Connection(str(odd))
+    scan_as(scan, conn, monkeypatch)
+    conn.close()
     want = reference(odd)
     want_preview = reference(odd, PREVIEW_CHARS)
     assert want.embedding_model == "main" and want.dim == 8 and want.bad_value.any() and want.bad_json.any()

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from memviz.store import ValidationError
-from memviz.store.records import normalize_many
+from memviz.store.records import decode_json, normalize_many
 
 NOW = 1_700_000_000.75
 
@@ -153,3 +153,10 @@ def test_json_ints_reads_integer_arrays_only():
     assert json_ints("[]").tolist() == []
     for other in ("[1,2.0]", "[1,null]", '["1"]', "[1e3]", "[1,,2]", "1,2", "[1,x]"):
         assert json_ints(other) is None, other
+
+
+@pytest.mark.parametrize("raw", [5, 2.5, b"\x00\x01"])
+def test_a_json_column_holding_a_number_or_a_blob_is_malformed_not_an_error(raw):
+    # a damaged page or an agent's own SQL can leave any type where the JSON text belongs
+    assert decode_json(raw, "tags") == ([], False)
+    assert decode_json(raw, "attributes") == ({}, False)

@@ -15,6 +15,7 @@ import orjson
 from ..background import in_thread
 from .errors import translate
 from .records import MS_ABOVE, NUMBER_DEFAULTS, ODD_TYPES_SQL, TIME_COLUMNS, decode_text, json_ints, read_values
+from .schema import BLOB_SIZE_SQL, JSON_OK_SQL, READ_INDEX
 from .second_read import read_beside, second_reader
 from .vec_chunks import likely_dim, place_read, read_chunks, read_from_index
 
@@ -101,10 +102,8 @@ _SMALL_PAGES_FROM = 64 << 20  # the matrices; numpy's columns (8 MB per million 
 
 # A row's JSON columns are all well-formed (1); CASE skips parsing the usual empties. A whole read
 # asks it apart from the scan (_BAD_JSON, beside it): it parses every row's attributes.
-_JSON_OK = """CASE WHEN source_ids = '[]' THEN 1 ELSE json_valid(source_ids) END
-              AND CASE WHEN entity_ids = '[]' THEN 1 ELSE json_valid(entity_ids) END
-              AND CASE WHEN tags = '[]' THEN 1 ELSE json_valid(tags) END
-              AND CASE WHEN attributes = '{}' THEN 1 ELSE json_valid(attributes) END"""
+# (the expression the read index holds: schema.py)
+_JSON_OK = JSON_OK_SQL
 _BAD_JSON = f"SELECT json_group_array(rowid) FROM memories WHERE ({_JSON_OK}) IS NOT 1"   # NULL: not well-formed either
 
 _SQL = """
@@ -364,7 +363,7 @@ def _scan_by_row(conn, preview: int, rowids: list[int] | None = None) -> dict:
 _AGG_EXPR = {
     "protected": "CAST(protected AS INTEGER)",
     "model": "coalesce(embedding_model, '')",
-    "size": "CASE WHEN typeof(embedding) = 'blob' THEN length(embedding) END",
+    "size": BLOB_SIZE_SQL,
 }
 # The value most rows hold in a column (SQL; ?1 and ?2: the first row's model and blob size, a store's
 # vectors being mostly of one model): only the rows holding another are sent, as [rowid, value]
@@ -376,11 +375,18 @@ _MOSTLY = {"valid_until": "NULL", "confidence": "1.0", "decay_rate": "0.1", "pro
 #: rows' [rowid, value] for those of _MOSTLY)
 _AGG_COLUMNS = ("rowid", "id", *NUMERIC_COLUMNS, "model", "size", "preview")
 _AGG = {name: i for i, name in enumerate(_AGG_COLUMNS)}
-_SQL_AGG = "SELECT " + ",\n       ".join(
+_SQL_AGG_SELECT = "SELECT " + ",\n       ".join(
     "{preview}" if c == "preview" else
     f"json_group_array(json_array(rowid, {_AGG_EXPR.get(c, c)})) FILTER (WHERE ({_AGG_EXPR.get(c, c)}) IS NOT {_MOSTLY[c]})"
-    if c in _MOSTLY else f"json_group_array({_AGG_EXPR.get(c, c)})" for c in _AGG_COLUMNS) + \
-    "\nFROM memories WHERE rowid BETWEEN ?3 AND ?4"   # a rowid range goes in rowid order (checked on the result)
+    if c in _MOSTLY else f"json_group_array({_AGG_EXPR.get(c, c)})" for c in _AGG_COLUMNS)
+_SQL_AGG = _SQL_AGG_SELECT + "\nFROM memories WHERE rowid BETWEEN ?3 AND ?4"   # in rowid order (checked on the result)
+# Where the store has the read index (schema.READ_INDEX), SQLite scans it for every column but the
+# previews (a tenth of the pages): in the index's order, which the caller sorts by rowid.
+_SQL_AGG_INDEXED = _SQL_AGG_SELECT.replace("{preview}", "NULL") + "\nFROM memories"
+_PREVIEWS_ALONE = "SELECT {0} FROM memories WHERE rowid BETWEEN ?1 AND ?2"
+# ... and the second connection reads the previews after the vectors, the last share here, after
+# the scan and its decoding: both then end about together
+_PREVIEWS_HERE = 0.15
 _FIRST_ROW = ("SELECT " + ", ".join(_AGG_EXPR[c] for c in ("model", "size")) +
               " FROM memories WHERE rowid = (SELECT min(rowid) FROM memories)")
 #: time or number column -> whether NULL is a value there (else it is an odd one, as a string is)
@@ -489,23 +495,38 @@ def _texts_of(col) -> np.ndarray:
     return out
 
 
-def _keys(row: list, mostly: dict) -> dict | None:
+def _keys(row: list, mostly: dict, sort: bool = False) -> dict | None:
     """The rowids, ids (and their JSON text) and blob sizes of one part of the scan (_SQL_AGG's
-    row); None where the aggregate did not see the rows in rowid order."""
+    row); None where the aggregate did not see the rows in rowid order. `sort`: rows in another
+    order are put in rowid order, and "order" says from where (None: they were in it)."""
     text = row[_AGG["rowid"]]
     rowid = json_ints(text)
     rowid = np.array(_loads(text), dtype=np.int64) if rowid is None else rowid
+    order = None
     if len(rowid) > 1 and not (np.diff(rowid) > 0).all():
-        return None
+        if not sort:
+            return None
+        order = np.argsort(rowid, kind="stable")
+        rowid = rowid[order]
+        if not (np.diff(rowid) > 0).all():
+            return None   # a rowid twice
     size = np.nan_to_num(_spread(*_pairs(row[_AGG["size"]], rowid), len(rowid), mostly["size"]), nan=-1).astype(np.int64)
     ids_json = row[_AGG["id"]]
-    return {"rowid": rowid, "size": size, "ids": _texts_of(_loads(ids_json)), "ids_json": ids_json}
+    ids = _texts_of(_loads(ids_json))
+    if order is not None:
+        ids, ids_json = ids[order], None   # the JSON of the sorted ids is made where it is compared
+    return {"rowid": rowid, "size": size, "ids": ids, "ids_json": ids_json, "order": order}
 
 
-def _values(row: list, rowid: np.ndarray, mostly: dict) -> tuple[dict, list]:
+def _values(row: list, rowid: np.ndarray, mostly: dict, order: np.ndarray | None = None) -> tuple[dict, list]:
     """The model, time and number columns of one part of the scan (its texts dropped
-    from `row` as they are read), and the rowids of its odd values."""
+    from `row` as they are read), and the rowids of its odd values. `order`: _keys' (the
+    scan's rows were in another order than `rowid`'s)."""
     n, cols, odd = len(rowid), {}, set()
+    place = None   # a row's place in rowid order, by its place in the scan
+    if order is not None:
+        place = np.empty(n, np.int64)
+        place[order] = np.arange(n)
     # one column at a time, its JSON text dropped once read and numbers made an array at once:
     # at a million rows the texts and the lists of floats together would be half a gigabyte
     for name in ("model", *NUMERIC_COLUMNS):
@@ -514,15 +535,15 @@ def _values(row: list, rowid: np.ndarray, mostly: dict) -> tuple[dict, list]:
             fast = _numbers(row[i], n)   # integers and nulls, the usual times and counts
             if fast is not None:
                 row[i] = None
-                cols[name] = fast
+                cols[name] = fast if order is None else fast[order]
                 if _NULL_IS_VALUE[name] is False:
-                    odd.update(np.flatnonzero(np.isnan(fast)).tolist())   # NULL where a value belongs
+                    odd.update(np.flatnonzero(np.isnan(cols[name])).tolist())   # NULL where a value belongs
                 continue
         # a column of _MOSTLY comes as the other rows' values and their positions `at`
         value, at = _pairs(row[i], rowid) if name in _MOSTLY else (_loads(row[i]), None)
         if name in _NULL_IS_VALUE and '"' in row[i]:   # text in a number column (ISO times, 'very high')
             strings = [j for j, v in enumerate(value) if type(v) is str]
-            odd.update(strings if at is None else at[strings].tolist())
+            odd.update(at[strings].tolist() if at is not None else place[strings].tolist() if place is not None else strings)
             for j in strings:
                 value[j] = None
         row[i] = None
@@ -532,10 +553,21 @@ def _values(row: list, rowid: np.ndarray, mostly: dict) -> tuple[dict, list]:
         if at is not None:
             value = _spread(value, at, n, mostly[name])
         cols[name] = np.asarray(value, dtype=np.float64)
+        if at is None and order is not None:
+            cols[name] = cols[name][order]
         if _NULL_IS_VALUE.get(name) is False:
             odd.update(np.flatnonzero(np.isnan(cols[name])).tolist())   # NULL where a value belongs
         del value
     return cols, rowid[sorted(odd)].tolist()
+
+
+def _or_none(read):
+    """What read() returns, None where it fails: what a second connection cannot read is read
+    again on the caller's."""
+    try:
+        return read()
+    except (apsw.Error, UnicodeError, ValueError):
+        return None
 
 
 def _scan_in_sqlite(conn, preview: int) -> dict | None:
@@ -548,6 +580,8 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
         lo, hi = (1, 0) if lo is None else (lo, hi)
         split = hi if second is None or hi - lo < _SPLIT_FROM else lo + int((hi - lo) * (1 - _BESIDE_SHARE))
         dim = likely_dim(conn) if second is not None else 0
+        if conn.execute(_HAS_READ_INDEX).fetchone():
+            return _scan_indexed(conn, second, preview, first, lo, hi, dim)
         if second is not None:
             # on the other core: first the vectors of the dimension with the most (a store's are mostly
             # of one), while this connection scans the rows up to `split` (SQLite: neither thread
@@ -555,11 +589,7 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
             # one decodes its part; last the rows with a malformed JSON column, while this one places
             # the vectors and after the arrays are handed out (their bad_json waits for it)
             def work(other):
-                def attempt(read):   # what fails here is read again on this connection
-                    try:
-                        return read()
-                    except (apsw.Error, UnicodeError, ValueError):
-                        return None
+                attempt = _or_none
                 try:
                     chunks.set_result(attempt(lambda: read_chunks(other, dim, _matrix, hi - lo + 1)) if dim else None)
                     part.set_result((attempt(lambda: other.execute(sql, (*first, split + 1, hi)).fetchone())
@@ -650,6 +680,72 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
             **_model_codes(*cols["model"], n, mostly["model"]), "size": size,  # str here (valid UTF-8)
             "odd_types": odd_types, "preview": previews if preview > 0 else None, "vectors": vectors,
             "settle": lambda: [f.exception() for f in (early, chunks if beside is not None else None) if f is not None]}
+
+
+_HAS_READ_INDEX = f"SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = '{READ_INDEX}' AND tbl_name = 'memories'"
+
+
+def _scan_indexed(conn, second, preview: int, first: tuple, lo: int, hi: int, dim: int) -> dict | None:
+    """_scan_in_sqlite's read of a store with the read index: every column but the previews in one
+    scan of the index on this connection (a table scan would read every vector's bytes with the
+    rows), sorted here by rowid, then the kinds and agents and the rows with a malformed JSON column
+    (the index holds that); on the other, the vectors' chunks, then the first part of the previews
+    (the table's pages), while this one reads the rest after its own work. `second`:
+    second_reader's, None where there is none (all of it read here)."""
+    previews_sql = _PREVIEWS_ALONE.format(_PREVIEWS.format(int(preview)))
+    split = hi if second is None else lo + int((hi - lo) * (1 - _PREVIEWS_HERE))
+    beside = None
+    if second is not None:
+        def work(other):
+            return (_or_none(lambda: read_chunks(other, dim, _matrix, hi - lo + 1)) if dim else None,
+                    _or_none(lambda: other.execute(previews_sql, (lo, split)).fetchone()[0]) if preview > 0 else None)
+        beside = read_beside(conn, second, work, "memviz-vectors")
+        split = split if beside is not None else hi
+    mostly = {**{c: None if v == "NULL" else float(v) for c, v in _MOSTLY.items() if c not in ("model", "size")},
+              "model": first[0], "size": first[1]}
+    try:
+        row = list(conn.execute(_SQL_AGG_INDEXED, first).fetchone())
+        keys = _keys(row, mostly, sort=True)
+        if keys is None:
+            raise ValueError("a rowid twice")
+        rowid, size, ids = keys["rowid"], keys["size"], keys["ids"]
+        n = len(rowid)
+        cols, odd_types = _values(row, rowid, mostly, keys["order"])
+        del row
+        kind, agent = _kinds_and_agents(conn, rowid)
+        bad_json = _flagged(rowid, _bad_json_rows(conn))
+        previews = None
+        if preview > 0:
+            rest = conn.execute(previews_sql, (split + 1, hi)).fetchone()[0] if split < hi else None
+            chunks, text = beside.result() if beside is not None else (None, None)
+            text = conn.execute(previews_sql, (lo, split)).fetchone()[0] if beside is None else text
+            part = int(np.searchsorted(rowid, split, side="right"))   # the rows up to the split
+            previews = np.empty(n, dtype=object)
+            previews[:part] = _preview_lines(conn, text, part, preview, lo, split)
+            previews[part:] = _preview_lines(conn, rest, n - part, preview, split + 1, hi)
+            del text, rest
+        else:
+            chunks = beside.result()[0] if beside is not None else None
+    except (apsw.Error, UnicodeError, ValueError, TypeError):
+        if beside is not None:
+            beside.exception()   # let it end before the scan falls back
+        return None
+
+    def vectors(has, size_, nbytes):
+        if chunks is not None and chunks.nbytes == nbytes:
+            ids_json = keys["ids_json"]
+            if ids_json is None and len(ids):
+                ids_json = orjson.dumps(ids.tolist()).decode()   # compared with the index's ids as text
+            out = place_read(conn, chunks, ids, rowid, (size_ == nbytes), n + spare_rows(n), _matrix, ids_json)
+            if out is not None:
+                out[(size_ == nbytes) & ~has] = 0   # the same size but another model's vector
+                return out
+        return _read_vectors(conn, rowid, size_, has, nbytes, ids)
+
+    return {"rowid": rowid, "ids": ids, "kind": kind, "agent": agent,
+            "bad_text": np.zeros(n, bool), **{name: cols[name] for name in NUMERIC_COLUMNS}, "bad_json": bad_json,
+            **_model_codes(*cols["model"], n, mostly["model"]), "size": size,
+            "odd_types": odd_types, "preview": previews, "vectors": vectors, "settle": lambda: None}   # nothing left beside
 
 
 def _preview_lines(conn, text: str | None, n: int, preview: int, lo: int, hi: int) -> list[str]:

@@ -26,7 +26,7 @@ import orjson
 from .arrays import WrittenColumns
 from .errors import StoreError, ValidationError
 from .records import normalize_many
-from .schema import MEMORY_COLUMNS
+from .schema import MEMORY_COLUMNS, READ_INDEX
 from .vectors import VEC_PREFIX, vec_ddl, vec_table
 
 _INSERT = (f"INSERT INTO memories ({', '.join(MEMORY_COLUMNS)}) "
@@ -142,8 +142,14 @@ def _loaded(store, written, indexes):
         dropped = _insert_triggers(c)
         for name in dropped:
             c.execute(f'DROP TRIGGER "{name}"')
+        # the read index made again at the end: one sort of the loaded rows, not an insert per row
+        read_index = c.execute("SELECT sql FROM sqlite_master WHERE type = 'index' AND name = ?", (READ_INDEX,)).fetchone()
+        if read_index:
+            c.execute(f"DROP INDEX {READ_INDEX}")
         load = BulkLoad(c, written, indexes)
         yield load
+        if read_index:
+            c.execute(read_index[0])
         if indexes:
             c.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
         for sql in dropped.values():

@@ -258,7 +258,7 @@ def decode_json(text, col: str):
         return empty, True
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, TypeError):   # TypeError: a number where the JSON text belongs
         return empty, False
     if isinstance(value, dict) if col == "attributes" else isinstance(value, list):
         return value, True

@@ -174,10 +174,12 @@ def _index(conn, dim: int):
 
 
 def _vec_rows(conn, table: str) -> tuple[str, np.ndarray] | None:
-    """(memory ids as a JSON array, vec0 rowids) of the vec0 table's rows, in its rowid table's
-    order. The ids stay text: where they are the memories' own JSON, character for character, no
-    id is parsed (_places)."""
-    ids, rowids = conn.execute(f'SELECT json_group_array(id), json_group_array(rowid) FROM "{table}_rowids"').fetchone()
+    """(memory ids as a JSON array, vec0 rowids) of the vec0 table's rows, in vec0 rowid order (the
+    order its rows were added, the memories' own as a rule; a scan SQLite chooses itself may go by
+    the ids' index). The ids stay text: where they are the memories' own JSON, character for
+    character, no id is parsed (_places)."""
+    ids, rowids = conn.execute(f'SELECT json_group_array(id), json_group_array(r) FROM '
+                               f'(SELECT id, rowid AS r FROM "{table}_rowids" ORDER BY rowid)').fetchone()
     if not isinstance(ids, str) or not isinstance(rowids, str):
         return None
     at = json_ints(rowids)
