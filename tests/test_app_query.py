@@ -179,3 +179,29 @@ def test_generative_agents_says_it_ranks_each_persona_on_its_own(qtbot, win):
     q.agent.setCurrentIndex(1)  # one persona: nothing to say
     settled(qtbot, win)
     assert "personas" not in q.legend.text()
+
+
+def test_a_slider_moved_after_an_edit_ranks_the_query_on_screen(qtbot, make_window, tmp_path, store_file):
+    """An edit reruns the query by merging the touched rows into the last ranking; the slider
+    moved next re-ranks that same query (it failed with "this preset ranks by relevance and
+    needs a query": the merge left the engine made for the new rows without the query)."""
+    import shutil
+    path = tmp_path / "edited.db"
+    shutil.copyfile(store_file, path)
+    win = make_window(path)
+    q = win.query
+    run(qtbot, win, "peanut allergy recipe")
+    outside = next(str(m) for m in win.state.data.arrays.ids if str(m) not in set(shown_ids(win)))
+    win.edits.run("delete", [outside])
+    a = lambda: win.state.data.arrays  # noqa: E731 - the refresh replaces the arrays
+    qtbot.waitUntil(lambda: not np.isnan(a().valid_until[a().index_of(outside)]), timeout=20000)
+    settled(qtbot, win)
+    q.set_weights(alpha=1.0, beta=0.0, gamma=0.0)
+    qtbot.waitUntil(lambda: bool(q.message.text()) or (q.shown_params == q.params() and not q._score_timer.isActive()
+                                                 and not win.workers.running("score")), timeout=20000)
+    assert q.message.text() == ""
+    store = ms.open(str(path), read_only=True)
+    engine = Engine(store)
+    engine.set_query("peanut allergy recipe")
+    assert shown_ids(win) == list(engine.score(q.params()).ids)
+    store.close()
