@@ -205,3 +205,27 @@ def test_a_slider_moved_after_an_edit_ranks_the_query_on_screen(qtbot, make_wind
     engine.set_query("peanut allergy recipe")
     assert shown_ids(win) == list(engine.score(q.params()).ids)
     store.close()
+
+
+def test_arrow_keys_through_the_results_select_each_in_every_panel(qtbot, win):
+    """Down/Up in the results moves the window's selection as a click does (the detail showed
+    the clicked memory while the highlight moved on), and a selection made elsewhere is kept
+    whole when the results show its current memory."""
+    from PySide6.QtCore import Qt
+
+    q = win.query
+    run(qtbot, win, "peanut allergy recipe")
+    v = q.view
+    v.setFocus()
+    v.setCurrentIndex(q.results.index(0, q.results.column_of("content")))
+    assert win.state.selected_ids == [shown_ids(win)[0]]
+    qtbot.keyClick(v, Qt.Key_Down)
+    qtbot.keyClick(v, Qt.Key_Down)
+    assert v.currentIndex().row() == 2
+    assert win.state.selected_ids == [shown_ids(win)[2]]
+    assert win.state.data.arrays.ids[win.state.current] == shown_ids(win)[2]
+    # a selection of several, made in another panel: the results highlight its current one, and it stays whole
+    several = [shown_ids(win)[4], shown_ids(win)[0]]
+    win.state.select_ids(several)
+    assert v.currentIndex().row() == 4
+    assert sorted(win.state.selected_ids) == sorted(several)
