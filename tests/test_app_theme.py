@@ -283,3 +283,18 @@ def test_the_status_bar_reads_in_both_themes_and_new_rows_never_run_under_a_mess
     # a permanent widget: the message takes the bar's left part (the counts step aside for it), never its place
     assert bar.currentMessage() and win.new_button.text() == "+2 new" and not win.status_counts.isVisible()
     assert QColor(t.new).name() in win.new_button.styleSheet()
+
+
+def test_the_windows_plain_labels_take_the_schemes_text_colour(qtbot, make_window, store_file):
+    """A label styled with a style sheet kept the text colour of the scheme it was made in (the
+    as-of bar's bold "As of" stayed black on the dark toolbar)."""
+    from PySide6.QtWidgets import QLabel
+    win = make_window(store_file)
+    for choice in ("dark", "light", "dark"):
+        win.theme.actions[choice].trigger()
+        text = QApplication.palette().color(QPalette.WindowText)
+        qtbot.waitUntil(lambda: win.statusBar().palette().color(QPalette.WindowText) == text, timeout=5000)
+        stale = [label.text() for label in win.findChildren(QLabel)
+                 if type(label) is QLabel and label.isVisible() and label.text()
+                 and label.palette().color(QPalette.WindowText) != text]
+        assert stale == [], f"{choice}: labels in another scheme's text colour"
