@@ -229,3 +229,21 @@ def test_arrow_keys_through_the_results_select_each_in_every_panel(qtbot, win):
     win.state.select_ids(several)
     assert v.currentIndex().row() == 4
     assert sorted(win.state.selected_ids) == sorted(several)
+
+
+def test_a_query_the_store_cannot_embed_says_so_once_and_what_to_do_in_the_window(qtbot, make_window, tmp_path):
+    """Vectors of a model memviz cannot run: the message says why once (it read "The query could
+    not be embedded: cannot embed the query: …") and names the window's own way, Query by selected."""
+    rng = np.random.default_rng(3)
+    path = tmp_path / "foreign.db"
+    with ms.create(str(path)) as s:
+        s.insert_memories([{"kind": "fact", "content": f"note {i}", "embedding": rng.normal(size=8).astype(np.float32),
+                            "embedding_model": "someone/else-8"} for i in range(5)])
+    win = make_window(path)
+    q = win.query
+    q.text.setText("anything")
+    q.run_query()
+    qtbot.waitUntil(lambda: bool(q.message.text()), timeout=20000)
+    text = q.message.text()
+    assert text.startswith("Cannot embed the query: ") and "could not be embedded" not in text, text
+    assert "Query by selected" in text, text

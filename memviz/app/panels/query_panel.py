@@ -779,7 +779,7 @@ class QueryPanel(QWidget):
         def done(out: Outcome) -> None:
             self._rerun.took(out.cost)
             self.model.query_done(query, out, rerun)
-            self.message.setText(f"The query could not be embedded: {out.error}" if out.error else "")
+            self.message.setText(out.error[:1].upper() + out.error[1:] if out.error else "")  # it says what failed
             if not rerun:
                 self._show_pinned(False)
             if out.result is None:
