@@ -116,7 +116,7 @@ def _print(r):
     print(f"{how}; now {r['now']}" + (f"; as of {r['as_of']}" if r["as_of"] else ""))
     print(f"budget {r['budget']:,} tokens less {r['margin']:.0%} margin = {r['usable']:,} usable; "
           f"tokens counted by {tok}")
-    print(f"{len(r['included'])} of {r['candidates']:,} memories in, {r['used']:,} tokens "
+    print(f"{len(r['included']):,} of {r['candidates']:,} memories in, {r['used']:,} tokens "
           f"(the assembled text: {r['text_tokens']:,}); {r['evicted']:,} evicted from working memory")
     recent = r["strategy"] == "recent"  # its score is the creation time, shown as a date
     w = 16 if recent else 9
