@@ -161,7 +161,9 @@ def read(path: str, report: ImportReport, task: Task, *, embedder=None, reembed:
     prep = Prepared()
     if reembed or not with_vec:
         if with_vec:
-            report.warn(f"{len(with_vec)} given vectors were ignored (--reembed): every record is embedded locally")
+            n = len(with_vec)
+            report.warn(f"{count(n, 'given vector')} {'was' if n == 1 else 'were'} ignored (--reembed): every record "
+                        "is embedded locally")
         for where, rec, _, _ in rows:
             prep.add(rec, where, embed_text=rec["content"])
         return prep
@@ -191,8 +193,8 @@ def read(path: str, report: ImportReport, task: Task, *, embedder=None, reembed:
     report.embedding = {"model": model, "dim": dim, "origin": "source"}
     missing = [where for where, _, vec, _ in rows if vec is None]
     if missing and model != local_model:
-        report.warn(f"{len(missing)} records have no usable vector and are stored without one ({_lines_of(missing)}): "
-                    f"they cannot be embedded with {model} here; use --reembed to embed every record locally")
+        report.warn(f"no usable vector on {count(len(missing), 'record')} ({_lines_of(missing)}), stored without one: "
+                    f"memviz cannot embed text with {model} here; use --reembed to embed every record locally")
     for where, rec, vec, _ in rows:
         if vec is not None:
             rec.update(embedding=vec, embedding_model=model)
