@@ -136,6 +136,8 @@ def test_correct_with_the_real_local_embedder(qtbot, win):
     dlg.new_text.setPlainText(new)
     dlg.accept()
     settle(qtbot, win)
+    # the user's own correction is no memory "written since you last looked" (+1 new)
+    assert win.state.data.arrays.index_of(win.state.selected_ids[0]) is not None and not win.new_button.isVisible()
     old = row(win, "fact0")
     assert old["valid_until"] is not None
     new_id = win.state.selected_ids[0]
