@@ -14,6 +14,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QDialog,
     QDialogButtonBox,
@@ -31,7 +32,7 @@ from PySide6.QtWidgets import (
 )
 
 from memviz.frameworks import recognise
-from memviz.importers import FORMATS, ImportFailed, describe_unknown, detect_format, import_source
+from memviz.importers import FORMATS, OPTIONS, ImportFailed, describe_unknown, detect_format, import_format, import_source
 from memviz.store.errors import StoreError, user_message
 from memviz.tasks import Cancelled
 from memviz.userdirs import user_data_dir
@@ -120,11 +121,20 @@ class ImportDialog(QDialog):
         self.output = QLineEdit()
         self.output.textEdited.connect(lambda *_: setattr(self, "_output_edited", True))
         out_browse = QPushButton("Save as…", clicked=self._choose_output)
+        # the options a format declares (importers.OPTIONS): offered only for the formats that take them
+        self.vectors_model = QLineEdit()
+        self.vectors_model.setPlaceholderText("the model that made the source's vectors, e.g. text-embedding-3-small")
+        self.vectors_model.setToolTip(OPTIONS["embedding_model"])
+        self.reembed = QCheckBox("Re-embed: " + OPTIONS["reembed"])
+        self.format.currentTextChanged.connect(self._offer_options)
 
         form = QFormLayout()
         form.addRow("Format", self.format)
         form.addRow("Source", _row(self.source, src_folder, src_file))
         form.addRow("New store", _row(self.output, out_browse))
+        form.addRow("Vectors' model", self.vectors_model)
+        form.addRow("", self.reembed)
+        self._offer_options()
 
         self.bar = QProgressBar(maximum=1000)
         self.bar.setFormat("")
@@ -207,6 +217,21 @@ class ImportDialog(QDialog):
         if not self._output_edited and os.path.exists(path):
             self.output.setText(default_output(path))
 
+    def _offer_options(self, *_, running: bool = False) -> None:
+        fmt = import_format(self.format.currentText())
+        takes = fmt.options if fmt is not None else frozenset()
+        self.reembed.setEnabled("reembed" in takes and not running)
+        self.vectors_model.setEnabled("embedding_model" in takes and not running)
+
+    def _options(self, fmt: str) -> dict:
+        """The keyword options of the format's run() that the dialog's fields set."""
+        takes, out = import_format(fmt).options, {}
+        if "reembed" in takes and self.reembed.isChecked():
+            out["reembed"] = True
+        if "embedding_model" in takes and self.vectors_model.text().strip():
+            out["embedding_model"] = self.vectors_model.text().strip()
+        return out
+
     def _say(self, text: str, error: bool = False) -> None:
         self.message.setText(text)
         self.message.setStyleSheet("color: #b00;" if error else "")
@@ -214,6 +239,7 @@ class ImportDialog(QDialog):
     def _set_running(self, running: bool) -> None:
         for w in (self.format, self.source, self.output, self.import_button):
             w.setEnabled(not running)
+        self._offer_options(running=running)
         for b in self.findChildren(QPushButton):
             if b.text() in ("Folder…", "File…", "Save as…"):
                 b.setEnabled(not running)
@@ -256,10 +282,11 @@ class ImportDialog(QDialog):
         self._say(f"Importing {source} …")
         self._set_running(True)
         ended = self._job_ended
+        options = self._options(fmt)
 
         def job(task):
             try:
-                report = import_source(fmt, source, output, force=force, task=task)
+                report = import_source(fmt, source, output, force=force, task=task, **options)
             except Cancelled as e:
                 ended.emit("cancelled", e)
             except Exception as e:  # noqa: BLE001 - every failure is shown in the dialog
