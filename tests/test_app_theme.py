@@ -298,3 +298,23 @@ def test_the_windows_plain_labels_take_the_schemes_text_colour(qtbot, make_windo
                  if type(label) is QLabel and label.isVisible() and label.text()
                  and label.palette().color(QPalette.WindowText) != text]
         assert stale == [], f"{choice}: labels in another scheme's text colour"
+
+
+def test_warnings_in_dialogs_and_panels_stand_out_in_either_scheme(qtbot, make_window, tmp_path):
+    """Errors were drawn in a fixed dark red (#b00) whatever the scheme: under a dark desktop the
+    import dialog's failure and the start page's problem were unreadable. They take the theme's
+    alarm colour, 4.5:1 on the window in both schemes, also when the scheme changes after."""
+    from memviz.app.plots import style
+    win = make_window()
+    dlg = win.show_import(str(tmp_path / "nothing-here.jsonl"))
+    qtbot.addWidget(dlg)
+    dlg.start()  # the source does not exist: said as an error
+    win.start_page.set_problem("Could not open x.db: it is damaged")
+    for choice in ("dark", "light", "dark"):
+        win.theme.actions[choice].trigger()
+        window = QApplication.palette().color(QPalette.Window)
+        alarm = QColor(style.theme().alarm)
+        for label in (dlg.message, win.start_page.problem):
+            qtbot.waitUntil(lambda label=label: label.palette().color(QPalette.WindowText).name() == alarm.name(),
+                            timeout=5000)
+            assert contrast(alarm, window) >= 4.5

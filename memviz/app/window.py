@@ -16,7 +16,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QGuiApplication, QKeySequence, QUndoStack
+from PySide6.QtGui import QAction, QColor, QGuiApplication, QKeySequence, QUndoStack
 from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QMenu, QMessageBox, QProgressBar, QPushButton, QToolBar
 
 from memviz.app.controllers.clock_status import ClockStatus
@@ -549,7 +549,7 @@ class MainWindow(QMainWindow):
         `source` unless an import is running."""
         dlg = self.import_dialog
         if dlg is None:
-            dlg = self.import_dialog = ImportDialog(self.workers, self.open_path, self)
+            dlg = self.import_dialog = ImportDialog(self.workers, self.open_path, self, alarm=lambda: QColor(theme().alarm))
         if source and not dlg.running:
             dlg.set_source(source)
         dlg.show()

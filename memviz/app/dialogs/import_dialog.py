@@ -10,9 +10,11 @@ The importer writes atomically, so Cancel or a failure leaves no output file.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -91,10 +93,14 @@ class ImportDialog(QDialog):
     progressed = Signal(float, str)        # the import's (fraction, text), on the GUI thread
     _job_ended = Signal(str, object)       # (outcome, report | exception)
 
-    def __init__(self, workers, open_store, parent=None, source: str | None = None) -> None:
-        """`workers`: the window's job runner; `open_store(path)`: opens the imported store."""
+    def __init__(self, workers, open_store, parent=None, source: str | None = None,
+                 alarm: Callable[[], QColor] | None = None) -> None:
+        """`workers`: the window's job runner; `open_store(path)`: opens the imported store;
+        `alarm()`: the colour of an error in the window's theme now (default: the palette's text)."""
         super().__init__(parent)
         self.workers, self.open_store = workers, open_store
+        self.alarm = alarm
+        self._error = False
         self.setWindowTitle("Import agent memory")
         self.setMinimumWidth(640)
         self.report = None
@@ -234,7 +240,21 @@ class ImportDialog(QDialog):
 
     def _say(self, text: str, error: bool = False) -> None:
         self.message.setText(text)
-        self.message.setStyleSheet("color: #b00;" if error else "")
+        self._error = error
+        self._tint()
+
+    def _tint(self) -> None:
+        """An error in the theme's alarm colour, kept in it when the scheme changes (a fixed red
+        was unreadable on a dark desktop)."""
+        pal = QPalette()
+        if self._error and self.alarm is not None:
+            pal.setColor(QPalette.WindowText, self.alarm())
+        self.message.setPalette(pal)
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.PaletteChange:
+            self._tint()
 
     def _set_running(self, running: bool) -> None:
         for w in (self.format, self.source, self.output, self.import_button):
