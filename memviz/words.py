@@ -1,7 +1,8 @@
 """Counted nouns for messages: "1 memory", "2 memories", "1,605 agents"."""
 from __future__ import annotations
 
-IRREGULAR = {"memory": "memories", "category": "categories", "entry": "entries", "is": "are", "this": "these"}
+IRREGULAR = {"memory": "memories", "query": "queries", "category": "categories", "entry": "entries", "is": "are",
+             "this": "these"}
 
 
 def count(n: int, noun: str, plural: str | None = None) -> str:

@@ -136,6 +136,8 @@ def test_correct_with_the_real_local_embedder(qtbot, win):
     dlg.new_text.setPlainText(new)
     dlg.accept()
     settle(qtbot, win)
+    # the user's own correction is no memory "written since you last looked" (+1 new)
+    assert win.state.data.arrays.index_of(win.state.selected_ids[0]) is not None and not win.new_button.isVisible()
     old = row(win, "fact0")
     assert old["valid_until"] is not None
     new_id = win.state.selected_ids[0]
@@ -364,3 +366,21 @@ def test_confirm_on_a_value_the_agent_wrote_in_another_form(qtbot, make_window, 
     c = connect(db, readonly=True)
     assert c.execute(f"SELECT typeof({column}), quote({column}) FROM memories WHERE id = 'ep05'").fetchone() == raw
     c.close()
+
+
+def test_ctrl_enter_in_the_correct_dialog_writes_the_correction(qtbot):
+    """The corrected text is a multi-line box, where Enter starts a new line: Ctrl+Enter is the
+    key that writes it (there was none: Tab to the button, or the mouse)."""
+    from PySide6.QtCore import Qt
+    row_ = {"id": "m1", "kind": "fact", "agent": "ann", "importance": 5.0, "content": "Ann lives in Oslo."}
+    dlg = CorrectDialog(row_)
+    qtbot.addWidget(dlg)
+    dlg.show()
+    dlg.activateWindow()
+    qtbot.waitUntil(dlg.new_text.hasFocus, timeout=5000)
+    qtbot.keyClick(dlg.new_text, Qt.Key_Return, Qt.ControlModifier)  # the text is unchanged: nothing to write
+    assert dlg.isVisible() and dlg.text() == "Ann lives in Oslo."
+    dlg.new_text.setPlainText("Ann lives in Porto.")
+    with qtbot.waitSignal(dlg.accepted, timeout=5000):
+        qtbot.keyClick(dlg.new_text, Qt.Key_Return, Qt.ControlModifier)
+    assert dlg.text() == "Ann lives in Porto."

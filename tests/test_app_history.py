@@ -154,6 +154,22 @@ def test_prompt_view_budget_moves_the_cut_and_copy_is_exact(make_window, lived, 
     assert "green tea" in p.assembled_text() and "black coffee" not in p.assembled_text()
 
 
+def test_the_prompt_view_measures_ages_from_the_stores_clock(make_window, lived, qtbot):
+    """A store with its own clock (a simulation, the sample): the prompt is assembled as of that
+    clock's now, as recency and the importance meter are (it took the wall clock)."""
+    import memviz.store as ms
+    from memviz.store.clock import record_clock, simulated
+    path, _ = lived
+    at = START + 30 * 86400
+    with ms.open(str(path)) as store:
+        record_clock(store, simulated(at))
+    win = make_window(path)
+    p = win.prompt
+    win.docks["prompt"].raise_()
+    qtbot.waitUntil(lambda: p.plan is not None, timeout=20000)
+    assert p.plan.now == at
+
+
 def test_diff_panel_lists_known_changes_and_selects_them(make_window, lived, qtbot):
     path, new_id = lived
     win = make_window(path)

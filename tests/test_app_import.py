@@ -146,6 +146,31 @@ def test_failure_is_shown_in_the_dialog(qtbot, win, tmp_path):
     assert not os.path.exists(dlg.output.text()) and no_leftovers(os.path.dirname(dlg.output.text())) == []
 
 
+def test_vectors_of_an_unnamed_model_are_named_or_re_embedded_in_the_dialog(qtbot, win, tmp_path, user_data):
+    """A dump whose records carry vectors without naming their model: the failure names the
+    dialog's own fields (it named only the command line's --embedding-model and --reembed, which
+    the dialog did not have), and either field imports it."""
+    src = tmp_path / "dump.jsonl"
+    src.write_text("".join(json.dumps({"id": f"r{i}", "content": f"note {i}", "embedding": [0.1 * i, 1.0, 0.5]}) + "\n"
+                           for i in range(3)))
+    dlg = dialog_for(qtbot, win, src)
+    assert dlg.format.currentText() == "jsonl" and dlg.reembed.isEnabled() and dlg.vectors_model.isEnabled()
+    assert run_import(qtbot, dlg) == "failed"
+    assert "Vectors' model" in dlg.message.text() and "Re-embed" in dlg.message.text()
+    dlg.vectors_model.setText("tiny-3")
+    assert run_import(qtbot, dlg) == "done"
+    with ms.open(dlg.report.output, read_only=True) as s:
+        assert s.embedding_models() == [("tiny-3", 3, 3)]
+    dlg.set_source(str(src))
+    dlg.vectors_model.clear()
+    dlg.reembed.setChecked(True)
+    assert run_import(qtbot, dlg) == "done"
+    with ms.open(dlg.report.output, read_only=True) as s:
+        assert [(m, d) for m, d, _ in s.embedding_models()] == [("wordllama/l2_supercat-256", 256)]
+    dlg.format.setCurrentText("ada-stream")  # a format that takes neither
+    assert not dlg.reembed.isEnabled() and not dlg.vectors_model.isEnabled()
+
+
 def drop(win, path):
     mime = QMimeData()
     mime.setUrls([QUrl.fromLocalFile(str(path))])

@@ -19,6 +19,7 @@ import memviz.store as ms
 from memviz.app.controllers.judge_controller import user_name
 from memviz.app.dialogs.help_dialogs import ShortcutsDialog
 from memviz.app.dialogs.judge_dialogs import SaveJudgedDialog
+from memviz.app.panels.judged_panel import ReadoutStrip
 from memviz.edits import History
 from memviz.judge import JudgedSet
 from memviz.judge.stored import read_file_for, read_set, save_set
@@ -114,6 +115,9 @@ def test_marks_by_key_and_context_menu_saved_to_a_new_set_and_undone(qtbot, make
     assert jq.judged_by == user_name() and jq.judged_at is not None
     assert jq.as_of == pytest.approx(store_clock(store, win.state.loaded_arrays).now())
     assert "saved in mine" in win.marks_bar.note.text()
+    strip = win.query.findChild(ReadoutStrip)  # the new set is chosen: its one query under the sliders
+    qtbot.waitUntil(lambda: strip.caption.text().startswith("mine\n"), timeout=WAIT)
+    assert strip.caption.text() == "mine\n1 query" and "(1 query)" in strip.toolTip()
 
     # Edit ▸ Undo takes the set back out; its marks are unsaved again; Redo writes it again
     win.undo_action.trigger()

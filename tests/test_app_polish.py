@@ -117,6 +117,20 @@ def test_help_lists_every_shortcut_of_the_actions_and_opens_the_guide(make_windo
     assert guide.page == "index.md" and "What do you want to do?" in guide.browser.toPlainText()
 
 
+def test_the_shortcuts_list_each_key_of_an_action_once(qapp):
+    """Redo is Ctrl+Shift+Z and the platform's Redo key, which under X11 is Ctrl+Shift+Z too: the
+    list read "Ctrl+Shift+Z, Ctrl+Shift+Z"."""
+    from PySide6.QtGui import QKeySequence
+    from PySide6.QtWidgets import QMenu
+
+    from memviz.app.dialogs.help_dialogs import shortcut_rows
+    menu = QMenu("&Edit")
+    redo = menu.addAction("&Redo")
+    redo.setShortcuts([QKeySequence("Ctrl+Shift+Z"), QKeySequence("Ctrl+Shift+Z"), QKeySequence("Ctrl+Y")])
+    keys = ", ".join(QKeySequence(k).toString(QKeySequence.NativeText) for k in ("Ctrl+Shift+Z", "Ctrl+Y"))
+    assert shortcut_rows([menu]) == [("Edit", "Redo", keys)]
+
+
 def test_the_user_guide_shows_the_manual_and_follows_its_links(qtbot, make_window):
     from PySide6.QtCore import QUrl
 

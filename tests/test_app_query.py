@@ -179,3 +179,71 @@ def test_generative_agents_says_it_ranks_each_persona_on_its_own(qtbot, win):
     q.agent.setCurrentIndex(1)  # one persona: nothing to say
     settled(qtbot, win)
     assert "personas" not in q.legend.text()
+
+
+def test_a_slider_moved_after_an_edit_ranks_the_query_on_screen(qtbot, make_window, tmp_path, store_file):
+    """An edit reruns the query by merging the touched rows into the last ranking; the slider
+    moved next re-ranks that same query (it failed with "this preset ranks by relevance and
+    needs a query": the merge left the engine made for the new rows without the query)."""
+    import shutil
+    path = tmp_path / "edited.db"
+    shutil.copyfile(store_file, path)
+    win = make_window(path)
+    q = win.query
+    run(qtbot, win, "peanut allergy recipe")
+    outside = next(str(m) for m in win.state.data.arrays.ids if str(m) not in set(shown_ids(win)))
+    win.edits.run("delete", [outside])
+    a = lambda: win.state.data.arrays  # noqa: E731 - the refresh replaces the arrays
+    qtbot.waitUntil(lambda: not np.isnan(a().valid_until[a().index_of(outside)]), timeout=20000)
+    settled(qtbot, win)
+    q.set_weights(alpha=1.0, beta=0.0, gamma=0.0)
+    qtbot.waitUntil(lambda: bool(q.message.text()) or (q.shown_params == q.params() and not q._score_timer.isActive()
+                                                 and not win.workers.running("score")), timeout=20000)
+    assert q.message.text() == ""
+    store = ms.open(str(path), read_only=True)
+    engine = Engine(store)
+    engine.set_query("peanut allergy recipe")
+    assert shown_ids(win) == list(engine.score(q.params()).ids)
+    store.close()
+
+
+def test_arrow_keys_through_the_results_select_each_in_every_panel(qtbot, win):
+    """Down/Up in the results moves the window's selection as a click does (the detail showed
+    the clicked memory while the highlight moved on), and a selection made elsewhere is kept
+    whole when the results show its current memory."""
+    from PySide6.QtCore import Qt
+
+    q = win.query
+    run(qtbot, win, "peanut allergy recipe")
+    v = q.view
+    v.setFocus()
+    v.setCurrentIndex(q.results.index(0, q.results.column_of("content")))
+    assert win.state.selected_ids == [shown_ids(win)[0]]
+    qtbot.keyClick(v, Qt.Key_Down)
+    qtbot.keyClick(v, Qt.Key_Down)
+    assert v.currentIndex().row() == 2
+    assert win.state.selected_ids == [shown_ids(win)[2]]
+    assert win.state.data.arrays.ids[win.state.current] == shown_ids(win)[2]
+    # a selection of several, made in another panel: the results highlight its current one, and it stays whole
+    several = [shown_ids(win)[4], shown_ids(win)[0]]
+    win.state.select_ids(several)
+    assert v.currentIndex().row() == 4
+    assert sorted(win.state.selected_ids) == sorted(several)
+
+
+def test_a_query_the_store_cannot_embed_says_so_once_and_what_to_do_in_the_window(qtbot, make_window, tmp_path):
+    """Vectors of a model memviz cannot run: the message says why once (it read "The query could
+    not be embedded: cannot embed the query: …") and names the window's own way, Query by selected."""
+    rng = np.random.default_rng(3)
+    path = tmp_path / "foreign.db"
+    with ms.create(str(path)) as s:
+        s.insert_memories([{"kind": "fact", "content": f"note {i}", "embedding": rng.normal(size=8).astype(np.float32),
+                            "embedding_model": "someone/else-8"} for i in range(5)])
+    win = make_window(path)
+    q = win.query
+    q.text.setText("anything")
+    q.run_query()
+    qtbot.waitUntil(lambda: bool(q.message.text()), timeout=20000)
+    text = q.message.text()
+    assert text.startswith("Cannot embed the query: ") and "could not be embedded" not in text, text
+    assert "Query by selected" in text, text

@@ -283,3 +283,38 @@ def test_the_status_bar_reads_in_both_themes_and_new_rows_never_run_under_a_mess
     # a permanent widget: the message takes the bar's left part (the counts step aside for it), never its place
     assert bar.currentMessage() and win.new_button.text() == "+2 new" and not win.status_counts.isVisible()
     assert QColor(t.new).name() in win.new_button.styleSheet()
+
+
+def test_the_windows_plain_labels_take_the_schemes_text_colour(qtbot, make_window, store_file):
+    """A label styled with a style sheet kept the text colour of the scheme it was made in (the
+    as-of bar's bold "As of" stayed black on the dark toolbar)."""
+    from PySide6.QtWidgets import QLabel
+    win = make_window(store_file)
+    for choice in ("dark", "light", "dark"):
+        win.theme.actions[choice].trigger()
+        text = QApplication.palette().color(QPalette.WindowText)
+        qtbot.waitUntil(lambda: win.statusBar().palette().color(QPalette.WindowText) == text, timeout=5000)
+        stale = [label.text() for label in win.findChildren(QLabel)
+                 if type(label) is QLabel and label.isVisible() and label.text()
+                 and label.palette().color(QPalette.WindowText) != text]
+        assert stale == [], f"{choice}: labels in another scheme's text colour"
+
+
+def test_warnings_in_dialogs_and_panels_stand_out_in_either_scheme(qtbot, make_window, tmp_path):
+    """Errors were drawn in a fixed dark red (#b00) whatever the scheme: under a dark desktop the
+    import dialog's failure and the start page's problem were unreadable. They take the theme's
+    alarm colour, 4.5:1 on the window in both schemes, also when the scheme changes after."""
+    from memviz.app.plots import style
+    win = make_window()
+    dlg = win.show_import(str(tmp_path / "nothing-here.jsonl"))
+    qtbot.addWidget(dlg)
+    dlg.start()  # the source does not exist: said as an error
+    win.start_page.set_problem("Could not open x.db: it is damaged")
+    for choice in ("dark", "light", "dark"):
+        win.theme.actions[choice].trigger()
+        window = QApplication.palette().color(QPalette.Window)
+        alarm = QColor(style.theme().alarm)
+        for label in (dlg.message, win.start_page.problem):
+            qtbot.waitUntil(lambda label=label: label.palette().color(QPalette.WindowText).name() == alarm.name(),
+                            timeout=5000)
+            assert contrast(alarm, window) >= 4.5

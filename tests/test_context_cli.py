@@ -51,6 +51,20 @@ def test_context_json_orders_and_cuts(tmp_path):
     assert out["text"] == "\n\n".join(i["content"] for i in out["included"])
 
 
+def test_context_measures_ages_from_the_stores_clock(tmp_path):
+    """Without --now the ages are the store clock's, as every command measures them (it took the
+    wall clock: a simulation's or the sample's memories were all months old, and balanced ranked
+    by importance alone)."""
+    from memviz.store.clock import record_clock, simulated
+    s = make(tmp_path / "m.db")
+    record_clock(s, simulated(NOW))
+    s.close()
+    at_clock = json.loads(cli("context", tmp_path / "m.db", "--budget", 48, "--json").stdout)
+    told = json.loads(cli("context", tmp_path / "m.db", "--budget", 48, "--now", NOW, "--json").stdout)
+    assert at_clock["now"] == told["now"] and at_clock["now"].startswith("2027-01-15")
+    assert [i["id"] for i in at_clock["included"]] == [i["id"] for i in told["included"]] == ["c", "d", "b"]
+
+
 def test_context_text_is_exactly_the_assembled_context(tmp_path):
     s = make(tmp_path / "m.db")
     s.close()

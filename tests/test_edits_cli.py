@@ -51,6 +51,12 @@ def test_cli_refusals_are_one_line(small, capsys):
     assert main(["edit", db, "confirm", "k0", "--read-only"]) == 2
     assert "read-only" in capsys.readouterr().err
     assert small.history("k0")[-1]["action"] == "insert"
+    # a history of an id the store does not hold says so (it printed nothing and exited 0)
+    assert main(["edit", db, "history", "k9"]) == 2
+    assert "No memory with id 'k9' in this store" in capsys.readouterr().err
+    small.insert_memories([{"id": "quiet", "kind": "fact", "content": "written by the agent"}], audit=False)
+    assert main(["edit", db, "history", "quiet"]) == 0
+    assert capsys.readouterr().out.strip() == "quiet: nothing in the audit log (no edit of it recorded)"
 
 
 def test_retired_view_names_the_agents_own_retirements(small):

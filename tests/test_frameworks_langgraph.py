@@ -355,6 +355,20 @@ def test_cli_correct_and_refusal(lg_file, capsys):
     assert "memviz cannot write retiring" in capsys.readouterr().err
 
 
+def test_cli_stats_check_and_clock_take_the_store_where_it_lives(lg_file, capsys):
+    """Every command that takes a DB takes another system's store (the manual's command-line
+    page): `check` and `clock` said it was "not a memviz memory store", and `stats` at its first
+    open said its vectors had no vector index."""
+    from memviz.cli import main
+    assert main(["stats", str(lg_file)]) == 0
+    out = capsys.readouterr().out
+    assert "no vector index" not in out and "integrity: ok" in out
+    assert main(["check", str(lg_file)]) == 0
+    assert capsys.readouterr().out.strip() == f"{lg_file}: clean"
+    assert main(["clock", str(lg_file)]) == 0
+    assert capsys.readouterr().out.startswith("clock: ")
+
+
 def test_unsupported_edits_refused(lg_file):
     s = fw.open_source(str(lg_file))
     try:

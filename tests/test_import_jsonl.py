@@ -61,7 +61,7 @@ def test_given_vectors_of_one_dimension_are_kept(tmp_path):
     assert not (tmp_path / "o.db").exists()
     report = import_jsonl(src, tmp_path / "o.db", embedding_model="nomic-embed-text")
     assert report.embedding == {"model": "nomic-embed-text", "dim": 16, "origin": "source", "count": 3}
-    assert any("1 records have no usable vector" in w and "line 4" in w for w in report.warnings)
+    assert any("no usable vector on 1 record (line 4)" in w for w in report.warnings), report.warnings
     with ms.open(str(tmp_path / "o.db")) as s:
         assert s.embedding_models() == [("nomic-embed-text", 16, 3)]
         a = s.arrays()
@@ -81,6 +81,8 @@ def test_local_model_vectors_are_completed_locally(tmp_path):
             SEED_001[1]]
     report = import_jsonl(write_lines(tmp_path / "d.jsonl", recs), tmp_path / "o.db")
     assert not report.warnings
+    report = import_jsonl(tmp_path / "d.jsonl", tmp_path / "again.db", reembed=True)
+    assert any(w.startswith("1 given vector was ignored (--reembed)") for w in report.warnings), report.warnings
     with ms.open(str(tmp_path / "o.db")) as s:
         assert s.embedding_models() == [(LOCAL_MODEL, 256, 2)]
 

@@ -167,3 +167,12 @@ def test_a_read_only_store_evaluates_but_keeps_nothing(db, tmp_path, capsys):
     code, _, err = run(capsys, "judge", "import", db, good(tmp_path))
     assert code == 2 and "is open read-only (it was written by a newer memviz" in err and "Traceback" not in err
     assert fingerprint(db) == before
+
+
+def test_importing_again_says_how_many_queries_the_set_holds_in_words(db, tmp_path, capsys):
+    one = write(tmp_path / "one.jsonl", [{"id": "near", "like": "m0", "relevant": {"m1": 2}}])
+    assert run(capsys, "judge", "import", db, one, "--name", "one")[0] == 0
+    code, out, _ = run(capsys, "judge", "import", db, one, "--name", "one")
+    assert code == 0 and out.strip().endswith("(0 new, 1 replaced); the set now holds 1 query")
+    code, out, _ = run(capsys, "judge", "import", db, good(tmp_path), "--name", "one")
+    assert code == 0 and out.strip().endswith("; the set now holds 3 queries")

@@ -135,6 +135,12 @@ def test_consolidate_cli(tmp_path, capsys, monkeypatch):
     assert main(["consolidate", p, "--as-of", "2026-05-02"]) == 1
     with ms.open(p, read_only=True) as s:
         assert s.get("old")["confidence"] == 1.0
+    # a --keep naming no memory (a typo, a shortened id) is refused before anything is written: it
+    # was ignored, and the memory meant was soft-deleted
+    assert main(["consolidate", p, "--as-of", "2026-05-02", "--keep", "kee", "--yes"]) == 2
+    assert "--keep 'kee': no memory with that id in this store" in capsys.readouterr().err
+    with ms.open(p, read_only=True) as s:
+        assert s.get("keep")["valid_until"] is None and s.get("old")["confidence"] == 1.0
     assert main(["consolidate", p, "--as-of", "2026-05-02", "--keep", "keep", "--yes"]) == 0
     assert "decayed 3, soft-deleted 1, skipped 0" in capsys.readouterr().out
     with ms.open(p, read_only=True) as s:

@@ -205,6 +205,15 @@ def test_embeddings_without_vector_index_are_noted(store_path):
     s.close()
 
 
+def test_vector_tables_made_since_the_open_are_no_missing_index(store_path):
+    """The notes look at the vector tables the store has now: a new store filled in the same
+    session (a framework's mirror at its first open, `memviz stats` on it) has its vec0 tables."""
+    s = ms.create(str(store_path))
+    s.insert_memories(_records(2))
+    assert s.vector_index_notes() == []
+    s.close()
+
+
 def test_reopen_gives_a_second_connection_that_sees_writes(store):
     other = store.reopen()
     try:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QGuiApplication, QKeySequence, QUndoStack
+from PySide6.QtGui import QAction, QColor, QGuiApplication, QKeySequence, QUndoStack
 from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QMenu, QMessageBox, QProgressBar, QPushButton, QToolBar
 
 from memviz.app.controllers.clock_status import ClockStatus
@@ -362,6 +362,8 @@ class MainWindow(QMainWindow):
         self.new_button.hide()
         self.new_button.clicked.connect(self.select_new)
         self._new_ids: list[str] = []
+        self._own_ids: set[str] = set()  # what the user's own edits wrote: not new to them
+        self.edits.edited.connect(lambda out: self._own_ids.update(out.ids))
         self.state.rows_changed.connect(self._rows_changed)
         self.state.data_changed.connect(self._new_after_reload)
         sb.addWidget(self.status_store, 2)
@@ -411,7 +413,9 @@ class MainWindow(QMainWindow):
             self._place_start_page()
     def _rows_changed(self, delta) -> None:
         data = self.state.data
-        self._new_ids += data.arrays.ids[delta.added].tolist()  # (a delta removes no row: nothing to drop)
+        added = data.arrays.ids[delta.added].tolist()
+        self._new_ids += [m for m in added if m not in self._own_ids]  # (a delta removes no row: nothing to drop)
+        self._own_ids.difference_update(added)
         self._show_new()
         self._update_status()
 
@@ -419,6 +423,7 @@ class MainWindow(QMainWindow):
         """Another store: nothing is new; the same store read again whole: the new ones still there."""
         if not self.state.reloaded:
             self._forget_new()
+            self._own_ids.clear()
             return
         self._new_ids = [m for m in self._new_ids if data.arrays.index_of(m) is not None]
         self._show_new()
@@ -544,7 +549,7 @@ class MainWindow(QMainWindow):
         `source` unless an import is running."""
         dlg = self.import_dialog
         if dlg is None:
-            dlg = self.import_dialog = ImportDialog(self.workers, self.open_path, self)
+            dlg = self.import_dialog = ImportDialog(self.workers, self.open_path, self, alarm=lambda: QColor(theme().alarm))
         if source and not dlg.running:
             dlg.set_source(source)
         dlg.show()

@@ -3,6 +3,7 @@ rebuilds only what is derived from the memories (full-text index, vector rows)."
 import json
 import sys
 
+from ..frameworks import open_source, recognise
 from ..store import open_store
 from ..store.check import check_store, repair, repair_plan
 
@@ -18,8 +19,16 @@ def add_parser(sub):
     p.set_defaults(func=run)
 
 
+def _open(args):
+    """The store to check: another system's through its mirror (as the window checks it), else
+    memviz's own, which a repair opens writable in spite of what it mends."""
+    if args.repair and recognise(args.db) is None:
+        return open_store(args.db, to_repair=True)
+    return open_source(args.db, read_only=not args.repair)
+
+
 def run(args) -> int:
-    with open_store(args.db, read_only=not args.repair, to_repair=args.repair) as store:
+    with _open(args) as store:
         report = check_store(store)
         out = report.as_dict()
         plan = repair_plan(report) if args.repair else []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ..store import open_store
+from ..frameworks import open_source
 from ..store.clock import parse_clock, record_clock, store_clock
 
 NOW_HELP = ("measure ages from this time: ISO 8601 (UTC unless zoned), 'wall' or 'newest' "
@@ -36,7 +36,7 @@ def add_parser(sub):
 
 def run(args) -> int:
     writing = bool(args.set or args.auto)
-    with open_store(args.db, read_only=not writing) as store:
+    with open_source(args.db, read_only=not writing) as store:
         if args.set:
             record_clock(store, parse_clock(args.set, store))
         elif args.auto:

@@ -26,6 +26,10 @@ def add_parser(sub):
 def run(args) -> int:
     kinds = None if args.kinds.strip() == "all" else tuple(k.strip() for k in args.kinds.split(",") if k.strip())
     with open_store(args.db, read_only=args.dry_run) as store:
+        for mid in args.keep:  # a typo would be ignored, and the memory meant pruned
+            if store.get(mid) is None:
+                raise ValueError(f"--keep {mid!r}: no memory with that id in this store (give the whole id, as the "
+                                 "preview lists it); nothing was written")
         clock = use_now(store, args)
         with command_task("consolidate") as task:  # Ctrl-C cancels the preview: nothing is written
             plan = plan_consolidation(store, agent=args.agent, kinds=kinds, prune_below=args.below,

@@ -1,13 +1,13 @@
 """`memviz context DB`: what goes into the agent's prompt from memory under a token budget (HTM's two-tier memory)."""
 import json
 import sys
-import time
 
 import numpy as np
 
 from ..context import DEFAULT_BUDGET, MARGIN, STRATEGIES, Timeline, TokenCounter, assemble, load_texts, query_ranking, report
 from ..frameworks import open_source as open_store
 from ..store import iso, to_epoch
+from ..store.clock import store_clock
 
 
 def add_parser(sub):
@@ -22,7 +22,7 @@ def add_parser(sub):
     p.add_argument("--query", help="rank by this query with --preset (strategy query)")
     p.add_argument("--preset", default="dual-memory", help="retrieval preset for --query (default dual-memory)")
     p.add_argument("--as-of", help="the store as it was then (ISO 8601, UTC unless a zone is given)")
-    p.add_argument("--now", help="the time ages are measured from (default: --as-of, else the wall clock)")
+    p.add_argument("--now", help="the time ages are measured from (default: --as-of, else the store's clock)")
     p.add_argument("--agent", action="append", help="only this agent's memories (repeatable)")
     p.add_argument("--margin", type=float, default=MARGIN, help="share of the budget kept free (default 0.1)")
     p.add_argument("--estimate", action="store_true", help="count tokens as characters/4 instead of the tokenizer")
@@ -55,9 +55,11 @@ def run(args) -> int:
         raise ValueError(f"--query ranks with a preset; it cannot be combined with --strategy {strategy}")
     as_of = moment(args.as_of, "--as-of")
     now = moment(args.now, "--now")
-    now = now if now is not None else (as_of if as_of is not None else time.time())
+    now = now if now is not None else as_of
     with open_store(args.db, read_only=True) as store:
         arrays = store.arrays()
+        if now is None:
+            now = store_clock(store, arrays).now()
         view = Timeline(store, arrays).at(as_of)
         live = view.live
         if args.agent:
@@ -114,7 +116,7 @@ def _print(r):
     print(f"{how}; now {r['now']}" + (f"; as of {r['as_of']}" if r["as_of"] else ""))
     print(f"budget {r['budget']:,} tokens less {r['margin']:.0%} margin = {r['usable']:,} usable; "
           f"tokens counted by {tok}")
-    print(f"{len(r['included'])} of {r['candidates']:,} memories in, {r['used']:,} tokens "
+    print(f"{len(r['included']):,} of {r['candidates']:,} memories in, {r['used']:,} tokens "
           f"(the assembled text: {r['text_tokens']:,}); {r['evicted']:,} evicted from working memory")
     recent = r["strategy"] == "recent"  # its score is the creation time, shown as a date
     w = 16 if recent else 9

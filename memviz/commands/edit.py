@@ -5,7 +5,7 @@ import json
 from ..edits import Confirm, Correct, EditKept, History, Restore, SetImportance, SetTags, SoftDelete, Unprotect, retired
 from ..edits.retired import as_json
 from ..frameworks import open_source as open_store
-from ..store import BusyError, iso
+from ..store import BusyError, StoreError, iso
 from ..store.errors import IN_USE
 
 ACTIONS = ("correct", "confirm", "unprotect", "delete", "restore", "importance", "tags", "retired", "history")
@@ -62,7 +62,12 @@ def run(args) -> int:
             return 0
         if args.action == "history":
             _need(args, 1, "history ID")
-            entries = store.history(args.args[0])
+            mid = args.args[0]
+            entries = store.history(mid)
+            if not entries and store.get(mid) is None:
+                raise StoreError(f"No memory with id {mid!r} in this store.")
+            if not entries and not args.json:
+                print(f"{mid}: nothing in the audit log (no edit of it recorded)")
             if args.json:
                 print(json.dumps(entries, default=lambda b: f"<{len(b)} bytes>", ensure_ascii=False, indent=2))
             for e in [] if args.json else entries:

@@ -2,7 +2,7 @@
 import json
 import sys
 
-from ..importers import FORMATS, import_source
+from ..importers import FORMATS, import_format, import_source
 from .interrupt import command_task
 
 
@@ -28,13 +28,14 @@ def add_parser(sub):
 
 def run(args) -> int:
     options = {"force": args.force}
-    if args.format in ("generative-agents", "jsonl"):
+    takes = import_format(args.format).options
+    if "reembed" in takes:
         options["reembed"] = args.reembed
     elif args.reembed:
         print(f"memviz: note: --reembed has no effect for {args.format} (it is always embedded locally)", file=sys.stderr)
     if args.embedding_model:
-        if args.format != "jsonl":
-            raise ValueError("--embedding-model applies to the jsonl format only")
+        if "embedding_model" not in takes:
+            raise ValueError(f"--embedding-model does not apply to the {args.format} format")
         options["embedding_model"] = args.embedding_model
     with command_task("import") as task:  # Ctrl-C cancels: nothing is written
         report = import_source(args.format, args.source, args.output, task=task, **options)

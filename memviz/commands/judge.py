@@ -39,6 +39,7 @@ from ..retrieval import PRESETS, Params
 from ..retrieval.presets import preset
 from ..store import BusyError
 from ..store.errors import IN_USE
+from ..words import count
 from .clock import add_now_argument, use_now
 from .interrupt import command_task
 
@@ -177,7 +178,7 @@ def run_import(args) -> int:
         before = dict(store.judged_sets())
         out = _perform(store, save_set(judged), args.db)
         now = dict(store.judged_sets()).get(judged.name, 0)
-    print(out.text + (f"; the set now holds {now} queries" if judged.name in before else ""))
+    print(out.text + (f"; the set now holds {count(now, 'query')}" if judged.name in before else ""))
     return 0
 
 

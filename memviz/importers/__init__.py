@@ -25,17 +25,19 @@ from .letta_agent_file import import_letta_agent_file
 from .openmemory import import_openmemory
 from .pipeline import ImportFailed, ImportReport, Issue, NotThisFormat
 from .record_dumps import import_jsonl
-from .registry import FORMATS, ImportFormat, check_format, formats, import_format, load_plugins, register_format
+from .registry import FORMATS, OPTIONS, ImportFormat, check_format, formats, import_format, load_plugins, register_format
 
 for _f in (
     ImportFormat("generative-agents", import_generative_agents,
-                 "Generative Agents memory (a folder with associative_memory/nodes.json)", folder=detect.generative_agents),
+                 "Generative Agents memory (a folder with associative_memory/nodes.json)", folder=detect.generative_agents,
+                 options=frozenset({"reembed"})),
     ImportFormat("openmemory", import_openmemory,  # before the JSON formats
                  "OpenMemory exports (the export zip, memories.json or memories.jsonl.gz)", file=detect.openmemory),
     ImportFormat("letta-af", import_letta_agent_file, "Letta agent files (.af)", file=detect.letta_agent_file),
     ImportFormat("ada-stream", import_ada_stream, "ADA memory streams (stream.jsonl)", file=detect.ada_stream),
     ImportFormat("jsonl", import_jsonl, "JSON Lines record dumps ({id, content, embedding?, metadata} per line, "
-                                        "or a JSON array of them)", file=detect.record_dump),
+                                        "or a JSON array of them)", file=detect.record_dump,
+                 options=frozenset({"reembed", "embedding_model"})),
 ):
     register_format(_f)
 del _f
@@ -60,7 +62,7 @@ def import_source(fmt: str, source, output, **options) -> ImportReport:
     return report
 
 
-__all__ = ["FORMATS", "ImportFormat", "detect_format", "describe_unknown", "ImportFailed", "NotThisFormat",
+__all__ = ["FORMATS", "OPTIONS", "ImportFormat", "detect_format", "describe_unknown", "ImportFailed", "NotThisFormat",
            "ImportReport", "Issue", "check_format", "formats", "import_source", "import_format", "load_plugins",
            "register_format", "import_generative_agents", "import_ada_stream", "import_jsonl", "import_letta_agent_file",
            "import_openmemory"]

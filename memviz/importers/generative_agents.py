@@ -30,6 +30,7 @@ from ..store.clock import simulated
 from ..store.times import to_epoch
 from ..tasks import Task
 from .pipeline import ImportFailed, ImportReport, Prepared, run
+from .registry import REEMBED
 
 FORMAT = "generative-agents"
 ADA_MODEL = "text-embedding-ada-002"
@@ -248,7 +249,7 @@ def _read_vectors(path: str, report: ImportReport) -> dict[str, np.ndarray]:
         dims.setdefault(arr.size, []).append(k)
     if len(dims) > 1:
         parts = "; ".join(f"{d}-d for {len(ks)} keys (e.g. {ks[0][:40]!r})" for d, ks in dims.items())
-        raise ImportFailed(f"{path} holds vectors of different sizes ({parts}); use --reembed to embed locally.")
+        raise ImportFailed(f"{path} holds vectors of different sizes ({parts}); to embed locally, re-embed: {REEMBED}.")
     return out
 
 

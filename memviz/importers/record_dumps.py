@@ -27,6 +27,7 @@ from ..tasks import Task
 from ..words import count
 from .json_reader import as_importance, as_int_if_whole, as_tags, as_time, read_objects
 from .pipeline import ImportFailed, ImportReport, NotThisFormat, Prepared, run
+from .registry import EMBEDDING_MODEL, REEMBED
 
 FORMAT = "jsonl"
 KIND_SYNONYMS = {
@@ -161,7 +162,9 @@ def read(path: str, report: ImportReport, task: Task, *, embedder=None, reembed:
     prep = Prepared()
     if reembed or not with_vec:
         if with_vec:
-            report.warn(f"{len(with_vec)} given vectors were ignored (--reembed): every record is embedded locally")
+            n = len(with_vec)
+            report.warn(f"{count(n, 'given vector')} {'was' if n == 1 else 'were'} ignored (--reembed): every record "
+                        "is embedded locally")
         for where, rec, _, _ in rows:
             prep.add(rec, where, embed_text=rec["content"])
         return prep
@@ -172,7 +175,7 @@ def read(path: str, report: ImportReport, task: Task, *, embedder=None, reembed:
     if len(by_dim) > 1:
         parts = [f"{dim}-d on {_lines_of(ws)}" for dim, ws in sorted(by_dim.items(), key=lambda kv: -len(kv[1]))]
         raise ImportFailed(f"{path}: the vectors have different sizes ({'; '.join(parts)}). Fix those records, "
-                           "or pass --reembed to ignore the given vectors and embed every record locally.")
+                           f"or re-embed: {REEMBED} ignores the given vectors and embeds every record locally.")
     dim = next(iter(by_dim))
     named = Counter(m for _, _, m in with_vec if m)
     model = embedding_model
@@ -180,19 +183,19 @@ def read(path: str, report: ImportReport, task: Task, *, embedder=None, reembed:
         if len(named) > 1:
             parts = [f"{m!r} on {_lines_of([w for w, _, mm in with_vec if mm == m])}" for m in named]
             raise ImportFailed(f"{path}: the records name different embedding models ({'; '.join(parts)}); "
-                               "import them separately or pass --reembed.")
+                               f"import them separately or re-embed: {REEMBED}.")
         if not named:
             raise ImportFailed(f"{path}: the records carry {dim}-d vectors but do not say which model made them. "
-                               "Pass --embedding-model NAME (for example text-embedding-3-small or "
-                               "nomic-embed-text) so queries can be embedded the same way, or --reembed.")
+                               f"Name it with {EMBEDDING_MODEL}, for example text-embedding-3-small or "
+                               f"nomic-embed-text, so queries can be embedded the same way; or re-embed: {REEMBED}.")
         model = next(iter(named))
     if model == LOCAL_MODEL and dim != LOCAL_DIM:
         raise ImportFailed(f"{path}: the vectors are {dim}-d but {LOCAL_MODEL} makes {LOCAL_DIM}-d vectors.")
     report.embedding = {"model": model, "dim": dim, "origin": "source"}
     missing = [where for where, _, vec, _ in rows if vec is None]
     if missing and model != local_model:
-        report.warn(f"{len(missing)} records have no usable vector and are stored without one ({_lines_of(missing)}): "
-                    f"they cannot be embedded with {model} here; use --reembed to embed every record locally")
+        report.warn(f"no usable vector on {count(len(missing), 'record')} ({_lines_of(missing)}), stored without one: "
+                    f"memviz cannot embed text with {model} here; to embed every record locally, re-embed: {REEMBED}")
     for where, rec, vec, _ in rows:
         if vec is not None:
             rec.update(embedding=vec, embedding_model=model)

@@ -14,6 +14,14 @@ from .. import plugins
 from ..sniff import Sniff
 
 GROUP = "memviz.importers"
+#: what a format's run() may take beyond force and task, and what each means to the user
+OPTIONS = {
+    "reembed": "ignore the source's vectors and embed every record with the local model",
+    "embedding_model": "the model that made the source's vectors (e.g. text-embedding-3-small)",
+}
+#: how a message names each option: the command line's flag and the import dialog's field
+REEMBED = "--reembed (in the import dialog: Re-embed)"
+EMBEDDING_MODEL = "--embedding-model NAME (in the import dialog: Vectors' model)"
 #: a format's name is typed on the command line
 _NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,39}")
 
@@ -28,13 +36,16 @@ class ImportFormat:
     beside the output and moved into place). It raises ImportFailed (a message for the user),
     NotThisFormat when the source is another format, or Cancelled, and then nothing is written.
     `file(sniff)` / `folder(path)` say whether a file (its memviz.sniff.Sniff: head, JSON lines,
-    one JSON document) or a folder is in this format, by its content; never a false match."""
+    one JSON document) or a folder is in this format, by its content; never a false match.
+    `options`: which of OPTIONS its run() takes as keywords (the command line's --reembed and
+    --embedding-model, the import dialog's fields); the others are not offered for it."""
 
     name: str                                     # as on the command line: `memviz import NAME`
     run: Callable[..., object]                    # import_<format>(source, output, **options)
     reads: str                                    # what it reads, for the message an unknown file gets
     file: Callable[[Sniff], bool] | None = None   # detection of a file in this format
     folder: Callable[[str], bool] | None = None   # detection of a folder in this format
+    options: frozenset[str] = frozenset()         # of OPTIONS, the ones run() takes
 
 
 def check_format(fmt) -> None:
@@ -54,6 +65,9 @@ def check_format(fmt) -> None:
                         f"run(source, output, force=..., task=...): {e}") from None
     except ValueError:  # a builtin without a signature: called as it is
         pass
+    if not isinstance(fmt.options, frozenset) or not fmt.options <= OPTIONS.keys():
+        raise ValueError(f"import format {fmt.name!r}: options must be a frozenset of {sorted(OPTIONS)}, "
+                         f"not {fmt.options!r}")
     for what in ("file", "folder"):
         test = getattr(fmt, what)
         if test is not None and not callable(test):

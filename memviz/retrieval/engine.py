@@ -196,8 +196,9 @@ class Engine:
                 vec = self.embedder().embed_one(text)
             except EmbedderUnavailable as e:
                 self.query_error = EmbedderUnavailable(
-                    f"cannot embed the query: {e}. Query by example (--like MEMORY_ID) or use the "
-                    f"hybrid preset (full-text search).")
+                    f"cannot embed the query: {e}. Query by example instead (a memory's own vector: Query by "
+                    f"selected in the window, --like MEMORY_ID on the command line) or use the hybrid preset "
+                    f"(full-text search).")
                 raise self.query_error from None
         if vec is not None:
             # the first pass over every row runs when a preset first needs it (_relevance): the

@@ -67,6 +67,7 @@ class QueryModel:
         self.query: Query | None = None         # the query of the ranking on screen
         self.engine: Engine | None = None
         self.engine_for: StoreData | None = None
+        self.engine_query: Query | None = None  # the query set on `engine` (a new engine has none)
         self.ranks: dict[str, int] | None = None     # id -> rank of the ranking on screen
         self.baseline: dict[str, int] | None = None  # what Δ compares with
         self.pinned = False
@@ -85,7 +86,7 @@ class QueryModel:
         the window's "as of" moment, on the arrays as of then, with the same query)."""
         if self.engine is None or self.engine_for is not data:
             self.engine = Engine(data.store, data.arrays)
-            self.engine_for = data
+            self.engine_for, self.engine_query = data, None
         elif self.engine.arrays is not data.arrays:
             self.engine = self.engine.with_arrays(data.arrays)
         return self.engine
@@ -161,11 +162,7 @@ class QueryModel:
                                    dataclasses.replace(base, result=got))
             eng = self.engine_of(data)
             task.check()
-            err = None
-            try:
-                eng.set_query(query.value) if query.kind == "text" else eng.set_query(like=query.value)
-            except Exception as e:  # noqa: BLE001 - e.g. EmbedderUnavailable; FTS-only presets still work
-                err = str(e)
+            err = self._ask(eng, query)
             task.check()
             try:
                 result = eng.score(params)
@@ -180,10 +177,28 @@ class QueryModel:
         return job
 
     def score_job(self) -> Callable[[Task], Result]:
-        """The job that re-ranks the current query with the state's setting (a slider move)."""
-        data = self.state.data
+        """The job that re-ranks the current query with the state's setting (a slider move).
+        A live refresh's merge ranks without an engine, so the engine made for the new rows is
+        given the query here first."""
+        data, query = self.state.data, self.query
         params = self.asked = self.state.params
-        return lambda task: self.engine_of(data).score(params)
+
+        def job(task: Task) -> Result:
+            eng = self.engine_of(data)
+            if query is not None and self.engine_query != query:
+                self._ask(eng, query)
+                task.check()
+            return eng.score(params)
+        return job
+
+    def _ask(self, eng: Engine, query: Query) -> str | None:
+        """Set `query` on `eng`; why it could not be embedded, if so (a full-text preset still ranks)."""
+        self.engine_query = query
+        try:
+            eng.set_query(query.value) if query.kind == "text" else eng.set_query(like=query.value)
+        except Exception as e:  # noqa: BLE001 - e.g. EmbedderUnavailable; FTS-only presets still work
+            return str(e)
+        return None
 
     # ------------------------------------------------------------ outcomes (the GUI thread)
     def query_done(self, query: Query, outcome: Outcome, rerun: bool) -> None:

@@ -310,9 +310,11 @@ class Store(StoreCommon, SqliteQueries, SqliteRecords, ErrorBoundary):
         """What vector search cannot use, by the size of the embeddings (one grouped scan): blobs
         that are no float32 vector, vectors of a dimension with no vec0 table (an agent wrote them
         with plain SQL), and vec0 tables declared for another dimension than their name's. Each
-        says whether `memviz check --repair` mends it. Not checked on open: it reads every row."""
-        tables = self.report.vec_tables if self.report else {}
-        misdeclared = self.report.misdeclared if self.report else {}
+        says whether `memviz check --repair` mends it. Not checked on open: it reads every row.
+        The vec0 tables are the ones the file has now, not at the open (a store filled since, such
+        as a framework's mirror built at its first open, has made its own)."""
+        report = schema.inspect(self.conn)
+        tables, misdeclared = report.vec_tables, report.misdeclared
         main, main_dim = self.main_model()
         notes = [misdeclared_text(name, dim) + " (vector search cannot use it); `memviz check --repair` makes it "
                  "again from the memories' embeddings" for name, dim in misdeclared.items()]

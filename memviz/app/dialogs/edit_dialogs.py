@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -78,6 +79,11 @@ class CorrectDialog(QDialog):
         lay.addWidget(self.warning)
         self.buttons = ok_cancel(self, "Correct")
         lay.addWidget(self.buttons)
+        # Enter starts a new line in the text: Ctrl+Enter writes the correction
+        ok = self.buttons.button(QDialogButtonBox.Ok)
+        ok.setToolTip("Write the correction (Ctrl+Enter)")
+        for keys in ("Ctrl+Return", "Ctrl+Enter"):
+            QShortcut(QKeySequence(keys), self, activated=lambda: ok.isEnabled() and ok.click())
         self.new_text.textChanged.connect(self._check)
         self._check()
         self.resize(620, 460)

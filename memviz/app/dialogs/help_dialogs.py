@@ -50,7 +50,8 @@ def shortcut_rows(menus: list[QMenu], extra: list[QAction] = ()) -> list[tuple[s
     rows, seen = [], set()
 
     def add(where: str, act: QAction) -> None:
-        keys = [k.toString(QKeySequence.NativeText) for k in act.shortcuts() if not k.isEmpty()]
+        # once each: an action given a key and the platform's standard one may hold it twice
+        keys = list(dict.fromkeys(k.toString(QKeySequence.NativeText) for k in act.shortcuts() if not k.isEmpty()))
         if keys and id(act) not in seen:
             seen.add(id(act))
             rows.append((where, act.text().replace("&&", "\0").replace("&", "").replace("\0", "&").rstrip("…. "),

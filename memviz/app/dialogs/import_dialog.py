@@ -10,10 +10,13 @@ The importer writes atomically, so Cancel or a failure leaves no output file.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QDialog,
     QDialogButtonBox,
@@ -31,7 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from memviz.frameworks import recognise
-from memviz.importers import FORMATS, ImportFailed, describe_unknown, detect_format, import_source
+from memviz.importers import FORMATS, OPTIONS, ImportFailed, describe_unknown, detect_format, import_format, import_source
 from memviz.store.errors import StoreError, user_message
 from memviz.tasks import Cancelled
 from memviz.userdirs import user_data_dir
@@ -90,10 +93,14 @@ class ImportDialog(QDialog):
     progressed = Signal(float, str)        # the import's (fraction, text), on the GUI thread
     _job_ended = Signal(str, object)       # (outcome, report | exception)
 
-    def __init__(self, workers, open_store, parent=None, source: str | None = None) -> None:
-        """`workers`: the window's job runner; `open_store(path)`: opens the imported store."""
+    def __init__(self, workers, open_store, parent=None, source: str | None = None,
+                 alarm: Callable[[], QColor] | None = None) -> None:
+        """`workers`: the window's job runner; `open_store(path)`: opens the imported store;
+        `alarm()`: the colour of an error in the window's theme now (default: the palette's text)."""
         super().__init__(parent)
         self.workers, self.open_store = workers, open_store
+        self.alarm = alarm
+        self._error = False
         self.setWindowTitle("Import agent memory")
         self.setMinimumWidth(640)
         self.report = None
@@ -120,11 +127,20 @@ class ImportDialog(QDialog):
         self.output = QLineEdit()
         self.output.textEdited.connect(lambda *_: setattr(self, "_output_edited", True))
         out_browse = QPushButton("Save as…", clicked=self._choose_output)
+        # the options a format declares (importers.OPTIONS): offered only for the formats that take them
+        self.vectors_model = QLineEdit()
+        self.vectors_model.setPlaceholderText("the model that made the source's vectors, e.g. text-embedding-3-small")
+        self.vectors_model.setToolTip(OPTIONS["embedding_model"])
+        self.reembed = QCheckBox("Re-embed: " + OPTIONS["reembed"])
+        self.format.currentTextChanged.connect(self._offer_options)
 
         form = QFormLayout()
         form.addRow("Format", self.format)
         form.addRow("Source", _row(self.source, src_folder, src_file))
         form.addRow("New store", _row(self.output, out_browse))
+        form.addRow("Vectors' model", self.vectors_model)
+        form.addRow("", self.reembed)
+        self._offer_options()
 
         self.bar = QProgressBar(maximum=1000)
         self.bar.setFormat("")
@@ -207,13 +223,43 @@ class ImportDialog(QDialog):
         if not self._output_edited and os.path.exists(path):
             self.output.setText(default_output(path))
 
+    def _offer_options(self, *_, running: bool = False) -> None:
+        fmt = import_format(self.format.currentText())
+        takes = fmt.options if fmt is not None else frozenset()
+        self.reembed.setEnabled("reembed" in takes and not running)
+        self.vectors_model.setEnabled("embedding_model" in takes and not running)
+
+    def _options(self, fmt: str) -> dict:
+        """The keyword options of the format's run() that the dialog's fields set."""
+        takes, out = import_format(fmt).options, {}
+        if "reembed" in takes and self.reembed.isChecked():
+            out["reembed"] = True
+        if "embedding_model" in takes and self.vectors_model.text().strip():
+            out["embedding_model"] = self.vectors_model.text().strip()
+        return out
+
     def _say(self, text: str, error: bool = False) -> None:
         self.message.setText(text)
-        self.message.setStyleSheet("color: #b00;" if error else "")
+        self._error = error
+        self._tint()
+
+    def _tint(self) -> None:
+        """An error in the theme's alarm colour, kept in it when the scheme changes (a fixed red
+        was unreadable on a dark desktop)."""
+        pal = QPalette()
+        if self._error and self.alarm is not None:
+            pal.setColor(QPalette.WindowText, self.alarm())
+        self.message.setPalette(pal)
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.PaletteChange:
+            self._tint()
 
     def _set_running(self, running: bool) -> None:
         for w in (self.format, self.source, self.output, self.import_button):
             w.setEnabled(not running)
+        self._offer_options(running=running)
         for b in self.findChildren(QPushButton):
             if b.text() in ("Folder…", "File…", "Save as…"):
                 b.setEnabled(not running)
@@ -256,10 +302,11 @@ class ImportDialog(QDialog):
         self._say(f"Importing {source} …")
         self._set_running(True)
         ended = self._job_ended
+        options = self._options(fmt)
 
         def job(task):
             try:
-                report = import_source(fmt, source, output, force=force, task=task)
+                report = import_source(fmt, source, output, force=force, task=task, **options)
             except Cancelled as e:
                 ended.emit("cancelled", e)
             except Exception as e:  # noqa: BLE001 - every failure is shown in the dialog

@@ -53,7 +53,9 @@ class AsOfBar(QWidget):
         lay = QHBoxLayout(self)
         lay.setContentsMargins(4, 0, 4, 0)
         title = QLabel("As of")
-        title.setStyleSheet("font-weight: bold;")
+        bold = QFont(title.font())  # a font, not a style sheet: a styled label keeps its first scheme's colour
+        bold.setBold(True)
+        title.setFont(bold)
         for w in (title, self.slider):
             lay.addWidget(w, 3 if w is self.slider else 0)
         for w in (self.date, self.now_button, self.play_button, self.speed):

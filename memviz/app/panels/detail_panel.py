@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from memviz.app.plain_text import plain_label
+from memviz.app.plots import style
 from memviz.session.state import AppState, StoreData
 from memviz.store import iso
 from memviz.words import count
@@ -100,8 +101,10 @@ class DetailPanel(QWidget):
         f = self.title.font()
         f.setBold(True)
         self.title.setFont(f)
-        self.problems = plain_label()
-        self.problems.setStyleSheet("color: #b00;")
+        self.problems = style.ThemeLabel(pick=lambda t: t.alarm)  # the theme's warning colour, in either scheme
+        self.problems.setTextFormat(Qt.PlainText)
+        self.problems.setWordWrap(True)
+        self.problems.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.content = QPlainTextEdit(readOnly=True)
         self.content.setPlaceholderText("Select a memory to see it here.")
         self.show_all = QPushButton()

@@ -45,6 +45,7 @@ from memviz.app.plots import style
 from memviz.session.judging import AXIS_NAMES, FAMILIES, GRADE_MARKS, MarkBook, Tuning, axis_choices, describe, measure_label, measure_name
 from memviz.session.state import AppState
 from memviz.store import iso
+from memviz.words import count
 
 _RIGHT = int(Qt.AlignRight | Qt.AlignVCenter)
 STRIP_CAPTION_FROM = 520   # px of the readout strip from which it names the set beside the numbers
@@ -380,10 +381,10 @@ class ReadoutStrip(QFrame):
         n = len(t.judged) if t.judged is not None else 0
         fm = self.caption.fontMetrics()
         self.caption.setText(fm.elidedText(t.set_name, Qt.ElideRight, CAPTION_WIDTH) + "\n"
-                             + fm.elidedText(f"{n} queries", Qt.ElideRight, CAPTION_WIDTH))
+                             + fm.elidedText(count(n, "query"), Qt.ElideRight, CAPTION_WIDTH))
         base = "" if r is None else t.baseline_text(r.params)
-        self.setToolTip(plain_tooltip(f"The judged set “{t.set_name}” ({n} queries) measured under the setting in "
-                                      f"force" + (f"; the changes are against {base}" if base else "")
+        self.setToolTip(plain_tooltip(f"The judged set “{t.set_name}” ({count(n, 'query')}) measured under the "
+                                      f"setting in force" + (f"; the changes are against {base}" if base else "")
                                       + (f"\n{t.status}" if t.status else "")))
         k = int(self.state.params.k)
         if r is None:

@@ -45,6 +45,7 @@ from memviz.app.workers import PacedCall, Workers
 from memviz.context import DEFAULT_BUDGET, STRATEGIES, TokenCounter, assemble, load_texts, report, result_ranking
 from memviz.session.buffers import grow
 from memviz.session.state import AppState, StoreData
+from memviz.store.clock import store_clock
 
 COLUMNS = ["#", "", "tokens", "cumulative", "score", "kind", "content"]
 MAX_BUDGET = 1_000_000
@@ -427,7 +428,8 @@ class PromptPanel(QWidget):
         strategy = self.strategy.currentText()
         view = self.state.as_of_view
         arrays = data.arrays
-        now = self.state.as_of if self.state.as_of is not None else time.time()
+        # the moment shown, else the store's own "now" (a simulation's clock), as recency measures it
+        now = self.state.as_of if self.state.as_of is not None else store_clock(data.store, arrays).now()
         candidates = view.live if view is not None else np.isnan(arrays.valid_until)
         tokens = self._tokens_as_of()
         if len(tokens) < len(arrays):  # rows a live refresh brought, not read yet: left out meanwhile

@@ -452,6 +452,8 @@ class QueryPanel(QWidget):
         self.run_button.clicked.connect(self.run_query)
         self.like_button.clicked.connect(self.query_selected)
         self.view.clicked.connect(self._result_clicked)
+        self._following = False  # the view is being set to the shared selection (not the user's move)
+        self.view.selectionModel().currentRowChanged.connect(self._current_moved)
         state.data_changed.connect(self._on_data)
         state.data_changed.connect(self._fit_columns)
         state.rows_changed.connect(self._on_rows)
@@ -619,11 +621,15 @@ class QueryPanel(QWidget):
         sm = self.view.selectionModel()
         res = self.results.result
         at = [] if res is None or current is None else np.flatnonzero(np.asarray(res.rows) == current)
-        if len(at):
-            self.view.selectRow(int(at[0]))
-        else:
-            sm.clearSelection()
-            sm.setCurrentIndex(QModelIndex(), QItemSelectionModel.NoUpdate)
+        self._following = True
+        try:
+            if len(at):
+                self.view.selectRow(int(at[0]))
+            else:
+                sm.clearSelection()
+                sm.setCurrentIndex(QModelIndex(), QItemSelectionModel.NoUpdate)
+        finally:
+            self._following = False
 
     # ------------------------------------------------------------ store
     def _on_data(self, data: StoreData | None) -> None:
@@ -773,7 +779,7 @@ class QueryPanel(QWidget):
         def done(out: Outcome) -> None:
             self._rerun.took(out.cost)
             self.model.query_done(query, out, rerun)
-            self.message.setText(f"The query could not be embedded: {out.error}" if out.error else "")
+            self.message.setText(out.error[:1].upper() + out.error[1:] if out.error else "")  # it says what failed
             if not rerun:
                 self._show_pinned(False)
             if out.result is None:
@@ -824,6 +830,11 @@ class QueryPanel(QWidget):
         if self._rerun_pending and self.model.query is not None:
             self._rerun_pending = False
             self._rerun_soon()
+
+    def _current_moved(self, index, _previous) -> None:
+        """The arrow keys through the results select each one in every panel, as a click does."""
+        if not self._following:
+            self._result_clicked(index)
 
     def _result_clicked(self, index) -> None:
         if self.results.result is not None and index.isValid():

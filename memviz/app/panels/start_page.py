@@ -11,6 +11,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget
 
 from memviz.app.plain_text import plain_tooltip
+from memviz.app.plots import style
 
 
 class StartPage(QFrame):
@@ -32,10 +33,9 @@ class StartPage(QFrame):
         self.note = QLabel("Open a store (.db), import another system's agent memory, or look around in the sample.")
         self.note.setTextFormat(Qt.PlainText)
         self.note.setWordWrap(True)
-        self.problem = QLabel()
+        self.problem = style.ThemeLabel(pick=lambda t: t.alarm)  # the theme's warning colour, in either scheme
         self.problem.setTextFormat(Qt.PlainText)  # a path or an error: never rich text
         self.problem.setWordWrap(True)
-        self.problem.setStyleSheet("color: #a03030;")
         self.problem.hide()
         self.open_button = QPushButton("Open a store…")
         self.sample_button = QPushButton("Open the sample store")
