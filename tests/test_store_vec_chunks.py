@@ -1,9 +1,12 @@
 """The embedding matrix read from vec0's chunk blobs (store/vec_chunks.py) equals the one read
 row by row from memories.embedding, bit for bit, whatever holes, reorderings and gaps the store's
 history left in the index; and where the index cannot be trusted, the rows are read instead."""
+import uuid
+
 import numpy as np
+import orjson
 import pytest
-from conftest import assert_same_arrays, unit_vectors
+from conftest import SCANS, assert_same_arrays, scan_as, unit_vectors
 
 from memviz.store import arrays as A
 from memviz.store import vec_chunks
@@ -171,3 +174,26 @@ def test_a_commit_between_the_two_reads_beginnings_is_seen(store, store_path):
         got = read_beside(store.conn, second, lambda c: c.execute("SELECT importance FROM memories WHERE id = 'm-1'")
                           .fetchone()[0])
         assert got is not None and got.result() == 9
+
+
+@pytest.mark.parametrize("scan", SCANS)
+def test_a_store_of_uuid_ids_places_its_vectors_without_parsing_an_id(store, beside, monkeypatch, scan):
+    # vec0 lists its ids in the order its rows were added, the memories' own: the two lists are
+    # compared as text, even where the ids' own order is another (uuids, memviz's ids)
+    ids = [uuid.uuid4().hex for _ in range(60)]
+    vecs = unit_vectors(60, DIM, 5)
+    store.insert_memories([{"id": m, "kind": "fact", "content": f"memory {k}", "embedding": vecs[k],
+                            "embedding_model": "m"} for k, m in enumerate(ids)])
+    scan_as(scan, store.conn, monkeypatch)
+
+    class NoParse:   # orjson as vec_chunks uses it, but parsing the index's ids fails the test
+        JSONDecodeError = orjson.JSONDecodeError
+        dumps = staticmethod(orjson.dumps)
+
+        @staticmethod
+        def loads(_text):
+            raise AssertionError("the index's ids were parsed")
+    monkeypatch.setattr(vec_chunks, "orjson", NoParse)
+    a = store.arrays()
+    assert beside and beside[-1] is not None   # placed from the chunks
+    assert list(a.ids) == ids and np.array_equal(a.embedding[:60], vecs)
