@@ -20,6 +20,7 @@ from memviz.app.controllers.judge_controller import user_name
 from memviz.app.dialogs.help_dialogs import ShortcutsDialog
 from memviz.app.dialogs.judge_dialogs import SaveJudgedDialog
 from memviz.app.panels.judged_panel import ReadoutStrip
+from memviz.app.plain_text import plain_tooltip
 from memviz.edits import History
 from memviz.judge import JudgedSet
 from memviz.judge.stored import read_file_for, read_set, save_set
@@ -229,6 +230,9 @@ def test_fit_accepted_becomes_a_parameter_set_and_undo_takes_it_back(qtbot, make
     assert dlg.changes.topLevelItem(0).text(0).startswith("Judged queries whose top k changes:")
     assert dlg.changes.topLevelItem(0).childCount() > 0
     assert "does not record them" in dlg.changes.topLevelItem(1).text(0)
+    for i in range(2):   # a heading takes both columns (the second holds only ranks), whole in its tooltip
+        head = dlg.changes.topLevelItem(i)
+        assert head.isFirstColumnSpanned() and head.toolTip(0) == plain_tooltip(head.text(0))
 
     # the picture marks the setting in force and the fitted point
     pic = win.judged.picture

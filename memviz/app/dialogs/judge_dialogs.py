@@ -294,14 +294,13 @@ class FitDialog(QDialog):
             item.setToolTip(0, plain_tooltip(self.query_text(d.query_id)))
             self.per_query.addTopLevelItem(item)
         self.changes.clear()
-        self.changes.addTopLevelItem(QTreeWidgetItem(["Comparing each top k before and after …", ""]))
+        self._heading("Comparing each top k before and after …")
         self._check_name()
 
     def show_changes(self, changes: Changes) -> None:
         self.changes.clear()
         k_changed = len(changes.judged)
-        head = QTreeWidgetItem([f"Judged queries whose top k changes: {k_changed}", ""])
-        self.changes.addTopLevelItem(head)
+        head = self._heading(f"Judged queries whose top k changes: {k_changed}")
         for ch in changes.judged:
             q = QTreeWidgetItem([f"{ch.query_id}: {len(ch.entered)} in, {len(ch.left)} out", ""])
             q.setToolTip(0, plain_tooltip(self.query_text(ch.query_id)))
@@ -312,12 +311,10 @@ class FitDialog(QDialog):
                 q.addChild(self._move("out", mv.memory_id, mv.rank_before, mv.rank_after))
         head.setExpanded(True)
         if changes.recent is None:
-            self.changes.addTopLevelItem(QTreeWidgetItem([
-                "The agent's own recent queries: this store does not record them", ""]))
+            self._heading("The agent's own recent queries: this store does not record them")
         else:
-            rec = QTreeWidgetItem([f"The agent's own recent queries whose top k changes: {len(changes.recent)} of "
-                                   f"{changes.asked}", ""])
-            self.changes.addTopLevelItem(rec)
+            rec = self._heading(f"The agent's own recent queries whose top k changes: {len(changes.recent)} of "
+                                f"{changes.asked}")
             for rc in changes.recent:
                 q = QTreeWidgetItem([f"“{rc.query.text}”: {len(rc.change.entered)} in, {len(rc.change.left)} out", ""])
                 q.setToolTip(0, plain_tooltip(rc.query.text))
@@ -330,7 +327,16 @@ class FitDialog(QDialog):
 
     def changes_failed(self, text: str) -> None:
         self.changes.clear()
-        self.changes.addTopLevelItem(QTreeWidgetItem([f"Not compared: {text}", ""]))
+        self._heading(f"Not compared: {text}")
+
+    def _heading(self, text: str) -> QTreeWidgetItem:
+        """A top-level line of the changes tree, across both columns (the second holds only ranks),
+        its whole text in the tooltip where the dialog is narrower."""
+        item = QTreeWidgetItem([text, ""])
+        item.setToolTip(0, plain_tooltip(text))
+        self.changes.addTopLevelItem(item)
+        item.setFirstColumnSpanned(True)
+        return item
 
     def _move(self, how: str, memory_id: str, before: int | None, after: int | None) -> QTreeWidgetItem:
         text = self.preview(memory_id)
