@@ -45,6 +45,7 @@ from memviz.app.panels.table_panel import TablePanel
 from memviz.app.panels.timeline_panel import TimelinePanel
 from memviz.app.plain_text import plain_tooltip
 from memviz.app.plots.style import ThemeLabel, theme
+from memviz.app.status_bar import StatusBar
 from memviz.app.theme import ThemeChooser
 from memviz.app.workers import Workers
 from memviz.session.state import AppState
@@ -80,6 +81,7 @@ class MainWindow(QMainWindow):
         self.setAcceptDrops(True)
         self.setDockNestingEnabled(True)
         self.setDockOptions(QMainWindow.AnimatedDocks | QMainWindow.AllowNestedDocks | QMainWindow.AllowTabbedDocks)
+        self.setStatusBar(StatusBar())  # a long message ends in "…", whole in its tooltip
 
         self.timeline = TimelinePanel(self.state)
         self.graph = GraphPanel(self.state, self.workers)
