@@ -283,6 +283,9 @@ def test_the_status_bar_reads_in_both_themes_and_new_rows_never_run_under_a_mess
     # a permanent widget: the message takes the bar's left part (the counts step aside for it), never its place
     assert bar.currentMessage() and win.new_button.text() == "+2 new" and not win.status_counts.isVisible()
     assert QColor(t.new).name() in win.new_button.styleSheet()
+    win.theme.actions["dark"].trigger()  # the scheme changes while "+2 new" is shown: it takes the new one's colour
+    qtbot.waitUntil(lambda: QColor(style.theme().new).name() in win.new_button.styleSheet(), timeout=5000)
+    assert style.theme().new != t.new
 
 
 def test_the_windows_plain_labels_take_the_schemes_text_colour(qtbot, make_window, store_file):

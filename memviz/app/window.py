@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import Future
 
-from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QEvent, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QColor, QGuiApplication, QKeySequence, QUndoStack
 from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QMenu, QMessageBox, QProgressBar, QPushButton, QToolBar
 
@@ -413,6 +413,12 @@ class MainWindow(QMainWindow):
         super().resizeEvent(event)
         if not self.start_page.isHidden():  # (isVisible is false until the window is shown)
             self._place_start_page()
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.PaletteChange:
+            self._show_new()  # "+N new" in the new scheme's colour (a style sheet keeps the one it was given)
+
     def _rows_changed(self, delta) -> None:
         data = self.state.data
         added = data.arrays.ids[delta.added].tolist()
