@@ -13,6 +13,7 @@ from PySide6.QtCore import QCoreApplication, Qt  # noqa: E402
 from test_app_support import T0, build_store  # noqa: E402
 
 from memviz.app.dialogs.llm_settings import QSETTINGS_KEY, load_llm_settings, save_llm_settings  # noqa: E402
+from memviz.app.plots.style import theme  # noqa: E402
 from memviz.reflect import LLMSettings, importance_status  # noqa: E402
 
 QUESTIONS = {"questions": ["What should Alice's meals avoid?", "Who visits Alice?"]}
@@ -201,6 +202,12 @@ def test_importance_meter_shows_status(qtbot, win):
     assert meter.bar.text() == f"{st2.accumulated:g} / 5" and meter.suggest.isVisible()
 
 
+def tone(label) -> str:
+    """The colour a label's text is drawn in."""
+    from PySide6.QtGui import QPalette
+    return label.palette().color(QPalette.WindowText).name()
+
+
 def test_llm_settings_dialog_saves_public_settings_and_tests(qtbot, win, fake_openai):
     dlg = win.reflect_tools.open_settings()
     dlg.base_url.setText(fake_openai.base_url)
@@ -209,12 +216,12 @@ def test_llm_settings_dialog_saves_public_settings_and_tests(qtbot, win, fake_op
     qtbot.mouseClick(dlg.test_button, Qt.LeftButton)
     qtbot.waitUntil(lambda: dlg.test_button.isEnabled() and dlg.result_label.text()
                     and not dlg.result_label.text().startswith("Testing"), timeout=20000)
-    assert "#2a7d2a" in dlg.result_label.styleSheet(), dlg.result_label.text()
+    assert tone(dlg.result_label) == theme().ok, dlg.result_label.text()  # the theme's green
     dlg.chat_model.setEditText("no-such-model")
     qtbot.mouseClick(dlg.test_button, Qt.LeftButton)
     qtbot.waitUntil(lambda: dlg.test_button.isEnabled() and not dlg.result_label.text().startswith("Testing"),
                     timeout=20000)
-    assert "#b00" in dlg.result_label.styleSheet() and "fake-chat" in dlg.result_label.text()
+    assert tone(dlg.result_label) == theme().alarm and "fake-chat" in dlg.result_label.text()
     dlg.chat_model.setEditText("fake-chat")
     dlg.buttons.button(dlg.buttons.StandardButton.Save).click()
     s = load_llm_settings(win.settings)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QLabel
 from test_app_support import build_store
 
 pytestmark = pytest.mark.qt
@@ -283,12 +283,14 @@ def test_the_status_bar_reads_in_both_themes_and_new_rows_never_run_under_a_mess
     # a permanent widget: the message takes the bar's left part (the counts step aside for it), never its place
     assert bar.currentMessage() and win.new_button.text() == "+2 new" and not win.status_counts.isVisible()
     assert QColor(t.new).name() in win.new_button.styleSheet()
+    win.theme.actions["dark"].trigger()  # the scheme changes while "+2 new" is shown: it takes the new one's colour
+    qtbot.waitUntil(lambda: QColor(style.theme().new).name() in win.new_button.styleSheet(), timeout=5000)
+    assert style.theme().new != t.new
 
 
 def test_the_windows_plain_labels_take_the_schemes_text_colour(qtbot, make_window, store_file):
     """A label styled with a style sheet kept the text colour of the scheme it was made in (the
     as-of bar's bold "As of" stayed black on the dark toolbar)."""
-    from PySide6.QtWidgets import QLabel
     win = make_window(store_file)
     for choice in ("dark", "light", "dark"):
         win.theme.actions[choice].trigger()
@@ -318,3 +320,117 @@ def test_warnings_in_dialogs_and_panels_stand_out_in_either_scheme(qtbot, make_w
             qtbot.waitUntil(lambda label=label: label.palette().color(QPalette.WindowText).name() == alarm.name(),
                             timeout=5000)
             assert contrast(alarm, window) >= 4.5
+
+
+# ------------------------------------------------------------------ no fixed colour in a dialog
+def fixed_colours(source: str) -> list[tuple[int, str]]:
+    """(line, what) of every colour written into `source` rather than asked of the theme: a hex
+    colour or a style sheet's colour in a string (docstrings aside), a Qt.GlobalColor, a QColor
+    made of constants."""
+    import ast
+    import re
+    hex_or_css = re.compile(r"#[0-9A-Fa-f]{3}(?:[0-9A-Fa-f]{3})?(?:[0-9A-Fa-f]{2})?\b|(?<![\w-])(?:color|background(?:-color)?)\s*:")
+    tree = ast.parse(source)
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and node.body
+                  and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            found += [(node.lineno, m.group()) for m in hex_or_css.finditer(node.value)]
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in ("Qt", "GlobalColor") \
+                and node.attr in Qt.GlobalColor.__members__ and node.attr not in ("color0", "color1", "transparent"):
+            found.append((node.lineno, f"Qt.{node.attr}"))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "QColor" and node.args \
+                and all(isinstance(a, ast.Constant) for a in node.args):
+            found.append((node.lineno, ast.unparse(node)))
+    return sorted(found, key=lambda f: f[0])  # (in a line: in the order written)
+
+
+def test_the_fixed_colour_finder_finds_the_ways_dialogs_once_had_them():
+    once = '''
+def make(caution: str = "#a05a00"):
+    """Says #b00 in red (a docstring is not drawn)."""
+    label.setStyleSheet("color: #555; font-style: italic;")  # a comment: #8a5a00
+    verdict.setStyleSheet(f"color: {tone('up').name()};")
+    old.setStyleSheet("QPlainTextEdit { background: palette(window); }")
+    item.setForeground(2, Qt.darkRed)
+    pen = QColor("red"), QColor(176, 0, 0), QColor(theme().alarm)
+    label.set_colour(lambda: QColor(theme().alarm))
+'''
+    assert [what for _, what in fixed_colours(once)] == [
+        "#a05a00", "color:", "#555", "color:", "background:", "Qt.darkRed", "QColor('red')", "QColor(176, 0, 0)"]
+
+
+def test_no_dialog_draws_in_a_fixed_colour():
+    """A colour written into a dialog stays what it was in the scheme it suits: "#b00" was
+    unreadable on a dark window, a style sheet keeps even palette(window) of the scheme it was
+    made in. A dialog's colours come from its creator (app/dialogs/tinted.py) or its palette's roles."""
+    from pathlib import Path
+
+    import memviz.app.dialogs as dialogs
+    found = [f"{path.name}:{line}: {what}" for path in sorted(Path(dialogs.__file__).parent.glob("*.py"))
+             for line, what in fixed_colours(path.read_text())]
+    assert found == [], "colours that do not follow the theme:\n" + "\n".join(found)
+
+
+def test_every_dialogs_warnings_stand_out_and_follow_the_scheme_while_open(qtbot, make_window, store_file):
+    """The reflect dialog (an error, its notes, a duplicate proposal), the LLM settings' test
+    result (passed, failed), the database dialogs' problems and a correction's warning take the
+    theme's colours, 4.5:1 on the window in either scheme, and keep them when the scheme changes
+    with the dialogs open; the reflect card's question and the correction's old text take the
+    palette's roles."""
+    from memviz.app.dialogs.edit_dialogs import CorrectDialog
+    from memviz.app.plots import style
+    from memviz.reflect.reflection import Evidence, Proposal, ReflectionRun
+    win = make_window(store_file)
+    win.theme.actions["light"].trigger()
+    tools = win.reflect_tools
+    tools.open_reflect()
+    reflect = tools.dialog
+    ids = win.state.data.arrays.ids[:2].tolist()
+    ev = [Evidence(i, f"memory {i}", "episode", 5.0, 0.0) for i in ids]
+    run = ReflectionRun("r1", "assistant", "scripted", 0.0, problems=["proposal 3 cited an unknown id"], proposals=[
+        Proposal("Is the user vegetarian?", "The user is vegetarian.", ids, ev, duplicate_of=f"{ids[0]} (identical text)")])
+    reflect._proposed((None, run))
+    card = reflect.cards[0]
+    failed, passed = tools.open_settings(), tools.open_settings()
+    failed._say(False, "Could not reach http://127.0.0.1:9/v1: connection refused")
+    passed._say(True, "Connected: 3 models")
+    opendb = win.opener.choose_database()
+    opendb._accept()  # no connection string: said as a problem
+    copy = win.copier.choose_target()
+    copy.file_edit.clear()
+    copy._accept()
+    row = {"id": ids[0], "kind": "fact", "agent": "assistant", "importance": 5.0, "content": "The user lives in Paris."}
+    correct = CorrectDialog(row, win, warning="The corrected memory will be marked as needing an embedding.",
+        caution=lambda: QColor(style.theme().caution))
+    correct.show()
+    for dlg in (failed, passed, opendb, copy, correct):
+        qtbot.addWidget(dlg)
+    tinted = {"reflect's notes": (reflect.problems, "caution"), "a duplicate proposal": (card.duplicate, "caution"),
+              "a failed test": (failed.result_label, "alarm"), "a passed test": (passed.result_label, "ok"),
+              "open database": (opendb.error, "alarm"), "copy store": (copy.error, "alarm"),
+              "a correction's warning": (correct.warning, "caution")}
+    for choice in ("dark", "light", "dark"):
+        reflect._say("The LLM server did not answer.\nNothing was written.", error=True)
+        win.theme.actions[choice].trigger()
+        t = style.theme()
+        window = QApplication.palette().color(QPalette.Window)
+        shown = {**tinted, "reflect's error": (reflect.message, "alarm")}
+        for what, (label, role) in shown.items():
+            want = QColor({"caution": t.caution, "alarm": t.alarm, "ok": t.ok}[role])
+            assert label.isVisible() and label.text(), what
+            qtbot.waitUntil(lambda label=label, want=want: label.palette().color(QPalette.WindowText) == want,
+                            timeout=5000)  # (the palette change is posted to widgets)
+            assert contrast(want, window) >= 4.5, (choice, what)
+            img = label.grab().toImage()  # drawn in it
+            assert want.name() in {img.pixelColor(x, y).name() for x in range(img.width()) for y in range(img.height())}, what
+        assert reflect.message.font().bold()
+        reflect._say("Asking the model …")  # not an error: the palette's text again
+        assert reflect.message.palette().color(QPalette.WindowText) == QApplication.palette().color(QPalette.WindowText)
+        question = card.findChildren(QLabel)[0]
+        assert question.text().startswith("Question:") and question.font().italic()
+        assert question.palette().color(QPalette.WindowText) == QApplication.palette().color(QPalette.WindowText)
+        img = correct.old_text.viewport().grab().toImage()  # the old text on the window's colour, not the base's
+        assert img.pixelColor(img.width() - 3, img.height() - 3) == window

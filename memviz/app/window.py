@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import Future
 
-from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QEvent, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QColor, QGuiApplication, QKeySequence, QUndoStack
 from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QMenu, QMessageBox, QProgressBar, QPushButton, QToolBar
 
@@ -45,6 +45,7 @@ from memviz.app.panels.table_panel import TablePanel
 from memviz.app.panels.timeline_panel import TimelinePanel
 from memviz.app.plain_text import plain_tooltip
 from memviz.app.plots.style import ThemeLabel, theme
+from memviz.app.status_bar import StatusBar
 from memviz.app.theme import ThemeChooser
 from memviz.app.workers import Workers
 from memviz.session.state import AppState
@@ -80,6 +81,7 @@ class MainWindow(QMainWindow):
         self.setAcceptDrops(True)
         self.setDockNestingEnabled(True)
         self.setDockOptions(QMainWindow.AnimatedDocks | QMainWindow.AllowNestedDocks | QMainWindow.AllowTabbedDocks)
+        self.setStatusBar(StatusBar())  # a long message ends in "…", whole in its tooltip
 
         self.timeline = TimelinePanel(self.state)
         self.graph = GraphPanel(self.state, self.workers)
@@ -411,6 +413,12 @@ class MainWindow(QMainWindow):
         super().resizeEvent(event)
         if not self.start_page.isHidden():  # (isVisible is false until the window is shown)
             self._place_start_page()
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.PaletteChange:
+            self._show_new()  # "+N new" in the new scheme's colour (a style sheet keeps the one it was given)
+
     def _rows_changed(self, delta) -> None:
         data = self.state.data
         added = data.arrays.ids[delta.added].tolist()

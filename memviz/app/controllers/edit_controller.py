@@ -24,7 +24,7 @@ from __future__ import annotations
 import apsw
 import numpy as np
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QGuiApplication, QKeySequence, QUndoCommand, QUndoStack
+from PySide6.QtGui import QAction, QColor, QGuiApplication, QKeySequence, QUndoCommand, QUndoStack
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 from memviz.app.controllers.correction_jobs import CorrectionJobs, model_embedder
@@ -321,7 +321,7 @@ class EditController(QObject):
         if note:
             warning = note if warning is None else f"{note}\n{warning}"
         dlg = CorrectDialog(row, self.dialog_parent, text=text, warning=warning, in_place=self.store.corrects_in_place,
-                            caution=theme().caution)
+                            caution=lambda: QColor(theme().caution))
 
         def done():
             shown = {**self.shown_rows(ids)[ids[0]], "content": row["content"]}

@@ -14,12 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtCore import QObject, QSettings, Qt, Signal
-from PySide6.QtGui import QAction
+from PySide6.QtGui import QAction, QColor
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QToolButton, QWidget
 
 from memviz.app.dialogs.llm_settings import LLMSettingsDialog
 from memviz.app.dialogs.reflect_dialog import ReflectDialog
 from memviz.app.plain_text import plain_tooltip
+from memviz.app.plots.style import theme
 from memviz.app.workers import Workers
 from memviz.reflect import importance_status
 from memviz.reflect.reflection import DEFAULT_THRESHOLD, THRESHOLD_META_KEY
@@ -175,7 +176,7 @@ class ReflectTools(QObject):
     # ------------------------------------------------------------ dialogs
     def open_reflect(self) -> None:
         if self.dialog is None:
-            self.dialog = ReflectDialog(self)
+            self.dialog = ReflectDialog(self, alarm=lambda: QColor(theme().alarm), caution=lambda: QColor(theme().caution))
         self.dialog.set_agents()
         self.dialog.show()
         self.dialog.raise_()
@@ -191,6 +192,7 @@ class ReflectTools(QObject):
         self.consolidate_dialog.make_plan()
 
     def open_settings(self) -> LLMSettingsDialog:
-        self.settings_dialog = LLMSettingsDialog(self.settings, self.workers, self.dialog_parent)
+        self.settings_dialog = LLMSettingsDialog(self.settings, self.workers, self.dialog_parent,
+                                                 ok=lambda: QColor(theme().ok), alarm=lambda: QColor(theme().alarm))
         self.settings_dialog.open()
         return self.settings_dialog

@@ -3,12 +3,14 @@ Signals: copied(target) with the target's redacted form, message(text, ms), erro
 from __future__ import annotations
 
 from PySide6.QtCore import QObject, Signal
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QWidget
 
 import memviz.frameworks as frameworks
 import memviz.store as ms
 from memviz.app.controllers.recent_files import RecentFiles
 from memviz.app.dialogs.database_dialogs import CopyStoreDialog
+from memviz.app.plots.style import theme
 from memviz.app.workers import Workers
 from memviz.session.state import AppState
 from memviz.store.copy import copy_store
@@ -31,7 +33,8 @@ class StoreCopier(QObject):
         if self.state.data is None:
             return None
         store = self.state.data.store
-        self.dialog = dlg = CopyStoreDialog(store.path, self.recent.files(), self.dialog_parent)
+        self.dialog = dlg = CopyStoreDialog(store.path, self.recent.files(), self.dialog_parent,
+                                            alarm=lambda: QColor(theme().alarm))
         dlg.accepted.connect(lambda: self.copy(store.location, dlg.target()))
         dlg.open()
         return dlg

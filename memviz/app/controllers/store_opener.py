@@ -17,6 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 
 from PySide6.QtCore import QObject, Signal
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QFileDialog, QWidget
 
 import memviz.frameworks as frameworks
@@ -24,6 +25,7 @@ import memviz.store as ms
 from memviz.app.controllers.recent_files import RecentFiles
 from memviz.app.dialogs.database_dialogs import OpenDatabaseDialog
 from memviz.app.dialogs.import_dialog import is_import_source
+from memviz.app.plots.style import theme
 from memviz.app.workers import Workers
 from memviz.samples.bundled import user_sample
 from memviz.session.state import AppState, StoreData, open_store_data
@@ -62,7 +64,8 @@ class StoreOpener(QObject):
 
     def choose_database(self) -> OpenDatabaseDialog:
         """File ▸ Open database…: a store on a PostgreSQL server."""
-        self.database_dialog = dlg = OpenDatabaseDialog(self.recent.files(), self.dialog_parent)
+        self.database_dialog = dlg = OpenDatabaseDialog(self.recent.files(), self.dialog_parent,
+                                                        alarm=lambda: QColor(theme().alarm))
         dlg.accepted.connect(lambda: self.open_path(dlg.dsn()))
         dlg.open()
         return dlg

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from memviz.app.dialogs.buttons import ok_cancel
+from memviz.app.dialogs.tinted import Colour, TintedLabel
 from memviz.app.plain_text import plain_label
 from memviz.store.postgres.dsn import is_dsn, redact, with_password
 from memviz.store.postgres.password import remember_password, stored_password
@@ -66,12 +67,12 @@ class _Connection(QWidget):
 class OpenDatabaseDialog(QDialog):
     """Where the store on a server is; `dsn()` after it is accepted."""
 
-    def __init__(self, recent: list[str], parent=None) -> None:
+    def __init__(self, recent: list[str], parent=None, alarm: Colour | None = None) -> None:
+        """`alarm()`: the colour of a problem in the window's theme now (default: the palette's text)."""
         super().__init__(parent)
         self.setWindowTitle("Open database")
         self.connection = _Connection([r for r in recent if is_dsn(r)])
-        self.error = plain_label()
-        self.error.setStyleSheet("color: #b00;")
+        self.error = TintedLabel(colour=alarm)
         buttons = ok_cancel(self, accept=self._accept, ok=QDialogButtonBox.Open)
         lay = QVBoxLayout(self)
         lay.addWidget(self.connection)
@@ -91,7 +92,8 @@ class OpenDatabaseDialog(QDialog):
 class CopyStoreDialog(QDialog):
     """Where to copy the open store: a new file, or an empty database on a server."""
 
-    def __init__(self, source: str, recent: list[str], parent=None) -> None:
+    def __init__(self, source: str, recent: list[str], parent=None, alarm: Colour | None = None) -> None:
+        """`alarm()`: the colour of a problem in the window's theme now (default: the palette's text)."""
         super().__init__(parent)
         self.setWindowTitle("Copy store to")
         intro = plain_label(f"Copy every memory, the audit log, layouts and entities of\n{redact(source)}\n"
@@ -106,8 +108,7 @@ class CopyStoreDialog(QDialog):
         self.file_edit.textEdited.connect(lambda *_: self.to_file.setChecked(True))
         self.connection.dsn_edit.textEdited.connect(lambda *_: self.to_db.setChecked(True))
         self.connection.recent.currentTextChanged.connect(lambda *_: self.to_db.setChecked(True))
-        self.error = plain_label()
-        self.error.setStyleSheet("color: #b00;")
+        self.error = TintedLabel(colour=alarm)
         buttons = ok_cancel(self, "Copy", accept=self._accept)
         row = QHBoxLayout()
         row.addWidget(self.file_edit)

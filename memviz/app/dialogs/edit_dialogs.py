@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtGui import QKeySequence, QPalette, QShortcut
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from memviz.app.dialogs.buttons import ok_cancel
+from memviz.app.dialogs.tinted import Colour, TintedLabel
 from memviz.app.plain_text import plain_label
 from memviz.edits.commands import SHOWN_FIELDS
 from memviz.store import iso
@@ -47,9 +48,9 @@ class CorrectDialog(QDialog):
     """The old text (plain, read-only) above the new text (editable, starts as the old one)."""
 
     def __init__(self, row: dict, parent=None, *, text: str | None = None, warning: str | None = None,
-                 in_place: bool = False, caution: str = "#a05a00") -> None:
+                 in_place: bool = False, caution: Colour | None = None) -> None:
         """`in_place`: the store rewrites the memory where it is (MemoryStore.corrects_in_place);
-        `caution`: the warning's colour (the window's theme)."""
+        `caution()`: the warning's colour in the window's theme now (default: the palette's text)."""
         super().__init__(parent)
         self.row = row
         self.setWindowTitle(f"Correct memory {row['id']}")
@@ -62,7 +63,8 @@ class CorrectDialog(QDialog):
             else "Current text (kept, retired once the correction is written):"))
         self.old_text = QPlainTextEdit(readOnly=True)
         self.old_text.setPlainText(row["content"])
-        self.old_text.setStyleSheet("QPlainTextEdit { background: palette(window); }")  # not the editable one's
+        # not the editable one's background; a role, not a style sheet (which keeps the colour of its scheme)
+        self.old_text.viewport().setBackgroundRole(QPalette.Window)
         lay.addWidget(self.old_text, 1)
         lay.addWidget(plain_label("Corrected text (written over the memory, which keeps its id):" if in_place
                                   else "Corrected text (a new memory superseding the old one):"))
@@ -73,8 +75,7 @@ class CorrectDialog(QDialog):
         form = QFormLayout()
         form.addRow("Reason (optional):", self.reason)
         lay.addLayout(form)
-        self.warning = plain_label(warning or "")
-        self.warning.setStyleSheet(f"color: {caution};")
+        self.warning = TintedLabel(warning or "", caution)
         self.warning.setVisible(bool(warning))
         lay.addWidget(self.warning)
         self.buttons = ok_cancel(self, "Correct")
@@ -161,12 +162,11 @@ class ConflictDialog(QDialog):
             # a field the window did not guard has no "as you saw it" value
             mine, now = (_show(expected[f], f) if f in expected else "—"), _show(current.get(f), f)
             item = QTreeWidgetItem([f, mine, now])
-            if f in expected and mine != now:
+            if f in expected and mine != now:  # in bold: a fixed dark red was unreadable on a dark base
                 for c in range(3):
                     fnt = item.font(c)
                     fnt.setBold(True)
                     item.setFont(c, fnt)
-                item.setForeground(2, Qt.darkRed)
             self.table.addTopLevelItem(item)
         self.table.setColumnWidth(0, 110)
         self.table.setColumnWidth(1, 260)

@@ -10,11 +10,9 @@ The importer writes atomically, so Cancel or a failure leaves no output file.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtGui import QColor, QPalette
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -23,7 +21,6 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QFormLayout,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
     QMessageBox,
     QPlainTextEdit,
@@ -33,6 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from memviz.app.dialogs.tinted import Colour, TintedLabel
 from memviz.frameworks import recognise
 from memviz.importers import FORMATS, OPTIONS, ImportFailed, describe_unknown, detect_format, import_format, import_source
 from memviz.store.errors import StoreError, user_message
@@ -94,13 +92,12 @@ class ImportDialog(QDialog):
     _job_ended = Signal(str, object)       # (outcome, report | exception)
 
     def __init__(self, workers, open_store, parent=None, source: str | None = None,
-                 alarm: Callable[[], QColor] | None = None) -> None:
+                 alarm: Colour | None = None) -> None:
         """`workers`: the window's job runner; `open_store(path)`: opens the imported store;
         `alarm()`: the colour of an error in the window's theme now (default: the palette's text)."""
         super().__init__(parent)
         self.workers, self.open_store = workers, open_store
         self.alarm = alarm
-        self._error = False
         self.setWindowTitle("Import agent memory")
         self.setMinimumWidth(640)
         self.report = None
@@ -146,9 +143,7 @@ class ImportDialog(QDialog):
         self.bar.setFormat("")
         self.bar.setTextVisible(True)
         self.bar.hide()  # shown once an import runs: an idle empty bar reads as a text field
-        self.message = QLabel("Choose what to import.")
-        self.message.setTextFormat(Qt.PlainText)
-        self.message.setWordWrap(True)
+        self.message = TintedLabel("Choose what to import.")
         self.details = QPlainTextEdit(readOnly=True)
         self.details.setPlaceholderText("The import report appears here.")
         self.details.setLineWrapMode(QPlainTextEdit.WidgetWidth)
@@ -240,21 +235,7 @@ class ImportDialog(QDialog):
 
     def _say(self, text: str, error: bool = False) -> None:
         self.message.setText(text)
-        self._error = error
-        self._tint()
-
-    def _tint(self) -> None:
-        """An error in the theme's alarm colour, kept in it when the scheme changes (a fixed red
-        was unreadable on a dark desktop)."""
-        pal = QPalette()
-        if self._error and self.alarm is not None:
-            pal.setColor(QPalette.WindowText, self.alarm())
-        self.message.setPalette(pal)
-
-    def changeEvent(self, event) -> None:
-        super().changeEvent(event)
-        if event.type() == QEvent.PaletteChange:
-            self._tint()
+        self.message.set_colour(self.alarm if error else None)  # the theme's, in either scheme
 
     def _set_running(self, running: bool) -> None:
         for w in (self.format, self.source, self.output, self.import_button):

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from memviz.app.dialogs.buttons import ok_cancel
+from memviz.app.dialogs.tinted import TintedLabel
 from memviz.app.plain_text import plain_label, plain_tooltip
 from memviz.judge import FitReport
 from memviz.retrieval import Params
@@ -155,7 +156,7 @@ class FitDialog(QDialog):
         lay.addLayout(run)
         # the report: numbers first, then per query and what would change side by side
         self.headline = plain_label("")
-        self.verdict = plain_label("")
+        self.verdict = TintedLabel()  # recommended in the theme's "up", not recommended in its "caution"
         lay.addWidget(self.headline)
         lay.addWidget(self.verdict)
         split = QSplitter(Qt.Horizontal)
@@ -234,6 +235,7 @@ class FitDialog(QDialog):
         self.accept_button.setEnabled(False)
         self.headline.setText("")
         self.verdict.setText("Nothing changes until you accept.")
+        self.verdict.set_colour(None)
         self.accept_note.setText("")
         self.per_query.clear()
         self.changes.clear()
@@ -250,6 +252,7 @@ class FitDialog(QDialog):
         self.cancel_button.setEnabled(False)
         self.again.setEnabled(True)
         self.verdict.setText(f"No fit: {text}")
+        self.verdict.set_colour(None)
 
     def cancelled(self) -> None:
         self.failed("cancelled; nothing changed")
@@ -272,13 +275,13 @@ class FitDialog(QDialog):
             f"{report.per_query.same} same")
         if report.recommended:
             self.verdict.setText(f"✔ Recommended: {report.reason}.")
-            self.verdict.setStyleSheet(f"color: {self.tone('up').name()};")
+            self.verdict.set_colour(lambda: self.tone("up"))
             self.accept_button.setText("Accept and use")
             self.accept_note.setText("Accepting saves these parameters with the store under the name above (the "
                                      "preset list offers them) and moves the sliders to them; Edit ▸ Undo takes it back.")
         else:
             self.verdict.setText(f"⚠ Not recommended: {report.reason}. The current weights stay unless you accept anyway.")
-            self.verdict.setStyleSheet(f"color: {self.tone('caution').name()};")
+            self.verdict.set_colour(lambda: self.tone("caution"))
             self.accept_button.setText("Accept anyway")
             self.accept_note.setText("Accepting anyway saves the fitted parameters under the name above and uses them, "
                                      "although their held-out gain is within the spread over folds: on queries you have "

@@ -12,6 +12,7 @@ from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QComboBox, QDialog, QDialogButtonBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout
 
 from memviz.app.dialogs.buttons import ok_cancel
+from memviz.app.dialogs.tinted import Colour, TintedLabel
 from memviz.reflect import LLMSettings, SettingsError, save_api_key, test_connection
 
 QSETTINGS_KEY = "llm/settings"
@@ -36,8 +37,12 @@ def save_llm_settings(qsettings: QSettings, settings: LLMSettings) -> None:
 class LLMSettingsDialog(QDialog):
     """Edit and test the LLM settings. `result_label` holds the test's answer (plain text)."""
 
-    def __init__(self, qsettings: QSettings, workers, parent=None) -> None:
+    def __init__(self, qsettings: QSettings, workers, parent=None, *, ok: Colour | None = None,
+                 alarm: Colour | None = None) -> None:
+        """`ok()`, `alarm()`: the colours of a test that passed and of a problem in the window's
+        theme now (default: the palette's text)."""
         super().__init__(parent)
+        self.ok, self.alarm = ok, alarm
         self.setWindowTitle("LLM settings")
         self.qsettings, self.workers = qsettings, workers
         s = load_llm_settings(qsettings)
@@ -62,9 +67,7 @@ class LLMSettingsDialog(QDialog):
         form.addRow("", self.key_source)
         self.test_button = QPushButton("Test connection")
         self.test_button.clicked.connect(self.run_test)
-        self.result_label = QLabel()
-        self.result_label.setTextFormat(Qt.PlainText)
-        self.result_label.setWordWrap(True)
+        self.result_label = TintedLabel()
         test_row = QHBoxLayout()
         test_row.addWidget(self.test_button)
         test_row.addWidget(self.result_label, 1)
@@ -91,7 +94,7 @@ class LLMSettingsDialog(QDialog):
 
     def _say(self, ok: bool | None, text: str) -> None:
         self.result_label.setText(text)
-        self.result_label.setStyleSheet("" if ok is None else ("color: #2a7d2a;" if ok else "color: #b00;"))
+        self.result_label.set_colour(None if ok is None else (self.ok if ok else self.alarm))
 
     def run_test(self) -> None:
         try:

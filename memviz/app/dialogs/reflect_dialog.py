@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 
 from memviz.app.dialogs.buttons import action_and_close
 from memviz.app.dialogs.llm_settings import load_llm_settings
+from memviz.app.dialogs.tinted import Colour, TintedLabel
 from memviz.app.plain_text import plain_tooltip
 from memviz.reflect import LLMClient, ReflectError, ReflectionConfig, Reflector, engine_retriever
 from memviz.reflect.reflection import DEFAULT_THRESHOLD
@@ -36,7 +37,7 @@ from memviz.words import count
 class ProposalCard(QGroupBox):
     """One proposed reflection: accept box, question, text (plain), cited evidence (clickable)."""
 
-    def __init__(self, n: int, proposal, select_ids) -> None:
+    def __init__(self, n: int, proposal, select_ids, caution: Colour | None = None) -> None:
         super().__init__(f"Proposal {n}")
         self.proposal = proposal
         self.accept_box = QCheckBox("Accept")
@@ -45,7 +46,9 @@ class ProposalCard(QGroupBox):
         question = QLabel(f"Question: {proposal.question}")
         question.setTextFormat(Qt.PlainText)
         question.setWordWrap(True)
-        question.setStyleSheet("color: #555; font-style: italic;")
+        f = question.font()
+        f.setItalic(True)  # set apart by its style: in the palette's text colour it reads in either scheme
+        question.setFont(f)
         self.text = QLabel(proposal.content)
         self.text.setTextFormat(Qt.PlainText)  # LLM output is untrusted: never rich text
         self.text.setWordWrap(True)
@@ -73,9 +76,7 @@ class ProposalCard(QGroupBox):
         top.addWidget(self.accept_box, 0, Qt.AlignTop)
         lay = QVBoxLayout(self)
         lay.addWidget(question)
-        self.duplicate = QLabel(f"⚠ Duplicate of {proposal.duplicate_of}" if proposal.duplicate_of else "")
-        self.duplicate.setTextFormat(Qt.PlainText)
-        self.duplicate.setStyleSheet("color: #8a5a00;")
+        self.duplicate = TintedLabel(f"⚠ Duplicate of {proposal.duplicate_of}" if proposal.duplicate_of else "", caution)
         self.duplicate.setVisible(bool(proposal.duplicate_of))
         lay.addWidget(self.duplicate)
         lay.addLayout(top)
@@ -88,8 +89,11 @@ class ReflectDialog(QDialog):
 
     JOB = "reflect"
 
-    def __init__(self, tools) -> None:  # the window's ReflectTools (app/controllers/reflect_tools.py)
+    def __init__(self, tools, *, alarm: Colour | None = None, caution: Colour | None = None) -> None:
+        """`tools`: the window's ReflectTools (app/controllers/reflect_tools.py); `alarm()`,
+        `caution()`: the colours of an error and of a note in the window's theme now."""
         super().__init__(tools.dialog_parent)
+        self.alarm, self.caution = alarm, caution
         self.tools, self.state, self.workers = tools, tools.state, tools.workers
         self.setWindowTitle("Reflect")
         self.run = None
@@ -116,13 +120,8 @@ class ReflectDialog(QDialog):
         self.cancel_button.hide()
         self.progress = QProgressBar(maximum=1000)
         self.progress.hide()
-        self.message = QLabel()
-        self.message.setTextFormat(Qt.PlainText)
-        self.message.setWordWrap(True)
-        self.problems = QLabel()
-        self.problems.setTextFormat(Qt.PlainText)
-        self.problems.setWordWrap(True)
-        self.problems.setStyleSheet("color: #8a5a00;")
+        self.message = TintedLabel()
+        self.problems = TintedLabel(colour=caution)
         self.problems.hide()
         self.cards_box = QWidget()
         self.cards_layout = QVBoxLayout(self.cards_box)
@@ -182,7 +181,10 @@ class ReflectDialog(QDialog):
 
     def _say(self, text: str, error: bool = False) -> None:
         self.message.setText(text)
-        self.message.setStyleSheet("color: #b00; font-weight: bold;" if error else "")
+        self.message.set_colour(self.alarm if error else None)
+        f = self.message.font()
+        f.setBold(error)
+        self.message.setFont(f)
 
     def _busy(self, on: bool) -> None:
         self.propose_button.setEnabled(not on)
@@ -251,7 +253,7 @@ class ReflectDialog(QDialog):
         self.reflector, self.run = out
         run = self.run
         for n, p in enumerate(run.proposals, 1):
-            card = ProposalCard(n, p, lambda ids: self.state.select_ids(ids, source=self))
+            card = ProposalCard(n, p, lambda ids: self.state.select_ids(ids, source=self), self.caution)
             card.accept_box.toggled.connect(lambda *_: self._busy(False))
             self.cards.append(card)
             self.cards_layout.insertWidget(self.cards_layout.count() - 1, card)
