@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from ..embed import Embedder, EmbedderUnavailable, EmbeddingError, embedder_for
 from ..store.errors import StoreError, ValidationError
 from ..store.records import as_stored, read_number
+from ..words import count
 
 #: Fields of a row as shown that an edit must not silently overwrite. Access counters are
 #: left out: the agent bumps them on every recall, which is no reason to refuse an edit.
@@ -229,14 +230,37 @@ def _holds(row: dict, col: str, value) -> bool:
     return row[col] == value and col not in row["unreadable"]
 
 
+class ProtectedError(ValidationError):
+    """A soft-delete met protected memories it was not told to include: nothing was written.
+    `ids` are the protected ones; each surface says how to include them."""
+
+    def __init__(self, ids: list[str], chosen: int):
+        self.ids = list(ids)
+        n = len(self.ids)
+        which = ", ".join(shown_id(i) for i in self.ids[:5]) + (", …" if n > 5 else "")
+        who = count(n, "memory") if n == chosen else f"{n:,} of the {count(chosen, 'memory')} chosen"
+        super().__init__(f"Nothing deleted: {who} {'is' if n == 1 else 'are'} protected "
+                         f"({which}). Protection keeps a memory from being removed by accident.")
+
+
 class SoftDelete(FieldAction):
-    """valid_until = now; the row stays, listed in the retired view."""
+    """valid_until = now; the row stays, listed in the retired view. Protected memories are
+    deleted only when `include_protected` says the user chose to (else ProtectedError)."""
 
     name, verb, past = "soft_delete", "Delete", "Deleted"
 
-    def __init__(self, ids, *, when=None, **kw):
+    def __init__(self, ids, *, when=None, include_protected: bool = False, **kw):
         super().__init__(ids, **kw)
         self.when = when
+        self.include_protected = include_protected
+
+    def _do(self, store) -> Outcome:
+        if not self.include_protected:
+            rows = self._rows(store)
+            protected = [i for i in self.ids if rows[i]["protected"] and rows[i]["valid_until"] is None]
+            if protected:
+                raise ProtectedError(protected, len(self.ids))
+        return super()._do(store)
 
     def refusal(self, row):
         if row["valid_until"] is not None:
