@@ -514,9 +514,9 @@ class Engine:
             out_raw["decay_factor"] = f[sel]
         notes = list(ls.static.notes)
         if has_rel and ls.no_vector:
-            notes.append(f"{count(ls.no_vector, 'candidate')} {'has' if ls.no_vector == 1 else 'have'} no vector of "
-                         f"{self.arrays.embedding_model}; "
-                         f"their relevance counts as 0")
+            one = ls.no_vector == 1
+            notes.append(f"{count(ls.no_vector, 'candidate')} {'has' if one else 'have'} no vector of "
+                         f"{self.arrays.embedding_model}; {'its' if one else 'their'} relevance counts as 0")
         return Result(rows=cs.idx[sel], ids=[str(x) for x in self.arrays.ids[cs.idx[sel]]], score=exact[pick],
                       raw=out_raw, weighted={c: terms[c][pick] for c in p.components},
                       all_scores=all_scores, candidates=m, params=params, notes=notes)
