@@ -85,7 +85,8 @@ def run(args) -> int:
                             "Run the command again when that process is done.") from None
         except ProtectedError as e:
             them = "it" if len(e.ids) == 1 else "them"
-            raise ValueError(f"{e} Add --include-protected to delete {them} anyway, or unprotect {them} first.") from None
+            raise ValueError(f"{e.said(whole_ids=True)} Add --include-protected to delete {them} anyway, "
+                             f"or unprotect {them} first.") from None
         print(out.text)
         for old, new in out.replaced.items():  # the status line shortens ids; the shell needs them whole
             print(f"new memory: {new} (supersedes {old})")

@@ -235,12 +235,16 @@ class ProtectedError(ValidationError):
     `ids` are the protected ones; each surface says how to include them."""
 
     def __init__(self, ids: list[str], chosen: int):
-        self.ids = list(ids)
+        self.ids, self.chosen = list(ids), chosen
+        super().__init__(self.said())
+
+    def said(self, whole_ids: bool = False) -> str:
+        """The message; `whole_ids` for a shell, where the ids are typed again (else shortened)."""
         n = len(self.ids)
-        which = ", ".join(shown_id(i) for i in self.ids[:5]) + (", …" if n > 5 else "")
-        who = count(n, "memory") if n == chosen else f"{n:,} of the {count(chosen, 'memory')} chosen"
-        super().__init__(f"Nothing deleted: {who} {'is' if n == 1 else 'are'} protected "
-                         f"({which}). Protection keeps a memory from being removed by accident.")
+        which = ", ".join(self.ids) if whole_ids else ", ".join(shown_id(i) for i in self.ids[:5]) + (", …" if n > 5 else "")
+        who = count(n, "memory") if n == self.chosen else f"{n:,} of the {count(self.chosen, 'memory')} chosen"
+        return (f"Nothing deleted: {who} {'is' if n == 1 else 'are'} protected ({which}). "
+                "Protection keeps a memory from being removed by accident.")
 
 
 class SoftDelete(FieldAction):
