@@ -123,3 +123,11 @@ def test_a_foreign_file_names_file_import_in_the_window_and_the_command_in_the_s
     assert main(["stats", str(foreign)]) == 2  # the shell keeps its own wording
     err = capsys.readouterr().err
     assert "`memviz import` brings in" in err and "`memviz import --help`" in err and "File ▸" not in err
+    # a folder memviz does not recognise: the same, once (no second hint in the shell's words)
+    folder = tmp_path / "some folder"
+    folder.mkdir()
+    with qtbot.waitSignal(win.open_failed, timeout=20000) as sig:
+        win.open_path(str(folder))
+    assert sig.args[1].startswith(f"{folder} is a folder, not a memory store. memviz opens") and "memviz import" not in sig.args[1]
+    assert main(["stats", str(folder)]) == 2
+    assert capsys.readouterr().err.count("memviz import") == 2  # `memviz import` brings in … `memviz import --help`

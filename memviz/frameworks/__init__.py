@@ -176,7 +176,10 @@ def open_and_read(target: str, read: Callable | None, *, read_only: bool = False
             return open_and_read_native(target, read, read_only=read_only, check_later=check_later)
         except NotAStoreError as e:
             probe = Probe(target)
-            said = f"{probe.describe_unknown()}." if probe.is_file and not probe.is_sqlite() else str(e)
+            if probe.is_dir:  # how to bring a folder in follows, in the words of the surface that shows it
+                said = f"{target} is a folder, not a memory store."
+            else:
+                said = f"{probe.describe_unknown()}." if probe.is_file and not probe.is_sqlite() else str(e)
             raise NotReadHere(said) from e
     store = open_mirrored(source, task, later=check_later, read_only=read_only)
     try:
