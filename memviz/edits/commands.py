@@ -79,10 +79,6 @@ def shown_id(memory_id: str) -> str:
 _GENERATED = re.compile(r"[0-9a-fA-F-]+")
 
 
-def _plural(n: int) -> str:
-    return f"{n} memory" if n == 1 else f"{n} memories"
-
-
 class Action:
     """Base of all edits. `apply` does (first time) or redoes; `revert` undoes.
 
@@ -106,7 +102,7 @@ class Action:
 
     @property
     def label(self) -> str:
-        return f"{self.verb} {shown_id(self.ids[0])}" if len(self.ids) == 1 else f"{self.verb} {_plural(len(self.ids))}"
+        return f"{self.verb} {shown_id(self.ids[0])}" if len(self.ids) == 1 else f"{self.verb} {count(len(self.ids), 'memory')}"
 
     def apply(self, store) -> Outcome:
         if self.state == "done":
@@ -176,17 +172,17 @@ class FieldAction(Action):
         done = store.update_rows(changes, action=self.name, expected=expected, note=self.note)
         self._before = {i: b for i, (b, _) in done.items()}
         self._after = {i: a for i, (_, a) in done.items()}
-        return Outcome(f"{self.past or self.verb + ':'} {_plural(len(done))}", list(done))
+        return Outcome(f"{self.past or self.verb + ':'} {count(len(done), 'memory')}", list(done))
 
     def _undo(self, store) -> Outcome:
         # the values as they were stored (an agent's 'very high' or ISO time too), put back as they were
         store.update_rows({i: as_stored(b) for i, b in self._before.items()}, action="undo:" + self.name,
                           expected=self._after, note=self.note)
-        return Outcome(f"Undone: {self.verb.lower()} of {_plural(len(self._before))}", list(self._before))
+        return Outcome(f"Undone: {self.verb.lower()} of {count(len(self._before), 'memory')}", list(self._before))
 
     def _redo(self, store) -> Outcome:
         store.update_rows(self._after, action="redo:" + self.name, expected=self._before, note=self.note)
-        return Outcome(f"Redone: {self.verb.lower()} of {_plural(len(self._after))}", list(self._after))
+        return Outcome(f"Redone: {self.verb.lower()} of {count(len(self._after), 'memory')}", list(self._after))
 
 
 class Confirm(FieldAction):

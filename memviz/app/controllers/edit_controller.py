@@ -291,7 +291,7 @@ class EditController(QObject):
         targets = applicable.targets(key, self.state.data.arrays, ids)
         if not targets:
             self._say(f"Nothing to change: {cls.verb.lower()} does not apply to "
-                      f"the chosen memor{'y' if len(ids) == 1 else 'ies'}", 6000)
+                      f"the chosen {'memory' if len(ids) == 1 else 'memories'}", 6000)
             return
         self.perform(cls(targets, shown_rows=self.shown_rows(targets), **kw))
 
@@ -514,7 +514,7 @@ class EditController(QObject):
         def answered():
             if dlg.clickedButton() is dlg.discard_button:
                 dropped = self.history.discard_pending()
-                self._say(f"Discarded {len(dropped)} waiting edit{'s' if len(dropped) != 1 else ''}", 6000)
+                self._say(f"Discarded {count(len(dropped), 'waiting edit')}", 6000)
             else:
                 self._guarded(self.history.retry)
         dlg.finished.connect(lambda _r: answered())
