@@ -6,7 +6,8 @@ import shutil
 import threading
 
 import pytest
-from PySide6.QtCore import QItemSelectionModel  # noqa: E402
+from PySide6.QtCore import QItemSelectionModel, Qt  # noqa: E402
+from PySide6.QtWidgets import QApplication, QMessageBox  # noqa: E402
 from test_app_support import build_store  # noqa: E402
 
 import memviz.store as ms  # noqa: E402
@@ -384,3 +385,75 @@ def test_ctrl_enter_in_the_correct_dialog_writes_the_correction(qtbot):
     with qtbot.waitSignal(dlg.accepted, timeout=5000):
         qtbot.keyClick(dlg.new_text, Qt.Key_Return, Qt.ControlModifier)
     assert dlg.text() == "Ann lives in Porto."
+
+
+def press(qtbot, win, key):
+    """A key pressed in the memory table, as a user would (the window active, shortcuts on)."""
+    win.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is win, timeout=5000)
+    win.table.view.setFocus()
+    qtbot.keyClick(win.table.view, key)
+
+
+def test_soft_delete_of_protected_memories_asks_first_and_undo_takes_it_back(qtbot, win):
+    ctl = win.edits
+    menu_action(win, ["ep01", "ep02"], "confirm").trigger()
+    settle(qtbot, win)
+    win.state.select_ids(["ep01", "ep02", "ep03"])
+    press(qtbot, win, Qt.Key_Delete)
+    box = ctl.dialog
+    assert isinstance(box, QMessageBox) and box.isVisible()
+    assert "2 of the 3 memories chosen are protected" in box.text()
+    assert box.defaultButton() is box.escapeButton() and box.standardButton(box.defaultButton()) == QMessageBox.Cancel
+    box.defaultButton().click()  # Enter: the default is to keep them
+    settle(qtbot, win)
+    assert all(row(win, i)["valid_until"] is None for i in ("ep01", "ep02", "ep03"))
+    assert "Not deleted: 2 protected memories" in win.statusBar().currentMessage()
+    # the Soft-delete button (the toolbar's action) asks too; the user says yes
+    win.edits.actions["delete"].trigger()
+    anyway = next(b for b in ctl.dialog.buttons() if b.text() == "Soft-delete 3 memories")
+    anyway.click()
+    settle(qtbot, win)
+    assert all(row(win, i)["valid_until"] is not None for i in ("ep01", "ep02", "ep03"))
+    assert row(win, "ep01")["protected"] is True
+    win.undo_action.trigger()
+    settle(qtbot, win)
+    assert all(row(win, i)["valid_until"] is None for i in ("ep01", "ep02", "ep03"))
+    # the context menu's "with a reason" entry asks too; sparing the protected ones deletes only ep03
+    menu_action(win, ["ep01", "ep03"], "delete_why").trigger()
+    next(b for b in ctl.dialog.buttons() if b.text() == "Only the 1 unprotected memory").click()
+    ctl.dialog.accept()  # the reason dialog
+    settle(qtbot, win)
+    assert row(win, "ep03")["valid_until"] is not None and row(win, "ep01")["valid_until"] is None
+
+
+def test_an_unprotected_selection_is_deleted_without_a_question(qtbot, win):
+    win.state.select_ids(["ep03"])
+    press(qtbot, win, Qt.Key_Delete)
+    settle(qtbot, win)
+    assert row(win, "ep03")["valid_until"] is not None and not isinstance(win.edits.dialog, QMessageBox)
+
+
+def test_edit_keys_in_a_read_only_store_say_why_and_what_to_do(qtbot, make_window, db):
+    win = make_window(db, read_only=True, size=(1200, 800))
+    win.state.select_ids(["ep01"])
+    win.statusBar().clearMessage()
+    press(qtbot, win, Qt.Key_Delete)
+    msg = win.statusBar().currentMessage()
+    assert msg.startswith("Soft-delete: not available — read-only: opened with --read-only"), msg
+    assert "To edit, reopen it without --read-only (File ▸ Open…)." in msg
+    win.statusBar().clearMessage()
+    press(qtbot, win, Qt.Key_F2)
+    assert win.statusBar().currentMessage().startswith("Correct: not available — read-only")
+    assert row(win, "ep01")["valid_until"] is None
+
+
+def test_an_edit_key_that_does_not_apply_says_why(qtbot, win):
+    win.state.select_ids(["ep04"])  # retired
+    win.statusBar().clearMessage()
+    press(qtbot, win, Qt.Key_Delete)
+    assert win.statusBar().currentMessage() == "Soft-delete: not now — the memory is already retired"
+    win.state.select_ids(["ep03"])  # the key works again once the edit applies
+    press(qtbot, win, Qt.Key_Delete)
+    settle(qtbot, win)
+    assert row(win, "ep03")["valid_until"] is not None

@@ -1,5 +1,5 @@
-"""The window meets a store in exclusive use by another process (issue 17.1, issue 19): the open and
-the reload say so in place, never "Unexpected error" and never a traceback; nothing is lost."""
+"""The window meets a store in exclusive use by another process (issue 17.1, issue 19), or a file it does not
+read: the open and the reload say so in place, never "Unexpected error" and never a traceback; nothing is lost."""
 from __future__ import annotations
 
 import re
@@ -107,3 +107,27 @@ def test_the_wait_counter_shows_the_real_time_waited(qtbot, tmp_path, monkeypatc
         assert abs(real - shown) < 1.0, seen
     tries = [b - a for (a, _), (b, _) in zip(seen, seen[1:])]
     assert all(t <= 3 for t in tries), seen  # a try is one busy wait (1 s) and the pause (1 s), not two waits
+
+
+def test_a_foreign_file_names_file_import_in_the_window_and_the_command_in_the_shell(qtbot, tmp_path, capsys):
+    from memviz.cli import main
+
+    foreign = tmp_path / "notes.txt"
+    foreign.write_text("groceries: milk, eggs\n" * 50)
+    win = make_window(qtbot, tmp_path)
+    with qtbot.waitSignal(win.open_failed, timeout=20000) as sig:
+        win.open_path(str(foreign))
+    text = sig.args[1]
+    assert "File ▸ Import… brings in Generative Agents folders" in text and "the other exports it lists" in text
+    assert "memviz import" not in text and text in win.error_box.text()
+    assert main(["stats", str(foreign)]) == 2  # the shell keeps its own wording
+    err = capsys.readouterr().err
+    assert "`memviz import` brings in" in err and "`memviz import --help`" in err and "File ▸" not in err
+    # a folder memviz does not recognise: the same, once (no second hint in the shell's words)
+    folder = tmp_path / "some folder"
+    folder.mkdir()
+    with qtbot.waitSignal(win.open_failed, timeout=20000) as sig:
+        win.open_path(str(folder))
+    assert sig.args[1].startswith(f"{folder} is a folder, not a memory store. memviz opens") and "memviz import" not in sig.args[1]
+    assert main(["stats", str(folder)]) == 2
+    assert capsys.readouterr().err.count("memviz import") == 2  # `memviz import` brings in … `memviz import --help`

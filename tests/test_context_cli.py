@@ -103,9 +103,14 @@ def test_diff_two_stores_and_moments(tmp_path):
     assert d["counts"] == {"added": 1, "importance": 1}
     assert {(c["kind"], tuple(c["ids"])) for c in d["changes"]} == {("added", ("e",)), ("importance", ("a",))}
     r = cli("diff", tmp_path / "m.db", "--from", NOW + 5)
-    assert r.returncode == 0 and "1 added" in r.stdout and "echo" in r.stdout, r.stderr
+    assert r.returncode == 0 and "added (1)" in r.stdout and "echo" in r.stdout, r.stderr
     r = cli("diff", tmp_path / "m.db", "--agent", "ann", "--vs-agent", "bob", "--json")
     assert json.loads(r.stdout)["counts"] == {"only_a": 4, "only_b": 1}
+    # in words, the Diff panel's: the summary and each group's heading, no internal kind names
+    r = cli("diff", tmp_path / "m.db", "--agent", "ann", "--vs-agent", "bob")
+    lines = r.stdout.splitlines()
+    assert lines[1] == "only the first agent knows (4), only the second agent knows (1)", r.stdout
+    assert "only the second agent knows (1):" in lines and "only_a" not in r.stdout and "only_b" not in r.stdout
     r = cli("diff", tmp_path / "m.db")
     assert r.returncode == 2 and "give a second store" in r.stderr
 

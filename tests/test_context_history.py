@@ -74,7 +74,7 @@ def lived(store, clock, tmp_path):
     step(lambda: hist.perform(SetTags(["m3"], ["office", "place"])))
     step(lambda: store.insert_memories([{**base, "id": "m4", "content": "Carol moved to Berlin"}]))
     step(lambda: hist.perform(Correct("m1", "Alice drinks black coffee now")))
-    step(lambda: hist.perform(SoftDelete(["m2"])))
+    step(lambda: hist.perform(SoftDelete(["m2"], include_protected=True)))  # m2 is protected: on purpose
     step(lambda: hist.undo())
     step(lambda: hist.perform(SoftDelete(["m3"])))
     step(lambda: store.update_fields("m4", {"importance": 2}, actor="agent"))

@@ -11,6 +11,7 @@ from memviz.edits import (
     Correct,
     EditKept,
     History,
+    ProtectedError,
     Restore,
     SetImportance,
     SetTags,
@@ -80,6 +81,24 @@ def test_unprotect_gives_back_the_decay_rate_before_confirm(filled):
         h.perform(Unprotect("m1"))
     h.undo()
     assert filled.get("m1")["protected"] is True and filled.get("m1")["decay_rate"] == 0
+
+
+def test_soft_delete_refuses_protected_memories_unless_told_to_include_them(filled):
+    h = History(filled)
+    h.perform(Confirm(["m1", "m2"]))
+    with pytest.raises(ProtectedError, match=r"2 of the 3 memories chosen are protected \(m1, m2\)") as e:
+        h.perform(SoftDelete(["m0", "m1", "m2"]))
+    assert e.value.ids == ["m1", "m2"]
+    assert all(filled.get(f"m{i}")["valid_until"] is None for i in range(3)) and len(h.done) == 1  # nothing written
+    with pytest.raises(ProtectedError, match="1 memory is protected"):
+        h.perform(SoftDelete("m1"))
+    h.perform(SoftDelete(["m0", "m1", "m2"], include_protected=True))
+    assert all(filled.get(f"m{i}")["valid_until"] is not None for i in range(3))
+    h.undo()
+    assert all(filled.get(f"m{i}")["valid_until"] is None for i in range(3))
+    assert filled.get("m1")["protected"] is True
+    h.redo()  # the user's choice to include them stands for the redo
+    assert all(filled.get(f"m{i}")["valid_until"] is not None for i in range(3))
 
 
 def test_soft_delete_restore_and_retired_view(filled):

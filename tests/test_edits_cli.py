@@ -71,3 +71,17 @@ def test_retired_view_names_the_agents_own_retirements(small):
     assert view["k2"].why == "corrected: superseded by k9 (by the agent)" and view["k2"].superseded_by == "k9"
     assert [r.id for r in retired(small)] == ["k2", "k1"]  # most recently retired first
     assert [r.id for r in retired(small, limit=1)] == ["k2"]
+
+
+def test_cli_delete_refuses_protected_memories_unless_included(small, capsys):
+    db = str(small.path)
+    assert main(["edit", db, "confirm", "k1", "k2"]) == 0
+    capsys.readouterr()
+    assert main(["edit", db, "delete", "k0", "k1", "k2"]) == 2
+    err = capsys.readouterr().err
+    assert "2 of the 3 memories chosen are protected (k1, k2)" in err and "--include-protected" in err
+    assert all(small.get(i)["valid_until"] is None for i in ("k0", "k1", "k2"))  # nothing written, not even k0
+    assert small.history("k0")[-1]["action"] == "insert"
+    assert main(["edit", db, "delete", "k1", "--include-protected", "--note", "really"]) == 0
+    assert "Deleted 1 memory" in capsys.readouterr().out
+    assert small.get("k1")["valid_until"] is not None and small.get("k1")["protected"] is True

@@ -107,7 +107,8 @@ def _action(key: str, shown_rows):
         vec = _vectors()["new"]
         return Correct(MID, "a corrected text", embedded=(vec, LOCAL_MODEL, None), **kw)
     return {"confirm": lambda: Confirm(MID, **kw), "unprotect": lambda: Unprotect(MID, **kw),
-            "delete": lambda: SoftDelete(MID, when=1_800_000_000, **kw), "restore": lambda: Restore(MID, **kw),
+            "delete": lambda: SoftDelete(MID, when=1_800_000_000, include_protected=True, **kw),  # the user said yes
+            "restore": lambda: Restore(MID, **kw),
             "importance": lambda: SetImportance(MID, 7, **kw), "tags": lambda: SetTags(MID, add=["b"], **kw)}[key]()
 
 

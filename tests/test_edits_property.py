@@ -76,11 +76,13 @@ class EditingMachine(RuleBasedStateMachine):
         return True
 
     # ------------------------------------------------------------ rules
-    @rule(i=st.integers(0, 50))
-    def soft_delete(self, i):
+    @rule(i=st.integers(0, 50), include=st.booleans())
+    def soft_delete(self, i, include):
         mid = self.pick(i)
-        live = self.model[mid]["live"]
-        self.expect(SoftDelete(mid, shown_rows=self.store.get(mid)), {mid: ({"live": True}, {"live": False})} if live else None)
+        m = self.model[mid]
+        ok = m["live"] and (include or not m["protected"])  # a protected memory only when told to include it
+        self.expect(SoftDelete(mid, shown_rows=self.store.get(mid), include_protected=include),
+                    {mid: ({"live": True}, {"live": False})} if ok else None)
 
     @rule(i=st.integers(0, 50))
     def restore(self, i):

@@ -187,7 +187,7 @@ def test_every_command_that_takes_a_db_works_on_postgresql(both, fake_openai, ca
     fake_openai.push(reply_json({"questions": ["What does Ann grow?"]}),
                      reply_json({"insights": [{"insight": "Ann grows tomatoes and herbs.", "evidence": [1]}]}))
     monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))
-    assert "wrote 1 reflection(s)" in run("reflect", dsn, "--agent", "ann", "--questions", "1")
+    assert "wrote 1 reflection: " in run("reflect", dsn, "--agent", "ann", "--questions", "1")
     fake_openai.push(reply_json({"questions": ["What does Ann grow?"]}),
                      reply_json({"insights": [{"insight": "ann grows  tomatoes and herbs.", "evidence": [1]}]}))
     out = run("reflect", dsn, "--agent", "ann", "--questions", "1", "--dry-run")

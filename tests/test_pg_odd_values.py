@@ -38,7 +38,8 @@ def _action(key, shown_rows):
     kw = {"shown_rows": shown_rows}
     return {"correct": lambda: Correct("m", "a corrected text", embedded=(None, None, "no model here"), **kw),
             "confirm": lambda: Confirm("m", **kw), "unprotect": lambda: Unprotect("m", **kw),
-            "delete": lambda: SoftDelete("m", when=1_800_000_000, **kw), "restore": lambda: Restore("m", **kw),
+            "delete": lambda: SoftDelete("m", when=1_800_000_000, include_protected=True, **kw),  # the user said yes
+            "restore": lambda: Restore("m", **kw),
             "importance": lambda: SetImportance("m", 7, **kw), "tags": lambda: SetTags("m", add=["b"], **kw)}[key]()
 
 

@@ -37,7 +37,7 @@ def test_dry_run_writes_nothing(db, fake_openai, capsys):
     out = capsys.readouterr().out
     assert "agent 'ann': importance" in out and "threshold 100" in out
     assert "[1] question: How is Bob coping?" in out and "reflection: Bob is stressed by the deadline." in out
-    assert "evidence ann-" in out and "dry run: 2 reflection(s) proposed, nothing written" in out
+    assert "evidence ann-" in out and "dry run: 2 reflections proposed, nothing written" in out
     assert reflections(db) == []
     assert fake_openai.requests[-1]["authorization"] == "Bearer cli-key"
 
@@ -46,7 +46,7 @@ def test_interactive_accept_one_reject_other(db, fake_openai, capsys, monkeypatc
     fake_openai.push(*GOOD)
     monkeypatch.setattr(sys, "stdin", io.StringIO("n\ny\n"))
     assert main(["reflect", db, "--agent", "ann", "--questions", "2"]) == 0
-    assert "wrote 1 reflection(s)" in capsys.readouterr().out
+    assert "wrote 1 reflection: " in capsys.readouterr().out
     assert reflections(db) == ["Ann grows tomatoes and herbs."]
 
 

@@ -45,7 +45,7 @@ def test_yes_does_not_write_a_repeat_of_an_existing_reflection(db, fake_openai, 
     out = capsys.readouterr().out
     assert out.count("duplicate of memory ") == 2 and "not written by --yes" in out
     assert f"duplicate of memory {first[0][0]} (identical text)" in out
-    assert "wrote 0 reflection(s); rejected 2 (2 duplicates)" in out
+    assert "wrote 0 reflections; rejected 2 (2 duplicates)" in out
     assert reflections(db) == first  # no copy written, the originals untouched
 
 
@@ -65,4 +65,4 @@ def test_near_identical_and_repeats_within_a_run_are_marked(db, fake_openai, cap
                      insight("Ann grows tomatoes and herbs."))
     assert main(["reflect", db, "--agent", "ann", "--questions", "2", "--yes"]) == 0
     out = capsys.readouterr().out
-    assert out.count("duplicate of") == 1 and "wrote 1 reflection(s)" in out
+    assert out.count("duplicate of") == 1 and "wrote 1 reflection: " in out

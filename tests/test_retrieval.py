@@ -236,3 +236,16 @@ def test_params_validation():
     with pytest.raises(ValueError):
         Params(decay=1.5)
     assert hash(Params(agents=["x"])) == hash(Params(agents=("x",)))
+
+
+def test_the_note_on_candidates_without_a_vector_counts_them_in_words(three):
+    three.insert_memories([dict(id="D", kind="episode", content="memory D, not embedded", created_at=NOW - DAY)])
+    e = Engine(three, now=NOW)
+    e.set_query(vector=vec(1, 0))
+    notes = e.score(preset_params("dual-memory")).notes
+    assert f"1 candidate has no vector of {MODEL}; its relevance counts as 0" in notes, notes
+    three.insert_memories([dict(id="E", kind="episode", content="memory E, not embedded", created_at=NOW - DAY)])
+    e = Engine(three, now=NOW)
+    e.set_query(vector=vec(1, 0))
+    notes = e.score(preset_params("dual-memory")).notes
+    assert f"2 candidates have no vector of {MODEL}; their relevance counts as 0" in notes, notes

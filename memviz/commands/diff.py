@@ -1,7 +1,7 @@
 """`memviz diff A [B]`: what changed between two moments of a store, two stores, or two agents."""
 import json
 
-from ..context import Timeline, diff_agents, diff_moments, diff_stores
+from ..context import Timeline, diff_agents, diff_moments, diff_stores, heading
 from ..frameworks import open_source as open_store
 from .context import moment
 
@@ -52,9 +52,13 @@ def run(args) -> int:
         return 0
     print(f"{d.what}: {d.a_label} → {d.b_label}")
     counts = d.counts()
-    print(", ".join(f"{n} {k}" for k, n in counts.items()) if counts else "no changes")
+    print(", ".join(d.headings()) or "no changes")
     for note in d.notes:
         print(f"note: {note}")
-    for c in d.changes:
-        print(f"  {c.kind:<10} {c.summary}  [{', '.join(i[:12] for i in c.ids)}]")
+    kind = None
+    for c in d.changes:  # grouped by kind (ORDER), each group under its heading, as in the Diff panel
+        if c.kind != kind:
+            kind = c.kind
+            print(f"\n{heading(kind, counts[kind])}:")
+        print(f"  {c.summary}  [{', '.join(i[:12] for i in c.ids)}]")
     return 0

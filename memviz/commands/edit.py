@@ -2,7 +2,7 @@
 memory's audit history. Each action is one audited transaction, as in the window."""
 import json
 
-from ..edits import Confirm, Correct, EditKept, History, Restore, SetImportance, SetTags, SoftDelete, Unprotect, retired
+from ..edits import Confirm, Correct, EditKept, History, ProtectedError, Restore, SetImportance, SetTags, SoftDelete, Unprotect, retired
 from ..edits.retired import as_json
 from ..frameworks import open_source as open_store
 from ..store import BusyError, StoreError, iso
@@ -23,6 +23,8 @@ def add_parser(sub):
     p.add_argument("--set", dest="set_tags", help="tags to set, comma-separated (tags action)")
     p.add_argument("--add", action="append", default=[], help="a tag to add (tags action; repeatable)")
     p.add_argument("--remove", action="append", default=[], help="a tag to remove (tags action; repeatable)")
+    p.add_argument("--include-protected", action="store_true",
+                   help="delete: also delete protected memories (refused without it)")
     p.add_argument("--json", action="store_true", help="print JSON (retired, history)")
     p.add_argument("--read-only", action="store_true", help="open without any write (for retired, history)")
     p.set_defaults(func=run)
@@ -46,7 +48,9 @@ def build(args):
         if args.set_tags is None and not args.add and not args.remove:
             raise ValueError("tags needs --set, --add or --remove")
         return SetTags(a, args.set_tags, add=args.add, remove=args.remove, note=note)
-    kinds = {"confirm": Confirm, "unprotect": Unprotect, "delete": SoftDelete, "restore": Restore}
+    if args.action == "delete":
+        return SoftDelete(a, note=note, include_protected=args.include_protected)
+    kinds = {"confirm": Confirm, "unprotect": Unprotect, "restore": Restore}
     return kinds[args.action](a, note=note)
 
 
@@ -79,6 +83,10 @@ def run(args) -> int:
         except EditKept:
             raise BusyError(f"{args.db} is {IN_USE} (memviz waited and retried); your edit was not written. "
                             "Run the command again when that process is done.") from None
+        except ProtectedError as e:
+            them = "it" if len(e.ids) == 1 else "them"
+            raise ValueError(f"{e.said(whole_ids=True)} Add --include-protected to delete {them} anyway, "
+                             f"or unprotect {them} first.") from None
         print(out.text)
         for old, new in out.replaced.items():  # the status line shortens ids; the shell needs them whole
             print(f"new memory: {new} (supersedes {old})")

@@ -13,6 +13,7 @@ from ..reflect import LLMClient, LLMSettings, ReflectError, ReflectionConfig, Re
 from ..reflect.evidence import default_retriever
 from ..reflect.validate import clean_text, shorten
 from ..store import iso
+from ..words import count
 from .interrupt import command_task
 
 
@@ -97,7 +98,7 @@ def _reflect(args, store, settings, config) -> int:
         print("no reflection was proposed; nothing written")
         return 1
     if args.dry_run:
-        print(f"\ndry run: {len(run_.proposals)} reflection(s) proposed, nothing written")
+        print(f"\ndry run: {count(len(run_.proposals), 'reflection')} proposed, nothing written")
         return 0
     for n, p in enumerate(run_.proposals, 1):
         if args.yes:
@@ -112,6 +113,6 @@ def _reflect(args, store, settings, config) -> int:
     for problem in result.problems:
         print(f"note: {problem}")
     dup = sum(bool(p.duplicate_of) and p.decision is False for p in run_.proposals)
-    print(f"wrote {len(result.ids)} reflection(s)" + (": " + ", ".join(result.ids) if result.ids else "") +
-          f"; rejected {sum(p.decision is False for p in run_.proposals)}" + (f" ({dup} duplicates)" if dup else ""))
+    print(f"wrote {count(len(result.ids), 'reflection')}" + (": " + ", ".join(result.ids) if result.ids else "") +
+          f"; rejected {sum(p.decision is False for p in run_.proposals)}" + (f" ({count(dup, 'duplicate')})" if dup else ""))
     return 0

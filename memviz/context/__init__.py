@@ -25,7 +25,7 @@ from .assembly import (
     result_ranking,
     strategy_scores,
 )
-from .diff import Change, Diff, diff_agents, diff_moments, diff_stores
+from .diff import Change, Diff, diff_agents, diff_moments, diff_stores, heading
 from .texts import load_texts
 from .tokens import TokenCounter
 
@@ -46,6 +46,7 @@ __all__ = [
     "diff_agents",
     "diff_moments",
     "diff_stores",
+    "heading",
     "eviction_scores",
     "load_texts",
     "query_ranking",

@@ -20,6 +20,18 @@ from .texts import parse_tags
 
 ORDER = ("added", "reflection", "corrected", "retired", "restored", "missing", "content", "importance",
          "protected", "tags", "only_a", "only_b", "rank")
+#: each kind in a user's words, as the Diff panel and `memviz diff` head its group
+KIND_TITLES = {
+    "added": "added", "reflection": "reflections gained", "corrected": "corrected", "retired": "retired",
+    "restored": "restored", "missing": "missing from the second", "content": "text changed",
+    "importance": "importance", "protected": "protection", "tags": "tags", "only_a": "only the first agent knows",
+    "only_b": "only the second agent knows", "rank": "the query's top k",
+}
+
+
+def heading(kind: str, n: int) -> str:
+    """The heading of the `n` changes of `kind`: "reflections gained (16)"."""
+    return f"{KIND_TITLES.get(kind, kind)} ({n:,})"
 
 
 @dataclass(slots=True)
@@ -48,6 +60,10 @@ class Diff:
         for c in self.changes:
             out[c.kind] = out.get(c.kind, 0) + 1
         return out
+
+    def headings(self) -> list[str]:
+        """Every kind of change there is, with its count, in a user's words (ORDER)."""
+        return [heading(k, n) for k, n in self.counts().items()]
 
     def as_dict(self) -> dict:
         return {"what": self.what, "a": self.a_label, "b": self.b_label, "counts": self.counts(),

@@ -16,6 +16,7 @@ from .commands import (
     Correct,
     FieldAction,
     Outcome,
+    ProtectedError,
     Restore,
     SetImportance,
     SetTags,
@@ -34,7 +35,7 @@ from .retired import RetiredMemory, retired
 from .verify import problems as consistency_problems
 
 __all__ = [
-    "Action", "FieldAction", "Outcome", "Correct", "Confirm", "Unprotect", "SoftDelete", "Restore", "SetImportance",
+    "Action", "FieldAction", "Outcome", "Correct", "Confirm", "Unprotect", "SoftDelete", "ProtectedError", "Restore", "SetImportance",
     "SetTags", "shown", "shown_id", "shown_in_arrays", "embed_for_store", "embed_text", "without_embedding", "History",
     "EditKept", "Pending", "PendingStep", "retired", "RetiredMemory", "consistency_problems",
 ]

@@ -76,3 +76,9 @@ def applies(key: str, arrays, ids, store=None) -> bool:
 def targets(key: str, arrays, ids) -> list[str]:
     """The ids among `ids` that `key` changes (e.g. soft-delete skips already retired memories)."""
     return [i for i in ids if refusal(key, arrays, [i]) is None]
+
+
+def protected(arrays, ids) -> list[str]:
+    """The protected memories among `ids` as loaded: what a soft-delete must be told to include
+    (edits.SoftDelete's `include_protected`), so the window asks first."""
+    return [i for i in ids if (r := arrays.index_of(i)) is not None and bool(arrays.protected[r])]

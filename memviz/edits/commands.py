@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from ..embed import Embedder, EmbedderUnavailable, EmbeddingError, embedder_for
 from ..store.errors import StoreError, ValidationError
 from ..store.records import as_stored, read_number
+from ..words import count
 
 #: Fields of a row as shown that an edit must not silently overwrite. Access counters are
 #: left out: the agent bumps them on every recall, which is no reason to refuse an edit.
@@ -78,10 +79,6 @@ def shown_id(memory_id: str) -> str:
 _GENERATED = re.compile(r"[0-9a-fA-F-]+")
 
 
-def _plural(n: int) -> str:
-    return f"{n} memory" if n == 1 else f"{n} memories"
-
-
 class Action:
     """Base of all edits. `apply` does (first time) or redoes; `revert` undoes.
 
@@ -105,7 +102,7 @@ class Action:
 
     @property
     def label(self) -> str:
-        return f"{self.verb} {shown_id(self.ids[0])}" if len(self.ids) == 1 else f"{self.verb} {_plural(len(self.ids))}"
+        return f"{self.verb} {shown_id(self.ids[0])}" if len(self.ids) == 1 else f"{self.verb} {count(len(self.ids), 'memory')}"
 
     def apply(self, store) -> Outcome:
         if self.state == "done":
@@ -175,17 +172,17 @@ class FieldAction(Action):
         done = store.update_rows(changes, action=self.name, expected=expected, note=self.note)
         self._before = {i: b for i, (b, _) in done.items()}
         self._after = {i: a for i, (_, a) in done.items()}
-        return Outcome(f"{self.past or self.verb + ':'} {_plural(len(done))}", list(done))
+        return Outcome(f"{self.past or self.verb + ':'} {count(len(done), 'memory')}", list(done))
 
     def _undo(self, store) -> Outcome:
         # the values as they were stored (an agent's 'very high' or ISO time too), put back as they were
         store.update_rows({i: as_stored(b) for i, b in self._before.items()}, action="undo:" + self.name,
                           expected=self._after, note=self.note)
-        return Outcome(f"Undone: {self.verb.lower()} of {_plural(len(self._before))}", list(self._before))
+        return Outcome(f"Undone: {self.verb.lower()} of {count(len(self._before), 'memory')}", list(self._before))
 
     def _redo(self, store) -> Outcome:
         store.update_rows(self._after, action="redo:" + self.name, expected=self._before, note=self.note)
-        return Outcome(f"Redone: {self.verb.lower()} of {_plural(len(self._after))}", list(self._after))
+        return Outcome(f"Redone: {self.verb.lower()} of {count(len(self._after), 'memory')}", list(self._after))
 
 
 class Confirm(FieldAction):
@@ -229,14 +226,41 @@ def _holds(row: dict, col: str, value) -> bool:
     return row[col] == value and col not in row["unreadable"]
 
 
+class ProtectedError(ValidationError):
+    """A soft-delete met protected memories it was not told to include: nothing was written.
+    `ids` are the protected ones; each surface says how to include them."""
+
+    def __init__(self, ids: list[str], chosen: int):
+        self.ids, self.chosen = list(ids), chosen
+        super().__init__(self.said())
+
+    def said(self, whole_ids: bool = False) -> str:
+        """The message; `whole_ids` for a shell, where the ids are typed again (else shortened)."""
+        n = len(self.ids)
+        which = ", ".join(self.ids) if whole_ids else ", ".join(shown_id(i) for i in self.ids[:5]) + (", …" if n > 5 else "")
+        who = count(n, "memory") if n == self.chosen else f"{n:,} of the {count(self.chosen, 'memory')} chosen"
+        return (f"Nothing deleted: {who} {'is' if n == 1 else 'are'} protected ({which}). "
+                "Protection keeps a memory from being removed by accident.")
+
+
 class SoftDelete(FieldAction):
-    """valid_until = now; the row stays, listed in the retired view."""
+    """valid_until = now; the row stays, listed in the retired view. Protected memories are
+    deleted only when `include_protected` says the user chose to (else ProtectedError)."""
 
     name, verb, past = "soft_delete", "Delete", "Deleted"
 
-    def __init__(self, ids, *, when=None, **kw):
+    def __init__(self, ids, *, when=None, include_protected: bool = False, **kw):
         super().__init__(ids, **kw)
         self.when = when
+        self.include_protected = include_protected
+
+    def _do(self, store) -> Outcome:
+        if not self.include_protected:
+            rows = self._rows(store)
+            protected = [i for i in self.ids if rows[i]["protected"] and rows[i]["valid_until"] is None]
+            if protected:
+                raise ProtectedError(protected, len(self.ids))
+        return super()._do(store)
 
     def refusal(self, row):
         if row["valid_until"] is not None:

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from ..store.errors import ValidationError
 from ..store.judged import DELETE_JUDGED, DELETE_PARAMETERS, SAVE_JUDGED, SAVE_PARAMETERS, UNCHECKED, JudgedRow, SavedParameters
+from ..words import count
 from .commands import Action, Outcome
 
 
 def _queries(n: int) -> str:
-    return f"{n} judged quer{'y' if n == 1 else 'ies'}"
+    return count(n, "judged query", "judged queries")
 
 
 class RecordAction(Action):

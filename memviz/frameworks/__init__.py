@@ -136,12 +136,31 @@ def recognise(target: str) -> Source | None:
     return None
 
 
-def what_memviz_reads() -> str:
+#: how each surface names the way in of an export: (where importing is, the other formats it takes)
+IMPORTING = {"cli": ("`memviz import`", "the exports listed by `memviz import --help`"),
+             "window": ("File ▸ Import…", "the other exports it lists")}
+
+
+def what_memviz_reads(surface: str = "cli") -> str:
+    """What memviz opens and what it imports, in the words of `surface` (a key of IMPORTING)."""
     names = ", ".join(dict.fromkeys(cls.title for cls in systems()))  # one per system, not per backend
+    importing, others = IMPORTING[surface]
     return ("memviz opens its own stores (an SQLite file or a PostgreSQL database made by `memviz create`)"
             + (f" and the stores of {names}" if names else "")
-            + "; `memviz import` brings in Generative Agents folders, ADA streams, JSONL record dumps,"
-            + " Letta agent files (.af) and the exports listed by `memviz import --help`.")
+            + f"; {importing} brings in Generative Agents folders, ADA streams, JSONL record dumps,"
+            + f" Letta agent files (.af) and {others}.")
+
+
+class NotReadHere(NotAStoreError):
+    """A target that is neither memviz's store nor one it recognises: what it looked like, then
+    what memviz reads; `worded(surface)` says the second part in another surface's words."""
+
+    def __init__(self, looked_like: str):
+        super().__init__(f"{looked_like} {what_memviz_reads()}")
+        self.looked_like = looked_like
+
+    def worded(self, surface: str) -> str:
+        return f"{self.looked_like} {what_memviz_reads(surface)}"
 
 
 def open_and_read(target: str, read: Callable | None, *, read_only: bool = False,
@@ -157,8 +176,11 @@ def open_and_read(target: str, read: Callable | None, *, read_only: bool = False
             return open_and_read_native(target, read, read_only=read_only, check_later=check_later)
         except NotAStoreError as e:
             probe = Probe(target)
-            said = f"{probe.describe_unknown()}." if probe.is_file and not probe.is_sqlite() else str(e)
-            raise NotAStoreError(f"{said} {what_memviz_reads()}") from e
+            if probe.is_dir:  # how to bring a folder in follows, in the words of the surface that shows it
+                said = f"{target} is a folder, not a memory store."
+            else:
+                said = f"{probe.describe_unknown()}." if probe.is_file and not probe.is_sqlite() else str(e)
+            raise NotReadHere(said) from e
     store = open_mirrored(source, task, later=check_later, read_only=read_only)
     try:
         with gc_paused():  # the first read makes 100k-row columns at once (see gc_paused)
@@ -183,4 +205,4 @@ def describe(target: str) -> str:
 
 __all__ = ["EDIT_NAMES", "MirroredStore", "Probe", "Source", "StoreError", "check_source", "describe", "load_plugins",
            "open_and_read", "open_mirrored", "open_source", "recognise", "register_source", "systems",
-           "what_memviz_reads"]
+           "what_memviz_reads", "NotReadHere"]

@@ -21,6 +21,7 @@ from ..store.clock import store_clock
 from ..store.errors import ReadOnlyError
 from ..store.records import new_id
 from ..tasks import Task, quiet
+from ..words import count
 from .errors import BadOutput, LLMRefusal, LLMTruncated, ReflectError
 from .evidence import Retriever, default_retriever
 from .prompts import INSIGHTS_SCHEMA, QUESTIONS_SCHEMA, insights_messages, questions_messages
@@ -251,7 +252,7 @@ class Reflector:
                 self._mark_duplicate(p, run)
                 run.proposals.append(p)
         task.check()
-        task.progress(1.0, f"{len(run.proposals)} reflection(s) proposed")
+        task.progress(1.0, f"{count(len(run.proposals), 'reflection')} proposed")
         return run
 
     def _recent(self, n: int) -> list[Evidence]:

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..embed import EmbedderUnavailable, embedder_for
 from ..store.clock import store_clock
+from ..words import count
 from . import components as C
 from . import fastpass, quantized
 from .candidates import filter_mask, last_accessed_at
@@ -513,8 +514,9 @@ class Engine:
             out_raw["decay_factor"] = f[sel]
         notes = list(ls.static.notes)
         if has_rel and ls.no_vector:
-            notes.append(f"{ls.no_vector} candidate(s) have no vector of {self.arrays.embedding_model}; "
-                         f"their relevance counts as 0")
+            one = ls.no_vector == 1
+            notes.append(f"{count(ls.no_vector, 'candidate')} {'has' if one else 'have'} no vector of "
+                         f"{self.arrays.embedding_model}; {'its' if one else 'their'} relevance counts as 0")
         return Result(rows=cs.idx[sel], ids=[str(x) for x in self.arrays.ids[cs.idx[sel]]], score=exact[pick],
                       raw=out_raw, weighted={c: terms[c][pick] for c in p.components},
                       all_scores=all_scores, candidates=m, params=params, notes=notes)

@@ -16,7 +16,9 @@ it when the two differ, so they never drift apart.
 
 Edits are guarded by the row as the window showed it (the loaded arrays): a row the agent
 changed since raises the conflict dialog. A read-only store disables every edit action, with
-the reason in the tooltip and the status bar. A correction's new text is embedded on a worker
+the reason in the tooltip; pressing the key of a disabled edit says in the status bar why
+it is off and what to do. Soft-deleting protected memories asks first (the edits refuse them
+unless told to include them). A correction's new text is embedded on a worker
 first (correction_jobs.py); a failure or a cancel reopens the dialog with the user's text.
 """
 from __future__ import annotations
@@ -24,7 +26,7 @@ from __future__ import annotations
 import apsw
 import numpy as np
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QColor, QGuiApplication, QKeySequence, QUndoCommand, QUndoStack
+from PySide6.QtGui import QAction, QColor, QGuiApplication, QKeySequence, QShortcut, QUndoCommand, QUndoStack
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 from memviz.app.controllers.correction_jobs import CorrectionJobs, model_embedder
@@ -48,7 +50,8 @@ from memviz.edits import (
     without_embedding,
 )
 from memviz.session.state import AppState
-from memviz.store.errors import ConflictError, ReadOnlyError, StoreError, translate
+from memviz.store.errors import ASKED_READ_ONLY, ConflictError, ReadOnlyError, StoreError, translate
+from memviz.words import count
 
 STORE_IN_USE_MS = 100  # a background job (reload) holds the connection: try the write again this much later
 
@@ -122,6 +125,13 @@ class EditController(QObject):
             act.setToolTip(f"{tip} ({shortcut})")
             act.triggered.connect(lambda _=False, k=key: self.run(k, self.state.selected_ids))
             self.actions[key] = act
+        # a disabled QAction takes no key: while an edit is off, its key says why instead of nothing
+        self._off_keys: dict[str, QShortcut] = {}
+        if dialog_parent is not None:
+            for key, _text, shortcut, _tip in ACTIONS:
+                sc = QShortcut(QKeySequence(shortcut), dialog_parent, context=Qt.WindowShortcut, enabled=False)
+                sc.activated.connect(lambda k=key: self._say_why_off(k))
+                self._off_keys[key] = sc
         self.state.data_changed.connect(self._on_data)
         self.state.rows_changed.connect(self._on_rows)
         self.state.selection_changed.connect(lambda *a: self.update_enabled())
@@ -187,6 +197,29 @@ class EditController(QObject):
     def read_only_reason(self) -> str | None:
         return applicable.store_refusal(self._main, self.state.as_of)
 
+    def what_to_do(self) -> str:
+        """What the user can do about `read_only_reason`, in the window's words."""
+        store = self._main
+        if store is None:
+            return "Open a store first (File ▸ Open…)."
+        if not store.read_only:
+            return ""  # viewing the past: the reason says to go back to now
+        reason = store.read_only_reason or ""
+        if reason.startswith(ASKED_READ_ONLY):
+            return "To edit, reopen it without --read-only (File ▸ Open…)."
+        if "memviz check" in reason:
+            return "Tools ▸ Check store… says what is damaged and can repair it."
+        return "To edit, copy it somewhere writable (File ▸ Copy store to…) and open the copy."
+
+    def _say_why_off(self, key: str) -> None:
+        """The key of a disabled edit was pressed: say why it is off (and what to do)."""
+        name = next(text for k, text, _s, _t in ACTIONS if k == key).replace("&", "").rstrip("…")
+        why = self.read_only_reason()
+        if why:
+            self._say(f"{name}: not available — {why}. {self.what_to_do()}".rstrip(), 10000)
+        else:
+            self._say(f"{name}: not now — {self.refusal(key, self.state.selected_ids)}", 6000)
+
     def refusal(self, key: str, ids: list[str]) -> str | None:
         """Why `key` does not apply to `ids` as loaded (None: it applies); see memviz.edits.applicable."""
         data = self.state.data
@@ -208,6 +241,8 @@ class EditController(QObject):
                 not_here = self.refusal(key, ids)
                 act.setEnabled(not_here is None)
                 act.setToolTip(plain_tooltip(f"{tip} ({shortcut})" + (f" — not now: {not_here}" if not_here else "")))
+            if key in self._off_keys:
+                self._off_keys[key].setEnabled(not act.isEnabled())
 
     def context_actions(self, ids: list[str]) -> list[QAction]:
         """The context-menu entries for `ids` (fresh QActions owned by the menu's lifetime)."""
@@ -256,7 +291,7 @@ class EditController(QObject):
         targets = applicable.targets(key, self.state.data.arrays, ids)
         if not targets:
             self._say(f"Nothing to change: {cls.verb.lower()} does not apply to "
-                      f"the chosen memor{'y' if len(ids) == 1 else 'ies'}", 6000)
+                      f"the chosen {'memory' if len(ids) == 1 else 'memories'}", 6000)
             return
         self.perform(cls(targets, shown_rows=self.shown_rows(targets), **kw))
 
@@ -267,22 +302,60 @@ class EditController(QObject):
         self._with_reason(Confirm, "confirm", "Protect", ids)
 
     def _delete_why(self, ids):
-        self._with_reason(SoftDelete, "delete", "Soft-delete", ids)
+        self._asking_if_protected(ids, lambda chosen, include: self._with_reason(
+            SoftDelete, "delete", "Soft-delete", chosen, include_protected=include))
 
-    def _with_reason(self, cls, key, verb, ids):
+    def _with_reason(self, cls, key, verb, ids, **kw):
         """Ask for a reason (optional), then the edit with it as its audit note."""
         if not applicable.targets(key, self.state.data.arrays, ids):
             self._field_action(cls, key, ids)  # says why nothing applies
             return
         dlg = ReasonDialog(verb, len(applicable.targets(key, self.state.data.arrays, ids)), self.dialog_parent)
-        dlg.accepted.connect(lambda: self._field_action(cls, key, ids, note=dlg.note()))
+        dlg.accepted.connect(lambda: self._field_action(cls, key, ids, note=dlg.note(), **kw))
         self._open(dlg)
 
     def _unprotect(self, ids):
         self._field_action(Unprotect, "unprotect", ids)
 
     def _delete(self, ids):
-        self._field_action(SoftDelete, "delete", ids)
+        self._asking_if_protected(ids, lambda chosen, include: self._field_action(
+            SoftDelete, "delete", chosen, include_protected=include))
+
+    def _asking_if_protected(self, ids, then) -> None:
+        """Soft-delete `ids`: `then(ids, include_protected)` at once when none of them is protected,
+        else after the user said so (Cancel is the default; a mixed choice can also spare the
+        protected ones)."""
+        targets = applicable.targets("delete", self.state.data.arrays, ids)
+        protected = applicable.protected(self.state.data.arrays, targets)
+        if not protected:
+            then(ids, False)
+            return
+        n, t = len(protected), len(targets)
+        head = ("The memory you chose is protected." if t == 1 else f"All {t:,} chosen memories are protected."
+                if n == t else f"{n:,} of the {count(t, 'memory')} chosen {'is' if n == 1 else 'are'} protected.")
+        box = QMessageBox(QMessageBox.Warning, "Soft-delete protected memories?", head, QMessageBox.NoButton,
+                          self.dialog_parent)
+        box.setInformativeText(f"Protection keeps a memory from being removed by accident. Soft-delete "
+                               f"{'it' if n == 1 else f'the {n:,} protected ones'} anyway? "
+                               "Edit ▸ Undo takes a soft-delete back.")
+        anyway = box.addButton(f"Soft-delete {count(t, 'memory')}", QMessageBox.DestructiveRole)
+        others = [i for i in targets if i not in set(protected)]
+        spare = box.addButton(f"Only the {count(len(others), 'unprotected memory', 'unprotected memories')}",
+                              QMessageBox.AcceptRole) if others else None
+        cancel = box.addButton(QMessageBox.Cancel)
+        box.setDefaultButton(cancel)
+        box.setEscapeButton(cancel)
+
+        def answered():
+            clicked = box.clickedButton()
+            if clicked is anyway:
+                then(targets, True)
+            elif spare is not None and clicked is spare:
+                then(others, False)
+            else:
+                self._say(f"Not deleted: {count(n, 'protected memory', 'protected memories')} in the selection", 5000)
+        box.finished.connect(lambda _r: answered())
+        self._open(box)
 
     def _restore(self, ids):
         self._field_action(Restore, "restore", ids)
@@ -441,7 +514,7 @@ class EditController(QObject):
         def answered():
             if dlg.clickedButton() is dlg.discard_button:
                 dropped = self.history.discard_pending()
-                self._say(f"Discarded {len(dropped)} waiting edit{'s' if len(dropped) != 1 else ''}", 6000)
+                self._say(f"Discarded {count(len(dropped), 'waiting edit')}", 6000)
             else:
                 self._guarded(self.history.retry)
         dlg.finished.connect(lambda _r: answered())

@@ -135,7 +135,8 @@ class StoreOpener(QObject):
 
         def failed(err: Exception) -> None:
             err = ms.translate(err, path)  # a raw SQLite error read as the store's own message
-            text = user_message(err)
+            # a file memviz does not read: what to do in the window's words (File ▸ Import…), not the shell's
+            text = err.worded("window") if isinstance(err, frameworks.NotReadHere) else user_message(err)
             self.error.emit("Cannot open store", f"memviz could not open\n{ms.redact(path)}\n\n{text}")
             self.open_failed.emit(ms.redact(path), text)
 

@@ -34,17 +34,11 @@ from PySide6.QtWidgets import (
 import memviz.frameworks as frameworks
 import memviz.store as ms
 from memviz.app.workers import Workers
-from memviz.context import diff_agents, diff_moments, diff_stores
+from memviz.context import diff_agents, diff_moments, diff_stores, heading
 from memviz.session.state import AppState, StoreData
 
 EVIDENCE = Qt.UserRole + 1  # item data: the line lists a reflection's evidence
 MODES = ("two moments of this store", "this store and another store file", "two agents in this store")
-KIND_TITLES = {
-    "added": "added", "reflection": "reflections gained", "corrected": "corrected", "retired": "retired",
-    "restored": "restored", "missing": "missing from the second", "content": "text changed",
-    "importance": "importance", "protected": "protection", "tags": "tags", "only_a": "only the first agent knows",
-    "only_b": "only the second agent knows", "rank": "the query's top k",
-}
 
 
 def _text(v) -> str:
@@ -253,7 +247,7 @@ class DiffPanel(QWidget):
         for c in diff.changes:
             top = groups.get(c.kind)
             if top is None:
-                top = groups[c.kind] = QTreeWidgetItem([f"{KIND_TITLES.get(c.kind, c.kind)} ({counts[c.kind]:,})"])
+                top = groups[c.kind] = QTreeWidgetItem([heading(c.kind, counts[c.kind])])
                 top.setFlags(Qt.ItemIsEnabled)
                 self.tree.addTopLevelItem(top)
             item = QTreeWidgetItem([c.summary, ", ".join(c.ids), _text(c.before)[:200], _text(c.after)[:200]])
