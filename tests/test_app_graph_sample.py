@@ -11,6 +11,7 @@ import pytest
 from PySide6.QtCore import QPointF, QRectF
 from PySide6.QtGui import QImage
 
+from memviz.app.plain_text import plain_tooltip
 from memviz.app.plots import style
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_dbs" / "assistant.db"
@@ -97,6 +98,8 @@ def test_links_outside_the_lineage_recede_and_the_chain_is_drawn_on_top(qtbot, m
     assert drawn_contrast(lineage) < drawn_contrast(chain) and lineage.opts["pen"].widthF() < chain.opts["pen"].widthF()
     x, y = chain.getData()
     assert len(x) == 2 * (len(gp.chain) - 1)  # one dark segment per step of the chain
+    # the line beside Fit, cut where the panel is narrow, is whole in its tooltip
+    assert "links" in gp.info.text() and gp.info.toolTip() == plain_tooltip(gp.info.text())
 
 
 @pytest.mark.parametrize("size", SIZES)

@@ -449,3 +449,14 @@ def test_a_corrected_memory_keeps_its_grade_on_the_new_one(qtbot, make_window, j
     again.judge.choose_query("lina-allergy")
     qtbot.waitUntil(lambda: again.judge.grade_text(new) == "↳★★", timeout=WAIT)
     assert again.judge.grade_text(fact) == "★★"
+
+
+def test_the_summary_of_wins_and_losses_is_never_cut_in_a_narrow_window(qtbot, make_window, judged_sample):
+    win = make_window(judged_sample, size=(1100, 700))
+    show_judged(qtbot, win)
+    readout(qtbot, win)
+    label = win.judged.compare
+    qtbot.waitUntil(lambda: label.text().startswith("mean "), timeout=WAIT)
+    fm = label.fontMetrics()
+    assert fm.horizontalAdvance(label.text()) > label.width()   # longer than the room: it wraps
+    qtbot.waitUntil(lambda: label.height() >= 2 * fm.lineSpacing(), timeout=WAIT)

@@ -24,6 +24,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt, QTimer
 from PySide6.QtGui import QFontMetricsF, QPen
 from PySide6.QtWidgets import QCheckBox, QGraphicsRectItem, QLabel, QSizePolicy, QToolButton
 
+from memviz.app.plain_text import plain_tooltip
 from memviz.app.plots import style
 from memviz.app.plots.points_item import PointsItem
 from memviz.app.plots.scatter_panel import ScatterPanel
@@ -261,7 +262,7 @@ class GraphPanel(ScatterPanel):
         if self.workers is None:  # no background workers (a panel on its own): build here
             self._graph_ready(data, build_graph(data))
             return
-        self.info.setText("building the graph…")
+        self._say("building the graph…")
         self._graph_timer.start()  # once the window has painted the other panels (the job competes for the GIL)
 
     def _on_rows(self, delta) -> None:
@@ -280,7 +281,7 @@ class GraphPanel(ScatterPanel):
         if data is None:
             return
         self.workers.submit("graph", lambda task: build_graph(data), on_done=lambda g: self._graph_ready(data, g),
-                            on_error=lambda e: self.info.setText(f"graph layout failed: {e}"))
+                            on_error=lambda e: self._say(f"graph layout failed: {e}"))
 
     def _graph_ready(self, data, g: Graph) -> None:
         if self.state.data is not data:
@@ -361,7 +362,7 @@ class GraphPanel(ScatterPanel):
             if self.summary is not None and data is not None:
                 self._draw_clusters(data, fit)
             else:
-                self.info.setText("no derived memories or supersede links in this store" if data is not None else "")
+                self._say("no derived memories or supersede links in this store" if data is not None else "")
             self.draw_selection()
             return
         shown = np.ones(g.n, bool)
@@ -397,7 +398,7 @@ class GraphPanel(ScatterPanel):
         self.bad_edges.setData(*seg(g.broken_edges))
         self._shown = shown
         n_levels = int(g.level.max()) + 1 if len(g.level) else 0
-        self.info.setText(self.describe_shown(nodes, missing) if self.summary is None else self.describe_part(nodes))
+        self._say(self.describe_shown(nodes, missing) if self.summary is None else self.describe_part(nodes))
         self.plot.getAxis("left").setTicks([[(L, str(L)) for L in range(n_levels)]])
         if fit:
             self.fit_view()
@@ -412,6 +413,11 @@ class GraphPanel(ScatterPanel):
         return {name: int((shown[e[:, 0]] & shown[e[:, 1]]).sum()) if len(e) else 0
                 for name, e in (("source", g.source_edges), ("supersede", g.supersede_edges),
                                 ("broken", g.broken_edges))}
+
+    def _say(self, text: str) -> None:
+        """The line beside Fit, whole in its tooltip (a narrow panel cuts the line)."""
+        self.info.setText(text)
+        self.info.setToolTip(plain_tooltip(text))
 
     def describe_shown(self, nodes: np.ndarray, missing: np.ndarray) -> str:
         """The header: what is drawn now (in focus mode, of how many)."""
@@ -445,7 +451,7 @@ class GraphPanel(ScatterPanel):
         for it, (lo, hi) in zip(self.cluster_edges, ((0, 10), (10, 1000), (1000, np.inf))):
             e = c.edges[(c.edge_count > lo) & (c.edge_count <= hi)]
             it.setData(c.x[e].ravel(), y[e].ravel())
-        self.info.setText(f"{count(int((g.rows >= 0).sum()), 'memory')} · {count(g.n_links, 'link')}, too many to "
+        self._say(f"{count(int((g.rows >= 0).sum()), 'memory')} · {count(g.n_links, 'link')}, too many to "
                           f"draw: {count(len(c.count), 'cluster')} by level, agent and kind (size: memories; width: "
                           "links) — select a memory to draw its lineage")
         n_levels = int(c.level.max()) + 1 if len(c.level) else 0

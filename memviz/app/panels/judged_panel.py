@@ -443,7 +443,8 @@ class JudgedPanel(QWidget):
         self.measure.setToolTip("The measure per query, of the wins and losses and of the picture")
         self.compare = QLabel()
         self.compare.setTextFormat(Qt.PlainText)
-        self.compare.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)   # cut, never widening the dock
+        self.compare.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)   # never widening the dock:
+        self.compare.setWordWrap(True)                                            # on two lines where narrow
         line = QHBoxLayout()
         line.addWidget(self.measure)
         line.addWidget(self.compare, 1)
