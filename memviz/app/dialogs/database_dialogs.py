@@ -23,8 +23,8 @@ from PySide6.QtWidgets import (
 )
 
 from memviz.app.dialogs.buttons import ok_cancel
-from memviz.app.dialogs.tinted import Colour, TintedLabel
 from memviz.app.plain_text import plain_label
+from memviz.app.tinted import Colour, TintedLabel
 from memviz.store.postgres.dsn import is_dsn, redact, with_password
 from memviz.store.postgres.password import remember_password, stored_password
 

@@ -25,8 +25,8 @@ from PySide6.QtWidgets import (
 )
 
 from memviz.app.dialogs.buttons import ok_cancel
-from memviz.app.dialogs.tinted import Colour, TintedLabel
 from memviz.app.plain_text import plain_label
+from memviz.app.tinted import Colour, TintedLabel
 from memviz.edits.commands import SHOWN_FIELDS
 from memviz.store import iso
 from memviz.words import count

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from memviz.app.dialogs.tinted import Colour, TintedLabel
+from memviz.app.tinted import Colour, TintedLabel
 from memviz.frameworks import recognise
 from memviz.importers import FORMATS, OPTIONS, ImportFailed, describe_unknown, detect_format, import_format, import_source
 from memviz.store.errors import StoreError, user_message

@@ -28,8 +28,8 @@ from PySide6.QtWidgets import (
 )
 
 from memviz.app.dialogs.buttons import ok_cancel
-from memviz.app.dialogs.tinted import TintedLabel
 from memviz.app.plain_text import plain_label, plain_tooltip
+from memviz.app.tinted import TintedLabel
 from memviz.judge import FitReport
 from memviz.retrieval import Params
 from memviz.session.judging import Changes, Marks, describe, measure_label, measure_name

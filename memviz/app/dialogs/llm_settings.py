@@ -12,7 +12,7 @@ from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QComboBox, QDialog, QDialogButtonBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout
 
 from memviz.app.dialogs.buttons import ok_cancel
-from memviz.app.dialogs.tinted import Colour, TintedLabel
+from memviz.app.tinted import Colour, TintedLabel
 from memviz.reflect import LLMSettings, SettingsError, save_api_key, test_connection
 
 QSETTINGS_KEY = "llm/settings"

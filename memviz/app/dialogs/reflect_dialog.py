@@ -24,8 +24,8 @@ from PySide6.QtWidgets import (
 
 from memviz.app.dialogs.buttons import action_and_close
 from memviz.app.dialogs.llm_settings import load_llm_settings
-from memviz.app.dialogs.tinted import Colour, TintedLabel
 from memviz.app.plain_text import plain_tooltip
+from memviz.app.tinted import Colour, TintedLabel
 from memviz.reflect import LLMClient, ReflectError, ReflectionConfig, Reflector, engine_retriever
 from memviz.reflect.reflection import DEFAULT_THRESHOLD
 from memviz.reflect.undoable import AcceptReflections

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent
 from PySide6.QtGui import QColor, QFont, QGuiApplication, QPalette
-from PySide6.QtWidgets import QLabel
+
+from memviz.app.tinted import TintedLabel
 
 # what each colour means (the hues); a Theme adjusts their lightness to its background
 KIND_COLORS = {
@@ -162,15 +162,15 @@ def theme() -> Theme:
     return _current[1]
 
 
-class ThemeLabel(QLabel):
-    """A label whose text has a theme colour (`pick(theme)`; None: the palette's own), kept in it
-    when the palette changes."""
+class ThemeLabel(TintedLabel):
+    """A plain-text label whose text has a theme colour (`pick(theme)`; None: the palette's own),
+    kept in it when the palette changes."""
 
     def __init__(self, text: str = "", pick: Callable[[Theme], str] | None = None, bold: bool = False,
                  parent=None) -> None:
-        super().__init__(text, parent)
-        self._own = False  # the text colour is set here (not the parent's)
-        self._pick = None
+        super().__init__(text, wrap=False, selectable=False)
+        if parent is not None:
+            self.setParent(parent)
         self.setForegroundRole(QPalette.WindowText)  # (in a toolbar a label would draw in ButtonText)
         if bold:
             font = QFont(self.font())
@@ -179,25 +179,7 @@ class ThemeLabel(QLabel):
         self.set_pick(pick)
 
     def set_pick(self, pick: Callable[[Theme], str] | None) -> None:
-        self._pick = pick
-        self._follow()
-
-    def changeEvent(self, event) -> None:
-        super().changeEvent(event)
-        if event.type() == QEvent.PaletteChange:
-            self._follow()
-
-    def _follow(self) -> None:
-        want = None if self._pick is None else QColor(self._pick(theme()))
-        if want is None:
-            if self._own:
-                self._own = False
-                self.setPalette(QPalette())  # the parent's again
-        elif not self._own or self.palette().color(QPalette.WindowText) != want:
-            self._own = True
-            pal = self.palette()
-            pal.setColor(QPalette.WindowText, want)
-            self.setPalette(pal)
+        self.set_colour(None if pick is None else lambda: QColor(pick(theme())))
 
 
 def color(name: str, alpha: int = 255) -> QColor:

@@ -1,9 +1,10 @@
-"""Text in a colour of the window's theme, in a dialog, kept in it when the scheme changes.
+"""Text in a colour of the window's theme, kept in it when the scheme changes.
 
-Dialogs may not import `plots.style` (the import contracts): the dialog's creator passes each
-colour in as a function (`Colour`: the colour in the window's theme now, e.g.
-`lambda: QColor(theme().alarm)`); a `TintedLabel` asks it again whenever its palette changes.
-A fixed colour (a style sheet's "color: #b00") stays what it was in the other scheme.
+A `TintedLabel` asks its colour (`Colour`: the colour in the window's theme now, e.g.
+`lambda: QColor(theme().alarm)`) again whenever its palette changes; a fixed colour (a style
+sheet's "color: #b00") stays what it was in the other scheme. Dialogs may not import
+`plots.style` (the import contracts): their creator passes each colour in; panels use
+`plots.style.ThemeLabel`, this label with the colour picked from the theme.
 """
 from __future__ import annotations
 
@@ -19,11 +20,13 @@ Colour = Callable[[], QColor]
 class TintedLabel(QLabel):
     """A selectable plain-text label drawn in `colour()` (None: the palette's own text colour)."""
 
-    def __init__(self, text: str = "", colour: Colour | None = None, *, wrap: bool = True) -> None:
+    def __init__(self, text: str = "", colour: Colour | None = None, *, wrap: bool = True,
+                 selectable: bool = True) -> None:
         super().__init__(text)
         self.setTextFormat(Qt.PlainText)  # errors quote paths, memories and LLM output: never rich text
         self.setWordWrap(wrap)
-        self.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        if selectable:
+            self.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.colour: Colour | None = None
         self._own = False  # the text colour is set here, not inherited
         self.set_colour(colour)
