@@ -120,3 +120,17 @@ def test_hundreds_of_links_make_no_grey_fan(qtbot, make_window, sample, size):
     back = gp.plot.backgroundBrush().color()
     assert back.lightness() > 240  # the light theme: links are grey on white
     assert grey.sum() < 0.01 * mask.sum(), grey.sum() / mask.sum()
+
+
+def test_a_redraw_while_the_graph_is_built_does_not_say_there_is_none(qtbot, make_window, sample):
+    # a theme change or a selection redraws the panel before its graph is ready: the line keeps
+    # saying it is being built, not "no derived memories" of a store full of them
+    win = make_window(sample)
+    gp = win.graph
+    gp._graph_timer.stop()   # the build held back, as while the window paints its other panels
+    assert gp.graph is None and gp.info.text() == "building the graph…"
+    gp.redraw(fit=True)
+    assert gp.info.text() == "building the graph…"
+    gp._start_graph_job()
+    qtbot.waitUntil(lambda: gp.graph is not None, timeout=20000)
+    assert "source links" in gp.info.text()

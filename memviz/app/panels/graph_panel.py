@@ -361,7 +361,7 @@ class GraphPanel(ScatterPanel):
                 it.setData([], [])
             if self.summary is not None and data is not None:
                 self._draw_clusters(data, fit)
-            else:
+            elif data is None or self.graph is not None:   # (not built yet: the line says it is being built)
                 self._say("no derived memories or supersede links in this store" if data is not None else "")
             self.draw_selection()
             return
