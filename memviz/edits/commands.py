@@ -158,8 +158,13 @@ class FieldAction(Action):
         """Why this edit makes no sense for `row` (None = fine)."""
         return None
 
+    def refuse_together(self, rows: dict[str, dict]) -> None:
+        """Raise where the rows as a whole refuse the edit (one error naming all of them), before
+        any row's own refusal; default: nothing."""
+
     def _do(self, store) -> Outcome:
         rows = self._rows(store)
+        self.refuse_together(rows)
         for i in self.ids:
             why = self.refusal(rows[i])
             if why:
@@ -254,13 +259,11 @@ class SoftDelete(FieldAction):
         self.when = when
         self.include_protected = include_protected
 
-    def _do(self, store) -> Outcome:
+    def refuse_together(self, rows):
         if not self.include_protected:
-            rows = self._rows(store)
             protected = [i for i in self.ids if rows[i]["protected"] and rows[i]["valid_until"] is None]
             if protected:
                 raise ProtectedError(protected, len(self.ids))
-        return super()._do(store)
 
     def refusal(self, row):
         if row["valid_until"] is not None:

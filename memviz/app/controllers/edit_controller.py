@@ -339,7 +339,8 @@ class EditController(QObject):
                                f"{'it' if n == 1 else f'the {n:,} protected ones'} anyway? "
                                "Edit ▸ Undo takes a soft-delete back.")
         anyway = box.addButton(f"Soft-delete {count(t, 'memory')}", QMessageBox.DestructiveRole)
-        others = [i for i in targets if i not in set(protected)]
+        spared = set(protected)
+        others = [i for i in targets if i not in spared]
         spare = box.addButton(f"Only the {count(len(others), 'unprotected memory', 'unprotected memories')}",
                               QMessageBox.AcceptRole) if others else None
         cancel = box.addButton(QMessageBox.Cancel)
