@@ -103,8 +103,7 @@ _SMALL_PAGES_FROM = 64 << 20  # the matrices; numpy's columns (8 MB per million 
 # A row's JSON columns are all well-formed (1); CASE skips parsing the usual empties. A whole read
 # asks it apart from the scan (_BAD_JSON, beside it): it parses every row's attributes.
 # (the expression the read index holds: schema.py)
-_JSON_OK = JSON_OK_SQL
-_BAD_JSON = f"SELECT json_group_array(rowid) FROM memories WHERE ({_JSON_OK}) IS NOT 1"   # NULL: not well-formed either
+_BAD_JSON = f"SELECT json_group_array(rowid) FROM memories WHERE ({JSON_OK_SQL}) IS NOT 1"   # NULL: not well-formed either
 
 _SQL = """
 SELECT rowid, CAST(id AS BLOB), CAST(kind AS BLOB), CAST(agent AS BLOB),
@@ -323,7 +322,7 @@ NUMERIC_COLUMNS = ("importance", "event_time", "created_at", "last_accessed", "v
             "access_count", "protected")
 
 
-_SQL = _SQL.replace("{odd_types}", ODD_TYPES_SQL).replace("{json_ok}", _JSON_OK)
+_SQL = _SQL.replace("{odd_types}", ODD_TYPES_SQL).replace("{json_ok}", JSON_OK_SQL)
 #: the columns of _SQL's rows, in order (`preview` only when asked for)
 _ROW_COLUMNS = ("rowid", "id", "kind", "agent", *NUMERIC_COLUMNS, "embedding", "json_ok", "model", "size", "odd_type", "preview")
 
@@ -543,7 +542,8 @@ def _values(row: list, rowid: np.ndarray, mostly: dict, order: np.ndarray | None
         value, at = _pairs(row[i], rowid) if name in _MOSTLY else (_loads(row[i]), None)
         if name in _NULL_IS_VALUE and '"' in row[i]:   # text in a number column (ISO times, 'very high')
             strings = [j for j, v in enumerate(value) if type(v) is str]
-            odd.update(at[strings].tolist() if at is not None else place[strings].tolist() if place is not None else strings)
+            where = at if at is not None else place   # the rows of the values in rowid order (None: the same)
+            odd.update(strings if where is None else where[strings].tolist())
             for j in strings:
                 value[j] = None
         row[i] = None
@@ -559,6 +559,29 @@ def _values(row: list, rowid: np.ndarray, mostly: dict, order: np.ndarray | None
             odd.update(np.flatnonzero(np.isnan(cols[name])).tolist())   # NULL where a value belongs
         del value
     return cols, rowid[sorted(odd)].tolist()
+
+
+def _mostly(first: tuple) -> dict:
+    """_MOSTLY's values as the decoding compares them: numbers (None: NULL), and the first row's
+    model and blob size (`first`: _FIRST_ROW's)."""
+    return {**{c: None if v == "NULL" else float(v) for c, v in _MOSTLY.items() if c not in ("model", "size")},
+            "model": first[0], "size": first[1]}
+
+
+def _from_chunks(conn, read, ids: np.ndarray, rowid: np.ndarray, size: np.ndarray, has: np.ndarray, nbytes: int,
+                 ids_json: str | None) -> np.ndarray | None:
+    """The matrix placed from the vec0 chunks a second connection `read` (place_read), with zeros for
+    the rows of that size but another model's; None where they cannot give it. `ids_json`: `ids`
+    as JSON text, made here where the scan's text is not in rowid order (None)."""
+    if read is None or read.nbytes != nbytes:
+        return None
+    n = len(ids)
+    if ids_json is None and n:
+        ids_json = orjson.dumps(ids.tolist()).decode()   # compared with the index's ids as text
+    out = place_read(conn, read, ids, rowid, size == nbytes, n + spare_rows(n), _matrix, ids_json)
+    if out is not None:
+        out[(size == nbytes) & ~has] = 0   # the same size but another model's vector
+    return out
 
 
 def _or_none(read):
@@ -589,11 +612,10 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
             # one decodes its part; last the rows with a malformed JSON column, while this one places
             # the vectors and after the arrays are handed out (their bad_json waits for it)
             def work(other):
-                attempt = _or_none
                 try:
-                    chunks.set_result(attempt(lambda: read_chunks(other, dim, _matrix, hi - lo + 1)) if dim else None)
-                    part.set_result((attempt(lambda: other.execute(sql, (*first, split + 1, hi)).fetchone())
-                                     if split < hi else None, attempt(lambda: other.execute(_KIND_AGENT).fetchall())))
+                    chunks.set_result(_or_none(lambda: read_chunks(other, dim, _matrix, hi - lo + 1)) if dim else None)
+                    part.set_result((_or_none(lambda: other.execute(sql, (*first, split + 1, hi)).fetchone())
+                                     if split < hi else None, _or_none(lambda: other.execute(_KIND_AGENT).fetchall())))
                     json_rows.set_result(_bad_json_rows(other, again=True))
                 except BaseException as e:  # noqa: BLE001 - handed to whoever reads bad_json
                     if not json_rows.done():
@@ -604,8 +626,7 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
                             f.set_result(none)   # this connection reads them
             chunks, part, json_rows = Future(), Future(), Future()
             beside = read_beside(conn, second, work, "memviz-vectors")
-        mostly = {**{c: None if v == "NULL" else float(v) for c, v in _MOSTLY.items() if c not in ("model", "size")},
-                  "model": first[0], "size": first[1]}
+        mostly = _mostly(first)
         row = list(conn.execute(sql, (*first, lo, split)).fetchone())
         values = lines = None
         if split < hi:   # this part decoded while the other connection scans the rest
@@ -661,12 +682,10 @@ def _scan_in_sqlite(conn, preview: int) -> dict | None:
         return None
 
     def vectors(has, size_, nbytes):
-        read = chunks.result() if beside is not None else None
-        if read is not None and read.nbytes == nbytes:
-            out = place_read(conn, read, ids, rowid, (size_ == nbytes), n + spare_rows(n), _matrix, keys["ids_json"])
-            if out is not None:
-                out[(size_ == nbytes) & ~has] = 0   # the same size but another model's vector
-                return out
+        out = _from_chunks(conn, chunks.result() if beside is not None else None, ids, rowid, size_, has, nbytes,
+                           keys["ids_json"])
+        if out is not None:
+            return out
         if early is not None and nbytes == guess:
             out = early.result()
             out[(size_ == nbytes) & ~has] = 0   # the same size but another model's vector
@@ -701,8 +720,7 @@ def _scan_indexed(conn, second, preview: int, first: tuple, lo: int, hi: int, di
                     _or_none(lambda: other.execute(previews_sql, (lo, split)).fetchone()[0]) if preview > 0 else None)
         beside = read_beside(conn, second, work, "memviz-vectors")
         split = split if beside is not None else hi
-    mostly = {**{c: None if v == "NULL" else float(v) for c, v in _MOSTLY.items() if c not in ("model", "size")},
-              "model": first[0], "size": first[1]}
+    mostly = _mostly(first)
     try:
         row = list(conn.execute(_SQL_AGG_INDEXED, first).fetchone())
         keys = _keys(row, mostly, sort=True)
@@ -732,15 +750,8 @@ def _scan_indexed(conn, second, preview: int, first: tuple, lo: int, hi: int, di
         return None
 
     def vectors(has, size_, nbytes):
-        if chunks is not None and chunks.nbytes == nbytes:
-            ids_json = keys["ids_json"]
-            if ids_json is None and len(ids):
-                ids_json = orjson.dumps(ids.tolist()).decode()   # compared with the index's ids as text
-            out = place_read(conn, chunks, ids, rowid, (size_ == nbytes), n + spare_rows(n), _matrix, ids_json)
-            if out is not None:
-                out[(size_ == nbytes) & ~has] = 0   # the same size but another model's vector
-                return out
-        return _read_vectors(conn, rowid, size_, has, nbytes, ids)
+        out = _from_chunks(conn, chunks, ids, rowid, size_, has, nbytes, keys["ids_json"])
+        return out if out is not None else _read_vectors(conn, rowid, size_, has, nbytes, ids)
 
     return {"rowid": rowid, "ids": ids, "kind": kind, "agent": agent,
             "bad_text": np.zeros(n, bool), **{name: cols[name] for name in NUMERIC_COLUMNS}, "bad_json": bad_json,
