@@ -350,7 +350,6 @@ class MainWindow(QMainWindow):
         self.status_model = QLabel()
         self.status_model.setTextFormat(Qt.PlainText)
         self.status_ro = ThemeLabel(pick=lambda t: t.ok)  # "writable" in the theme's green; "READ-ONLY" bold, its alarm red
-        self.status_ro.setTextFormat(Qt.PlainText)
         # a fixed width: in a crowded status bar Qt squeezed it until its text wrapped over the bar
         self.progress = QProgressBar(minimumWidth=PROGRESS_WIDTH, maximumWidth=PROGRESS_WIDTH, maximum=1000)
         self.progress.setTextVisible(True)

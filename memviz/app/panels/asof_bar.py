@@ -49,7 +49,6 @@ class AsOfBar(QWidget):
         self.speed = QComboBox()
         self.speed.addItems(list(SPEEDS))
         self.info = style.ThemeLabel()
-        self.info.setTextFormat(Qt.PlainText)
         lay = QHBoxLayout(self)
         lay.setContentsMargins(4, 0, 4, 0)
         title = QLabel("As of")

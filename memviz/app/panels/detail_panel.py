@@ -101,10 +101,7 @@ class DetailPanel(QWidget):
         f = self.title.font()
         f.setBold(True)
         self.title.setFont(f)
-        self.problems = style.ThemeLabel(pick=lambda t: t.alarm)  # the theme's warning colour, in either scheme
-        self.problems.setTextFormat(Qt.PlainText)
-        self.problems.setWordWrap(True)
-        self.problems.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.problems = style.ThemeLabel(pick=lambda t: t.alarm, wrap=True, selectable=True)  # in either scheme
         self.content = QPlainTextEdit(readOnly=True)
         self.content.setPlaceholderText("Select a memory to see it here.")
         self.show_all = QPushButton()

@@ -713,7 +713,6 @@ class MarksBar(QWidget):
             self.buttons[key] = b
             lay.addWidget(b)
         self.note = style.ThemeLabel("")
-        self.note.setTextFormat(Qt.PlainText)
         self.note.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)   # cut, never widening the dock
         self.others = QToolButton()
         self.others.setPopupMode(QToolButton.InstantPopup)

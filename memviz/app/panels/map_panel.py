@@ -16,7 +16,7 @@ import traceback
 import apsw
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt, QTimer, Signal
+from PySide6.QtCore import QRectF, QTimer, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QButtonGroup, QComboBox, QGraphicsItem, QLabel, QSizePolicy, QToolButton
 
@@ -79,9 +79,7 @@ class MapPanel(ScatterPanel):
         self.umap_button.clicked.connect(self.start_umap)
         # how the map shown was made, on a line of its own under the map (the toolbar is full at the
         # panel's usual width: there a sampled layout's sentence was cut to "UMA")
-        self.method_label = style.ThemeLabel(pick=lambda t: t.label_text_faint)
-        self.method_label.setWordWrap(True)
-        self.method_label.setTextFormat(Qt.PlainText)  # an error may quote a path
+        self.method_label = style.ThemeLabel(pick=lambda t: t.label_text_faint, wrap=True)  # plain: an error may quote a path
         self.method_label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         self.toolbar.addWidget(QLabel("colour by"))
         self.toolbar.addWidget(self.color_by)

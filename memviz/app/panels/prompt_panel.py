@@ -196,7 +196,6 @@ class PromptPanel(QWidget):
         self.strategy.setToolTip("balanced: importance × 1/(1 + age hours) · recent: newest first · "
                                  "important: importance first · query: the query panel's ranking")
         self.counting = style.ThemeLabel()
-        self.counting.setTextFormat(Qt.PlainText)
         self.summary = QLabel()
         self.summary.setTextFormat(Qt.PlainText)
         self.summary.setWordWrap(True)

@@ -33,9 +33,7 @@ class StartPage(QFrame):
         self.note = QLabel("Open a store (.db), import another system's agent memory, or look around in the sample.")
         self.note.setTextFormat(Qt.PlainText)
         self.note.setWordWrap(True)
-        self.problem = style.ThemeLabel(pick=lambda t: t.alarm)  # the theme's warning colour, in either scheme
-        self.problem.setTextFormat(Qt.PlainText)  # a path or an error: never rich text
-        self.problem.setWordWrap(True)
+        self.problem = style.ThemeLabel(pick=lambda t: t.alarm, wrap=True)  # plain text: a path or an error
         self.problem.hide()
         self.open_button = QPushButton("Open a store…")
         self.sample_button = QPushButton("Open the sample store")

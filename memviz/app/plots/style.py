@@ -167,8 +167,8 @@ class ThemeLabel(TintedLabel):
     kept in it when the palette changes."""
 
     def __init__(self, text: str = "", pick: Callable[[Theme], str] | None = None, bold: bool = False,
-                 parent=None) -> None:
-        super().__init__(text, wrap=False, selectable=False)
+                 parent=None, *, wrap: bool = False, selectable: bool = False) -> None:
+        super().__init__(text, wrap=wrap, selectable=selectable)
         if parent is not None:
             self.setParent(parent)
         self.setForegroundRole(QPalette.WindowText)  # (in a toolbar a label would draw in ButtonText)
